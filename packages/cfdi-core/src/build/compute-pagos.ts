@@ -1,0 +1,113 @@
+import type { DoctoRelacionadoRequest, PagoRequest } from '../validate/request-schema.ts';
+import { currencyDecimals, type TrasladoAmounts } from './compute-totals.ts';
+import { Dec, fixed, sum, ZERO } from './money.ts';
+
+export interface DoctoRelacionadoAmounts {
+  source: DoctoRelacionadoRequest;
+  equivalenciaDR: string;
+  impSaldoAnt: string;
+  impPagado: string;
+  impSaldoInsoluto: string;
+  trasladosDR: TrasladoAmounts[];
+}
+
+export interface PagoAmounts {
+  monto: string;
+  tipoCambioP: string;
+  doctos: DoctoRelacionadoAmounts[];
+  /** ImpuestosP/TrasladosP: TrasladoDR grouped by impuesto, TipoFactor and tasa. */
+  trasladosP: TrasladoAmounts[];
+  /** Totales attributes in the order the SAT XSLT reads them; only those that apply. */
+  totales: [string, string][];
+}
+
+/**
+ * Amounts of a complemento de pago (Pagos 2.0) for one payment in the related documents' currency.
+ *
+ * The taxes of each related document are split in proportion to what this payment covers:
+ * BaseDR = ImpPagado / (1 + Σ rates), ImporteDR = BaseDR × rate, rounded half up to the currency's
+ * decimals (Pagos 2.0 Guía de llenado, "Impuestos del documento relacionado").
+ */
+export function computePago(pago: PagoRequest): PagoAmounts {
+  const decimals = currencyDecimals(pago.monedaP);
+  const doctos = pago.doctosRelacionados.map((d) => computeDocto(d, decimals));
+
+  const groups = new Map<string, { t: TrasladoAmounts; base: Dec; importe: Dec }>();
+  for (const d of doctos) {
+    for (const t of d.trasladosDR) {
+      const key = `${t.impuesto}|${t.tipoFactor}|${t.tasaOCuota ?? ''}`;
+      const g = groups.get(key) ?? { t, base: ZERO, importe: ZERO };
+      g.base = g.base.plus(t.base);
+      g.importe = g.importe.plus(t.importe ?? 0);
+      groups.set(key, g);
+    }
+  }
+  const trasladosP = [...groups.values()].map(({ t, base, importe }) =>
+    t.tasaOCuota === undefined
+      ? { base: fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor }
+      : {
+          base: fixed(base, decimals),
+          impuesto: t.impuesto,
+          tipoFactor: t.tipoFactor,
+          tasaOCuota: t.tasaOCuota,
+          importe: fixed(importe, decimals),
+        },
+  );
+
+  const tipoCambioP = pago.tipoCambioP ?? '1';
+  const inMxn = (value: Dec) => fixed(value.times(tipoCambioP), 2);
+  const ivaGroup = (tasa: string) => trasladosP.find((t) => t.impuesto === '002' && t.tasaOCuota === tasa);
+  const totales: [string, string][] = [];
+  for (const [tasa, suffix] of [
+    ['0.160000', '16'],
+    ['0.080000', '8'],
+    ['0.000000', '0'],
+  ] as const) {
+    const g = ivaGroup(tasa);
+    if (g) {
+      totales.push([`TotalTrasladosBaseIVA${suffix}`, inMxn(new Dec(g.base))]);
+      totales.push([`TotalTrasladosImpuestoIVA${suffix}`, inMxn(new Dec(g.importe ?? 0))]);
+    }
+  }
+  const exento = trasladosP.filter((t) => t.impuesto === '002' && t.tipoFactor === 'Exento');
+  if (exento.length > 0) totales.push(['TotalTrasladosBaseIVAExento', inMxn(sum(exento.map((t) => new Dec(t.base))))]);
+  totales.push(['MontoTotalPagos', inMxn(new Dec(pago.monto))]);
+
+  return {
+    monto: fixed(new Dec(pago.monto), decimals),
+    tipoCambioP,
+    doctos,
+    trasladosP,
+    totales,
+  };
+}
+
+function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelacionadoAmounts {
+  const saldoAnt = new Dec(d.impSaldoAnt);
+  const pagado = new Dec(d.impPagado);
+  const rates = sum(d.trasladosDR.filter((t) => t.tasaOCuota !== undefined).map((t) => new Dec(t.tasaOCuota ?? 0)));
+  const base = new Dec(fixed(pagado.dividedBy(rates.plus(1)), decimals));
+  const trasladosDR: TrasladoAmounts[] =
+    d.objetoImpDR === '02'
+      ? d.trasladosDR.map((t) =>
+          t.tipoFactor === 'Exento' || t.tasaOCuota === undefined
+            ? { base: fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor }
+            : {
+                base: fixed(base, decimals),
+                impuesto: t.impuesto,
+                tipoFactor: t.tipoFactor,
+                tasaOCuota: t.tasaOCuota,
+                importe: fixed(base.times(t.tasaOCuota), decimals),
+              },
+        )
+      : [];
+  return {
+    source: d,
+    // Same currency in payment and document: the SAT asks for EquivalenciaDR = 1.
+    equivalenciaDR: d.equivalenciaDR ?? '1',
+    impSaldoAnt: fixed(saldoAnt, decimals),
+    impPagado: fixed(pagado, decimals),
+    impSaldoInsoluto: fixed(saldoAnt.minus(pagado), decimals),
+    trasladosDR,
+  };
+}

@@ -1,0 +1,94 @@
+import { buildComprobante } from './build/build-comprobante.ts';
+import { computePago } from './build/compute-pagos.ts';
+import { computeAmounts } from './build/compute-totals.ts';
+import { cadenaOriginal } from './cadena/cadena-original.ts';
+import { assertCsdUsable, type Csd } from './csd/csd.ts';
+import { sellar } from './csd/sello.ts';
+import { formatFecha, timeZoneForCodigoPostal } from './fecha.ts';
+import { stampKeyFor } from './stamp-key.ts';
+import type { InvoiceRequest } from './validate/request-schema.ts';
+import { validateInvoiceRequest } from './validate/validate-request.ts';
+import { serializeXml } from './xml/serialize-xml.ts';
+import { setAttr } from './xml/xml-node.ts';
+
+/** A frozen comprobante: sealed XML whose bytes never change again. */
+export interface FrozenCfdi {
+  /** The sealed XML (UTF-8 text) — the bytes every PAC call sends. */
+  xml: string;
+  cadenaOriginal: string;
+  sello: string;
+  noCertificado: string;
+  /** Fecha as written (`YYYY-MM-DDThh:mm:ss`, local time of LugarExpedicion). */
+  fecha: string;
+  /** IANA zone Fecha was computed in. */
+  timeZone: string;
+  /** Idempotency key of this document at the PAC and in the queue. */
+  stampKey: string;
+  tipoDeComprobante: InvoiceRequest['tipoDeComprobante'];
+  subTotal: string;
+  descuento?: string;
+  total: string;
+  moneda: string;
+  /** The validated request, defaults applied. */
+  request: InvoiceRequest;
+}
+
+/**
+ * Validates, builds, and seals a comprobante. Pure and deterministic: the same request and CSD give
+ * the same bytes on every call and in every process (no clock, no randomness; RSA PKCS#1 v1.5
+ * signatures are deterministic).
+ *
+ * @param input an invoice request (see `InvoiceRequestInput`); validated here.
+ * @param csd the emisor's CSD from `loadCsd`.
+ * @throws CfdiValidationError CFDI_INVALID_REQUEST listing every problem of the request.
+ * @throws CfdiError CSD_RFC_MISMATCH / CSD_EXPIRED when the CSD cannot seal this comprobante.
+ */
+export function freezeComprobante(input: unknown, csd: Csd): FrozenCfdi {
+  const { request, tree, fecha, timeZone, amounts } = prepareComprobante(input, csd);
+  const cadena = cadenaOriginal(tree);
+  const sello = sellar(cadena, csd.privateKey);
+  setAttr(tree, 'Sello', sello);
+
+  return {
+    xml: serializeXml(tree),
+    cadenaOriginal: cadena,
+    sello,
+    noCertificado: csd.noCertificado,
+    fecha,
+    timeZone,
+    stampKey: stampKeyFor(request.emisor.rfc, request.tipoDeComprobante, request.sourceId),
+    tipoDeComprobante: request.tipoDeComprobante,
+    subTotal: amounts.subTotal,
+    ...(amounts.descuento !== undefined ? { descuento: amounts.descuento } : {}),
+    total: amounts.total,
+    moneda: request.moneda,
+    request,
+  };
+}
+
+/**
+ * Everything freezing does before the cadena: validation, CSD checks, Fecha, amounts, and the tree
+ * with an empty Sello. Internal (the benchmark measures the cadena on exactly this tree).
+ */
+export function prepareComprobante(input: unknown, csd: Csd) {
+  const request = validateInvoiceRequest(input);
+  const occurredAt = new Date(request.occurredAt);
+  assertCsdUsable(csd, request.emisor.rfc, occurredAt);
+
+  const timeZone = request.timeZone ?? timeZoneForCodigoPostal(request.lugarExpedicion);
+  const fecha = formatFecha(occurredAt, timeZone);
+  const amounts = computeAmounts(request);
+  const pago = request.pago
+    ? { amounts: computePago(request.pago), fechaPago: formatFecha(new Date(request.pago.fechaPago), timeZone) }
+    : undefined;
+
+  const tree = buildComprobante({
+    request,
+    fecha,
+    noCertificado: csd.noCertificado,
+    certificado: csd.certificadoBase64,
+    amounts,
+    ...(pago ? { pago } : {}),
+  });
+  return { request, tree, fecha, timeZone, amounts };
+}

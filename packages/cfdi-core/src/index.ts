@@ -1,0 +1,28 @@
+/**
+ * @timbra/cfdi-core — the CFDI 4.0 domain: validate an invoice request, freeze it into sealed XML
+ * with a deterministic Fecha and stamp key, compute cadenas originales exactly as the SAT's XSLT,
+ * and read stamped CFDIs and their TimbreFiscalDigital.
+ */
+export { CfdiError, CfdiErrorCode, CfdiValidationError, type ValidationIssue } from './errors.ts';
+export { freezeComprobante, type FrozenCfdi } from './freeze.ts';
+export {
+  invoiceRequestSchema,
+  type InvoiceRequest,
+  type InvoiceRequestInput,
+  type ConceptoRequest,
+  type PagoRequest,
+  type DoctoRelacionadoRequest,
+} from './validate/request-schema.ts';
+export { validateInvoiceRequest, NOMBRE_PUBLICO_GENERAL } from './validate/validate-request.ts';
+export { rfcKind, RFC_PUBLICO_GENERAL, RFC_EXTRANJERO } from './validate/rfc.ts';
+export * as catalogs from './validate/catalogs.ts';
+export { normalizeSpace } from './validate/text.ts';
+export { formatFecha, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE } from './fecha.ts';
+export { loadCsd, assertCsdUsable, noCertificadoOf, rfcOf, type Csd } from './csd/csd.ts';
+export { sellar, verificarSello } from './csd/sello.ts';
+export { stampKeyFor, type StampKind } from './stamp-key.ts';
+export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';
+export { parseXml } from './xml/parse-xml.ts';
+export { serializeXml } from './xml/serialize-xml.ts';
+export { NS, SCHEMA_LOCATION, attr, childElements, type XmlElement, type XmlNode } from './xml/xml-node.ts';
+export { parseStampedCfdi, parseTfd, readTfd, verifyTfd, insertTfd, type Tfd, type StampedCfdi } from './tfd.ts';

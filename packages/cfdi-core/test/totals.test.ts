@@ -1,0 +1,78 @@
+import { describe, expect, it } from '@jest/globals';
+import { attr, childElements, freezeComprobante, NS, parseXml, type InvoiceRequestInput } from '../src/index.ts';
+import { ingresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
+import { loadTestCsd } from './helpers/sat.ts';
+
+const csd = loadTestCsd('EKU9003173C9');
+
+describe('totals (decimal arithmetic, rounded half up per Anexo 20)', () => {
+  it('computes the reference Ingreso by hand', () => {
+    // Concepto 1: 1 × 4310.34 = 4310.34; IVA 16% = 689.6544 → 689.65
+    // Concepto 2: 3 × 289.50 = 868.50 − 50.00 = base 818.50; IVA 0% = 0.00
+    // Concepto 3: 2.5 × 350.123456 = 875.30864 → 875.31; IVA 140.0496 → 140.05;
+    //             ISR 10% 87.531 → 87.53; IVA ret 10.6667% 93.3680... → 93.37
+    // SubTotal 6054.15, Descuento 50.00, trasladado 829.70, retenido 180.90
+    // Total = 6054.15 − 50.00 + 829.70 − 180.90 = 6652.95
+    const f = freezeComprobante(ingresoRequest(), csd);
+    expect(f.subTotal).toBe('6054.15');
+    expect(f.descuento).toBe('50.00');
+    expect(f.total).toBe('6652.95');
+    const root = parseXml(f.xml);
+    const impuestos = childElements(root, NS.cfdi, 'Impuestos')[0]!;
+    expect(attr(impuestos, 'TotalImpuestosTrasladados')).toBe('829.70');
+    expect(attr(impuestos, 'TotalImpuestosRetenidos')).toBe('180.90');
+    expect(f.xml).toContain(
+      'Cantidad="2.5" ClaveUnidad="HUR" Descripcion="Asesoría académica" ValorUnitario="350.123456" Importe="875.31"',
+    );
+  });
+
+  it('never uses floats: 0.1 + 0.2 style sums are exact', () => {
+    const request = {
+      ...publicoGeneralRequest(),
+      conceptos: Array.from({ length: 3 }, () => ({
+        claveProdServ: '01010101',
+        cantidad: '1',
+        claveUnidad: 'ACT',
+        descripcion: 'x',
+        valorUnitario: '0.10',
+        objetoImp: '01',
+      })),
+    } as InvoiceRequestInput;
+    const f = freezeComprobante(
+      { ...request, conceptos: [...request.conceptos!, { ...request.conceptos![0]!, valorUnitario: '0.20' }] },
+      csd,
+    );
+    expect(f.subTotal).toBe('0.50');
+    expect(f.total).toBe('0.50');
+  });
+
+  it('groups Exento without TasaOCuota/Importe and leaves TotalImpuestosTrasladados out when only Exento', () => {
+    const request = publicoGeneralRequest();
+    request.conceptos![0]!.traslados = [{ impuesto: '002', tipoFactor: 'Exento' }];
+    const f = freezeComprobante(request, csd);
+    expect(f.xml).toContain(
+      '<cfdi:Impuestos><cfdi:Traslados><cfdi:Traslado Base="862.07" Impuesto="002" TipoFactor="Exento"/></cfdi:Traslados></cfdi:Impuestos></cfdi:Comprobante>',
+    );
+    expect(f.total).toBe('862.07');
+  });
+
+  it('handles amounts in currencies without decimals and with TipoCambio', () => {
+    const request = { ...publicoGeneralRequest(), moneda: 'USD', tipoCambio: '17.2345' };
+    const f = freezeComprobante(request, csd);
+    expect(f.xml).toContain('Moneda="USD" TipoCambio="17.2345" Total="1000.00"');
+  });
+
+  it('computes the Pagos 2.0 amounts: proportional IVA, saldo insoluto, totales', () => {
+    // 5800.00 paid of 11600.00: BaseDR = 5800 / 1.16 = 5000.00, ImporteDR = 800.00, insoluto 5800.00
+    const f = freezeComprobante(pagoRequest(), csd);
+    expect(f.xml).toContain('ImpSaldoAnt="11600.00" ImpPagado="5800.00" ImpSaldoInsoluto="5800.00"');
+    expect(f.xml).toContain(
+      '<pago20:TrasladoDR BaseDR="5000.00" ImpuestoDR="002" TipoFactorDR="Tasa" TasaOCuotaDR="0.160000" ImporteDR="800.00"/>',
+    );
+    expect(f.xml).toContain(
+      '<pago20:Totales TotalTrasladosBaseIVA16="5000.00" TotalTrasladosImpuestoIVA16="800.00" MontoTotalPagos="5800.00"/>',
+    );
+    expect(f.xml).toContain('SubTotal="0" Moneda="XXX" Total="0" TipoDeComprobante="P"');
+    expect(f.xml).toContain('FechaPago="2026-11-30T11:40:00"');
+  });
+});

@@ -1,0 +1,192 @@
+import { describe, expect, it } from '@jest/globals';
+import { CfdiValidationError, rfcKind, validateInvoiceRequest, type InvoiceRequestInput } from '../src/index.ts';
+import { egresoRequest, ingresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
+
+type Json = Record<string, unknown>;
+type Concepto = Json & { traslados: Json[]; retenciones?: Json[] };
+
+function issuesOf(request: InvoiceRequestInput): { path: string; message: string }[] {
+  try {
+    validateInvoiceRequest(request);
+    return [];
+  } catch (error) {
+    if (error instanceof CfdiValidationError) return [...error.issues];
+    throw error;
+  }
+}
+
+function withIngreso(
+  mutate: (r: Json & { conceptos: Concepto[]; receptor: Json; emisor: Json }) => void,
+): InvoiceRequestInput {
+  const r = structuredClone(ingresoRequest()) as Json & { conceptos: Concepto[]; receptor: Json; emisor: Json };
+  mutate(r);
+  return r as InvoiceRequestInput;
+}
+
+describe('validation', () => {
+  it('accepts the reference requests of every kind', () => {
+    for (const r of [ingresoRequest(), publicoGeneralRequest(), egresoRequest(), pagoRequest()])
+      expect(issuesOf(r)).toEqual([]);
+  });
+
+  // Each row breaks one rule and names the path the error must point at.
+  const rules: [string, InvoiceRequestInput, string][] = [
+    [
+      'amount as a JS number',
+      withIngreso((r) => (r.conceptos[0]!.valorUnitario = 4310.34)),
+      'conceptos.0.valorUnitario',
+    ],
+    ['negative amount', withIngreso((r) => (r.conceptos[0]!.valorUnitario = '-1.00')), 'conceptos.0.valorUnitario'],
+    ['7 decimals', withIngreso((r) => (r.conceptos[0]!.cantidad = '1.0000001')), 'conceptos.0.cantidad'],
+    ['unknown FormaPago', withIngreso((r) => (r.formaPago = '07')), 'formaPago'],
+    ['unknown MetodoPago', withIngreso((r) => (r.metodoPago = 'PIP')), 'metodoPago'],
+    ['PPD with FormaPago other than 99', withIngreso((r) => (r.metodoPago = 'PPD')), 'formaPago'],
+    ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'receptor.usoCFDI'],
+    ['unknown RegimenFiscal', withIngreso((r) => (r.emisor.regimenFiscal = '699')), 'emisor.regimenFiscal'],
+    [
+      'régimen for the other persona type',
+      withIngreso((r) => (r.emisor.regimenFiscal = '612')),
+      'emisor.regimenFiscal',
+    ],
+    ['RFC of wrong shape', withIngreso((r) => (r.receptor.rfc = 'CACX7613101P8')), 'receptor.rfc'],
+    ['generic RFC as emisor', withIngreso((r) => (r.emisor.rfc = 'XAXX010101000')), 'emisor.rfc'],
+    ['unknown ObjetoImp', withIngreso((r) => (r.conceptos[0]!.objetoImp = '09')), 'conceptos.0.objetoImp'],
+    ['taxes with ObjetoImp 01', withIngreso((r) => (r.conceptos[0]!.objetoImp = '01')), 'conceptos.0.objetoImp'],
+    ['ObjetoImp 02 without taxes', withIngreso((r) => (r.conceptos[0]!.traslados = [])), 'conceptos.0.objetoImp'],
+    [
+      'unknown Impuesto',
+      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '004')),
+      'conceptos.0.traslados.0.impuesto',
+    ],
+    [
+      'ISR transferred',
+      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '001')),
+      'conceptos.0.traslados.0.impuesto',
+    ],
+    [
+      'unknown TipoFactor',
+      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tipoFactor = 'Tarifa')),
+      'conceptos.0.traslados.0.tipoFactor',
+    ],
+    [
+      'IVA at 15%',
+      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tasaOCuota = '0.150000')),
+      'conceptos.0.traslados.0.tasaOCuota',
+    ],
+    [
+      'Exento with a rate',
+      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tipoFactor = 'Exento')),
+      'conceptos.0.traslados.0.tasaOCuota',
+    ],
+    [
+      'retención above the maximum',
+      withIngreso((r) => (r.conceptos[2]!.retenciones![0]!.tasaOCuota = '0.400000')),
+      'conceptos.2.retenciones.0.tasaOCuota',
+    ],
+    ['descuento above importe', withIngreso((r) => (r.conceptos[1]!.descuento = '900.00')), 'conceptos.1.descuento'],
+    ['descuento with 3 decimals', withIngreso((r) => (r.conceptos[1]!.descuento = '1.005')), 'conceptos.1.descuento'],
+    ['unknown Moneda', withIngreso((r) => (r.moneda = 'MXP')), 'moneda'],
+    ['USD without TipoCambio', withIngreso((r) => (r.moneda = 'USD')), 'tipoCambio'],
+    ['MXN with TipoCambio 17', withIngreso((r) => (r.tipoCambio = '17.00')), 'tipoCambio'],
+    ['unknown Exportacion', withIngreso((r) => (r.exportacion = '05')), 'exportacion'],
+    ['CP of 4 digits', withIngreso((r) => (r.lugarExpedicion = '4250')), 'lugarExpedicion'],
+    ['unknown time zone', withIngreso((r) => (r.timeZone = 'Mars/Olympus')), 'timeZone'],
+    ['no conceptos', withIngreso((r) => (r.conceptos = [])), 'conceptos'],
+    ["'|' in a name", withIngreso((r) => (r.receptor.nombre = 'A|B')), 'receptor.nombre'],
+    ['control character', withIngreso((r) => (r.conceptos[0]!.descripcion = 'bell\u0007')), 'conceptos.0.descripcion'],
+    ['only whitespace', withIngreso((r) => (r.conceptos[0]!.descripcion = ' \t\n ')), 'conceptos.0.descripcion'],
+    [
+      '1001 characters',
+      withIngreso((r) => (r.conceptos[0]!.descripcion = 'x'.repeat(1001))),
+      'conceptos.0.descripcion',
+    ],
+    ['occurredAt without offset', withIngreso((r) => (r.occurredAt = '2026-11-29T18:30:15')), 'occurredAt'],
+    ['zero cantidad', withIngreso((r) => (r.conceptos[0]!.cantidad = '0')), 'conceptos.0.cantidad'],
+    ['zero taxable base', withIngreso((r) => (r.conceptos[1]!.descuento = '868.50')), 'conceptos.1'],
+    ['absurd amount', withIngreso((r) => (r.conceptos[0]!.valorUnitario = '999999999999999999')), 'conceptos.0'],
+    ['Egreso without CfdiRelacionados', { ...egresoRequest(), cfdiRelacionados: [] }, 'cfdiRelacionados'],
+    [
+      'unknown TipoRelacion',
+      {
+        ...egresoRequest(),
+        cfdiRelacionados: [{ tipoRelacion: '09', uuids: ['6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F'] }],
+      },
+      'cfdiRelacionados.0.tipoRelacion',
+    ],
+    [
+      'related UUID of wrong shape',
+      { ...egresoRequest(), cfdiRelacionados: [{ tipoRelacion: '01', uuids: ['not-a-uuid'] }] },
+      'cfdiRelacionados.0.uuids.0',
+    ],
+    [
+      'público en general without InformacionGlobal',
+      { ...publicoGeneralRequest(), informacionGlobal: undefined },
+      'informacionGlobal',
+    ],
+    [
+      'público en general with another CP',
+      {
+        ...publicoGeneralRequest(),
+        receptor: { ...publicoGeneralRequest().receptor, domicilioFiscalReceptor: '01000' },
+      },
+      'receptor.domicilioFiscalReceptor',
+    ],
+    [
+      'generic RFC with régimen 601',
+      { ...publicoGeneralRequest(), receptor: { ...publicoGeneralRequest().receptor, regimenFiscalReceptor: '601' } },
+      'receptor.regimenFiscalReceptor',
+    ],
+    [
+      'InformacionGlobal month 19',
+      { ...publicoGeneralRequest(), informacionGlobal: { periodicidad: '01', meses: '19', año: 2026 } },
+      'informacionGlobal.meses',
+    ],
+    ['Pago without pago', { ...pagoRequest(), pago: undefined }, 'pago'],
+    ['Pago in MXN', { ...pagoRequest(), moneda: 'MXN' }, 'moneda'],
+    ['Pago with FormaPago', { ...pagoRequest(), formaPago: '03' }, 'formaPago'],
+    [
+      'Pago with UsoCFDI G03',
+      { ...pagoRequest(), receptor: { ...pagoRequest().receptor, usoCFDI: 'G03' } },
+      'receptor.usoCFDI',
+    ],
+    [
+      'Pago paying more than the balance',
+      {
+        ...pagoRequest(),
+        pago: {
+          ...pagoRequest().pago!,
+          doctosRelacionados: [{ ...pagoRequest().pago!.doctosRelacionados[0]!, impPagado: '20000.00' }],
+        },
+      },
+      'pago.doctosRelacionados.0.impPagado',
+    ],
+    [
+      'Pago monto below the amounts paid',
+      { ...pagoRequest(), pago: { ...pagoRequest().pago!, monto: '100.00' } },
+      'pago.monto',
+    ],
+    [
+      'Pago with FormaDePagoP 99',
+      { ...pagoRequest(), pago: { ...pagoRequest().pago!, formaDePagoP: '99' } },
+      'pago.formaDePagoP',
+    ],
+    ['Ingreso with CP01', withIngreso((r) => (r.receptor.usoCFDI = 'CP01')), 'receptor.usoCFDI'],
+  ];
+
+  it.each(rules)('rejects %s', (_name, request, path) => {
+    const issues = issuesOf(request);
+    expect(issues.map((i) => i.path)).toContain(path);
+  });
+
+  it('classifies RFC shapes', () => {
+    expect(rfcKind('EKU9003173C9')).toBe('moral');
+    expect(rfcKind('CACX7605101P8')).toBe('fisica');
+    expect(rfcKind('XAXX010101000')).toBe('generico');
+    expect(rfcKind('XEXX010101000')).toBe('generico');
+    expect(rfcKind('ÑAÑ010101AB1')).toBe('moral');
+    expect(rfcKind('&AB010101AB1')).toBe('moral');
+    expect(rfcKind('EKU9003173C')).toBeNull();
+    expect(rfcKind('eku9003173c9')).toBeNull();
+    expect(rfcKind("EKU900317' OR 1=1")).toBeNull();
+  });
+});
