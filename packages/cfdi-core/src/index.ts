@@ -26,3 +26,31 @@ export { parseXml } from './xml/parse-xml.ts';
 export { serializeXml } from './xml/serialize-xml.ts';
 export { NS, SCHEMA_LOCATION, attr, childElements, type XmlElement, type XmlNode } from './xml/xml-node.ts';
 export { parseStampedCfdi, parseTfd, readTfd, verifyTfd, insertTfd, type Tfd, type StampedCfdi } from './tfd.ts';
+export { serializeElement } from './xml/serialize-xml.ts';
+export {
+  classifyPacFailure,
+  classifyPacCode,
+  normalizeCode,
+  MAPPED_PAC_CODES,
+  type PacOutcome,
+  type PacFailure,
+  type Classification,
+} from './pac/classify.ts';
+export { PacError, PacErrorCode } from './pac/pac-errors.ts';
+export type {
+  PacClient,
+  StampResult,
+  StampOptions,
+  CancelRequest,
+  CancelResult,
+  CancelMotivo,
+  StatusRequest,
+  StatusResult,
+} from './pac/pac-client.ts';
+export { DEFAULT_TIMEOUTS, type PacTimeouts } from './pac/http.ts';
+export { SwClient, type SwClientConfig } from './pac/sw-client.ts';
+export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
+export { SatStatusClient } from './pac/sat-status-client.ts';
+export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
+export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
+export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';

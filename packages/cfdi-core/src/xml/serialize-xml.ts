@@ -19,6 +19,13 @@ export function serializeXml(root: XmlElement): string {
   return out.join('');
 }
 
+/** Serialises one element (no XML declaration), e.g. a TFD to insert into another document. */
+export function serializeElement(element: XmlElement): string {
+  const out: string[] = [];
+  write(element, out);
+  return out.join('');
+}
+
 function write(element: XmlElement, out: string[]): void {
   out.push('<', element.name);
   for (const [name, value] of element.attrs) out.push(' ', name, '="', escapeAttr(value), '"');

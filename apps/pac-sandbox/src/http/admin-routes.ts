@@ -1,0 +1,111 @@
+import { timingSafeEqual } from 'node:crypto';
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { faultsSchema, NO_FAULTS, seededRandom } from '../faults.ts';
+import { PacInstance } from '../pac-instance.ts';
+import type { SatRegistry } from '../registry.ts';
+
+export interface AdminDeps {
+  token: string;
+  registry: SatRegistry;
+  instances: ReadonlyMap<string, PacInstance>;
+  /** The instance a request means when it names none (the one whose port it came in on). */
+  defaultInstance?: string;
+  /** Applies side effects of new faults (outage windows close and reopen ports). */
+  onFaultsChanged: (instance: PacInstance) => void;
+  onReset: () => void;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * The admin API (`/__admin`), guarded by `Authorization: Bearer <token>` (or `x-admin-token`):
+ * faults per instance, the ledger of every stamp and request, reset. See the README.
+ */
+export function adminRoutes(deps: AdminDeps): Router {
+  const router = Router();
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    const given = /^Bearer (.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-admin-token') ?? '';
+    if (!safeEqual(given, deps.token)) {
+      res.status(401).json({ error: { code: 'unauthorized', message: 'admin token required' } });
+      return;
+    }
+    next();
+  });
+
+  const pick = (req: Request, res: Response): PacInstance | undefined => {
+    const body = (req.body ?? {}) as { instance?: unknown };
+    const name =
+      (typeof req.query.instance === 'string' ? req.query.instance : undefined) ??
+      (typeof body.instance === 'string' ? body.instance : undefined) ??
+      deps.defaultInstance;
+    const instance = name ? deps.instances.get(name) : undefined;
+    if (!instance)
+      res
+        .status(404)
+        .json({ error: { code: 'unknown_instance', message: `instances: ${[...deps.instances.keys()].join(', ')}` } });
+    return instance;
+  };
+
+  router.get('/faults', (req, res) => {
+    const instance = pick(req, res);
+    if (instance) res.json({ instance: instance.name, faults: instance.faults });
+  });
+
+  router.post('/faults', (req, res) => {
+    const instance = pick(req, res);
+    if (!instance) return;
+    const { instance: _name, reset, seed, ...changes } = (req.body ?? {}) as Record<string, unknown>;
+    const parsed = faultsSchema.safeParse({ ...(reset === true ? NO_FAULTS : instance.faults), ...changes });
+    if (!parsed.success) {
+      res
+        .status(422)
+        .json({ error: { code: 'invalid_faults', message: 'invalid faults', details: parsed.error.issues } });
+      return;
+    }
+    if (typeof seed === 'number') instance.random = seededRandom(seed);
+    instance.faults = parsed.data;
+    deps.onFaultsChanged(instance);
+    res.json({ instance: instance.name, faults: instance.faults });
+  });
+
+  router.delete('/faults', (_req, res) => {
+    for (const instance of deps.instances.values()) {
+      instance.faults = NO_FAULTS;
+      deps.onFaultsChanged(instance);
+    }
+    res.json({ ok: true });
+  });
+
+  router.get('/ledger', (req, res) => {
+    const since = typeof req.query.since === 'string' ? req.query.since : '';
+    const stamps = deps.registry.stamps
+      .filter((s) => s.stampedAt >= since)
+      .map(({ tfdXml: _t, stampedXml: _x, ...rest }) => rest);
+    const byCadena = new Map<string, string[]>();
+    for (const s of deps.registry.stamps) byCadena.set(s.cadenaHash, [...(byCadena.get(s.cadenaHash) ?? []), s.uuid]);
+    const duplicates = [...byCadena.entries()]
+      .filter(([, uuids]) => uuids.length > 1)
+      .map(([cadenaHash, uuids]) => ({ cadenaHash, uuids }));
+    const counts = Object.fromEntries([...deps.instances.values()].map((i) => [i.name, i.counts]));
+    const received = req.query.received === 'false' ? undefined : deps.registry.received.filter((r) => r.at >= since);
+    res.json({ stamps, duplicates, counts, ...(received ? { received } : {}) });
+  });
+
+  router.post('/reset', (_req, res) => {
+    deps.registry.clear();
+    for (const instance of deps.instances.values()) {
+      instance.memory.clear();
+      instance.faults = NO_FAULTS;
+      instance.counts = PacInstance.zeroCounts();
+      deps.onFaultsChanged(instance);
+    }
+    deps.onReset();
+    res.json({ ok: true });
+  });
+
+  return router;
+}

@@ -1,0 +1,153 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { Router, type Response } from 'express';
+import { escapeXml, findElement, rfcOf, soapBody, textOf, type XmlElement } from '@timbra/cfdi-core';
+import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
+import type { PacInstance } from '../pac-instance.ts';
+import type { SatRegistry, StampRecord } from '../registry.ts';
+import { beforeProcessing, dropAfterProcessing } from './fault-middleware.ts';
+
+export interface FinkokRoutesDeps {
+  instance: PacInstance;
+  registry: SatRegistry;
+  credentials: { username: string; password: string };
+  policy: CancellationPolicy;
+  now: () => Date;
+}
+
+const STAMP_NS = 'http://facturacion.finkok.com/stamp';
+const CANCEL_NS = 'http://facturacion.finkok.com/cancel';
+const APPS_NS = 'apps.services.soap.core.views';
+
+function soapResponse(res: Response, ns: string, operation: string, result: string): void {
+  res
+    .type('text/xml; charset=utf-8')
+    .send(
+      '<?xml version="1.0" encoding="UTF-8"?>' +
+        `<senv:Envelope xmlns:senv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:tns="${ns}" xmlns:s0="${APPS_NS}">` +
+        `<senv:Body><tns:${operation}Response><tns:${operation}Result>${result}</tns:${operation}Result></tns:${operation}Response></senv:Body></senv:Envelope>`,
+    );
+}
+
+function soapFault(res: Response, message: string): void {
+  res
+    .status(500)
+    .type('text/xml; charset=utf-8')
+    .send(
+      '<?xml version="1.0" encoding="UTF-8"?><senv:Envelope xmlns:senv="http://schemas.xmlsoap.org/soap/envelope/"><senv:Body><senv:Fault>' +
+        `<faultcode>senv:Client</faultcode><faultstring>${escapeXml(message)}</faultstring></senv:Fault></senv:Body></senv:Envelope>`,
+    );
+}
+
+const el = (name: string, text: string) => `<s0:${name}>${escapeXml(text)}</s0:${name}>`;
+
+function incidencias(code: string, message: string): string {
+  return `<s0:Incidencias><s0:Incidencia>${el('CodigoError', code)}${el('MensajeIncidencia', message)}</s0:Incidencia></s0:Incidencias>`;
+}
+
+function stampedResult(record: StampRecord, codEstatus: string, extra = ''): string {
+  const satSeal = /SelloSAT="([^"]*)"/.exec(record.tfdXml)?.[1] ?? '';
+  const noCertificadoSat = /NoCertificadoSAT="([^"]*)"/.exec(record.tfdXml)?.[1] ?? '';
+  return (
+    el('xml', record.stampedXml) +
+    el('UUID', record.uuid) +
+    el('Fecha', record.fechaTimbrado) +
+    el('CodEstatus', codEstatus) +
+    el('SatSeal', satSeal) +
+    el('NoCertificadoSAT', noCertificadoSat) +
+    (extra || '<s0:Incidencias/>')
+  );
+}
+
+/** Finkok SOAP 1.1: `stamp`, `quick_stamp`, `stamped` and `cancel`, errors as Incidencias. */
+export function finkokRoutes(deps: FinkokRoutesDeps): Router {
+  const { instance } = deps;
+  const router = Router();
+  const authorized = (op: XmlElement) =>
+    textOf(findElement(op, 'username')) === deps.credentials.username &&
+    textOf(findElement(op, 'password')) === deps.credentials.password;
+
+  router.post('/servicios/soap/stamp', async (req, res) => {
+    instance.counts.requests++;
+    let op: XmlElement;
+    try {
+      op = soapBody(String(req.body ?? ''));
+    } catch {
+      return soapFault(res, 'Invalid SOAP envelope');
+    }
+    const operation = op.local;
+    if (!['stamp', 'quick_stamp', 'stamped'].includes(operation))
+      return soapFault(res, `Unknown operation ${operation}`);
+    if (!authorized(op))
+      return soapResponse(res, STAMP_NS, operation, incidencias('300', 'Usuario o contraseña inválidos'));
+    const xml = Buffer.from(textOf(findElement(op, 'xml')), 'base64').toString('utf8');
+
+    if (operation === 'stamped') {
+      const previous = instance.previousStamp(xml);
+      if (previous === undefined)
+        return soapResponse(res, STAMP_NS, operation, incidencias('603', 'El CFDI no contiene un timbre previo'));
+      if ('code' in previous)
+        return soapResponse(res, STAMP_NS, operation, incidencias(previous.code, previous.message));
+      return soapResponse(res, STAMP_NS, operation, stampedResult(previous, 'Comprobante timbrado previamente'));
+    }
+
+    if (!(await beforeProcessing(instance, res))) return;
+    const outcome = instance.stamp(xml, undefined, 'finkok');
+    if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
+    if (outcome.kind === 'rejected')
+      return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message));
+    if (outcome.kind === 'previous') {
+      const incidencia = incidencias('307', 'Comprobante timbrado previamente');
+      // Finkok may answer 307 without the previous XML; the client then asks `stamped`.
+      const result = instance.faults.finkok307WithXml
+        ? stampedResult(outcome.record, 'Comprobante timbrado previamente', incidencia)
+        : incidencia;
+      return soapResponse(res, STAMP_NS, operation, result);
+    }
+    soapResponse(res, STAMP_NS, operation, stampedResult(outcome.record, 'Comprobante timbrado satisfactoriamente'));
+  });
+
+  router.post('/servicios/soap/cancel', (req, res) => {
+    let op: XmlElement;
+    try {
+      op = soapBody(String(req.body ?? ''));
+    } catch {
+      return soapFault(res, 'Invalid SOAP envelope');
+    }
+    if (op.local !== 'cancel') return soapFault(res, `Unknown operation ${op.local}`);
+    const result = (body: string) => soapResponse(res, CANCEL_NS, 'cancel', body);
+    if (!authorized(op)) return result(el('CodEstatus', '300 - Usuario o contraseña inválidos'));
+    const taxpayer = textOf(findElement(op, 'taxpayer_id'));
+    let certRfc: string;
+    try {
+      const cert = new X509Certificate(Buffer.from(textOf(findElement(op, 'cer')), 'base64'));
+      const key = createPrivateKey({
+        key: Buffer.from(textOf(findElement(op, 'key')), 'base64').toString('utf8'),
+        passphrase: deps.credentials.password,
+      });
+      if (!cert.checkPrivateKey(key)) throw new Error('key does not match');
+      certRfc = rfcOf(cert);
+    } catch {
+      return result(el('CodEstatus', '702 - Certificado o llave inválidos'));
+    }
+    if (certRfc !== taxpayer) return result(el('CodEstatus', '702 - El RFC no corresponde al certificado'));
+    const folio = findElement(op, 'UUID');
+    const uuid = (folio?.attrs.find(([k]) => k === 'UUID')?.[1] ?? '').toUpperCase();
+    const motivo = folio?.attrs.find(([k]) => k === 'Motivo')?.[1] ?? '';
+    const folioSustitucion = folio?.attrs.find(([k]) => k === 'FolioSustitucion')?.[1] ?? '';
+    const outcome = requestCancellation(
+      deps.registry,
+      { uuid, rfcEmisor: taxpayer, motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
+      deps.now().getTime(),
+      deps.policy,
+    );
+    if ('error' in outcome) return result(el('CodEstatus', outcome.error));
+    result(
+      `<s0:Folios><s0:Folio>${el('EstatusUUID', outcome.code)}${el('UUID', uuid)}${el('EstatusCancelacion', '')}</s0:Folio></s0:Folios>` +
+        el('Acuse', acuseXml(taxpayer, uuid, outcome.code, deps.now())) +
+        el('Fecha', deps.now().toISOString().slice(0, 19)) +
+        el('RfcEmisor', taxpayer),
+    );
+  });
+
+  return router;
+}

@@ -1,0 +1,192 @@
+import { Router, type Request, type Response } from 'express';
+import busboy from 'busboy';
+import { CfdiError, loadCsd, parseStampedCfdi } from '@timbra/cfdi-core';
+import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
+import type { PacInstance, StampOutcome } from '../pac-instance.ts';
+import type { SatRegistry } from '../registry.ts';
+import { beforeProcessing, dropAfterProcessing } from './fault-middleware.ts';
+
+export interface SwRoutesDeps {
+  instance: PacInstance;
+  registry: SatRegistry;
+  credentials: { user: string; password: string };
+  policy: CancellationPolicy;
+  now: () => Date;
+}
+
+/** SW answers: `{ status, data, message, messageDetail }`. */
+function swError(res: Response, http: number, message: string, detail?: string, data?: unknown): void {
+  res
+    .status(http)
+    .json({ status: 'error', message, ...(detail ? { messageDetail: detail } : {}), ...(data ? { data } : {}) });
+}
+
+/**
+ * SW Sapién REST: authentication (JSON and legacy header forms), stamp v1–v4 with and without the
+ * `/v4` prefix and `/b64` variants, lookup by UUID, cancellation by CSD.
+ */
+export function swRoutes(deps: SwRoutesDeps): Router {
+  const { instance } = deps;
+  const router = Router();
+
+  const authenticate = (user: unknown, password: unknown, res: Response) => {
+    if (user !== deps.credentials.user || password !== deps.credentials.password) {
+      swError(res, 401, 'AU1001 - Usuario o contraseña inválidos.');
+      return;
+    }
+    const { token, expiresInS } = instance.issueToken();
+    res.json({ status: 'success', data: { token, expires_in: expiresInS, tokeny_type: 'bearer' } });
+  };
+  router.post('/v2/security/authenticate', (req, res) => {
+    const body = (req.body ?? {}) as { user?: unknown; password?: unknown };
+    authenticate(body.user, body.password, res);
+  });
+  router.post('/security/authenticate', (req, res) => authenticate(req.get('user'), req.get('password'), res));
+
+  const requireToken = (req: Request, res: Response): boolean => {
+    const token = /^Bearer (.+)$/i.exec(req.get('authorization') ?? '')?.[1];
+    if (instance.tokenValid(token)) return true;
+    swError(res, 401, 'AU4101 - El token proporcionado no es válido o ha expirado.');
+    return false;
+  };
+
+  const stamp = (b64: boolean) => async (req: Request, res: Response) => {
+    instance.counts.requests++;
+    if (!requireToken(req, res)) return;
+    const version = String(req.params.version);
+    if (!['v1', 'v2', 'v3', 'v4'].includes(version)) return swError(res, 404, 'Versión de respuesta no soportada.');
+    if (!(await beforeProcessing(instance, res))) return;
+    let xml: string;
+    try {
+      const part = await readXmlPart(req);
+      xml = b64 ? Buffer.from(part, 'base64').toString('utf8') : part;
+    } catch (error) {
+      return swError(res, 400, '301. La estructura del comprobante es incorrecta.', (error as Error).message);
+    }
+    const customid = req.get('customid') || undefined;
+    const outcome = instance.stamp(xml, customid, 'sw');
+    if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
+    answerStamp(res, outcome, version, b64);
+  };
+  for (const prefix of ['/v4/cfdi33/stamp', '/cfdi33/stamp']) {
+    router.post(`${prefix}/:version`, stamp(false));
+    router.post(`${prefix}/:version/b64`, stamp(true));
+  }
+
+  router.get('/datawarehouse/v1/live/:uuid', (req, res) => {
+    if (!requireToken(req, res)) return;
+    const record = deps.registry.get(String(req.params.uuid));
+    if (!record || record.instance !== instance.name) return swError(res, 404, 'No se encontró el UUID.');
+    res.json({ status: 'success', data: { uuid: record.uuid, cfdi: record.stampedXml, tfd: record.tfdXml } });
+  });
+
+  router.post('/cfdi33/cancel/csd', (req, res) => {
+    if (!requireToken(req, res)) return;
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '');
+    let rfc: string;
+    try {
+      const csd = loadCsd(Buffer.from(str('b64Cer'), 'base64'), Buffer.from(str('b64Key'), 'base64'), str('password'));
+      rfc = csd.rfc;
+    } catch (error) {
+      return swError(
+        res,
+        400,
+        'CA1000 - El certificado, la llave o la contraseña son inválidos.',
+        error instanceof CfdiError ? error.code : undefined,
+      );
+    }
+    if (rfc !== str('rfc')) return swError(res, 400, 'CA1001 - El RFC no corresponde al certificado.');
+    const uuid = str('uuid').toUpperCase();
+    const result = requestCancellation(
+      deps.registry,
+      {
+        uuid,
+        rfcEmisor: rfc,
+        motivo: str('motivo'),
+        ...(str('folioSustitucion') ? { folioSustitucion: str('folioSustitucion') } : {}),
+      },
+      deps.now().getTime(),
+      deps.policy,
+    );
+    if ('error' in result) return swError(res, 400, result.error);
+    res.json({
+      status: 'success',
+      data: { acuse: acuseXml(rfc, uuid, result.code, deps.now()), uuid: { [uuid]: result.code } },
+    });
+  });
+
+  return router;
+}
+
+function answerStamp(res: Response, outcome: StampOutcome, version: string, b64: boolean): void {
+  const enc = (text: string) => (b64 ? Buffer.from(text, 'utf8').toString('base64') : text);
+  if (outcome.kind === 'rejected') {
+    const message = /^\d+$/.test(outcome.code)
+      ? `${outcome.code}. ${outcome.message}`
+      : `${outcome.code} - ${outcome.message}`;
+    return swError(res, 400, message);
+  }
+  const r = outcome.record;
+  if (outcome.kind === 'previous') {
+    if (outcome.code === 'CFDI3307') {
+      return swError(res, 400, 'CFDI3307 - Timbre duplicado. El customId proporcionado está duplicado.', undefined, {
+        tfd: enc(r.tfdXml),
+      });
+    }
+    return swError(res, 400, '307. El comprobante contiene un timbre previo.', undefined, {
+      cfdi: enc(r.stampedXml),
+      tfd: enc(r.tfdXml),
+    });
+  }
+  const data: Record<string, string> =
+    version === 'v1'
+      ? { tfd: enc(r.tfdXml) }
+      : version === 'v2'
+        ? { tfd: enc(r.tfdXml), cfdi: enc(r.stampedXml) }
+        : version === 'v3'
+          ? { cfdi: enc(r.stampedXml) }
+          : v4Data(r.stampedXml, enc);
+  res.json({ status: 'success', data });
+}
+
+function v4Data(stampedXml: string, enc: (text: string) => string): Record<string, string> {
+  const parsed = parseStampedCfdi(stampedXml);
+  return {
+    cadenaOriginalSAT: parsed.tfdCadenaOriginal,
+    noCertificadoSAT: parsed.tfd.noCertificadoSAT,
+    noCertificadoCFDI: parsed.noCertificado,
+    uuid: parsed.tfd.uuid,
+    selloSAT: parsed.tfd.selloSAT,
+    selloCFDI: parsed.tfd.selloCFD,
+    fechaTimbrado: parsed.tfd.fechaTimbrado,
+    qrCode: '',
+    cfdi: enc(stampedXml),
+  };
+}
+
+/** Reads the multipart part named `xml` (SW's only input), at most 4 MiB. */
+function readXmlPart(req: Request): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let parser;
+    try {
+      parser = busboy({ headers: req.headers, limits: { files: 2, fields: 4, fileSize: 4 << 20, fieldSize: 4 << 20 } });
+    } catch (error) {
+      reject(error instanceof Error ? error : new Error('not multipart'));
+      return;
+    }
+    let xml: string | undefined;
+    const take = (name: string, value: string) => {
+      if (name === 'xml' && xml === undefined) xml = value;
+    };
+    parser.on('file', (name, stream) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => take(name, Buffer.concat(chunks).toString('utf8')));
+    });
+    parser.on('field', (name, value) => take(name, value));
+    parser.on('error', (error) => reject(error instanceof Error ? error : new Error('bad multipart')));
+    parser.on('close', () => (xml === undefined ? reject(new Error('no part named xml')) : resolve(xml)));
+    req.pipe(parser);
+  });
+}

@@ -1,0 +1,214 @@
+import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Logger } from 'pino';
+import type { Csd } from '@timbra/cfdi-core';
+import type { CancellationPolicy } from './cancellation.ts';
+import { adminRoutes } from './http/admin-routes.ts';
+import { finkokRoutes } from './http/finkok-routes.ts';
+import { satRoutes } from './http/sat-routes.ts';
+import { swRoutes } from './http/sw-routes.ts';
+import { PacInstance } from './pac-instance.ts';
+import { SatRegistry } from './registry.ts';
+import { loadState, stateSaver } from './state-file.ts';
+import { TfdSigner } from './tfd-signer.ts';
+
+export interface SandboxOptions {
+  host: string;
+  /** Port per PAC instance (0: any free port), e.g. `{ primary: 4010, backup: 4011 }`. */
+  instancePorts: Readonly<Record<string, number>>;
+  /** A port serving only the admin API, reachable while every instance is in an outage. */
+  adminPort?: number;
+  /** Without a token the admin API is off. */
+  adminToken?: string;
+  sw: { user: string; password: string };
+  finkok: { username: string; password: string };
+  pacCsd: Csd;
+  rfcProvCertif: string;
+  tokenTtlMs: number;
+  policy: CancellationPolicy;
+  seed: number;
+  stateFile?: string;
+  logger: Logger;
+  now?: () => Date;
+}
+
+interface Listener {
+  name: string;
+  server: Server;
+  port: number;
+  listening: boolean;
+  reopenTimer?: NodeJS.Timeout;
+}
+
+/** A running sandbox: two (or more) PAC instances sharing one "SAT", each on its own port. */
+export class Sandbox {
+  readonly registry = new SatRegistry();
+  readonly instances = new Map<string, PacInstance>();
+  private readonly listeners = new Map<string, Listener>();
+  private adminServer?: Server;
+  private readonly saver;
+  private readonly now: () => Date;
+
+  constructor(private readonly options: SandboxOptions) {
+    this.now = options.now ?? (() => new Date());
+    const signer = new TfdSigner(options.pacCsd, options.rfcProvCertif);
+    this.saver = options.stateFile ? stateSaver(options.stateFile, this.registry, this.instances) : undefined;
+    let seed = options.seed;
+    for (const name of Object.keys(options.instancePorts)) {
+      this.instances.set(
+        name,
+        new PacInstance(name, {
+          registry: this.registry,
+          signer,
+          now: this.now,
+          tokenTtlMs: options.tokenTtlMs,
+          seed: seed++,
+          onChange: () => this.saver?.schedule(),
+        }),
+      );
+    }
+    if (options.stateFile) {
+      const loaded = loadState(options.stateFile, this.registry, this.instances);
+      if (loaded > 0) options.logger.info({ stamps: loaded, file: options.stateFile }, 'ledger loaded');
+    }
+  }
+
+  /** Starts every instance (and the admin port); returns the bound ports. */
+  async start(): Promise<Record<string, number>> {
+    const ports: Record<string, number> = {};
+    for (const [name, instance] of this.instances) {
+      const server = createServer(this.app(instance));
+      server.keepAliveTimeout = 5_000;
+      const listener: Listener = { name, server, port: this.options.instancePorts[name] ?? 0, listening: false };
+      await this.listen(listener);
+      this.listeners.set(name, listener);
+      ports[name] = listener.port;
+    }
+    if (this.options.adminToken && this.options.adminPort !== undefined) {
+      const app = express();
+      app.use(express.json());
+      app.use('/__admin', this.admin());
+      this.adminServer = await new Promise<Server>((resolve) => {
+        const s = app.listen(this.options.adminPort ?? 0, this.options.host, () => resolve(s));
+      });
+      ports.admin = (this.adminServer.address() as AddressInfo).port;
+    }
+    this.options.logger.info({ ports }, 'pac-sandbox listening');
+    return ports;
+  }
+
+  async stop(): Promise<void> {
+    for (const l of this.listeners.values()) {
+      clearTimeout(l.reopenTimer);
+      l.server.closeAllConnections();
+      if (l.listening) await new Promise<void>((resolve) => l.server.close(() => resolve()));
+      l.listening = false;
+    }
+    if (this.adminServer) {
+      this.adminServer.closeAllConnections();
+      await new Promise<void>((resolve) => this.adminServer?.close(() => resolve()));
+    }
+    this.saver?.flush();
+  }
+
+  /** The URL of an instance. */
+  url(name: string): string {
+    const l = this.listeners.get(name);
+    if (!l) throw new Error(`no instance ${name}`);
+    return `http://${this.options.host}:${l.port}`;
+  }
+
+  private async listen(l: Listener): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      l.server.once('error', reject);
+      l.server.listen(l.port, this.options.host, () => {
+        l.server.off('error', reject);
+        resolve();
+      });
+    });
+    l.port = (l.server.address() as AddressInfo).port;
+    l.listening = true;
+  }
+
+  /**
+   * An outage closes the instance's port (new connections are refused, as a PAC that is down) and
+   * reopens it when the window ends; requests already in flight finish.
+   */
+  private applyOutage(instance: PacInstance): void {
+    const l = this.listeners.get(instance.name);
+    if (!l) return;
+    clearTimeout(l.reopenTimer);
+    const remaining = instance.faults.outageUntil - this.now().getTime();
+    if (remaining > 0) {
+      if (l.listening) {
+        l.server.close();
+        l.server.closeIdleConnections();
+        l.listening = false;
+        this.options.logger.warn(
+          { instance: instance.name, untilMs: instance.faults.outageUntil },
+          'outage: port closed',
+        );
+      }
+      l.reopenTimer = setTimeout(() => this.applyOutage(instance), remaining);
+      l.reopenTimer.unref();
+    } else if (!l.listening) {
+      this.listen(l).then(
+        () => this.options.logger.warn({ instance: instance.name, port: l.port }, 'outage over: port reopened'),
+        (error: unknown) => this.options.logger.error({ err: error, instance: instance.name }, 'could not reopen port'),
+      );
+    }
+  }
+
+  private admin() {
+    return adminRoutes({
+      token: this.options.adminToken ?? '',
+      registry: this.registry,
+      instances: this.instances,
+      onFaultsChanged: (instance) => {
+        this.options.logger.info({ instance: instance.name, faults: instance.faults }, 'faults set');
+        this.applyOutage(instance);
+      },
+      onReset: () => this.saver?.schedule(),
+    });
+  }
+
+  private app(instance: PacInstance) {
+    const app = express();
+    app.disable('x-powered-by');
+    app.use(express.json({ limit: '5mb' }));
+    app.use(express.text({ type: ['text/xml', 'application/soap+xml'], limit: '10mb' }));
+    app.get('/healthz', (_req, res) => {
+      res.json({ ok: true, instance: instance.name });
+    });
+    const shared = { instance, registry: this.registry, policy: this.options.policy, now: this.now };
+    app.use(swRoutes({ ...shared, credentials: this.options.sw }));
+    app.use(finkokRoutes({ ...shared, credentials: this.options.finkok }));
+    app.use(satRoutes(shared));
+    if (this.options.adminToken) {
+      const admin = adminRoutes({
+        token: this.options.adminToken,
+        registry: this.registry,
+        instances: this.instances,
+        defaultInstance: instance.name,
+        onFaultsChanged: (i) => {
+          this.options.logger.info({ instance: i.name, faults: i.faults }, 'faults set');
+          this.applyOutage(i);
+        },
+        onReset: () => this.saver?.schedule(),
+      });
+      app.use('/__admin', admin);
+    }
+    app.use((_req, res) => {
+      res.status(404).json({ status: 'error', message: 'Not found' });
+    });
+    app.use((error: Error & { status?: number; type?: string }, _req: Request, res: Response, _next: NextFunction) => {
+      const status = error.status && error.status < 500 ? error.status : 500;
+      if (status === 500) this.options.logger.error({ err: error }, 'unexpected error');
+      res
+        .status(status)
+        .json({ status: 'error', message: status === 500 ? 'Internal error' : (error.type ?? error.message) });
+    });
+    return app;
+  }
+}

@@ -1,0 +1,144 @@
+import { createHash, X509Certificate } from 'node:crypto';
+import {
+  attr,
+  cadenaOriginal,
+  childElements,
+  formatFecha,
+  NS,
+  noCertificadoOf,
+  parseXml,
+  rfcOf,
+  timeZoneForCodigoPostal,
+  verificarSello,
+  type XmlElement,
+} from '@timbra/cfdi-core';
+
+/** What the PAC checks found: a document to stamp, or a SAT/PAC rejection code. */
+export type DocumentCheck =
+  | {
+      ok: true;
+      cadena: string;
+      cadenaHash: string;
+      sello: string;
+      rfcEmisor: string;
+      rfcReceptor: string;
+      total: string;
+      hasTfd: boolean;
+    }
+  | { ok: false; code: string; message: string };
+
+export const MESSAGES: Readonly<Record<string, string>> = {
+  '301': 'La estructura del comprobante es incorrecta.',
+  '302': 'Sello mal formado o inválido.',
+  '303': 'Sello no corresponde a emisor.',
+  '305': 'La fecha de emisión no esta dentro de la vigencia del CSD del Emisor.',
+  '307': 'El comprobante contiene un timbre previo.',
+  '308': 'Certificado no expedido por el SAT.',
+  '401': 'El rango de la fecha de generación no debe de ser mayor a 72 horas para la emisión del timbre.',
+  '402': 'RFC del emisor no se encuentra en el régimen de contribuyentes.',
+};
+
+const SEVENTY_TWO_HOURS_MS = 72 * 3600_000;
+// A comprobante "from the future" beyond clock skew is refused too.
+const FUTURE_SKEW_MS = 5 * 60_000;
+
+const certificates = new Map<string, X509Certificate | null>();
+
+function certificateOf(base64: string): X509Certificate | null {
+  let cert = certificates.get(base64);
+  if (cert === undefined) {
+    try {
+      cert = new X509Certificate(Buffer.from(base64, 'base64'));
+    } catch {
+      cert = null;
+    }
+    if (certificates.size > 1000) certificates.clear();
+    certificates.set(base64, cert);
+  }
+  return cert;
+}
+
+/**
+ * The checks a PAC runs before stamping (Anexo 20 / Matriz de errores): structure (301), certificate
+ * from the SAT (308), sello (302), emisor = certificate (303), certificate valid at Fecha (305),
+ * Fecha within the last 72 hours (401), emisor in the LCO (402).
+ */
+export function checkDocument(xml: string, now: Date, rejectRfcs: readonly string[]): DocumentCheck {
+  const fail = (code: string, detail?: string): DocumentCheck => ({
+    ok: false,
+    code,
+    message: `${MESSAGES[code] ?? 'Rechazado.'}${detail ? ` ${detail}` : ''}`,
+  });
+  let root: XmlElement;
+  try {
+    root = parseXml(xml);
+  } catch {
+    return fail('301', 'XML mal formado.');
+  }
+  if (root.ns !== NS.cfdi || root.local !== 'Comprobante' || attr(root, 'Version') !== '4.0') {
+    return fail('301', 'No es un CFDI 4.0.');
+  }
+  const emisor = childElements(root, NS.cfdi, 'Emisor')[0];
+  const receptor = childElements(root, NS.cfdi, 'Receptor')[0];
+  const sello = attr(root, 'Sello');
+  const certificado = attr(root, 'Certificado');
+  const fecha = attr(root, 'Fecha');
+  const lugar = attr(root, 'LugarExpedicion');
+  const total = attr(root, 'Total');
+  if (
+    !emisor ||
+    !receptor ||
+    childElements(root, NS.cfdi, 'Conceptos').length !== 1 ||
+    !sello ||
+    !certificado ||
+    !fecha ||
+    !lugar ||
+    !total
+  ) {
+    return fail('301', 'Faltan nodos o atributos requeridos.');
+  }
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/.test(fecha)) return fail('301', 'Fecha con formato inválido.');
+  const hasTfd = childElements(root, NS.cfdi, 'Complemento').some(
+    (c) => childElements(c, NS.tfd, 'TimbreFiscalDigital').length > 0,
+  );
+
+  const cert = certificateOf(certificado);
+  if (!cert) return fail('301', 'Certificado ilegible.');
+  if (!cert.issuer.includes('SERVICIO DE ADMINISTRACION TRIBUTARIA')) return fail('308');
+  if (attr(root, 'NoCertificado') !== noCertificadoOf(cert))
+    return fail('301', 'NoCertificado no corresponde al certificado.');
+
+  const cadena = cadenaOriginal(root);
+  if (!verificarSello(cadena, sello, cert.publicKey)) return fail('302');
+  const rfcEmisor = attr(emisor, 'Rfc') ?? '';
+  if (rfcOf(cert) !== rfcEmisor) return fail('303');
+
+  const issuedAt = instantOf(fecha, timeZoneForCodigoPostal(lugar));
+  if (issuedAt < new Date(cert.validFrom) || issuedAt > new Date(cert.validTo)) return fail('305');
+  const age = now.getTime() - issuedAt.getTime();
+  if (age > SEVENTY_TWO_HOURS_MS || age < -FUTURE_SKEW_MS) return fail('401');
+  if (rejectRfcs.includes(rfcEmisor)) return fail('402');
+
+  return {
+    ok: true,
+    cadena,
+    cadenaHash: createHash('sha256').update(cadena, 'utf8').digest('hex'),
+    sello,
+    rfcEmisor,
+    rfcReceptor: attr(receptor, 'Rfc') ?? '',
+    total,
+    hasTfd,
+  };
+}
+
+/** The instant a local wall-clock time (`YYYY-MM-DDThh:mm:ss`) denotes in `timeZone`. */
+export function instantOf(fecha: string, timeZone: string): Date {
+  const asUtc = Date.parse(`${fecha}Z`);
+  // Offset of the zone at that moment; a second pass settles DST edges.
+  let guess = asUtc;
+  for (let i = 0; i < 2; i++) {
+    const shown = Date.parse(`${formatFecha(new Date(guess), timeZone)}Z`);
+    guess += asUtc - shown;
+  }
+  return new Date(guess);
+}
