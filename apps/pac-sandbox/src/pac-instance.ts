@@ -122,7 +122,7 @@ export class PacInstance {
       return { kind: 'rejected', code: '707', message: 'El XML ya contiene un nodo TimbreFiscalDigital.' };
 
     const now = this.deps.now();
-    const { uuid, fechaTimbrado, tfdXml } = this.deps.signer.sign(check.sello, now);
+    const { uuid, fechaTimbrado, tfdXml, cadenaOriginal, selloSAT } = this.deps.signer.sign(check.sello, now);
     const record: StampRecord = {
       uuid,
       cadenaHash: check.cadenaHash,
@@ -135,6 +135,13 @@ export class PacInstance {
       rfcEmisor: check.rfcEmisor,
       rfcReceptor: check.rfcReceptor,
       total: check.total,
+      sat: {
+        cadenaOriginal,
+        selloSAT,
+        noCertificadoSAT: this.deps.signer.noCertificadoSat,
+        selloCFD: check.sello,
+        noCertificadoCFDI: check.noCertificado,
+      },
     };
     this.memory.byCadena.set(check.cadenaHash, record);
     if (customid) this.memory.customids.set(customid, check.cadenaHash);

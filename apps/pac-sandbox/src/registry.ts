@@ -26,6 +26,14 @@ export interface StampRecord {
   rfcEmisor: string;
   rfcReceptor: string;
   total: string;
+  /** What SW's v4 answer reports besides the CFDI. */
+  sat: {
+    cadenaOriginal: string;
+    selloSAT: string;
+    noCertificadoSAT: string;
+    selloCFD: string;
+    noCertificadoCFDI: string;
+  };
   cancellation?: CancellationRecord;
 }
 

@@ -176,6 +176,8 @@ export class Sandbox {
   private app(instance: PacInstance) {
     const app = express();
     app.disable('x-powered-by');
+    // No ETag: hashing every 6 KB stamp answer costs more than it could ever save.
+    app.set('etag', false);
     app.use(express.json({ limit: '5mb' }));
     app.use(express.text({ type: ['text/xml', 'application/soap+xml'], limit: '10mb' }));
     app.get('/healthz', (_req, res) => {

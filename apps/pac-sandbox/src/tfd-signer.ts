@@ -22,7 +22,10 @@ export class TfdSigner {
   }
 
   /** A new TFD for a comprobante whose Sello is `selloCFD`: UUID v4, FechaTimbrado in Zona Centro. */
-  sign(selloCFD: string, now: Date): { uuid: string; fechaTimbrado: string; tfdXml: string } {
+  sign(
+    selloCFD: string,
+    now: Date,
+  ): { uuid: string; fechaTimbrado: string; tfdXml: string; cadenaOriginal: string; selloSAT: string } {
     const uuid = randomUUID().toUpperCase();
     const fechaTimbrado = formatFecha(now, 'America/Mexico_City');
     const element: XmlElement = {
@@ -43,7 +46,9 @@ export class TfdSigner {
       ],
       children: [],
     };
-    element.attrs.push(['SelloSAT', sellar(cadenaOriginalTfd(element), this.pacCsd.privateKey)]);
-    return { uuid, fechaTimbrado, tfdXml: serializeElement(element) };
+    const cadenaOriginal = cadenaOriginalTfd(element);
+    const selloSAT = sellar(cadenaOriginal, this.pacCsd.privateKey);
+    element.attrs.push(['SelloSAT', selloSAT]);
+    return { uuid, fechaTimbrado, tfdXml: serializeElement(element), cadenaOriginal, selloSAT };
   }
 }

@@ -20,6 +20,7 @@ export type DocumentCheck =
       cadena: string;
       cadenaHash: string;
       sello: string;
+      noCertificado: string;
       rfcEmisor: string;
       rfcReceptor: string;
       total: string;
@@ -124,6 +125,7 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
     cadena,
     cadenaHash: createHash('sha256').update(cadena, 'utf8').digest('hex'),
     sello,
+    noCertificado: attr(root, 'NoCertificado') ?? '',
     rfcEmisor,
     rfcReceptor: attr(receptor, 'Rfc') ?? '',
     total,
@@ -133,12 +135,20 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
 
 /** The instant a local wall-clock time (`YYYY-MM-DDThh:mm:ss`) denotes in `timeZone`. */
 export function instantOf(fecha: string, timeZone: string): Date {
+  // Zone offsets change at most on the hour: remember them per zone and local hour.
+  const key = `${timeZone}|${fecha.slice(0, 13)}`;
   const asUtc = Date.parse(`${fecha}Z`);
+  const cached = offsets.get(key);
+  if (cached !== undefined) return new Date(asUtc + cached);
   // Offset of the zone at that moment; a second pass settles DST edges.
   let guess = asUtc;
   for (let i = 0; i < 2; i++) {
     const shown = Date.parse(`${formatFecha(new Date(guess), timeZone)}Z`);
     guess += asUtc - shown;
   }
+  if (offsets.size > 10_000) offsets.clear();
+  offsets.set(key, guess - asUtc);
   return new Date(guess);
 }
+
+const offsets = new Map<string, number>();

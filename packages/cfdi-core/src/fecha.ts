@@ -68,8 +68,17 @@ export function isKnownTimeZone(timeZone: string): boolean {
  * precision is dropped (truncated), as the SAT format has none.
  */
 export function formatFecha(instant: Date, timeZone: string): string {
+  // Intl formatting costs microseconds; a PAC or a worker formats "now" for every stamp, so the last
+  // second per zone is remembered.
+  const second = Math.floor(instant.getTime() / 1000);
+  const last = lastFormatted.get(timeZone);
+  if (last?.second === second) return last.text;
   const parts: Record<string, string> = {};
   for (const p of formatterFor(timeZone).formatToParts(instant)) parts[p.type] = p.value;
   const year = (parts.year ?? '').padStart(4, '0');
-  return `${year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
+  const text = `${year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
+  lastFormatted.set(timeZone, { second, text });
+  return text;
 }
+
+const lastFormatted = new Map<string, { second: number; text: string }>();

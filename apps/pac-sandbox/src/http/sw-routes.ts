@@ -1,9 +1,9 @@
 import { Router, type Request, type Response } from 'express';
 import busboy from 'busboy';
-import { CfdiError, loadCsd, parseStampedCfdi } from '@timbra/cfdi-core';
+import { CfdiError, loadCsd } from '@timbra/cfdi-core';
 import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
 import type { PacInstance, StampOutcome } from '../pac-instance.ts';
-import type { SatRegistry } from '../registry.ts';
+import type { SatRegistry, StampRecord } from '../registry.ts';
 import { beforeProcessing, dropAfterProcessing } from './fault-middleware.ts';
 
 export interface SwRoutesDeps {
@@ -146,22 +146,21 @@ function answerStamp(res: Response, outcome: StampOutcome, version: string, b64:
         ? { tfd: enc(r.tfdXml), cfdi: enc(r.stampedXml) }
         : version === 'v3'
           ? { cfdi: enc(r.stampedXml) }
-          : v4Data(r.stampedXml, enc);
+          : v4Data(r, enc);
   res.json({ status: 'success', data });
 }
 
-function v4Data(stampedXml: string, enc: (text: string) => string): Record<string, string> {
-  const parsed = parseStampedCfdi(stampedXml);
+function v4Data(r: StampRecord, enc: (text: string) => string): Record<string, string> {
   return {
-    cadenaOriginalSAT: parsed.tfdCadenaOriginal,
-    noCertificadoSAT: parsed.tfd.noCertificadoSAT,
-    noCertificadoCFDI: parsed.noCertificado,
-    uuid: parsed.tfd.uuid,
-    selloSAT: parsed.tfd.selloSAT,
-    selloCFDI: parsed.tfd.selloCFD,
-    fechaTimbrado: parsed.tfd.fechaTimbrado,
+    cadenaOriginalSAT: r.sat.cadenaOriginal,
+    noCertificadoSAT: r.sat.noCertificadoSAT,
+    noCertificadoCFDI: r.sat.noCertificadoCFDI,
+    uuid: r.uuid,
+    selloSAT: r.sat.selloSAT,
+    selloCFDI: r.sat.selloCFD,
+    fechaTimbrado: r.fechaTimbrado,
     qrCode: '',
-    cfdi: enc(stampedXml),
+    cfdi: enc(r.stampedXml),
   };
 }
 

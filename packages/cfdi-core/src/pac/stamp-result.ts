@@ -14,6 +14,23 @@ export function selloOf(frozenXml: string): string {
  * comprobante (`tfd`, `xsi`) are declared on it, so it parses on its own and inserts anywhere.
  */
 export function tfdXmlOf(stampedCfdi: string): string {
+  // Fast path: cut the (empty) TFD element out of the text instead of parsing the whole CFDI.
+  // Attribute values are matched as quoted strings, so a '>' inside Leyenda cannot end the tag.
+  const match = TFD_ELEMENT.exec(stampedCfdi);
+  if (match) {
+    const prefix = match[1] ?? '';
+    let fragment = match[0];
+    const own = prefix ? `xmlns:${prefix}` : 'xmlns';
+    const declarations: string[] = [];
+    if (!new RegExp(`\\s${own}\\s*=`).test(fragment)) declarations.push(`${own}="${NS.tfd}"`);
+    if (/\sxsi:[\w-]+\s*=/.test(fragment) && !/\sxmlns:xsi\s*=/.test(fragment))
+      declarations.push(`xmlns:xsi="${NS.xsi}"`);
+    if (declarations.length > 0) {
+      const nameEnd = 1 + (prefix ? prefix.length + 1 : 0) + 'TimbreFiscalDigital'.length;
+      fragment = `${fragment.slice(0, nameEnd)} ${declarations.join(' ')}${fragment.slice(nameEnd)}`;
+    }
+    return fragment;
+  }
   const { tfdElement } = parseStampedCfdi(stampedCfdi);
   const colon = tfdElement.name.indexOf(':');
   const own = colon < 0 ? 'xmlns' : `xmlns:${tfdElement.name.slice(0, colon)}`;
@@ -25,6 +42,8 @@ export function tfdXmlOf(stampedCfdi: string): string {
   tfdElement.attrs.unshift(...declarations);
   return serializeElement(tfdElement);
 }
+
+const TFD_ELEMENT = /<(?:([\w.-]+):)?TimbreFiscalDigital(?:\s+[\w:.-]+\s*=\s*(?:"[^"]*"|'[^']*'))*\s*\/>/;
 
 /**
  * Builds a StampResult from the TFD the PAC returned, checking that it is the stamp of *this*

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import got, { type Got, type Response } from 'got';
 import { normalizeCode } from './classify.ts';
 import { DEFAULT_TIMEOUTS, failureError, gotOptions, networkFailure, type PacTimeouts } from './http.ts';
@@ -70,15 +71,16 @@ export class SwClient implements PacClient {
   }
 
   async stamp(frozenXml: string, options: StampOptions): Promise<StampResult> {
-    const response = await this.authorized((token) => {
-      const form = new FormData();
-      form.append('xml', new Blob([frozenXml], { type: 'text/xml' }), 'xml');
-      return this.http.post(STAMP_PATH, {
-        body: form,
-        headers: { authorization: `Bearer ${token}`, customid: options.idempotencyKey },
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-    }, 'stamp');
+    const { body, contentType } = multipartXml(frozenXml);
+    const response = await this.authorized(
+      (token) =>
+        this.http.post(STAMP_PATH, {
+          body,
+          headers: { authorization: `Bearer ${token}`, customid: options.idempotencyKey, 'content-type': contentType },
+          ...(options.signal ? { signal: options.signal } : {}),
+        }),
+      'stamp',
+    );
     const answer = translateSwStamp(response.statusCode, response.body);
     switch (answer.kind) {
       case 'stamp':
@@ -253,6 +255,22 @@ export class SwClient implements PacClient {
       });
     }
   }
+}
+
+/**
+ * The multipart/form-data body SW expects: one part named `xml` holding the document's bytes. Built
+ * as one buffer (the frozen bytes copied verbatim between the part headers) so it is written to the
+ * socket at once.
+ */
+export function multipartXml(xml: string): { body: Buffer; contentType: string } {
+  const boundary = `----timbra${randomBytes(12).toString('hex')}`;
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="xml"; filename="xml"\r\nContent-Type: text/xml\r\n\r\n`;
+  const body = Buffer.concat([
+    Buffer.from(head, 'utf8'),
+    Buffer.from(xml, 'utf8'),
+    Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8'),
+  ]);
+  return { body, contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
 /**

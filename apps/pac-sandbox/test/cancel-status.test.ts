@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { FinkokClient, PacError, SwClient, type PacClient } from '@timbra/cfdi-core';
+import { emisor, FINKOK, freshInvoice, startSandbox, SW, type RunningSandbox } from './helpers.ts';
+
+let run: RunningSandbox;
+const clients: Record<string, PacClient> = {};
+
+beforeAll(async () => {
+  run = await startSandbox();
+  const common = { timeouts: { connectMs: 1_000, responseMs: 2_000 } };
+  clients.sw = new SwClient({
+    name: 'primary',
+    baseUrl: run.url('primary'),
+    user: SW.user,
+    password: SW.password,
+    satStatusUrl: `${run.url('primary')}/ConsultaCFDIService.svc`,
+    ...common,
+  });
+  clients.finkok = new FinkokClient({
+    name: 'backup',
+    baseUrl: run.url('backup'),
+    username: FINKOK.username,
+    password: FINKOK.password,
+    satStatusUrl: `${run.url('backup')}/ConsultaCFDIService.svc`,
+    ...common,
+  });
+});
+afterAll(() => run.stop());
+
+const csd = { cer: emisor.cer, key: emisor.key, password: emisor.password };
+
+describe.each(['sw', 'finkok'])('cancellation and status through the %s client', (which) => {
+  it('cancels without acceptance (small total): 201, then Cancelado; again: 202', async () => {
+    const client = clients[which]!;
+    const frozen = freshInvoice();
+    const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
+    const query = { uuid, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: frozen.total };
+    expect(await client.status(query)).toMatchObject({
+      estado: 'Vigente',
+      esCancelable: 'Cancelable sin aceptación',
+      estatusCancelacion: '',
+    });
+    const cancel = await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd });
+    expect(cancel).toMatchObject({ uuid, uuidCode: '201' });
+    expect(cancel.acuse).toContain(uuid);
+    expect(await client.status(query)).toMatchObject({
+      estado: 'Cancelado',
+      estatusCancelacion: 'Cancelado sin aceptación',
+    });
+    expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('202');
+  });
+
+  it('needs acceptance above the threshold: En proceso, then Cancelado con aceptación', async () => {
+    const client = clients[which]!;
+    const frozen = freshInvoice({
+      conceptos: [
+        {
+          claveProdServ: '86121503',
+          cantidad: '1',
+          claveUnidad: 'E48',
+          descripcion: 'Inscripción',
+          valorUnitario: '9000.00',
+          objetoImp: '02',
+          traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+        },
+      ],
+    });
+    const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
+    const query = { uuid, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: frozen.total };
+    expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('201');
+    expect(await client.status(query)).toMatchObject({
+      estado: 'Vigente',
+      esCancelable: 'Cancelable con aceptación',
+      estatusCancelacion: 'En proceso',
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await client.status(query)).toMatchObject({
+      estado: 'Cancelado',
+      estatusCancelacion: 'Cancelado con aceptación',
+    });
+  });
+
+  it('answers 205 for an unknown UUID, No Encontrado for its status, and refuses motivo 01 without a substitute', async () => {
+    const client = clients[which]!;
+    const unknown = '11111111-2222-4333-8444-555555555555';
+    expect((await client.cancel({ uuid: unknown, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('205');
+    expect(
+      (await client.status({ uuid: unknown, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: '1.00' }))
+        .estado,
+    ).toBe('No Encontrado');
+    const frozen = freshInvoice();
+    const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
+    await expect(client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '01', csd })).rejects.toBeInstanceOf(
+      PacError,
+    );
+    const replacement = freshInvoice();
+    const { uuid: sustituto } = await client.stamp(replacement.xml, { idempotencyKey: replacement.stampKey });
+    expect(
+      (await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '01', folioSustitucion: sustituto, csd }))
+        .uuidCode,
+    ).toBe('201');
+  });
+});
