@@ -3,7 +3,9 @@ import { insertTfd } from '@timbra/cfdi-core';
 import { NO_FAULTS, seededRandom, type Faults } from './faults.ts';
 import { InstanceMemory, type ReceivedRecord, type SatRegistry, type StampRecord } from './registry.ts';
 import type { TfdSigner } from './tfd-signer.ts';
-import { checkDocument, MESSAGES } from './validate-document.ts';
+import { checkDocument, MESSAGES, type DocumentCheck } from './validate-document.ts';
+
+type CheckedDocument = Extract<DocumentCheck, { ok: true }>;
 
 /** What a stamp request came to, whatever the protocol. */
 export type StampOutcome =
@@ -40,6 +42,7 @@ export interface PacInstanceDeps {
 export class PacInstance {
   readonly memory = new InstanceMemory();
   readonly tokens = new Map<string, number>();
+  private readonly inFlight = new Map<string, Promise<StampRecord>>();
   faults: Faults = NO_FAULTS;
   random: () => number;
   counts: InstanceCounts = PacInstance.zeroCounts();
@@ -74,8 +77,8 @@ export class PacInstance {
   }
 
   /** Validates and stamps (or finds the previous stamp of) a document. */
-  stamp(xml: string, customid: string | undefined, protocol: ReceivedRecord['protocol']): StampOutcome {
-    const outcome = this.decide(xml, customid);
+  async stamp(xml: string, customid: string | undefined, protocol: ReceivedRecord['protocol']): Promise<StampOutcome> {
+    const outcome = await this.decide(xml, customid);
     this.deps.registry.received.push({
       instance: this.name,
       protocol,
@@ -101,7 +104,7 @@ export class PacInstance {
     return this.memory.byCadena.get(check.cadenaHash);
   }
 
-  private decide(xml: string, customid: string | undefined): StampOutcome {
+  private async decide(xml: string, customid: string | undefined): Promise<StampOutcome> {
     const check = checkDocument(xml, this.deps.now(), this.faults.rejectRfcs);
     if (!check.ok) return { kind: 'rejected', code: check.code, message: check.message };
 
@@ -113,16 +116,29 @@ export class PacInstance {
         if (original) return { kind: 'previous', record: original, code: 'CFDI3307' };
       }
     }
-    const previous = this.memory.byCadena.get(check.cadenaHash);
+    // A stamp of the same cadena still being signed counts as previous: wait for it.
+    const previous = this.memory.byCadena.get(check.cadenaHash) ?? (await this.inFlight.get(check.cadenaHash));
     if (previous) {
       if (customid && !this.memory.customids.has(customid)) this.memory.customids.set(customid, check.cadenaHash);
       return { kind: 'previous', record: previous, code: '307' };
     }
-    if (check.hasTfd)
+    if (check.hasTfd) {
       return { kind: 'rejected', code: '707', message: 'El XML ya contiene un nodo TimbreFiscalDigital.' };
+    }
+    // Reserve the cadena (and the customid) before signing, which yields to other requests.
+    if (customid) this.memory.customids.set(customid, check.cadenaHash);
+    const stamping = this.issue(xml, check, customid);
+    this.inFlight.set(check.cadenaHash, stamping);
+    try {
+      return { kind: 'stamped', record: await stamping };
+    } finally {
+      this.inFlight.delete(check.cadenaHash);
+    }
+  }
 
+  private async issue(xml: string, check: CheckedDocument, customid: string | undefined): Promise<StampRecord> {
     const now = this.deps.now();
-    const { uuid, fechaTimbrado, tfdXml, cadenaOriginal, selloSAT } = this.deps.signer.sign(check.sello, now);
+    const { uuid, fechaTimbrado, tfdXml, cadenaOriginal, selloSAT } = await this.deps.signer.sign(check.sello, now);
     const record: StampRecord = {
       uuid,
       cadenaHash: check.cadenaHash,
@@ -144,10 +160,9 @@ export class PacInstance {
       },
     };
     this.memory.byCadena.set(check.cadenaHash, record);
-    if (customid) this.memory.customids.set(customid, check.cadenaHash);
     this.deps.registry.add(record);
     this.deps.onChange();
-    return { kind: 'stamped', record };
+    return record;
   }
 }
 

@@ -1,14 +1,25 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, sign as rsaSign } from 'node:crypto';
+import { promisify } from 'node:util';
 import {
   cadenaOriginalTfd,
   formatFecha,
   NS,
   SCHEMA_LOCATION,
-  sellar,
   serializeElement,
   type Csd,
   type XmlElement,
 } from '@timbra/cfdi-core';
+
+// The callback form of crypto.sign runs in libuv's thread pool: RSA never blocks the event loop.
+const signAsync = promisify(rsaSign);
+
+export interface SignedTfd {
+  uuid: string;
+  fechaTimbrado: string;
+  tfdXml: string;
+  cadenaOriginal: string;
+  selloSAT: string;
+}
 
 /** Signs TimbreFiscalDigital 1.1 stamps with the sandbox PAC's certificate. */
 export class TfdSigner {
@@ -22,10 +33,7 @@ export class TfdSigner {
   }
 
   /** A new TFD for a comprobante whose Sello is `selloCFD`: UUID v4, FechaTimbrado in Zona Centro. */
-  sign(
-    selloCFD: string,
-    now: Date,
-  ): { uuid: string; fechaTimbrado: string; tfdXml: string; cadenaOriginal: string; selloSAT: string } {
+  async sign(selloCFD: string, now: Date): Promise<SignedTfd> {
     const uuid = randomUUID().toUpperCase();
     const fechaTimbrado = formatFecha(now, 'America/Mexico_City');
     const element: XmlElement = {
@@ -47,7 +55,9 @@ export class TfdSigner {
       children: [],
     };
     const cadenaOriginal = cadenaOriginalTfd(element);
-    const selloSAT = sellar(cadenaOriginal, this.pacCsd.privateKey);
+    // RSA PKCS#1 v1.5 + SHA-256 over the UTF-8 cadena: the same sello as cfdi-core's `sellar`.
+    const signature = await signAsync('sha256', Buffer.from(cadenaOriginal, 'utf8'), this.pacCsd.privateKey);
+    const selloSAT = signature.toString('base64');
     element.attrs.push(['SelloSAT', selloSAT]);
     return { uuid, fechaTimbrado, tfdXml: serializeElement(element), cadenaOriginal, selloSAT };
   }

@@ -83,6 +83,17 @@ describe('SW client against the sandbox', () => {
     expect(ledger.stamps.filter((s) => s.uuid === first.uuid)).toHaveLength(1);
   });
 
+  it('stamps a document once when its copies arrive concurrently (dedupe holds while signing)', async () => {
+    const frozen = freshInvoice();
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey })),
+    );
+    expect(new Set(results.map((r) => r.uuid)).size).toBe(1);
+    expect(results.filter((r) => !r.recovered)).toHaveLength(1);
+    const ledger = (await run.admin('ledger', undefined)) as Ledger;
+    expect(ledger.stamps.filter((s) => s.customid === frozen.stampKey)).toHaveLength(1);
+  });
+
   it('recovers the original when a customid is reused with another document (CFDI3307)', async () => {
     const original = freshInvoice();
     const stamped = await client.stamp(original.xml, { idempotencyKey: 'reused-key-1' });

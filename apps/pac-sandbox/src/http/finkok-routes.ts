@@ -91,7 +91,7 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
     }
 
     if (!(await beforeProcessing(instance, res))) return;
-    const outcome = instance.stamp(xml, undefined, 'finkok');
+    const outcome = await instance.stamp(xml, undefined, 'finkok');
     if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
     if (outcome.kind === 'rejected')
       return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message));

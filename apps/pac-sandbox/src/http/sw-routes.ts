@@ -64,7 +64,7 @@ export function swRoutes(deps: SwRoutesDeps): Router {
       return swError(res, 400, '301. La estructura del comprobante es incorrecta.', (error as Error).message);
     }
     const customid = req.get('customid') || undefined;
-    const outcome = instance.stamp(xml, customid, 'sw');
+    const outcome = await instance.stamp(xml, customid, 'sw');
     if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
     answerStamp(res, outcome, version, b64);
   };
