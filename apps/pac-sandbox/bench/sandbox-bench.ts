@@ -65,7 +65,7 @@ const child = spawn(
       SANDBOX_PRIMARY_PORT: String(primary),
       SANDBOX_BACKUP_PORT: String(backup),
       SANDBOX_ADMIN_PORT: String(admin),
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'error',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   },
