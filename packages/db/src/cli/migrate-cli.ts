@@ -1,0 +1,38 @@
+/**
+ * `npm run db:migrate [-- status] [--create-db]` — applies pending migrations to $DATABASE_URL, or
+ * lists their status. Exit 0 on success; 1 on failure or (status) when migrations are pending or
+ * modified.
+ */
+import { parseArgs } from 'node:util';
+import { ensureDatabase, migrate, migrationStatus } from '../migrate.ts';
+import { MIGRATIONS_DIR } from '../paths.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { 'create-db': { type: 'boolean', default: false } },
+});
+const url = process.env.DATABASE_URL;
+if (!url) {
+  process.stderr.write('DATABASE_URL is not set\n');
+  process.exit(1);
+}
+const log = (m: string) => process.stdout.write(`${m}\n`);
+const redacted = url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+
+try {
+  if (positionals[0] === 'status') {
+    const s = await migrationStatus(url, MIGRATIONS_DIR);
+    log(`database ${redacted}`);
+    log(
+      `applied: ${s.applied.length}, pending: ${s.pending.join(', ') || 'none'}, modified: ${s.modified.join(', ') || 'none'}`,
+    );
+    process.exitCode = s.pending.length + s.modified.length > 0 ? 1 : 0;
+  } else {
+    if (values['create-db'] && (await ensureDatabase(url))) log(`created database ${redacted}`);
+    const applied = await migrate(url, MIGRATIONS_DIR, log);
+    log(applied.length > 0 ? `applied ${applied.length} migration(s)` : 'database is up to date');
+  }
+} catch (error) {
+  process.stderr.write(`migration failed: ${(error as Error).message}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,22 @@
+/**
+ * @timbra/db — the Prisma client both apps use, the migrations runner and the invoice state machine.
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from './generated/client.ts';
+
+export { PrismaClient, Prisma } from './generated/client.ts';
+export type * from './generated/models.ts';
+export { migrate, migrationStatus, readMigrations, ensureDatabase, type MigrationStatus } from './migrate.ts';
+export {
+  INVOICE_STATUSES,
+  assertTransition,
+  canTransition,
+  InvalidTransitionError,
+  type InvoiceStatus,
+} from './invoice-status.ts';
+export { MIGRATIONS_DIR } from './paths.ts';
+
+/** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
+export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: options.poolSize ?? 10 }) });
+}

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { migrate, migrationStatus, MIGRATIONS_DIR } from '../src/index.ts';
+import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase({ migrated: false });
+});
+afterAll(() => db.drop());
+
+async function query<T extends pg.QueryResultRow>(sql: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('migrations runner', () => {
+  it('applies every migration on a fresh database, concurrently with another runner, once', async () => {
+    const [a, b] = await Promise.all([migrate(db.url, MIGRATIONS_DIR), migrate(db.url, MIGRATIONS_DIR)]);
+    expect([...a, ...b]).toEqual(['20261130000000_init']);
+    const rows = await query<{ migration_name: string; applied_steps_count: number }>(
+      'SELECT migration_name, applied_steps_count FROM "_prisma_migrations" WHERE finished_at IS NOT NULL',
+    );
+    expect(rows).toEqual([{ migration_name: '20261130000000_init', applied_steps_count: 1 }]);
+    expect(await migrationStatus(db.url, MIGRATIONS_DIR)).toEqual({
+      applied: ['20261130000000_init'],
+      pending: [],
+      modified: [],
+    });
+    expect(await migrate(db.url, MIGRATIONS_DIR)).toEqual([]);
+  });
+
+  it('reports a pending migration, refuses a modified one, and rolls back a failing one', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-migrations-'));
+    try {
+      cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+      cpSync(join(dir, '20261130000000_init'), join(dir, '20261201000000_broken'), { recursive: true });
+      writeFileSync(
+        join(dir, '20261201000000_broken', 'migration.sql'),
+        'CREATE TABLE "half_done" (id int); SELECT no_such_function();',
+      );
+      expect((await migrationStatus(db.url, dir)).pending).toEqual(['20261201000000_broken']);
+      await expect(migrate(db.url, dir)).rejects.toThrow(/20261201000000_broken failed/);
+      expect(await query(`SELECT to_regclass('half_done') AS t`)).toEqual([{ t: null }]);
+
+      writeFileSync(join(dir, '20261130000000_init', 'migration.sql'), '-- edited after being applied');
+      expect((await migrationStatus(db.url, dir)).modified).toContain('20261130000000_init');
+      await expect(migrate(db.url, dir)).rejects.toThrow(/modified/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPrisma, type PrismaClient } from '../src/index.ts';
+import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 2 });
+});
+afterAll(async () => {
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+describe('the migrated database matches the Prisma schema', () => {
+  // Writing and reading every column of every model through the generated client fails when a
+  // migration and schema.prisma disagree on a table, a column or a type.
+  it('round-trips every model and column through the client', async () => {
+    const emisor = await prisma.emisor.create({
+      data: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
+    });
+    const serie = await prisma.serie.create({ data: { emisorId: emisor.id, serie: 'A', kind: 'I' } });
+    expect(serie.nextFolio).toBe(1);
+    await prisma.webhookEvent.create({
+      data: {
+        provider: 'stripe',
+        eventId: 'evt_1',
+        type: 'payment_intent.succeeded',
+        result: 'accepted',
+        payload: { a: 1 },
+      },
+    });
+    const client = await prisma.apiClient.create({ data: { name: 'pos', keyHash: 'h'.repeat(64), admin: true } });
+    const payment = await prisma.payment.create({
+      data: {
+        provider: 'api',
+        externalId: 'p1',
+        amount: '1160.00',
+        currency: 'MXN',
+        occurredAt: new Date(),
+        receptor: { rfc: 'X' },
+        description: 'd',
+        clientId: client.id,
+      },
+    });
+    expect(payment.amount.toString()).toBe('1160');
+    await prisma.refund.create({
+      data: { paymentId: payment.id, provider: 'api', externalId: 'r1', amount: '10.00', occurredAt: new Date() },
+    });
+    const invoice = await prisma.invoice.create({
+      data: {
+        emisorId: emisor.id,
+        paymentId: payment.id,
+        kind: 'I',
+        serie: 'A',
+        folio: 1,
+        fecha: '2026-11-30T10:00:00',
+        moneda: 'MXN',
+        subTotal: '1000.00',
+        total: '1160.00',
+        status: 'pending',
+        problems: [],
+        stampKey: 'I-abc',
+        frozenXml: '<x/>',
+        cadenaOriginal: '||',
+        uuid: null,
+        tfdXml: null,
+        stampedXml: null,
+        pac: null,
+        stampedAt: null,
+        relatedInvoiceId: null,
+      },
+    });
+    await prisma.outboxRow.create({
+      data: { kind: 'stamp', invoiceId: invoice.id, stampKey: 'I-abc', lastError: null, enqueuedAt: null },
+    });
+    await prisma.pacAttempt.create({
+      data: { invoiceId: invoice.id, pac: 'primary', outcome: 'stamped', uuid: 'U', code: null, durationMs: 12 },
+    });
+    await prisma.idempotencyKey.create({
+      data: {
+        clientId: client.id,
+        key: 'k',
+        fingerprint: 'f',
+        responseStatus: 201,
+        responseBody: { id: 1 },
+        expiresAt: new Date(),
+      },
+    });
+    expect(await prisma.outboxRow.count({ where: { status: 'pending' } })).toBe(1);
+  });
+
+  it('keeps the frozen XML and the stamp key immutable and never deletes an invoice', async () => {
+    const invoice = await prisma.invoice.findFirstOrThrow();
+    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { frozenXml: '<y/>' } })).rejects.toThrow(
+      /frozen XML/,
+    );
+    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { stampKey: 'I-other' } })).rejects.toThrow(
+      /stamp key/,
+    );
+    // Through SQL, so the trigger (not a foreign key) is what refuses.
+    await expect(prisma.$executeRaw`DELETE FROM invoices WHERE id = ${invoice.id}::uuid`).rejects.toThrow(
+      /never deleted/,
+    );
+    await expect(
+      prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'stamped', uuid: 'A-B' } }),
+    ).resolves.toMatchObject({ status: 'stamped' });
+  });
+
+  it('rejects what the constraints forbid: unknown statuses, duplicate stamp keys and folios, non-positive amounts', async () => {
+    const invoice = await prisma.invoice.findFirstOrThrow();
+    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'lost' } })).rejects.toThrow();
+    const { id: _id, createdAt: _c, updatedAt: _u, ...copy } = invoice;
+    await expect(
+      prisma.invoice.create({ data: { ...copy, problems: copy.problems ?? [], uuid: null, folio: 2 } }),
+    ).rejects.toThrow(/stamp_key/);
+    await expect(
+      prisma.invoice.create({ data: { ...copy, problems: copy.problems ?? [], uuid: null, stampKey: 'I-new' } }),
+    ).rejects.toThrow(/folio/);
+    await expect(
+      prisma.payment.create({
+        data: { provider: 'api', externalId: 'neg', amount: '-1.00', currency: 'MXN', occurredAt: new Date() },
+      }),
+    ).rejects.toThrow();
+  });
+});
