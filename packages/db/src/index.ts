@@ -5,7 +5,18 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/client.ts';
 
 export { PrismaClient, Prisma } from './generated/client.ts';
-export type * from './generated/models.ts';
+export type {
+  Emisor,
+  Serie,
+  WebhookEvent,
+  Payment,
+  Refund,
+  Invoice,
+  OutboxRow,
+  PacAttempt,
+  ApiClient,
+  IdempotencyKey,
+} from './generated/client.ts';
 export { migrate, migrationStatus, readMigrations, ensureDatabase, type MigrationStatus } from './migrate.ts';
 export {
   INVOICE_STATUSES,

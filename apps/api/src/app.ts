@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import helmet from 'helmet';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import { migrationStatus, MIGRATIONS_DIR, type PrismaClient } from '@timbra/db';
+import { API_ERRORS, ApiError } from './errors.ts';
+import { apiKeyAuth } from './http/auth.ts';
+import type { Metrics } from './http/metrics.ts';
+import { invoiceRoutes } from './routes/invoices.ts';
+import { paymentRoutes } from './routes/payments.ts';
+import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
+import { mercadoPagoWebhook, type MercadoPagoPayments } from './webhooks/mercadopago-webhook.ts';
+import { stripeWebhook } from './webhooks/stripe-webhook.ts';
+
+export interface AppDeps {
+  prisma: PrismaClient;
+  redis: Redis;
+  logger: Logger;
+  metrics: Metrics;
+  databaseUrl: string;
+  payments: RecordPaymentDeps;
+  defaultFormaPago: string;
+  idempotencyTtlHours: number;
+  bodyLimit: string;
+  rateLimitPerMinute: number;
+  trustProxy: boolean;
+  stripe: { secret: string | undefined; toleranceSeconds: number };
+  mercadoPago: { secret: string | undefined; toleranceSeconds: number; source: MercadoPagoPayments };
+}
+
+/** The API as an Express app; every dependency injected (the composition root is main.ts). */
+export function createApp(deps: AppDeps) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.trustProxy);
+  app.use(helmet());
+  app.use((req, res, next) => {
+    const given = req.get('x-request-id');
+    req.requestId = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    res.set('X-Request-Id', req.requestId);
+    const end = deps.metrics.httpDuration.startTimer({ method: req.method });
+    res.on('finish', () =>
+      end({ route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(res.statusCode) }),
+    );
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: deps.logger,
+      genReqId: (req) => (req as Request).requestId ?? randomUUID(),
+      customProps: (req) => ({ requestId: (req as Request).requestId }),
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+    }),
+  );
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true });
+  });
+  app.get('/readyz', readiness(deps));
+  app.get('/metrics', async (_req, res) => {
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+
+  const limiter = rateLimit({
+    windowMs: 60_000,
+    limit: deps.rateLimitPerMinute,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    keyGenerator: (req) => req.get('authorization') ?? req.get('x-api-key') ?? req.ip ?? 'unknown',
+    handler: (_req, _res, next) => next(new ApiError('rate_limited')),
+  });
+
+  // Webhooks: Stripe signs the raw bytes, so its body is kept raw.
+  const raw = express.raw({ type: () => true, limit: deps.bodyLimit });
+  app.post(
+    '/webhooks/stripe',
+    limiter,
+    raw,
+    stripeWebhook({
+      prisma: deps.prisma,
+      payments: deps.payments,
+      secret: deps.stripe.secret,
+      toleranceSeconds: deps.stripe.toleranceSeconds,
+      defaultFormaPago: deps.defaultFormaPago,
+      metrics: deps.metrics,
+    }),
+  );
+  app.post(
+    '/webhooks/mercadopago',
+    limiter,
+    requireJson,
+    express.json({ limit: deps.bodyLimit }),
+    mercadoPagoWebhook({
+      prisma: deps.prisma,
+      payments: deps.payments,
+      source: deps.mercadoPago.source,
+      secret: deps.mercadoPago.secret,
+      toleranceSeconds: deps.mercadoPago.toleranceSeconds,
+      defaultFormaPago: deps.defaultFormaPago,
+      metrics: deps.metrics,
+    }),
+  );
+
+  const v1 = express.Router();
+  v1.use(limiter);
+  v1.use((req, _res, next) => (req.method === 'POST' ? requireJson(req, _res, next) : next()));
+  v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
+  v1.use(apiKeyAuth(deps.prisma));
+  v1.use(
+    paymentRoutes({
+      prisma: deps.prisma,
+      payments: deps.payments,
+      defaultFormaPago: deps.defaultFormaPago,
+      idempotencyTtlHours: deps.idempotencyTtlHours,
+      metrics: deps.metrics,
+    }),
+  );
+  v1.use(invoiceRoutes(deps.prisma));
+  app.use('/v1', v1);
+
+  app.use((_req, _res, next) => next(new ApiError('not_found')));
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+function requireJson(req: Request, _res: Response, next: NextFunction): void {
+  next(req.is('application/json') ? undefined : new ApiError('unsupported_media_type'));
+}
+
+/** One error middleware: `{ error: { code, message, details?, requestId } }`; never a stack trace. */
+export function errorHandler(logger: Logger) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = error as { type?: string; status?: number; message?: string };
+    let apiError: ApiError;
+    if (error instanceof ApiError) apiError = error;
+    else if (e.type === 'entity.parse.failed') apiError = new ApiError('malformed_json');
+    else if (e.type === 'entity.too.large') apiError = new ApiError('payload_too_large');
+    else if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+      apiError = new ApiError('unsupported_media_type');
+    else if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
+      apiError = new ApiError('malformed_json', 'The request could not be read.');
+    else {
+      logger.error({ err: error, requestId: req.requestId }, 'unexpected error');
+      apiError = new ApiError('internal');
+    }
+    if (apiError.status >= 500 && apiError.code !== 'internal')
+      logger.warn({ code: apiError.code, requestId: req.requestId }, apiError.message);
+    for (const [k, v] of Object.entries(apiError.headers ?? {})) res.set(k, v);
+    res.status(apiError.status).json({
+      error: {
+        code: apiError.code,
+        message: apiError.message || API_ERRORS[apiError.code].message,
+        ...(apiError.details !== undefined ? { details: apiError.details } : {}),
+        requestId: req.requestId,
+      },
+    });
+  };
+}
+
+/** Ready when Postgres answers with every migration applied and Redis answers PING. */
+function readiness(deps: AppDeps) {
+  let migrations: { ok: boolean; at: number } | undefined;
+  return async (_req: Request, res: Response) => {
+    const checks: Record<string, string> = {};
+    try {
+      await deps.prisma.$queryRaw`SELECT 1`;
+      checks.postgres = 'ok';
+      if (!migrations || Date.now() - migrations.at > 10_000) {
+        const s = await migrationStatus(deps.databaseUrl, MIGRATIONS_DIR);
+        migrations = { ok: s.pending.length === 0 && s.modified.length === 0, at: Date.now() };
+      }
+      checks.migrations = migrations.ok ? 'ok' : 'pending';
+    } catch {
+      checks.postgres = 'unreachable';
+    }
+    try {
+      checks.redis = (await deps.redis.ping()) === 'PONG' ? 'ok' : 'unexpected';
+    } catch {
+      checks.redis = 'unreachable';
+    }
+    const ok = Object.values(checks).every((v) => v === 'ok') && checks.migrations === 'ok';
+    res.status(ok ? 200 : 503).json({ ok, checks });
+  };
+}

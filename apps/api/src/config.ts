@@ -1,0 +1,95 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const DEFAULT_SAT_DIR = resolve(here, '../../../../shared/sat');
+
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+const schema = z.object({
+  HOST: z.string().default('0.0.0.0'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DATABASE_URL: z.string().url(),
+  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `name:key[:admin]` pairs, comma-separated; keys are stored hashed at start-up. */
+  API_KEYS: z.string().default(''),
+  BODY_LIMIT: z.string().default('256kb'),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(1200),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+  // Emisor and CSD
+  EMISOR_RFC: z.string().default('EKU9003173C9'),
+  EMISOR_NOMBRE: z.string().default('ESCUELA KEMPER URGATE'),
+  EMISOR_REGIMEN_FISCAL: z.string().default('601'),
+  EMISOR_LUGAR_EXPEDICION: z
+    .string()
+    .regex(/^\d{5}$/)
+    .default('42501'),
+  SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
+  CSD_CER_PATH: z.string().optional(),
+  CSD_KEY_PATH: z.string().optional(),
+  /** The CSD key password: from this variable or from CSD_PASSWORD_FILE. No default. */
+  CSD_PASSWORD: z.string().optional(),
+  CSD_PASSWORD_FILE: z.string().optional(),
+  SERIE_INGRESO: z.string().default('A'),
+  SERIE_EGRESO: z.string().default('NC'),
+  /** What the invoice says was sold when the payment does not say. */
+  CONCEPTO_CLAVE_PROD_SERV: z
+    .string()
+    .regex(/^\d{8}$/)
+    .default('01010101'),
+  CONCEPTO_CLAVE_UNIDAD: z.string().default('ACT'),
+  CONCEPTO_DESCRIPCION: z.string().default('Venta'),
+  /** Amounts received include IVA at this rate (0.160000, 0.080000 or 0.000000). */
+  IVA_TASA: z.enum(['0.160000', '0.080000', '0.000000']).default('0.160000'),
+  DEFAULT_FORMA_PAGO: z
+    .string()
+    .regex(/^\d{2}$/)
+    .default('04'),
+  PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).default('01'),
+  // Providers
+  STRIPE_WEBHOOK_SECRET: z.string().optional(),
+  STRIPE_TOLERANCE_SECONDS: z.coerce.number().int().positive().default(300),
+  MERCADOPAGO_WEBHOOK_SECRET: z.string().optional(),
+  MERCADOPAGO_TOLERANCE_SECONDS: z.coerce.number().int().positive().default(300),
+  /** `body`: payment details come in the notification (tests, sandbox); `api`: fetched from Mercado Pago. */
+  MERCADOPAGO_PAYMENTS_SOURCE: z.enum(['body', 'api']).default('body'),
+  MERCADOPAGO_ACCESS_TOKEN: z.string().optional(),
+  MERCADOPAGO_API_URL: z.string().url().default('https://api.mercadopago.com'),
+  TRUST_PROXY: bool.default(false),
+});
+
+export type ApiConfig = z.output<typeof schema>;
+
+/** Reads the API configuration from `env`; throws listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
+  const parsed = schema.safeParse(env);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+  if (parsed.success) {
+    const c = parsed.data;
+    if (c.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && !c.MERCADOPAGO_ACCESS_TOKEN) {
+      problems.push('  MERCADOPAGO_ACCESS_TOKEN: required when MERCADOPAGO_PAYMENTS_SOURCE is api');
+    }
+    if (!c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE && (c.CSD_CER_PATH || c.CSD_KEY_PATH)) {
+      problems.push('  CSD_PASSWORD: required (or CSD_PASSWORD_FILE) with CSD_CER_PATH/CSD_KEY_PATH');
+    }
+  }
+  if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
+  return parsed.data;
+}
+
+/** Parses API_KEYS (`name:key[:admin]`, comma-separated). */
+export function parseApiKeys(value: string): { name: string; key: string; admin: boolean }[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [name, key, flag] = entry.split(':');
+      if (!name || !key || key.length < 16)
+        throw new Error(`invalid API_KEYS entry for ${name ?? '?'}: keys need at least 16 characters`);
+      return { name, key, admin: flag === 'admin' };
+    });
+}

@@ -1,0 +1,39 @@
+/**
+ * The API's errors: each has a stable `code` and HTTP status. docs/errors.md lists them all (a test
+ * fails when this list and the document drift apart).
+ */
+export const API_ERRORS = {
+  malformed_json: { status: 400, message: 'The body is not valid JSON.' },
+  invalid_idempotency_key: { status: 400, message: 'Idempotency-Key must be 1–255 printable ASCII characters.' },
+  unauthorized: { status: 401, message: 'A valid API key is required.' },
+  invalid_signature: { status: 401, message: 'The webhook signature is missing, invalid or too old.' },
+  forbidden: { status: 403, message: 'This API key may not do that.' },
+  not_found: { status: 404, message: 'Not found.' },
+  idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different request.' },
+  idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still being processed.' },
+  payment_conflict: { status: 409, message: 'A payment with this external id already exists with other data.' },
+  payment_not_found_yet: { status: 409, message: 'The refunded payment is not known yet; retry later.' },
+  payload_too_large: { status: 413, message: 'The body is too large.' },
+  unsupported_media_type: { status: 415, message: 'Send application/json.' },
+  validation_failed: { status: 422, message: 'The request has invalid fields.' },
+  rate_limited: { status: 429, message: 'Too many requests.' },
+  webhook_not_configured: { status: 503, message: 'This webhook is not configured.' },
+  unavailable: { status: 503, message: 'A dependency is unavailable.' },
+  internal: { status: 500, message: 'Internal error.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ApiErrorCode,
+    message?: string,
+    readonly details?: unknown,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message ?? API_ERRORS[code].message);
+    this.name = 'ApiError';
+    this.status = API_ERRORS[code].status;
+  }
+}

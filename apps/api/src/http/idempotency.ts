@@ -1,0 +1,89 @@
+import { createHash } from 'node:crypto';
+import type { Prisma } from '@timbra/db';
+import { ApiError } from '../errors.ts';
+
+const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+/** The Idempotency-Key header, checked (1–255 printable ASCII characters), or undefined when absent. */
+export function idempotencyKeyOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (!KEY_FORMAT.test(header)) throw new ApiError('invalid_idempotency_key');
+  return header;
+}
+
+/** sha256 over method, path and the canonical JSON of the body: what "the same request" means. */
+export function fingerprintOf(method: string, path: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method}\n${path}\n${canonicalJson(body)}`)
+    .digest('hex');
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+  replayed: boolean;
+}
+
+/**
+ * Runs a creating request under an Idempotency-Key, inside the transaction `tx` that also writes its
+ * effect, so the stored response and the effect commit together (or neither does: a 5xx rolls both
+ * back and the key stays free).
+ *
+ * - A transaction-scoped advisory lock on (client, key) tells a concurrent duplicate apart: it gets
+ *   409 `idempotency_key_in_use` with Retry-After instead of waiting.
+ * - A stored record with the same fingerprint is replayed; with another, 409 `idempotency_key_reused`.
+ * - Records expire after `ttlHours`; an expired one is replaced.
+ * Only 2xx responses are stored: a 4xx stored for a malformed body would forbid fixing it.
+ */
+export async function withIdempotency(
+  tx: Prisma.TransactionClient,
+  key: { clientId: string; key: string; fingerprint: string; ttlHours: number },
+  run: () => Promise<{ status: number; body: unknown }>,
+): Promise<StoredResponse> {
+  const [lock] = await tx.$queryRaw<{ acquired: boolean }[]>`
+    SELECT pg_try_advisory_xact_lock(hashtextextended(${`${key.clientId}:${key.key}`}, 0)) AS acquired`;
+  if (!lock?.acquired) throw new ApiError('idempotency_key_in_use', undefined, undefined, { 'Retry-After': '1' });
+
+  const existing = await tx.idempotencyKey.findUnique({
+    where: { clientId_key: { clientId: key.clientId, key: key.key } },
+  });
+  if (existing && existing.expiresAt > new Date()) {
+    if (existing.fingerprint !== key.fingerprint) throw new ApiError('idempotency_key_reused');
+    return { status: existing.responseStatus, body: existing.responseBody, replayed: true };
+  }
+  if (existing) await tx.idempotencyKey.delete({ where: { id: existing.id } });
+
+  const response = await run();
+  if (response.status >= 200 && response.status < 300) {
+    await tx.idempotencyKey.create({
+      data: {
+        clientId: key.clientId,
+        key: key.key,
+        fingerprint: key.fingerprint,
+        responseStatus: response.status,
+        responseBody: response.body as Prisma.InputJsonValue,
+        expiresAt: new Date(Date.now() + key.ttlHours * 3600_000),
+      },
+    });
+  }
+  return { ...response, replayed: false };
+}
+
+/** Deletes expired idempotency records; returns how many. */
+export async function purgeExpiredKeys(db: {
+  idempotencyKey: { deleteMany: (a: { where: { expiresAt: { lt: Date } } }) => Promise<{ count: number }> };
+}): Promise<number> {
+  const { count } = await db.idempotencyKey.deleteMany({ where: { expiresAt: { lt: new Date() } } });
+  return count;
+}

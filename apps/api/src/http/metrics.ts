@@ -1,0 +1,30 @@
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpDuration: new Histogram({
+      name: 'timbra_http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    webhooks: new Counter({
+      name: 'timbra_webhooks_total',
+      help: 'Webhook deliveries by provider and result (accepted, duplicate, ignored, bad_signature)',
+      labelNames: ['provider', 'result'] as const,
+      registers: [registry],
+    }),
+    idempotentReplays: new Counter({
+      name: 'timbra_idempotent_replays_total',
+      help: 'Requests answered from a stored Idempotency-Key response',
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

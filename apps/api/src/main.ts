@@ -1,0 +1,120 @@
+/** Composition root of the API: config, logger, Prisma, Redis, CSD, then the Express app. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { loadCsd } from '@timbra/cfdi-core';
+import { createPrisma } from '@timbra/db';
+import { createApp } from './app.ts';
+import { bootstrap } from './bootstrap.ts';
+import { loadConfig, parseApiKeys } from './config.ts';
+import { purgeExpiredKeys } from './http/idempotency.ts';
+import { createMetrics } from './http/metrics.ts';
+import { paymentsFromApi, paymentsFromNotification } from './webhooks/mercadopago-webhook.ts';
+
+export const REDACT = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["stripe-signature"]',
+  'req.headers["x-signature"]',
+  'req.headers.cookie',
+];
+
+const config = loadConfig(process.env);
+const logger = pino({ level: config.LOG_LEVEL, name: 'api', redact: { paths: REDACT, censor: '[redacted]' } });
+
+const cerPath = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
+const keyPath = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
+const password =
+  config.CSD_PASSWORD ??
+  readFileSync(
+    config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`),
+    'utf8',
+  ).trim();
+const csd = loadCsd(readFileSync(cerPath), readFileSync(keyPath), password);
+
+const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+await redis
+  .connect()
+  .catch((error: unknown) => logger.warn({ err: error }, 'redis not reachable yet; /readyz will say so'));
+
+const emisor = {
+  rfc: config.EMISOR_RFC,
+  nombre: config.EMISOR_NOMBRE,
+  regimenFiscal: config.EMISOR_REGIMEN_FISCAL,
+  lugarExpedicion: config.EMISOR_LUGAR_EXPEDICION,
+};
+const { emisorId } = await bootstrap(prisma, {
+  emisor,
+  series: [
+    { serie: config.SERIE_INGRESO, kind: 'I' },
+    { serie: config.SERIE_EGRESO, kind: 'E' },
+  ],
+  apiKeys: parseApiKeys(config.API_KEYS),
+});
+
+const metrics = createMetrics();
+const app = createApp({
+  prisma,
+  redis,
+  logger,
+  metrics,
+  databaseUrl: config.DATABASE_URL,
+  payments: {
+    csd,
+    emisorId,
+    serieIngreso: config.SERIE_INGRESO,
+    settings: {
+      emisor,
+      concepto: {
+        claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
+        claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
+        descripcion: config.CONCEPTO_DESCRIPCION,
+      },
+      ivaTasa: config.IVA_TASA,
+      periodicidad: config.PUBLICO_GENERAL_PERIODICIDAD,
+    },
+  },
+  defaultFormaPago: config.DEFAULT_FORMA_PAGO,
+  idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+  bodyLimit: config.BODY_LIMIT,
+  rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  trustProxy: config.TRUST_PROXY,
+  stripe: { secret: config.STRIPE_WEBHOOK_SECRET, toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS },
+  mercadoPago: {
+    secret: config.MERCADOPAGO_WEBHOOK_SECRET,
+    toleranceSeconds: config.MERCADOPAGO_TOLERANCE_SECONDS,
+    source:
+      config.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && config.MERCADOPAGO_ACCESS_TOKEN
+        ? paymentsFromApi(config.MERCADOPAGO_API_URL, config.MERCADOPAGO_ACCESS_TOKEN)
+        : paymentsFromNotification,
+  },
+});
+
+const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
+// Idempotency keys are kept IDEMPOTENCY_TTL_HOURS, then forgotten.
+const purge = setInterval(() => {
+  purgeExpiredKeys(prisma).then(
+    (count) => count > 0 && logger.info({ count }, 'expired idempotency keys purged'),
+    (error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'),
+  );
+}, 15 * 60_000);
+purge.unref();
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
+    clearInterval(purge);
+    server.close(() => {
+      Promise.allSettled([prisma.$disconnect(), redis.quit()]).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+    setTimeout(() => process.exit(1), 15_000).unref();
+  });
+}

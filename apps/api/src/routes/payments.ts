@@ -1,0 +1,164 @@
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { catalogs, rfcKind } from '@timbra/cfdi-core';
+import type { PrismaClient } from '@timbra/db';
+import { ApiError } from '../errors.ts';
+import { fingerprintOf, idempotencyKeyOf, withIdempotency } from '../http/idempotency.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
+import { decodeCursor, encodeCursor, paymentView } from './views.ts';
+
+const printable = (max: number) =>
+  z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
+
+export const createPaymentSchema = z
+  .object({
+    externalId: printable(128),
+    amount: z
+      .string()
+      .regex(/^\d{1,12}(\.\d{1,2})?$/, 'a positive decimal string with at most 2 decimals, e.g. "1160.00"')
+      .refine((a) => Number(a) > 0, 'must be greater than 0'),
+    currency: z
+      .string()
+      .refine((c) => Object.hasOwn(catalogs.MONEDA, c) && c !== 'XXX', 'a supported currency (c_Moneda)'),
+    occurredAt: z.iso.datetime({ offset: true }),
+    description: z.string().min(1).max(1000).optional(),
+    formaPago: z
+      .string()
+      .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99')
+      .optional(),
+    receptor: z
+      .object({
+        rfc: z.string().refine((r) => rfcKind(r) !== null, 'an RFC (12 or 13 characters)'),
+        nombre: z.string().min(1).max(300),
+        regimenFiscal: z.string().regex(/^\d{3}$/),
+        codigoPostal: z.string().regex(/^\d{5}$/),
+        usoCfdi: z.string().regex(/^[A-Z]{1,2}\d{2}$/),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
+export interface PaymentRoutesDeps {
+  prisma: PrismaClient;
+  payments: RecordPaymentDeps;
+  defaultFormaPago: string;
+  idempotencyTtlHours: number;
+  metrics: Metrics;
+}
+
+function validation(error: z.ZodError): ApiError {
+  return new ApiError(
+    'validation_failed',
+    undefined,
+    error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
+  );
+}
+
+export function paymentRoutes(deps: PaymentRoutesDeps): Router {
+  const router = Router();
+
+  router.post('/payments', async (req: Request, res: Response) => {
+    const client = req.client!;
+    const key = idempotencyKeyOf(req.get('idempotency-key'));
+    const parsed = createPaymentSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    // Each API client has its own namespace of external ids.
+    const provider = `api:${client.name}`;
+
+    const create = async (tx: Parameters<Parameters<PrismaClient['$transaction']>[0]>[0]) => {
+      const recorded = await recordPayment(
+        tx,
+        deps.payments,
+        {
+          provider,
+          externalId: input.externalId,
+          amount: input.amount,
+          currency: input.currency,
+          occurredAt: new Date(input.occurredAt),
+          receptor: input.receptor ?? null,
+          description: input.description ?? null,
+          formaPago: input.formaPago ?? deps.defaultFormaPago,
+        },
+        client.id,
+      );
+      const payment = await tx.payment.findUniqueOrThrow({
+        where: { id: recorded.paymentId },
+        include: { invoices: true },
+      });
+      if (
+        !recorded.created &&
+        (payment.amount.toFixed(2) !== Number(input.amount).toFixed(2) || payment.currency !== input.currency)
+      ) {
+        throw new ApiError('payment_conflict');
+      }
+      return { status: recorded.created ? 201 : 200, body: paymentView(payment, payment.invoices) };
+    };
+
+    const result = await deps.prisma.$transaction(
+      async (tx) => {
+        if (!key) return { ...(await create(tx)), replayed: false };
+        return withIdempotency(
+          tx,
+          {
+            clientId: client.id,
+            key,
+            fingerprint: fingerprintOf('POST', '/v1/payments', input),
+            ttlHours: deps.idempotencyTtlHours,
+          },
+          () => create(tx),
+        );
+      },
+      { maxWait: 10_000, timeout: 20_000 },
+    );
+    if (result.replayed) {
+      deps.metrics.idempotentReplays.inc();
+      res.set('Idempotent-Replayed', 'true');
+    }
+    res.status(result.status).json(result.body);
+  });
+
+  router.get('/payments/:id', async (req, res) => {
+    const id = String(req.params.id);
+    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ApiError('not_found');
+    const payment = await deps.prisma.payment.findUnique({ where: { id }, include: { invoices: true } });
+    if (!payment) throw new ApiError('not_found');
+    res.json(paymentView(payment, payment.invoices));
+  });
+
+  router.get('/payments', async (req, res) => {
+    const { limit, cursor } = listParams(req);
+    const rows = await deps.prisma.payment.findMany({
+      where: cursor
+        ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+        : {},
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+      include: { invoices: true },
+    });
+    const page = rows.slice(0, limit);
+    res.json({
+      data: page.map((p) => paymentView(p, p.invoices)),
+      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
+    });
+  });
+
+  return router;
+}
+
+/** `limit` (1–100, default 20) and an opaque `cursor`; 422 when malformed. */
+export function listParams(req: Request): { limit: number; cursor: ReturnType<typeof decodeCursor> } {
+  const rawLimit = req.query.limit;
+  const limit = rawLimit === undefined ? 20 : Number(rawLimit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw new ApiError('validation_failed', undefined, [{ path: 'limit', message: 'an integer from 1 to 100' }]);
+  }
+  const rawCursor = req.query.cursor;
+  if (rawCursor === undefined) return { limit, cursor: null };
+  const cursor = typeof rawCursor === 'string' ? decodeCursor(rawCursor) : null;
+  if (!cursor)
+    throw new ApiError('validation_failed', undefined, [{ path: 'cursor', message: 'not a cursor this API returned' }]);
+  return { limit, cursor };
+}

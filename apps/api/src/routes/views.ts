@@ -1,0 +1,83 @@
+import type { Invoice, OutboxRow, PacAttempt, Payment } from '@timbra/db';
+
+/** JSON shapes the API answers with. Money as decimal strings, never numbers. */
+export function invoiceSummary(
+  i: Pick<Invoice, 'id' | 'kind' | 'serie' | 'folio' | 'status' | 'uuid' | 'problems' | 'total'>,
+) {
+  return {
+    id: i.id,
+    kind: i.kind,
+    serie: i.serie,
+    folio: i.folio,
+    serieFolio: `${i.serie}-${i.folio}`,
+    status: i.status,
+    uuid: i.uuid,
+    total: i.total.toFixed(2),
+    ...(i.problems ? { problems: i.problems } : {}),
+  };
+}
+
+export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSummary>[0][]) {
+  return {
+    id: p.id,
+    provider: p.provider,
+    externalId: p.externalId,
+    amount: p.amount.toFixed(2),
+    currency: p.currency,
+    occurredAt: p.occurredAt.toISOString(),
+    receptor: p.receptor,
+    description: p.description,
+    createdAt: p.createdAt.toISOString(),
+    invoices: invoices.map(invoiceSummary),
+  };
+}
+
+export function invoiceView(i: Invoice & { outbox: OutboxRow[]; attempts: PacAttempt[] }) {
+  return {
+    ...invoiceSummary(i),
+    paymentId: i.paymentId,
+    fecha: i.fecha,
+    moneda: i.moneda,
+    subTotal: i.subTotal.toFixed(2),
+    stampKey: i.stampKey,
+    pac: i.pac,
+    stampedAt: i.stampedAt?.toISOString() ?? null,
+    relatedInvoiceId: i.relatedInvoiceId,
+    createdAt: i.createdAt.toISOString(),
+    updatedAt: i.updatedAt.toISOString(),
+    history: {
+      outbox: i.outbox.map((o) => ({
+        kind: o.kind,
+        status: o.status,
+        attempts: o.attempts,
+        lastError: o.lastError,
+        createdAt: o.createdAt.toISOString(),
+        updatedAt: o.updatedAt.toISOString(),
+      })),
+      pacAttempts: i.attempts.map((a) => ({
+        pac: a.pac,
+        outcome: a.outcome,
+        uuid: a.uuid,
+        code: a.code,
+        durationMs: a.durationMs,
+        at: a.createdAt.toISOString(),
+      })),
+    },
+  };
+}
+
+/** Opaque cursor over (createdAt, id), newest first. */
+export function encodeCursor(row: { createdAt: Date; id: string }): string {
+  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
+    const createdAt = new Date(at);
+    if (Number.isNaN(createdAt.getTime()) || typeof id !== 'string' || !/^[0-9a-f-]{36}$/.test(id)) return null;
+    return { createdAt, id };
+  } catch {
+    return null;
+  }
+}

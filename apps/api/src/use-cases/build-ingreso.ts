@@ -1,0 +1,116 @@
+import { BigNumber } from 'bignumber.js';
+import {
+  formatFecha,
+  NOMBRE_PUBLICO_GENERAL,
+  RFC_PUBLICO_GENERAL,
+  timeZoneForCodigoPostal,
+  type InvoiceRequestInput,
+} from '@timbra/cfdi-core';
+
+/** The customer's fiscal data, as a payment carries it (Stripe metadata, MP metadata, REST body). */
+export interface ReceptorInput {
+  rfc: string;
+  nombre: string;
+  regimenFiscal: string;
+  codigoPostal: string;
+  usoCfdi: string;
+}
+
+export interface InvoiceSettings {
+  emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string };
+  concepto: { claveProdServ: string; claveUnidad: string; descripcion: string };
+  ivaTasa: string;
+  periodicidad: string;
+}
+
+export interface PaymentFacts {
+  provider: string;
+  externalId: string;
+  /** Total paid, IVA included, as a decimal string. */
+  amount: string;
+  currency: string;
+  occurredAt: Date;
+  receptor: ReceptorInput | null;
+  description: string | null;
+  formaPago: string;
+}
+
+/**
+ * The Ingreso request for a payment. The amount received includes IVA, so the concepto's base is
+ * chosen among round(amount / (1 + tasa)) and its neighbours ±0.01 so that base + IVA equals the
+ * amount exactly (when no neighbour does, the closest is used and the invoice total may differ by a
+ * cent). Without receptor data the CFDI goes to público en general, with InformacionGlobal for the
+ * day of the payment.
+ */
+export function buildIngresoRequest(
+  facts: PaymentFacts,
+  serie: string,
+  folio: number,
+  settings: InvoiceSettings,
+): InvoiceRequestInput {
+  const base = baseFor(facts.amount, settings.ivaTasa);
+  const zone = timeZoneForCodigoPostal(settings.emisor.lugarExpedicion);
+  const local = formatFecha(facts.occurredAt, zone);
+  const receptor = facts.receptor
+    ? {
+        rfc: facts.receptor.rfc,
+        nombre: facts.receptor.nombre,
+        domicilioFiscalReceptor: facts.receptor.codigoPostal,
+        regimenFiscalReceptor: facts.receptor.regimenFiscal,
+        usoCFDI: facts.receptor.usoCfdi,
+      }
+    : {
+        rfc: RFC_PUBLICO_GENERAL,
+        nombre: NOMBRE_PUBLICO_GENERAL,
+        domicilioFiscalReceptor: settings.emisor.lugarExpedicion,
+        regimenFiscalReceptor: '616',
+        usoCFDI: 'S01',
+      };
+  return {
+    tipoDeComprobante: 'I',
+    // The business event, not our row id: the stamp key must be the same for every retry.
+    sourceId: `${facts.provider}:${facts.externalId}`,
+    occurredAt: facts.occurredAt.toISOString(),
+    serie,
+    folio: String(folio),
+    lugarExpedicion: settings.emisor.lugarExpedicion,
+    moneda: facts.currency,
+    formaPago: facts.formaPago,
+    metodoPago: 'PUE',
+    emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
+    receptor,
+    ...(facts.receptor
+      ? {}
+      : {
+          informacionGlobal: {
+            periodicidad: settings.periodicidad,
+            meses: local.slice(5, 7),
+            año: Number(local.slice(0, 4)),
+          },
+        }),
+    conceptos: [
+      {
+        claveProdServ: settings.concepto.claveProdServ,
+        noIdentificacion: facts.externalId.slice(0, 100),
+        cantidad: '1',
+        claveUnidad: settings.concepto.claveUnidad,
+        descripcion: facts.description?.trim() || settings.concepto.descripcion,
+        valorUnitario: base,
+        objetoImp: '02',
+        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
+      },
+    ],
+  };
+}
+
+/** The 2-decimal base whose base + round(base × tasa) is `amount`, or the closest one. */
+export function baseFor(amount: string, tasa: string): string {
+  const total = new BigNumber(amount);
+  const rate = new BigNumber(tasa);
+  const estimate = total.dividedBy(rate.plus(1)).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
+  const candidates = [estimate, estimate.minus('0.01'), estimate.plus('0.01')];
+  const exact = candidates.find((b) =>
+    b.plus(b.times(rate).decimalPlaces(2, BigNumber.ROUND_HALF_UP)).isEqualTo(total),
+  );
+  return (exact ?? estimate).toFixed(2);
+}

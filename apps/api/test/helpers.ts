@@ -1,0 +1,151 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import Stripe from 'stripe';
+import { loadCsd } from '@timbra/cfdi-core';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createApp } from '../src/app.ts';
+import { bootstrap } from '../src/bootstrap.ts';
+import { createMetrics } from '../src/http/metrics.ts';
+import { paymentsFromNotification } from '../src/webhooks/mercadopago-webhook.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
+
+export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
+export const MP_SECRET = 'mp-test-secret-0123456789';
+export const KEYS = { pos: 'pos-key-0123456789abcdef', other: 'other-key-0123456789abcdef' };
+export const EMISOR = {
+  rfc: 'EKU9003173C9',
+  nombre: 'ESCUELA KEMPER URGATE',
+  regimenFiscal: '601',
+  lugarExpedicion: '42501',
+};
+
+export interface TestApi {
+  url: string;
+  prisma: PrismaClient;
+  db: TestDatabase;
+  close: () => Promise<void>;
+}
+
+/** The API on a free port over a fresh migrated database and the local Redis. */
+export async function startApi(options: { rateLimitPerMinute?: number } = {}): Promise<TestApi> {
+  const db = await createTestDatabase();
+  const prisma = createPrisma(db.url, { poolSize: 10 });
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+  });
+  await redis.connect();
+  const csd = loadCsd(
+    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
+    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
+    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
+  );
+  const { emisorId } = await bootstrap(prisma, {
+    emisor: EMISOR,
+    series: [
+      { serie: 'A', kind: 'I' },
+      { serie: 'NC', kind: 'E' },
+    ],
+    apiKeys: [
+      { name: 'pos', key: KEYS.pos, admin: false },
+      { name: 'other', key: KEYS.other, admin: false },
+    ],
+  });
+  const app = createApp({
+    prisma,
+    redis,
+    logger: pino({ level: 'silent' }),
+    metrics: createMetrics(),
+    databaseUrl: db.url,
+    payments: {
+      csd,
+      emisorId,
+      serieIngreso: 'A',
+      settings: {
+        emisor: EMISOR,
+        concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
+        ivaTasa: '0.160000',
+        periodicidad: '01',
+      },
+    },
+    defaultFormaPago: '04',
+    idempotencyTtlHours: 24,
+    bodyLimit: '64kb',
+    rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    trustProxy: false,
+    stripe: { secret: STRIPE_SECRET, toleranceSeconds: 300 },
+    mercadoPago: { secret: MP_SECRET, toleranceSeconds: 300, source: paymentsFromNotification },
+  });
+  const server: Server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    prisma,
+    db,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await prisma.$disconnect();
+      await redis.quit();
+      await db.drop();
+    },
+  };
+}
+
+const stripe = new Stripe('sk_test_unused');
+
+/** A Stripe event body and its signature header, as Stripe would send them. */
+export function stripeDelivery(
+  event: object,
+  options: { secret?: string; timestamp?: number } = {},
+): { body: string; signature: string } {
+  const body = JSON.stringify(event);
+  const signature = stripe.webhooks.generateTestHeaderString({
+    payload: body,
+    secret: options.secret ?? STRIPE_SECRET,
+    ...(options.timestamp ? { timestamp: options.timestamp } : {}),
+  });
+  return { body, signature };
+}
+
+let counter = 0;
+
+/** A payment_intent.succeeded event (amount in centavos). */
+export function paymentIntentSucceeded(
+  overrides: {
+    id?: string;
+    eventId?: string;
+    amount?: number;
+    metadata?: Record<string, string>;
+    created?: number;
+  } = {},
+) {
+  counter++;
+  const id = overrides.id ?? `pi_test_${process.pid}_${counter}_${Date.now()}`;
+  return {
+    id: overrides.eventId ?? `evt_${id}`,
+    object: 'event',
+    type: 'payment_intent.succeeded',
+    created: overrides.created ?? Math.floor(Date.now() / 1000) - 60,
+    data: {
+      object: {
+        id,
+        object: 'payment_intent',
+        amount: overrides.amount ?? 116000,
+        amount_received: overrides.amount ?? 116000,
+        currency: 'mxn',
+        description: 'Colegiatura',
+        metadata: overrides.metadata ?? {},
+      },
+    },
+  };
+}

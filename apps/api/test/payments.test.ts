@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import got from 'got';
+import { parseXml } from '@timbra/cfdi-core';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+const auth = { authorization: `Bearer ${KEYS.pos}` };
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  got.post(`${api.url}/v1/payments`, {
+    json: body,
+    headers: { ...auth, ...headers },
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+const recent = () => new Date(Date.now() - 60_000).toISOString();
+
+interface PaymentBody {
+  id: string;
+  amount: string;
+  invoices: { id: string; status: string; serieFolio: string; folio: number; problems?: { path: string }[] }[];
+}
+
+describe('POST /v1/payments', () => {
+  it('writes payment, invoice with a frozen CFDI and an outbox row; the CFDI total is the amount', async () => {
+    const res = await post({ externalId: 'T-1', amount: '100.00', currency: 'MXN', occurredAt: recent() });
+    expect(res.statusCode).toBe(201);
+    const body = res.body as PaymentBody;
+    expect(body.amount).toBe('100.00');
+    const invoice = body.invoices[0]!;
+    expect(invoice.status).toBe('pending');
+    const row = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoice.id }, include: { outbox: true } });
+    expect(row.outbox).toHaveLength(1);
+    expect(row.outbox[0]).toMatchObject({ status: 'pending', kind: 'stamp', stampKey: row.stampKey });
+    const xml = parseXml(row.frozenXml!);
+    expect(xml.attrs.find(([k]) => k === 'Total')?.[1]).toBe('100.00');
+    expect(row.frozenXml).toContain('Rfc="XAXX010101000"');
+    expect(row.frozenXml).toContain('<cfdi:InformacionGlobal');
+
+    const xmlRes = await got.get(`${api.url}/v1/invoices/${invoice.id}/xml`, { headers: auth });
+    expect(xmlRes.headers['x-timbra-xml']).toBe('frozen');
+    expect(xmlRes.body).toBe(row.frozenXml);
+    const view = await got
+      .get(`${api.url}/v1/invoices/${invoice.id}`, { headers: auth })
+      .json<{ history: { outbox: unknown[] }; stampKey: string }>();
+    expect(view.history.outbox).toHaveLength(1);
+  });
+
+  it('invoices a customer with fiscal data to that customer', async () => {
+    const res = await post({
+      externalId: 'T-2',
+      amount: '1160.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '612',
+        codigoPostal: '36257',
+        usoCfdi: 'G03',
+      },
+    });
+    expect(res.statusCode).toBe(201);
+    const invoice = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: (res.body as PaymentBody).invoices[0]!.id },
+    });
+    expect(invoice.frozenXml).toContain('Rfc="CACX7605101P8"');
+    expect(invoice.frozenXml).toContain('SubTotal="1000.00"');
+  });
+
+  it('records the payment and marks the invoice as needing data when the fiscal data is wrong', async () => {
+    const res = await post({
+      externalId: 'T-3',
+      amount: '50.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '601',
+        codigoPostal: '36257',
+        usoCfdi: 'G03',
+      },
+    });
+    expect(res.statusCode).toBe(201);
+    const invoice = (res.body as PaymentBody).invoices[0]!;
+    expect(invoice.status).toBe('needs_data');
+    expect(invoice.problems?.map((p) => p.path)).toContain('receptor.regimenFiscalReceptor');
+    expect(await api.prisma.outboxRow.count({ where: { invoiceId: invoice.id } })).toBe(0);
+  });
+
+  it('answers the same external id again with the same payment (200), and 409 when its data differs', async () => {
+    const first = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });
+    const again = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });
+    expect(again.statusCode).toBe(200);
+    expect((again.body as PaymentBody).id).toBe((first.body as PaymentBody).id);
+    const conflict = await post({ externalId: 'T-4', amount: '11.00', currency: 'MXN', occurredAt: recent() });
+    expect(conflict.statusCode).toBe(409);
+    expect((conflict.body as { error: { code: string } }).error.code).toBe('payment_conflict');
+  });
+
+  it('lists payments and invoices with cursor pagination', async () => {
+    const seen = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page: { data: { id: string }[]; nextCursor: string | null } = await got
+        .get(`${api.url}/v1/payments`, { headers: auth, searchParams: { limit: 2, ...(cursor ? { cursor } : {}) } })
+        .json();
+      for (const p of page.data) seen.add(p.id);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen.size).toBe(await api.prisma.payment.count());
+    const invoices = await got
+      .get(`${api.url}/v1/invoices`, { headers: auth, searchParams: { status: 'needs_data' } })
+      .json<{ data: unknown[] }>();
+    expect(invoices.data).toHaveLength(1);
+  });
+});
