@@ -145,8 +145,7 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
     }
     const type =
       typeof body.type === 'string' ? body.type : typeof req.query.type === 'string' ? req.query.type : 'unknown';
-    const eventId =
-      body.id !== undefined ? String(body.id) : `${type}:${dataId ?? ''}:${req.get('x-request-id') ?? ''}`;
+    const eventId = scalar(body.id) ?? `${type}:${dataId ?? ''}:${req.get('x-request-id') ?? ''}`;
     const payment = type === 'payment' && dataId ? await deps.source.get(dataId, body) : undefined;
     const handled = payment !== undefined && ['approved', 'refunded', 'partially_refunded'].includes(payment.status);
 
