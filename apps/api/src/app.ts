@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { rateLimit } from 'express-rate-limit';
+import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import { migrationStatus, MIGRATIONS_DIR, type PrismaClient } from '@timbra/db';
 import { API_ERRORS, ApiError } from './errors.ts';
-import { apiKeyAuth } from './http/auth.ts';
+import { apiKeyAuth, hashApiKey } from './http/auth.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { paymentRoutes } from './routes/payments.ts';
@@ -69,7 +69,11 @@ export function createApp(deps: AppDeps) {
     limit: deps.rateLimitPerMinute,
     standardHeaders: 'draft-7',
     legacyHeaders: false,
-    keyGenerator: (req) => req.get('authorization') ?? req.get('x-api-key') ?? req.ip ?? 'unknown',
+    // Per API key (hashed: the store never holds a key), else per address.
+    keyGenerator: (req) => {
+      const key = req.get('authorization') ?? req.get('x-api-key');
+      return key ? hashApiKey(key) : ipKeyGenerator(req.ip ?? '0.0.0.0');
+    },
     handler: (_req, _res, next) => next(new ApiError('rate_limited')),
   });
 

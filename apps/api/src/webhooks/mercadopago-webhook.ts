@@ -126,7 +126,8 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
   return async (req: Request, res: Response) => {
     if (!deps.secret) throw new ApiError('webhook_not_configured');
     const body = (req.body ?? {}) as { id?: unknown; type?: unknown; action?: unknown; data?: { id?: unknown } };
-    const scalar = (v: unknown): string | undefined => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
+    const scalar = (v: unknown): string | undefined =>
+      typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
     const queryId = typeof req.query['data.id'] === 'string' ? req.query['data.id'] : undefined;
     const dataId = queryId ?? scalar(body.data?.id);
     const now = deps.now?.() ?? Date.now();

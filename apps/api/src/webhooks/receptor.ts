@@ -6,7 +6,7 @@ import type { ReceptorInput } from '../use-cases/build-ingreso.ts';
  * goes to público en general; with `rfc` but missing fields it is recorded as needing data.
  */
 export function receptorFromMetadata(metadata: Record<string, unknown> | null | undefined): ReceptorInput | null {
-  const get = (k: string) => (typeof metadata?.[k] === 'string' ? (metadata[k]).trim() : '');
+  const get = (k: string) => (typeof metadata?.[k] === 'string' ? metadata[k].trim() : '');
   const rfc = get('rfc').toUpperCase();
   if (!rfc) return null;
   return {
