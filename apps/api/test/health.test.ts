@@ -44,7 +44,11 @@ describe('rate limit', () => {
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const res = await got.get(`${limited.url}/v1/payments`, { headers: { authorization: 'Bearer pos-key-0123456789abcdef' }, throwHttpErrors: false, retry: { limit: 0 } });
+        const res = await got.get(`${limited.url}/v1/payments`, {
+          headers: { authorization: 'Bearer pos-key-0123456789abcdef' },
+          throwHttpErrors: false,
+          retry: { limit: 0 },
+        });
         statuses.push(res.statusCode);
         if (res.statusCode === 429) expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'rate_limited' } });
       }
