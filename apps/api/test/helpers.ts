@@ -62,7 +62,7 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
   const app = createApp({
     prisma,
     redis,
-    logger: pino({ level: 'silent' }),
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     metrics: createMetrics(),
     databaseUrl: db.url,
     payments: {
