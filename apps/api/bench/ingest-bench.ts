@@ -57,116 +57,117 @@ const child = spawn(
     stdio: ['ignore', 'inherit', 'inherit'],
   },
 );
-let ingestRate = 0;
-let p50 = 0;
-let p99 = 0;
-let committed = 0;
-try {
-  for (let i = 0; ; i++) {
-    try {
-      await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
-      break;
-    } catch {
-      if (i > 100) throw new Error('api did not start');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  // Deliveries are signed before the clock starts, so signing is not what is measured.
-  const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
-    stripeDelivery(paymentIntentSucceeded()),
-  );
-  const latencies: number[] = [];
-  let next = 0;
-  const deadline = Date.now() + seconds * 1000;
-  const start = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (Date.now() < deadline && next < deliveries.length) {
-        const d = deliveries[next++]!;
-        const t0 = process.hrtime.bigint();
-        await got.post(`http://127.0.0.1:${port}/webhooks/stripe`, {
-          body: d.body,
-          headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
-          retry: { limit: 0 },
-        });
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+/** Drives the API with signed webhooks; returns committed payments/s and latencies. */
+async function measureIngest(): Promise<{ rate: number; p50: number; p99: number; committed: number }> {
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
+        break;
+      } catch {
+        if (i > 100) throw new Error('api did not start');
+        await new Promise((r) => setTimeout(r, 200));
       }
-    }),
-  );
-  const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
-  const client = new pg.Client({ connectionString: apiDb.url });
-  await client.connect();
-  committed = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n);
-  await client.end();
-  ingestRate = committed / elapsed;
-  latencies.sort((a, b) => a - b);
-  p50 = percentile(latencies, 50);
-  p99 = percentile(latencies, 99);
-} finally {
-  child.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 500));
-  await apiDb.drop();
+    }
+    // Deliveries are signed before the clock starts, so signing is not what is measured.
+    const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
+      stripeDelivery(paymentIntentSucceeded()),
+    );
+    const latencies: number[] = [];
+    let next = 0;
+    const deadline = Date.now() + seconds * 1000;
+    const start = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (Date.now() < deadline && next < deliveries.length) {
+          const d = deliveries[next++]!;
+          const t0 = process.hrtime.bigint();
+          await got.post(`http://127.0.0.1:${port}/webhooks/stripe`, {
+            body: d.body,
+            headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
+            retry: { limit: 0 },
+          });
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+      }),
+    );
+    const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+    const client = new pg.Client({ connectionString: apiDb.url });
+    await client.connect();
+    const committed = Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n);
+    await client.end();
+    latencies.sort((a, b) => a - b);
+    return { rate: committed / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), committed };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    await apiDb.drop();
+  }
 }
+const { rate: ingestRate, p50, p99, committed } = await measureIngest();
 
 // --- pgbench on the same Postgres, same transaction shape --------------------------------------
 const benchDb = await createTestDatabase();
 const dir = mkdtempSync(join(tmpdir(), 'timbra-pgbench-'));
-let pgbenchTps = 0;
-try {
-  const setup = new pg.Client({ connectionString: benchDb.url });
-  await setup.connect();
-  const emisor = (
-    await setup.query<{ id: string }>(
-      `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES (gen_random_uuid(), 'EKU9003173C9', 'E', '601', '42501') RETURNING id`,
-    )
-  ).rows[0]!.id;
-  await setup.query(`INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), $1, 'A', 'I')`, [
-    emisor,
-  ]);
-  await setup.end();
-  const xml = 'x'.repeat(3000);
-  writeFileSync(
-    join(dir, 'ingest.sql'),
-    [
-      'BEGIN;',
-      `UPDATE series SET next_folio = next_folio + 1 WHERE emisor_id = '${emisor}' AND serie = 'A' RETURNING next_folio - 1 AS folio \\gset`,
-      `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at) VALUES (gen_random_uuid(), 'bench', gen_random_uuid()::text, 1160.00, 'MXN', now()) RETURNING id AS payment_id \\gset`,
-      `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, cadena_original) VALUES (gen_random_uuid(), '${emisor}', :payment_id, 'I', 'A', :folio, 'MXN', 1000.00, 1160.00, 'pending', gen_random_uuid()::text, '${xml}', '${'c'.repeat(600)}') RETURNING id AS invoice_id, stamp_key \\gset`,
-      `INSERT INTO outbox (id, kind, invoice_id, stamp_key) VALUES (gen_random_uuid(), 'stamp', :invoice_id, :stamp_key);`,
-      `SELECT pg_notify('timbra_outbox', :invoice_id);`,
-      'COMMIT;',
-    ].join('\n'),
-  );
-  const url = new URL(benchDb.url);
-  const out = execFileSync(
-    'pgbench',
-    [
-      '-n',
-      '-M',
-      'extended',
-      '-c',
-      String(concurrency),
-      '-j',
-      '2',
-      '-T',
-      String(seconds),
-      '-f',
+/** pgbench TPS for the same transaction shape on a fresh database. */
+async function measurePgbench(): Promise<number> {
+  try {
+    const setup = new pg.Client({ connectionString: benchDb.url });
+    await setup.connect();
+    const emisor = (
+      await setup.query<{ id: string }>(
+        `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES (gen_random_uuid(), 'EKU9003173C9', 'E', '601', '42501') RETURNING id`,
+      )
+    ).rows[0]!.id;
+    await setup.query(`INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), $1, 'A', 'I')`, [
+      emisor,
+    ]);
+    await setup.end();
+    const xml = 'x'.repeat(3000);
+    writeFileSync(
       join(dir, 'ingest.sql'),
-      '-h',
-      url.hostname,
-      '-p',
-      url.port || '5432',
-      '-U',
-      decodeURIComponent(url.username) || 'postgres',
-      url.pathname.slice(1),
-    ],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  pgbenchTps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-  await benchDb.drop();
+      [
+        'BEGIN;',
+        `UPDATE series SET next_folio = next_folio + 1 WHERE emisor_id = '${emisor}' AND serie = 'A' RETURNING next_folio - 1 AS folio \\gset`,
+        `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at) VALUES (gen_random_uuid(), 'bench', gen_random_uuid()::text, 1160.00, 'MXN', now()) RETURNING id AS payment_id \\gset`,
+        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, cadena_original) VALUES (gen_random_uuid(), '${emisor}', :payment_id, 'I', 'A', :folio, 'MXN', 1000.00, 1160.00, 'pending', gen_random_uuid()::text, '${xml}', '${'c'.repeat(600)}') RETURNING id AS invoice_id, stamp_key \\gset`,
+        `INSERT INTO outbox (id, kind, invoice_id, stamp_key) VALUES (gen_random_uuid(), 'stamp', :invoice_id, :stamp_key);`,
+        `SELECT pg_notify('timbra_outbox', :invoice_id);`,
+        'COMMIT;',
+      ].join('\n'),
+    );
+    const url = new URL(benchDb.url);
+    const out = execFileSync(
+      'pgbench',
+      [
+        '-n',
+        '-M',
+        'extended',
+        '-c',
+        String(concurrency),
+        '-j',
+        '2',
+        '-T',
+        String(seconds),
+        '-f',
+        join(dir, 'ingest.sql'),
+        '-h',
+        url.hostname,
+        '-p',
+        url.port || '5432',
+        '-U',
+        decodeURIComponent(url.username) || 'postgres',
+        url.pathname.slice(1),
+      ],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await benchDb.drop();
+  }
 }
+const pgbenchTps = await measurePgbench();
 
 const share = ingestRate / pgbenchTps;
 process.stdout.write(

@@ -163,17 +163,18 @@ ALTER TABLE "outbox" ADD CONSTRAINT "outbox_invoice_id_fkey" FOREIGN KEY ("invoi
 ALTER TABLE "pac_attempts" ADD CONSTRAINT "pac_attempts_invoice_id_fkey" FOREIGN KEY ("invoice_id") REFERENCES "invoices"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
 -- Invariant: the frozen XML of an invoice is written once and never rewritten, and invoices are never
--- deleted (a CFDI is cancelled, not removed). Enforced here so no code path can break it.
+-- deleted (a CFDI is cancelled, not removed). Enforced here so no code path can break it. The errors use
+-- SQLSTATE P0001 (raise_exception) so clients report their message instead of remapping the code.
 CREATE FUNCTION "timbra_invoices_guard"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    RAISE EXCEPTION 'invoices are never deleted (invoice %)', OLD.id USING ERRCODE = 'restrict_violation';
+    RAISE EXCEPTION 'invoices are never deleted (invoice %)', OLD.id USING ERRCODE = 'raise_exception';
   END IF;
   IF OLD.frozen_xml IS NOT NULL AND NEW.frozen_xml IS DISTINCT FROM OLD.frozen_xml THEN
-    RAISE EXCEPTION 'the frozen XML of invoice % cannot change', OLD.id USING ERRCODE = 'restrict_violation';
+    RAISE EXCEPTION 'the frozen XML of invoice % cannot change', OLD.id USING ERRCODE = 'raise_exception';
   END IF;
   IF OLD.stamp_key IS DISTINCT FROM NEW.stamp_key THEN
-    RAISE EXCEPTION 'the stamp key of invoice % cannot change', OLD.id USING ERRCODE = 'restrict_violation';
+    RAISE EXCEPTION 'the stamp key of invoice % cannot change', OLD.id USING ERRCODE = 'raise_exception';
   END IF;
   RETURN NEW;
 END;
