@@ -1,4 +1,4 @@
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate, type KeyObject } from 'node:crypto';
 import {
   attr,
   cadenaOriginal,
@@ -43,20 +43,41 @@ const SEVENTY_TWO_HOURS_MS = 72 * 3600_000;
 // A comprobante "from the future" beyond clock skew is refused too.
 const FUTURE_SKEW_MS = 5 * 60_000;
 
-const certificates = new Map<string, X509Certificate | null>();
+interface CachedCertificate {
+  cert: X509Certificate;
+  /** `cert.publicKey` builds a new KeyObject on every access: kept once. */
+  publicKey: KeyObject;
+  noCertificado: string;
+  rfc: string;
+  validFrom: Date;
+  validTo: Date;
+  fromSat: boolean;
+}
 
-function certificateOf(base64: string): X509Certificate | null {
-  let cert = certificates.get(base64);
-  if (cert === undefined) {
+// Emisores stamp thousands of documents with the same certificate: parse it once.
+const certificates = new Map<string, CachedCertificate | null>();
+
+function certificateOf(base64: string): CachedCertificate | null {
+  let cached = certificates.get(base64);
+  if (cached === undefined) {
     try {
-      cert = new X509Certificate(Buffer.from(base64, 'base64'));
+      const cert = new X509Certificate(Buffer.from(base64, 'base64'));
+      cached = {
+        cert,
+        publicKey: cert.publicKey,
+        noCertificado: noCertificadoOf(cert),
+        rfc: rfcOf(cert),
+        validFrom: new Date(cert.validFrom),
+        validTo: new Date(cert.validTo),
+        fromSat: cert.issuer.includes('SERVICIO DE ADMINISTRACION TRIBUTARIA'),
+      };
     } catch {
-      cert = null;
+      cached = null;
     }
     if (certificates.size > 1000) certificates.clear();
-    certificates.set(base64, cert);
+    certificates.set(base64, cached);
   }
-  return cert;
+  return cached;
 }
 
 /**
@@ -105,18 +126,19 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
 
   const cert = certificateOf(certificado);
   if (!cert) return fail('301', 'Certificado ilegible.');
-  if (!cert.issuer.includes('SERVICIO DE ADMINISTRACION TRIBUTARIA')) return fail('308');
-  if (attr(root, 'NoCertificado') !== noCertificadoOf(cert))
+  if (!cert.fromSat) return fail('308');
+  if (attr(root, 'NoCertificado') !== cert.noCertificado) {
     return fail('301', 'NoCertificado no corresponde al certificado.');
+  }
 
   const cadena = cadenaOriginal(root);
   // Verified on the event loop: ~40 µs, less than a hop to the thread pool costs.
   if (!verificarSello(cadena, sello, cert.publicKey)) return fail('302');
   const rfcEmisor = attr(emisor, 'Rfc') ?? '';
-  if (rfcOf(cert) !== rfcEmisor) return fail('303');
+  if (cert.rfc !== rfcEmisor) return fail('303');
 
   const issuedAt = instantOf(fecha, timeZoneForCodigoPostal(lugar));
-  if (issuedAt < new Date(cert.validFrom) || issuedAt > new Date(cert.validTo)) return fail('305');
+  if (issuedAt < cert.validFrom || issuedAt > cert.validTo) return fail('305');
   const age = now.getTime() - issuedAt.getTime();
   if (age > SEVENTY_TWO_HOURS_MS || age < -FUTURE_SKEW_MS) return fail('401');
   if (rejectRfcs.includes(rfcEmisor)) return fail('402');
