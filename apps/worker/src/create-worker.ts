@@ -1,0 +1,73 @@
+import { Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { PrismaClient } from '@timbra/db';
+import {
+  backoffDelay,
+  STAMP_DLQ,
+  STAMP_QUEUE,
+  type DeadLetterData,
+  type RetryPolicy,
+  type StampJobData,
+} from './jobs.ts';
+import type { PacChain } from './pac-chain.ts';
+import { Relay } from './relay.ts';
+import { createStampProcessor } from './stamp-processor.ts';
+
+export interface WorkerDeps {
+  prisma: PrismaClient;
+  /** A connection with `maxRetriesPerRequest: null` (BullMQ workers require it). */
+  redis: Redis;
+  /** BullMQ key prefix; for Redis Cluster use a `{hash-tag}` so a queue's keys share a slot. */
+  prefix: string;
+  chain: PacChain;
+  retry: RetryPolicy;
+  concurrency: number;
+  relayBatchSize: number;
+  logger: Logger;
+  alert?: (letter: DeadLetterData) => Promise<void> | void;
+}
+
+/** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
+export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = {}) {
+  const connection = deps.redis;
+  const queue = new Queue<StampJobData>(STAMP_QUEUE, { connection, prefix: deps.prefix });
+  const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
+  const relay = new Relay({
+    prisma: deps.prisma,
+    queue,
+    retry: deps.retry,
+    batchSize: deps.relayBatchSize,
+    logger: deps.logger,
+  });
+  const worker = new Worker<StampJobData>(
+    STAMP_QUEUE,
+    createStampProcessor({
+      prisma: deps.prisma,
+      chain: deps.chain,
+      dlq,
+      logger: deps.logger,
+      alert: deps.alert ?? (() => undefined),
+    }),
+    {
+      connection,
+      prefix: deps.prefix,
+      concurrency: deps.concurrency,
+      autorun: options.autorun ?? true,
+      settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
+    },
+  );
+  worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+  return {
+    queue,
+    dlq,
+    relay,
+    worker,
+    /** Stops taking jobs, lets in-flight ones finish, closes the queues. */
+    close: async () => {
+      await worker.close();
+      await queue.close();
+      await dlq.close();
+    },
+  };
+}

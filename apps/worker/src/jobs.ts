@@ -1,0 +1,53 @@
+import type { JobsOptions } from 'bullmq';
+
+/**
+ * The worker's queues and job shapes, declared once and imported by producer (relay) and consumer
+ * (stamp processor). Job ids are stamp keys: adding the same document twice is a no-op.
+ */
+export const STAMP_QUEUE = 'stamp';
+export const STAMP_DLQ = 'stamp-dlq';
+
+export interface StampJobData {
+  outboxId: string;
+  stampKey: string;
+}
+
+export interface DeadLetterData extends StampJobData {
+  invoiceId: string;
+  reason: string;
+  code: string;
+  pac?: string;
+  failedAt: string;
+}
+
+export interface RetryPolicy {
+  /** Attempts before a job is dead-lettered. */
+  attempts: number;
+  /** First retry delay; doubles per attempt, with ±50% jitter. */
+  baseDelayMs: number;
+  /** Cap of one delay. */
+  maxDelayMs: number;
+}
+
+/**
+ * Defaults: 20 attempts, 2 s doubling to at most 15 min: a job is stamped or dead-lettered within
+ * about 3 hours — well inside the 72-hour window after which a PAC refuses the Fecha.
+ */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 20, baseDelayMs: 2_000, maxDelayMs: 15 * 60_000 };
+
+export function stampJobOptions(policy: RetryPolicy, stampKey: string): JobsOptions {
+  return {
+    jobId: stampKey,
+    attempts: policy.attempts,
+    backoff: { type: 'timbra' },
+    removeOnComplete: { age: 24 * 3600, count: 100_000 },
+    // Postgres keeps the failure and the DLQ queue shows it; removing the job lets a re-drive add it again.
+    removeOnFail: true,
+  };
+}
+
+/** Exponential backoff with jitter (attemptsMade starts at 1 for the first retry). */
+export function backoffDelay(policy: RetryPolicy, attemptsMade: number, random: () => number = Math.random): number {
+  const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attemptsMade - 1));
+  return Math.round(exponential * (0.5 + random()));
+}

@@ -1,0 +1,106 @@
+/** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
+import got from 'got';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { FinkokClient, SwClient, type PacClient } from '@timbra/cfdi-core';
+import { createPrisma } from '@timbra/db';
+import { loadConfig } from './config.ts';
+import { createWorker } from './create-worker.ts';
+import { PacChain } from './pac-chain.ts';
+import { runRelay } from './relay.ts';
+
+const { config, pacs } = loadConfig(process.env);
+const logger = pino({ level: config.LOG_LEVEL, name: 'worker' });
+const roles = new Set(config.WORKER_ROLES.split(',').map((r) => r.trim()));
+
+const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+// BullMQ loses jobs if Redis evicts keys: refuse to run on an evicting Redis unless told otherwise.
+const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1];
+if (policy !== 'noeviction') {
+  if (!config.ALLOW_EVICTING_REDIS) {
+    logger.fatal({ policy }, 'Redis maxmemory-policy must be noeviction (set ALLOW_EVICTING_REDIS=true to run anyway)');
+    process.exit(1);
+  }
+  logger.warn(
+    { policy },
+    'Redis may evict queued jobs: Postgres stays the record and the sweeper re-publishes, but expect delays',
+  );
+}
+
+const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
+const clients: PacClient[] = pacs.map((p) =>
+  p.kind === 'sw'
+    ? new SwClient({
+        name: p.name,
+        baseUrl: p.url,
+        user: p.user,
+        password: p.password,
+        satStatusUrl: config.SAT_STATUS_URL,
+        timeouts,
+      })
+    : new FinkokClient({
+        name: p.name,
+        baseUrl: p.url,
+        username: p.user,
+        password: p.password,
+        satStatusUrl: config.SAT_STATUS_URL,
+        timeouts,
+      }),
+);
+const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+const w = createWorker(
+  {
+    prisma,
+    redis,
+    prefix: config.QUEUE_PREFIX,
+    chain: new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS }),
+    retry: {
+      attempts: config.STAMP_ATTEMPTS,
+      baseDelayMs: config.STAMP_BACKOFF_BASE_MS,
+      maxDelayMs: config.STAMP_BACKOFF_MAX_MS,
+    },
+    concurrency: config.WORKER_CONCURRENCY,
+    relayBatchSize: config.RELAY_BATCH_SIZE,
+    logger,
+    alert: async (letter) => {
+      if (!config.ALERT_WEBHOOK_URL) return;
+      await got
+        .post(config.ALERT_WEBHOOK_URL, {
+          json: { alert: 'stamp_dead_letter', ...letter },
+          timeout: { request: 5000 },
+          retry: { limit: 2 },
+        })
+        .catch((error: unknown) => {
+          logger.warn({ err: error }, 'alert webhook failed');
+        });
+    },
+  },
+  { autorun: roles.has('stamper') },
+);
+const relay = roles.has('relay')
+  ? runRelay(w.relay, { databaseUrl: config.DATABASE_URL, pollMs: config.RELAY_POLL_MS, logger })
+  : undefined;
+logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
+
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: no new claims, finishing in-flight jobs');
+    const timer = setTimeout(() => process.exit(1), 30_000);
+    timer.unref();
+    (async () => {
+      await relay?.stop();
+      await w.close();
+      await prisma.$disconnect();
+      await redis.quit();
+    })().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  });
+}

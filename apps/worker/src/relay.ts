@@ -1,0 +1,102 @@
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import pg from 'pg';
+import type { PrismaClient } from '@timbra/db';
+import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
+
+export const OUTBOX_CHANNEL = 'timbra_outbox';
+
+export interface RelayDeps {
+  prisma: PrismaClient;
+  queue: Queue<StampJobData>;
+  retry: RetryPolicy;
+  batchSize: number;
+  logger: Logger;
+}
+
+/**
+ * Publishes pending outbox rows to BullMQ. Claims a batch with FOR UPDATE SKIP LOCKED (several relays
+ * never claim the same row), adds the jobs (jobId = stamp key) and marks the rows `enqueued` in the
+ * same transaction. A crash after the add and before the commit leaves the rows pending: the next
+ * claim adds the same job ids again, which BullMQ ignores. Never walks an id cursor (ids commit out
+ * of order): it asks for what is pending now.
+ */
+export class Relay {
+  constructor(private readonly deps: RelayDeps) {}
+
+  /** One claim-publish-commit round; returns how many rows it published. */
+  async drainOnce(): Promise<number> {
+    return this.deps.prisma.$transaction(
+      async (tx) => {
+        const rows = await tx.$queryRaw<{ id: string; stamp_key: string }[]>`
+          SELECT id, stamp_key FROM outbox
+          WHERE status = 'pending' AND kind = 'stamp' AND available_at <= now()
+          ORDER BY available_at
+          LIMIT ${this.deps.batchSize}
+          FOR UPDATE SKIP LOCKED`;
+        if (rows.length === 0) return 0;
+        await this.deps.queue.addBulk(
+          rows.map((r) => ({
+            name: 'stamp',
+            data: { outboxId: r.id, stampKey: r.stamp_key },
+            opts: stampJobOptions(this.deps.retry, r.stamp_key),
+          })),
+        );
+        const ids = rows.map((r) => r.id);
+        await tx.$executeRaw`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${ids}::uuid[])`;
+        return rows.length;
+      },
+      { timeout: 30_000 },
+    );
+  }
+
+  /** Drains until nothing is pending. */
+  async drainAll(): Promise<number> {
+    let total = 0;
+    for (let n = await this.drainOnce(); n > 0; n = await this.drainOnce()) total += n;
+    return total;
+  }
+}
+
+/**
+ * Runs a relay: drains on every NOTIFY (a hint only) and every `pollMs` as the fallback. `stop()`
+ * ends the loop and waits for the round in progress.
+ */
+export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: number; logger: Logger }) {
+  let stopped = false;
+  let running: Promise<unknown> = Promise.resolve();
+  let wake: (() => void) | undefined;
+  const listener = new pg.Client({ connectionString: options.databaseUrl });
+  listener.on('notification', () => wake?.());
+  listener.on('error', (error) => options.logger.warn({ err: error }, 'relay LISTEN connection failed; polling only'));
+  const connected = listener
+    .connect()
+    .then(() => listener.query(`LISTEN ${OUTBOX_CHANNEL}`))
+    .catch((error: unknown) => options.logger.warn({ err: error }, 'relay could not LISTEN; polling only'));
+
+  const loop = async () => {
+    await connected;
+    while (!stopped) {
+      running = relay.drainAll().catch((error: unknown) => options.logger.error({ err: error }, 'relay round failed'));
+      await running;
+      if (stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, options.pollMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  };
+  const done = loop();
+  return {
+    stop: async () => {
+      stopped = true;
+      wake?.();
+      await done;
+      await running;
+      await listener.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,176 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { createHash, randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorker } from '../src/create-worker.ts';
+import type { DeadLetterData } from '../src/jobs.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import {
+  eventually,
+  pendingInvoice,
+  redisFor,
+  startSandboxProcess,
+  swClients,
+  type SandboxProcess,
+} from './helpers.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+const redis = redisFor();
+const closers: (() => Promise<void>)[] = [];
+
+interface Ledger {
+  stamps: { uuid: string; customid?: string; instance: string }[];
+  received: { instance: string; customid?: string; xmlSha256: string; outcome: string }[];
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+});
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+  await sandbox.admin('faults', { instance: 'primary', reset: true });
+  await sandbox.admin('faults', { instance: 'backup', reset: true });
+});
+afterAll(async () => {
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+/** A worker on its own queue prefix (isolated per test), not autorun until asked. */
+function worker(options: { attempts?: number; letters?: DeadLetterData[] } = {}) {
+  const chain = new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 });
+  const w = createWorker({
+    prisma,
+    redis,
+    prefix: `{t${randomBytes(4).toString('hex')}}`,
+    chain,
+    retry: { attempts: options.attempts ?? 6, baseDelayMs: 50, maxDelayMs: 200 },
+    concurrency: 4,
+    relayBatchSize: 50,
+    logger: pino({ level: 'silent' }),
+    alert: (l) => {
+      options.letters?.push(l);
+    },
+  });
+  closers.push(w.close);
+  return { ...w, chain };
+}
+
+const invoice = (id: string) =>
+  prisma.invoice.findUniqueOrThrow({ where: { id }, include: { outbox: true, attempts: true } });
+const ledger = () => sandbox.admin('ledger', undefined) as Promise<Ledger>;
+
+describe('relay + stamp worker against the sandbox', () => {
+  it('stamps a pending invoice end to end: UUID, TFD, stamped XML with the frozen Sello, outbox done, attempt recorded', async () => {
+    const w = worker();
+    const p = await pendingInvoice(prisma, 'happy');
+    expect(await w.relay.drainAll()).toBe(1);
+    expect((await prisma.outboxRow.findUniqueOrThrow({ where: { id: p.outboxId } })).status).toBe('enqueued');
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
+    const stamped = await invoice(p.invoiceId);
+    expect(stamped.outbox[0]!.status).toBe('done');
+    expect(stamped.pac).toBe('primary');
+    expect(stamped.attempts).toEqual([
+      expect.objectContaining({ pac: 'primary', outcome: 'stamped', uuid: stamped.uuid }),
+    ]);
+    const parsed = parseStampedCfdi(stamped.stampedXml!);
+    expect(parsed.tfd.uuid).toBe(stamped.uuid);
+    expect(parsed.sello).toBe(parseStampedCfdi(stamped.stampedXml!).tfd.selloCFD);
+    expect(stamped.frozenXml).toBe(p.frozenXml);
+  });
+
+  it('stamp-then-drop on the primary → retried on the primary → the same UUID, one stamp in the ledger', async () => {
+    await sandbox.admin('faults', { instance: 'primary', dropRate: 1 });
+    const w = worker();
+    const p = await pendingInvoice(prisma, 'drop');
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).attempts.some((a) => a.outcome === 'ambiguous'));
+    await sandbox.admin('faults', { instance: 'primary', reset: true });
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
+    const stamped = await invoice(p.invoiceId);
+    const l = await ledger();
+    const mine = l.stamps.filter((s) => s.customid === p.stampKey);
+    expect(mine).toEqual([expect.objectContaining({ uuid: stamped.uuid, instance: 'primary' })]);
+    expect(stamped.attempts.every((a) => a.pac === 'primary')).toBe(true);
+    // Every attempt sent the same bytes.
+    const sent = new Set(l.received.filter((r) => r.customid === p.stampKey).map((r) => r.xmlSha256));
+    expect([...sent]).toEqual([createHash('sha256').update(p.frozenXml, 'utf8').digest('hex')]);
+  });
+
+  it('primary refusing connections → the backup stamps; when the primary is back, new work goes to it', async () => {
+    await sandbox.admin('faults', { instance: 'primary', outageUntil: Date.now() + 60_000 });
+    const w = worker();
+    const p = await pendingInvoice(prisma, 'failover');
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
+    expect((await invoice(p.invoiceId)).pac).toBe('backup');
+    await sandbox.admin('faults', { instance: 'primary', outageUntil: 0 });
+    await new Promise((r) => setTimeout(r, 200));
+    const w2 = worker();
+    const q = await pendingInvoice(prisma, 'back');
+    await w2.relay.drainAll();
+    await eventually(async () => (await invoice(q.invoiceId)).status === 'stamped');
+    expect((await invoice(q.invoiceId)).pac).toBe('primary');
+  });
+
+  it('primary ambiguous then down → the document does not go to the backup while the primary may hold it', async () => {
+    await sandbox.admin('faults', { instance: 'primary', dropRate: 1 });
+    const w = worker({ attempts: 50 });
+    const p = await pendingInvoice(prisma, 'sticky');
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).attempts.some((a) => a.outcome === 'ambiguous'));
+    await sandbox.admin('faults', { instance: 'primary', reset: true, outageUntil: Date.now() + 1_500 });
+    await eventually(
+      async () => (await invoice(p.invoiceId)).attempts.filter((a) => a.outcome === 'transient').length >= 2,
+    );
+    expect((await invoice(p.invoiceId)).attempts.some((a) => a.pac === 'backup')).toBe(false);
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped', 30_000);
+    const l = await ledger();
+    expect(l.stamps.filter((s) => s.customid === p.stampKey)).toHaveLength(1);
+    expect((await invoice(p.invoiceId)).pac).toBe('primary');
+  });
+
+  it('a permanent rejection dead-letters: outbox failed, invoice stamp_failed, DLQ entry, alert', async () => {
+    await sandbox.admin('faults', { instance: 'primary', rejectRfcs: ['EKU9003173C9'] });
+    const letters: DeadLetterData[] = [];
+    const w = worker({ letters });
+    const p = await pendingInvoice(prisma, 'permanent');
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamp_failed');
+    const failed = await invoice(p.invoiceId);
+    expect(failed.outbox[0]!.status).toBe('failed');
+    expect(failed.outbox[0]!.lastError).toMatch(/^402/);
+    expect(failed.attempts).toEqual([expect.objectContaining({ pac: 'primary', outcome: 'permanent', code: '402' })]);
+    expect(letters).toEqual([expect.objectContaining({ stampKey: p.stampKey, code: '402', pac: 'primary' })]);
+    expect(await w.dlq.getJobCounts('waiting')).toEqual({ waiting: 1 });
+  });
+
+  it('two relays at once never publish a row twice, and a re-added job id is harmless', async () => {
+    const w = worker();
+    const rows: Awaited<ReturnType<typeof pendingInvoice>>[] = [];
+    for (let i = 0; i < 20; i++) rows.push(await pendingInvoice(prisma, `race-${i}`));
+    const [a, b] = await Promise.all([w.relay.drainAll(), w.relay.drainAll()]);
+    expect(a + b).toBe(20);
+    // A relay that crashed after adding and before committing: the rows come back pending, are re-added.
+    await prisma.outboxRow.updateMany({
+      where: { id: { in: rows.map((r) => r.outboxId) } },
+      data: { status: 'pending' },
+    });
+    await w.relay.drainAll();
+    await eventually(
+      async () =>
+        (await prisma.invoice.count({ where: { id: { in: rows.map((r) => r.invoiceId) }, status: 'stamped' } })) === 20,
+      30_000,
+    );
+    const l = await ledger();
+    for (const r of rows) expect(l.stamps.filter((s) => s.customid === r.stampKey)).toHaveLength(1);
+  });
+});
