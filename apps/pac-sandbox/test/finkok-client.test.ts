@@ -1,19 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { FinkokClient, PacError, parseStampedCfdi, verifyTfd } from '@timbra/cfdi-core';
-import { FINKOK, freshInvoice, pacCsd, startSandbox, type Ledger, type RunningSandbox } from './helpers.ts';
+import { FinkokClient, parseStampedCfdi, verifyTfd } from '@timbra/cfdi-core';
+import { FINKOK, freshInvoice, pacCsd, startSandbox, type Ledger, type RunningSandbox, pacFailure } from './helpers.ts';
 
 let run: RunningSandbox;
 let client: FinkokClient;
-
-async function failure(promise: Promise<unknown>): Promise<PacError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof PacError) return error;
-    throw error;
-  }
-  throw new Error('expected a PacError');
-}
 
 beforeAll(async () => {
   run = await startSandbox();
@@ -60,7 +50,7 @@ describe('Finkok client against the sandbox', () => {
   });
 
   it('`stamped` (recover) says 603 / not found for a document never stamped', async () => {
-    const error = await failure(client.recover(freshInvoice().xml, { idempotencyKey: 'x' }));
+    const error = await pacFailure(client.recover(freshInvoice().xml, { idempotencyKey: 'x' }));
     expect(error).toMatchObject({ code: 'PAC_NOT_FOUND', pacCode: '603' });
   });
 
@@ -72,12 +62,12 @@ describe('Finkok client against the sandbox', () => {
       '</cfdi:Comprobante>',
       `<cfdi:Complemento>${stamped.tfdXml}</cfdi:Complemento></cfdi:Comprobante>`,
     );
-    expect(await failure(client.stamp(withTfd, { idempotencyKey: 'tfd' }))).toMatchObject({
+    expect(await pacFailure(client.stamp(withTfd, { idempotencyKey: 'tfd' }))).toMatchObject({
       outcome: 'permanent',
       pacCode: '707',
     });
     const tampered = freshInvoice().xml.replace('Colegiatura', 'Colegiaturas');
-    expect(await failure(client.stamp(tampered, { idempotencyKey: 'bad' }))).toMatchObject({
+    expect(await pacFailure(client.stamp(tampered, { idempotencyKey: 'bad' }))).toMatchObject({
       outcome: 'permanent',
       pacCode: '302',
     });
@@ -91,7 +81,7 @@ describe('Finkok client against the sandbox', () => {
       password: 'nope',
       satStatusUrl: 'http://127.0.0.1:9/',
     });
-    expect(await failure(wrong.stamp(freshInvoice().xml, { idempotencyKey: 'c' }))).toMatchObject({
+    expect(await pacFailure(wrong.stamp(freshInvoice().xml, { idempotencyKey: 'c' }))).toMatchObject({
       outcome: 'transient',
       pacCode: '300',
     });
@@ -99,10 +89,10 @@ describe('Finkok client against the sandbox', () => {
 
   it('maps an injected 503 to transient and stamp-then-drop to ambiguous, then the same UUID', async () => {
     await run.admin('faults', { errorRate: 1 }, 'backup');
-    expect((await failure(client.stamp(freshInvoice().xml, { idempotencyKey: 'e' }))).outcome).toBe('transient');
+    expect((await pacFailure(client.stamp(freshInvoice().xml, { idempotencyKey: 'e' }))).outcome).toBe('transient');
     const frozen = freshInvoice();
     await run.admin('faults', { reset: true, dropRate: 1 }, 'backup');
-    expect((await failure(client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey }))).outcome).toBe('ambiguous');
+    expect((await pacFailure(client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey }))).outcome).toBe('ambiguous');
     await run.admin('faults', { reset: true }, 'backup');
     const recovered = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
     expect(recovered.recovered).toBe(true);

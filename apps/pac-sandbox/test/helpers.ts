@@ -3,7 +3,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
-import { freezeComprobante, loadCsd, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import {
+  freezeComprobante,
+  loadCsd,
+  PacError,
+  type Csd,
+  type FrozenCfdi,
+  type InvoiceRequestInput,
+} from '@timbra/cfdi-core';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -118,4 +125,15 @@ export interface Ledger {
   duplicates: { cadenaHash: string; uuids: string[] }[];
   counts: Record<string, Record<string, number>>;
   received: { instance: string; customid?: string; xmlSha256: string; outcome: string }[];
+}
+
+/** Awaits a promise expected to fail with a PacError and returns it. */
+export async function pacFailure(promise: Promise<unknown>): Promise<PacError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof PacError) return error;
+    throw error;
+  }
+  throw new Error('expected a PacError');
 }

@@ -3,8 +3,17 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PacError, parseStampedCfdi, SwClient, verifyTfd, type StampResult } from '@timbra/cfdi-core';
-import { freshInvoice, pacCsd, SAT_DIR, startSandbox, SW, type Ledger, type RunningSandbox } from './helpers.ts';
+import { parseStampedCfdi, SwClient, verifyTfd, type StampResult } from '@timbra/cfdi-core';
+import {
+  freshInvoice,
+  pacCsd,
+  SAT_DIR,
+  startSandbox,
+  SW,
+  type Ledger,
+  type RunningSandbox,
+  pacFailure,
+} from './helpers.ts';
 
 let run: RunningSandbox;
 let client: SwClient;
@@ -19,16 +28,6 @@ function swClient(overrides: Partial<ConstructorParameters<typeof SwClient>[0]> 
     timeouts: { connectMs: 1_000, responseMs: 2_000 },
     ...overrides,
   });
-}
-
-async function failure(promise: Promise<unknown>): Promise<PacError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof PacError) return error;
-    throw error;
-  }
-  throw new Error('expected a PacError');
 }
 
 beforeAll(async () => {
@@ -113,7 +112,7 @@ describe('SW client against the sandbox', () => {
     const stamped = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
     const found = await client.recover(frozen.xml, { idempotencyKey: frozen.stampKey, uuid: stamped.uuid });
     expect(found).toMatchObject({ uuid: stamped.uuid, recovered: true, sameDocument: true });
-    const missing = await failure(
+    const missing = await pacFailure(
       client.recover(frozen.xml, { idempotencyKey: frozen.stampKey, uuid: '00000000-0000-4000-8000-000000000000' }),
     );
     expect(missing.code).toBe('PAC_NOT_FOUND');
@@ -145,20 +144,20 @@ describe('SW client against the sandbox', () => {
     ],
     ['something that is not a CFDI (301)', () => '<?xml version="1.0"?><x/>', '301'],
   ])('maps %s to permanent', async (_name, xml, code) => {
-    const error = await failure(client.stamp(xml(), { idempotencyKey: `perm-${code}` }));
+    const error = await pacFailure(client.stamp(xml(), { idempotencyKey: `perm-${code}` }));
     expect(error).toMatchObject({ outcome: 'permanent', pacCode: code });
   });
 
   it('maps an emisor the SAT does not list (402) to permanent', async () => {
     await run.admin('faults', { rejectRfcs: ['EKU9003173C9'] });
-    const error = await failure(client.stamp(freshInvoice().xml, { idempotencyKey: 'lco' }));
+    const error = await pacFailure(client.stamp(freshInvoice().xml, { idempotencyKey: 'lco' }));
     expect(error).toMatchObject({ outcome: 'permanent', pacCode: '402' });
   });
 
   it.each([503, 429])('maps an injected %i before processing to transient, and nothing is stamped', async (status) => {
     await run.admin('faults', { errorRate: 1, errorStatus: status });
     const before = ((await run.admin('ledger', undefined)) as Ledger).stamps.length;
-    const error = await failure(client.stamp(freshInvoice().xml, { idempotencyKey: `inj-${status}` }));
+    const error = await pacFailure(client.stamp(freshInvoice().xml, { idempotencyKey: `inj-${status}` }));
     expect(error).toMatchObject({ outcome: 'transient', pacCode: `HTTP${status}` });
     expect(((await run.admin('ledger', undefined)) as Ledger).stamps.length).toBe(before);
   });
@@ -168,7 +167,7 @@ describe('SW client against the sandbox', () => {
     async (dropMode) => {
       const frozen = freshInvoice();
       await run.admin('faults', { dropRate: 1, dropMode, dropDelayMs: 5_000 });
-      const error = await failure(client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey }));
+      const error = await pacFailure(client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey }));
       expect(error.outcome).toBe('ambiguous');
       await run.admin('faults', { reset: true });
       const result = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
@@ -182,7 +181,7 @@ describe('SW client against the sandbox', () => {
 
   it('maps an outage (port closed) to transient, and stamps again when it ends', async () => {
     await run.admin('faults', { outageUntil: Date.now() + 800 }, 'primary');
-    const error = await failure(client.stamp(freshInvoice().xml, { idempotencyKey: 'outage-1' }));
+    const error = await pacFailure(client.stamp(freshInvoice().xml, { idempotencyKey: 'outage-1' }));
     // A new connection is refused; a pooled keep-alive socket is reset before the request is written.
     expect(error.outcome).toBe('transient');
     expect(['ECONNREFUSED', 'ECONNRESET']).toContain(error.pacCode);
@@ -194,7 +193,7 @@ describe('SW client against the sandbox', () => {
 
   it('never puts the credentials in an error', async () => {
     const wrong = swClient({ password: 'Sup3r-S3cret-PAC-Pass' });
-    const error = await failure(wrong.stamp(freshInvoice().xml, { idempotencyKey: 'creds' }));
+    const error = await pacFailure(wrong.stamp(freshInvoice().xml, { idempotencyKey: 'creds' }));
     expect(error.outcome).toBe('transient');
     const text = `${error.message} ${String(error.cause)} ${JSON.stringify(error)} ${(error.cause as Error | undefined)?.stack ?? ''}`;
     expect(text).not.toContain('Sup3r-S3cret-PAC-Pass');
