@@ -16,11 +16,13 @@ const schema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** BullMQ key prefix; keep the `{…}` hash tag for Redis Cluster. */
   QUEUE_PREFIX: z.string().default('{timbra}'),
-  /** Which parts this process runs: any of relay, stamper (comma-separated). */
-  WORKER_ROLES: z.string().default('relay,stamper'),
+  /** Which parts this process runs: any of relay, sweeper, stamper (comma-separated). */
+  WORKER_ROLES: z.string().default('relay,sweeper,stamper'),
   WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8),
   RELAY_BATCH_SIZE: z.coerce.number().int().positive().default(100),
   RELAY_POLL_MS: z.coerce.number().int().positive().default(1000),
+  SWEEPER_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
+  SWEEPER_STALE_MS: z.coerce.number().int().positive().default(300_000),
   STAMP_ATTEMPTS: z.coerce.number().int().positive().default(20),
   STAMP_BACKOFF_BASE_MS: z.coerce.number().int().positive().default(2000),
   STAMP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(900_000),

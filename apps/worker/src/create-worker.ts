@@ -13,6 +13,7 @@ import {
 import type { PacChain } from './pac-chain.ts';
 import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
+import { Sweeper } from './sweeper.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   retry: RetryPolicy;
   concurrency: number;
   relayBatchSize: number;
+  /** Enqueued rows older than this whose job is gone are re-published. Default 5 minutes. */
+  sweeperStaleMs?: number;
   logger: Logger;
   alert?: (letter: DeadLetterData) => Promise<void> | void;
 }
@@ -37,6 +40,13 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     prisma: deps.prisma,
     queue,
     retry: deps.retry,
+    batchSize: deps.relayBatchSize,
+    logger: deps.logger,
+  });
+  const sweeper = new Sweeper({
+    prisma: deps.prisma,
+    queue,
+    staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
   });
@@ -62,6 +72,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     queue,
     dlq,
     relay,
+    sweeper,
     worker,
     /** Stops taking jobs, lets in-flight ones finish, closes the queues. */
     close: async () => {

@@ -8,6 +8,7 @@ import { loadConfig } from './config.ts';
 import { createWorker } from './create-worker.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
+import { runSweeper } from './sweeper.ts';
 
 const { config, pacs } = loadConfig(process.env);
 const logger = pino({ level: config.LOG_LEVEL, name: 'worker' });
@@ -61,6 +62,7 @@ const w = createWorker(
     },
     concurrency: config.WORKER_CONCURRENCY,
     relayBatchSize: config.RELAY_BATCH_SIZE,
+    sweeperStaleMs: config.SWEEPER_STALE_MS,
     logger,
     alert: async (letter) => {
       if (!config.ALERT_WEBHOOK_URL) return;
@@ -80,6 +82,9 @@ const w = createWorker(
 const relay = roles.has('relay')
   ? runRelay(w.relay, { databaseUrl: config.DATABASE_URL, pollMs: config.RELAY_POLL_MS, logger })
   : undefined;
+const sweeper = roles.has('sweeper')
+  ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
+  : undefined;
 logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
 
 let stopping = false;
@@ -91,6 +96,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const timer = setTimeout(() => process.exit(1), 30_000);
     timer.unref();
     (async () => {
+      sweeper?.stop();
       await relay?.stop();
       await w.close();
       await prisma.$disconnect();

@@ -1,0 +1,54 @@
+import type { Queue } from 'bullmq';
+import type { Logger } from 'pino';
+import type { PrismaClient } from '@timbra/db';
+import type { StampJobData } from './jobs.ts';
+
+export interface SweeperDeps {
+  prisma: PrismaClient;
+  queue: Queue<StampJobData>;
+  /** A row enqueued longer than this whose job is gone is published again. */
+  staleMs: number;
+  batchSize: number;
+  logger: Logger;
+}
+
+/**
+ * Redis is not the source of truth. The sweeper finds outbox rows `enqueued` for longer than
+ * `staleMs` whose job no longer exists in BullMQ (Redis flushed, restarted without persistence, job
+ * evicted) and puts them back to `pending`, so the relay publishes them again. The stamp key being
+ * the job id and the PAC's idempotency make a second publication harmless.
+ */
+export class Sweeper {
+  constructor(private readonly deps: SweeperDeps) {}
+
+  /** One pass; returns how many rows it put back. */
+  async sweepOnce(): Promise<number> {
+    const stale = await this.deps.prisma.outboxRow.findMany({
+      where: { status: 'enqueued', enqueuedAt: { lt: new Date(Date.now() - this.deps.staleMs) } },
+      orderBy: { enqueuedAt: 'asc' },
+      take: this.deps.batchSize,
+      select: { id: true, stampKey: true },
+    });
+    const lost: string[] = [];
+    for (const row of stale) {
+      if (!(await this.deps.queue.getJob(row.stampKey))) lost.push(row.id);
+    }
+    if (lost.length === 0) return 0;
+    // Only rows still enqueued: a worker may have finished one meanwhile.
+    const { count } = await this.deps.prisma.outboxRow.updateMany({
+      where: { id: { in: lost }, status: 'enqueued' },
+      data: { status: 'pending', availableAt: new Date() },
+    });
+    this.deps.logger.warn({ count }, 'outbox rows whose job was lost put back to pending');
+    return count;
+  }
+}
+
+/** Runs the sweeper every `intervalMs` until stopped. */
+export function runSweeper(sweeper: Sweeper, options: { intervalMs: number; logger: Logger }) {
+  const timer = setInterval(() => {
+    sweeper.sweepOnce().catch((error: unknown) => options.logger.error({ err: error }, 'sweep failed'));
+  }, options.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

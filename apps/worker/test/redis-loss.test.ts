@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorker } from '../src/create-worker.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import { eventually, pendingInvoice, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+let redisServer: ChildProcess;
+let redis: Redis;
+
+async function freePort(): Promise<number> {
+  return new Promise((r) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => r(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+  // A private Redis: this test flushes it.
+  const port = await freePort();
+  redisServer = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
+  redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 50 });
+  await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);
+});
+afterAll(async () => {
+  await redis.quit();
+  redisServer.kill('SIGTERM');
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+describe('Redis is not the source of truth', () => {
+  it('after FLUSHALL, the sweeper re-publishes every enqueued row and each is stamped exactly once', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: '{flush}',
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 4,
+        relayBatchSize: 100,
+        sweeperStaleMs: 0,
+        logger: pino({ level: 'silent' }),
+      },
+      { autorun: false },
+    );
+    try {
+      const rows: Awaited<ReturnType<typeof pendingInvoice>>[] = [];
+      for (let i = 0; i < 10; i++) rows.push(await pendingInvoice(prisma, `flush-${i}`));
+      expect(await w.relay.drainAll()).toBe(10);
+      await redis.flushall();
+      expect(await w.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+      expect(await w.sweeper.sweepOnce()).toBe(10);
+      expect(await w.relay.drainAll()).toBe(10);
+      void w.worker.run();
+      await eventually(
+        async () =>
+          (await prisma.invoice.count({ where: { id: { in: rows.map((r) => r.invoiceId) }, status: 'stamped' } })) ===
+          10,
+        30_000,
+      );
+      // A second sweep finds nothing lost: every row is done.
+      expect(await w.sweeper.sweepOnce()).toBe(0);
+      const ledger = (await sandbox.admin('ledger', undefined)) as { stamps: { customid?: string }[] };
+      for (const r of rows) expect(ledger.stamps.filter((s) => s.customid === r.stampKey)).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
+  });
+});
