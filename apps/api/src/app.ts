@@ -10,6 +10,7 @@ import { API_ERRORS, ApiError } from './errors.ts';
 import { apiKeyAuth, hashApiKey } from './http/auth.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
+import { outboxRoutes } from './routes/outbox.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
 import { mercadoPagoWebhook, type MercadoPagoPayments } from './webhooks/mercadopago-webhook.ts';
@@ -123,6 +124,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.use(invoiceRoutes(deps.prisma));
+  v1.use(outboxRoutes(deps.prisma));
   app.use('/v1', v1);
 
   app.use((_req, _res, next) => next(new ApiError('not_found')));

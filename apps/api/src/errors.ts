@@ -13,6 +13,7 @@ export const API_ERRORS = {
   idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still being processed.' },
   payment_conflict: { status: 409, message: 'A payment with this external id already exists with other data.' },
   payment_not_found_yet: { status: 409, message: 'The refunded payment is not known yet; retry later.' },
+  not_retryable: { status: 409, message: 'Only a dead-lettered (failed) outbox row can be re-driven.' },
   payload_too_large: { status: 413, message: 'The body is too large.' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },
   validation_failed: { status: 422, message: 'The request has invalid fields.' },

@@ -19,7 +19,11 @@ const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
 export const MP_SECRET = 'mp-test-secret-0123456789';
-export const KEYS = { pos: 'pos-key-0123456789abcdef', other: 'other-key-0123456789abcdef' };
+export const KEYS = {
+  pos: 'pos-key-0123456789abcdef',
+  other: 'other-key-0123456789abcdef',
+  admin: 'admin-key-0123456789abcdef',
+};
 export const EMISOR = {
   rfc: 'EKU9003173C9',
   nombre: 'ESCUELA KEMPER URGATE',
@@ -57,6 +61,7 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
     apiKeys: [
       { name: 'pos', key: KEYS.pos, admin: false },
       { name: 'other', key: KEYS.other, admin: false },
+      { name: 'ops', key: KEYS.admin, admin: true },
     ],
   });
   const app = createApp({

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { createHash, randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createPrisma, redriveOutboxRow, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import type { DeadLetterData } from '../src/jobs.ts';
@@ -138,7 +138,7 @@ describe('relay + stamp worker against the sandbox', () => {
     expect((await invoice(p.invoiceId)).pac).toBe('primary');
   });
 
-  it('a permanent rejection dead-letters: outbox failed, invoice stamp_failed, DLQ entry, alert', async () => {
+  it('a permanent rejection dead-letters (outbox failed, invoice stamp_failed, DLQ entry, alert); a re-drive stamps the same bytes', async () => {
     await sandbox.admin('faults', { instance: 'primary', rejectRfcs: ['EKU9003173C9'] });
     const letters: DeadLetterData[] = [];
     const w = worker({ letters });
@@ -151,6 +151,15 @@ describe('relay + stamp worker against the sandbox', () => {
     expect(failed.attempts).toEqual([expect.objectContaining({ pac: 'primary', outcome: 'permanent', code: '402' })]);
     expect(letters).toEqual([expect.objectContaining({ stampKey: p.stampKey, code: '402', pac: 'primary' })]);
     expect(await w.dlq.getJobCounts('waiting')).toEqual({ waiting: 1 });
+
+    // Fixed (the emisor is in the LCO again) and re-driven: stamped, with the very same bytes.
+    await sandbox.admin('faults', { instance: 'primary', reset: true });
+    expect(await redriveOutboxRow(prisma, p.outboxId)).toMatchObject({ ok: true });
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
+    const sent = (await ledger()).received.filter((r) => r.customid === p.stampKey);
+    expect(sent.map((r) => r.outcome)).toEqual(['402', 'stamped']);
+    expect(new Set(sent.map((r) => r.xmlSha256)).size).toBe(1);
   });
 
   it('two relays at once never publish a row twice, and a re-added job id is harmless', async () => {

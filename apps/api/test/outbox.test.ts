@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import got from 'got';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+const retry = (id: string, key = KEYS.admin) =>
+  got.post(`${api.url}/v1/outbox/${id}/retry`, {
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '{}',
+    throwHttpErrors: false,
+  });
+
+describe('POST /v1/outbox/:id/retry (re-drive a dead letter)', () => {
+  it('puts a failed row and its invoice back to pending, keeping the frozen bytes; admin keys only', async () => {
+    const created = await got
+      .post(`${api.url}/v1/payments`, {
+        json: { externalId: 'R-1', amount: '10.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+        headers: { authorization: `Bearer ${KEYS.pos}` },
+      })
+      .json<{ invoices: { id: string }[] }>();
+    const invoiceId = created.invoices[0]!.id;
+    const row = await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } });
+    const frozen = (await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } })).frozenXml;
+
+    expect((await retry(row.id)).statusCode).toBe(409); // still pending: nothing to re-drive
+    await api.prisma.outboxRow.update({ where: { id: row.id }, data: { status: 'failed', lastError: '402: LCO' } });
+    await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamp_failed' } });
+
+    const forbidden = await retry(row.id, KEYS.pos);
+    expect(forbidden.statusCode).toBe(403);
+    expect(JSON.parse(forbidden.body)).toMatchObject({ error: { code: 'forbidden' } });
+
+    const res = await retry(row.id);
+    expect(res.statusCode).toBe(202);
+    expect(await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'pending',
+      lastError: null,
+    });
+    const invoice = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+    expect(invoice.status).toBe('pending');
+    expect(invoice.frozenXml).toBe(frozen);
+    expect((await retry('00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+  });
+});

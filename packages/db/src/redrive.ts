@@ -1,0 +1,31 @@
+import { assertTransition, type InvoiceStatus } from './invoice-status.ts';
+import type { PrismaClient } from './generated/client.ts';
+
+export type RedriveResult =
+  { ok: true; outboxId: string; invoiceId: string } | { ok: false; reason: 'not_found' | 'not_failed' };
+
+/**
+ * Puts a dead-lettered outbox row back to pending (and its invoice back to pending), in one
+ * transaction, and wakes the relay. The invoice keeps its frozen XML: a re-driven document sends
+ * exactly the bytes it sent before. Used by the API (`POST /v1/outbox/:id/retry`) and ops tooling.
+ */
+export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string): Promise<RedriveResult> {
+  return prisma.$transaction(async (tx) => {
+    const rows = await tx.$queryRaw<{ id: string; status: string; invoice_id: string }[]>`
+      SELECT id, status, invoice_id FROM outbox WHERE id = ${outboxId}::uuid FOR UPDATE`;
+    const row = rows[0];
+    if (!row) return { ok: false, reason: 'not_found' } as const;
+    if (row.status !== 'failed') return { ok: false, reason: 'not_failed' } as const;
+    const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoice_id }, select: { status: true } });
+    if (invoice.status !== 'pending') {
+      assertTransition(invoice.status as InvoiceStatus, 'pending');
+      await tx.invoice.update({ where: { id: row.invoice_id }, data: { status: 'pending' } });
+    }
+    await tx.outboxRow.update({
+      where: { id: row.id },
+      data: { status: 'pending', availableAt: new Date(), lastError: null },
+    });
+    await tx.$executeRaw`SELECT pg_notify('timbra_outbox', ${row.id})::text`;
+    return { ok: true, outboxId: row.id, invoiceId: row.invoice_id } as const;
+  });
+}
