@@ -23,6 +23,8 @@ const schema = z.object({
   RELAY_POLL_MS: z.coerce.number().int().positive().default(1000),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   SWEEPER_STALE_MS: z.coerce.number().int().positive().default(300_000),
+  /** How long a job's lock lives without renewal; a worker that died loses its jobs after this. */
+  STAMP_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   STAMP_ATTEMPTS: z.coerce.number().int().positive().default(20),
   STAMP_BACKOFF_BASE_MS: z.coerce.number().int().positive().default(2000),
   STAMP_BACKOFF_MAX_MS: z.coerce.number().int().positive().default(900_000),

@@ -27,6 +27,8 @@ export interface WorkerDeps {
   relayBatchSize: number;
   /** Enqueued rows older than this whose job is gone are re-published. Default 5 minutes. */
   sweeperStaleMs?: number;
+  /** BullMQ lock duration (ms): a job whose worker died is picked up again after it. Default 30 s. */
+  lockMs?: number;
   logger: Logger;
   alert?: (letter: DeadLetterData) => Promise<void> | void;
 }
@@ -64,6 +66,8 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       prefix: deps.prefix,
       concurrency: deps.concurrency,
       autorun: options.autorun ?? true,
+      lockDuration: deps.lockMs ?? 30_000,
+      stalledInterval: Math.max(500, Math.round((deps.lockMs ?? 30_000) / 2)),
       settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
     },
   );

@@ -63,6 +63,7 @@ const w = createWorker(
     concurrency: config.WORKER_CONCURRENCY,
     relayBatchSize: config.RELAY_BATCH_SIZE,
     sweeperStaleMs: config.SWEEPER_STALE_MS,
+    lockMs: config.STAMP_LOCK_MS,
     logger,
     alert: async (letter) => {
       if (!config.ALERT_WEBHOOK_URL) return;
