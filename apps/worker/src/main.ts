@@ -6,6 +6,7 @@ import { FinkokClient, SwClient, type PacClient } from '@timbra/cfdi-core';
 import { createPrisma } from '@timbra/db';
 import { loadConfig } from './config.ts';
 import { createWorker } from './create-worker.ts';
+import { createHealth } from './health.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
@@ -86,6 +87,14 @@ const relay = roles.has('relay')
 const sweeper = roles.has('sweeper')
   ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
   : undefined;
+const health = createHealth({
+  prisma,
+  redis,
+  queue: w.queue,
+  ...(roles.has('stamper') ? { worker: w.worker } : {}),
+  stallMs: config.WORKER_STALL_MS,
+});
+const healthServer = config.WORKER_HTTP_PORT > 0 ? await health.listen(config.WORKER_HTTP_PORT) : undefined;
 logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
 
 let stopping = false;
@@ -97,6 +106,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const timer = setTimeout(() => process.exit(1), 30_000);
     timer.unref();
     (async () => {
+      healthServer?.close();
       sweeper?.stop();
       await relay?.stop();
       await w.close();

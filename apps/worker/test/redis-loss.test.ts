@@ -97,3 +97,34 @@ describe('Redis is not the source of truth', () => {
     }
   });
 });
+
+describe('readiness reflects consumption', () => {
+  it('is ready while consuming, not ready when jobs wait and the worker stopped taking them', async () => {
+    const { createHealth } = await import('../src/health.ts');
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: '{ready}',
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 3, baseDelayMs: 50, maxDelayMs: 100 },
+        concurrency: 2,
+        relayBatchSize: 10,
+        logger: pino({ level: 'silent' }),
+      },
+      { autorun: false },
+    );
+    try {
+      const health = createHealth({ prisma, redis, queue: w.queue, worker: w.worker, stallMs: 200 });
+      void w.worker.run();
+      await eventually(() => Promise.resolve(w.worker.isRunning()));
+      expect(await health.readiness()).toEqual({ ok: true, checks: { postgres: 'ok', redis: 'ok', consumer: 'ok' } });
+      await w.worker.pause(true);
+      await pendingInvoice(prisma, 'ready');
+      await w.relay.drainAll();
+      expect((await health.readiness()).checks.consumer).toBe('stopped');
+    } finally {
+      await w.close();
+    }
+  });
+});
