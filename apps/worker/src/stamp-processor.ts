@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { assertTransition, type InvoiceStatus, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
 import type { DeadLetterData, StampJobData } from './jobs.ts';
 import { stickyPac, type AttemptRecord, type PacChain } from './pac-chain.ts';
 
@@ -21,43 +21,47 @@ export interface StampProcessorDeps {
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { prisma, logger } = deps;
-    const row = await prisma.outboxRow.findUnique({ where: { id: job.data.outboxId }, include: { invoice: true } });
+    // One round trip: the row, its invoice's frozen bytes and the PAC-attempt history.
+    const [row] = await prisma.$queryRaw<LoadedRow[]>`
+      SELECT o.id, o.status, o.stamp_key AS "stampKey", o.invoice_id AS "invoiceId", i.frozen_xml AS "frozenXml",
+             COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
+                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id), '[]'::json) AS history
+      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
+      WHERE o.id = ${job.data.outboxId}::uuid`;
     if (!row || row.status === 'done' || row.status === 'failed') return { skipped: row?.status ?? 'missing' };
     const log = logger.child({ jobId: job.id, stampKey: row.stampKey, invoiceId: row.invoiceId });
-    const frozenXml = row.invoice.frozenXml;
-    if (!frozenXml) {
+    if (!row.frozenXml) {
       await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML');
       throw new UnrecoverableError('no frozen XML');
     }
-    const history = await prisma.pacAttempt.findMany({
-      where: { invoiceId: row.invoiceId },
-      orderBy: { createdAt: 'asc' },
-      select: { pac: true, outcome: true },
-    });
-    const sticky = stickyPac(history);
-    const { result, error, attempts } = await deps.chain.stamp(frozenXml, row.stampKey, sticky);
+    const { result, error, attempts } = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history));
 
     if (result?.sameDocument) {
-      await prisma.$transaction(async (tx) => {
-        const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoiceId }, select: { status: true } });
-        assertTransition(invoice.status as InvoiceStatus, 'stamped');
-        await tx.invoice.update({
-          where: { id: row.invoiceId },
-          data: {
-            uuid: result.uuid,
-            tfdXml: result.tfdXml,
-            stampedXml: result.stampedXml,
-            pac: result.pac,
-            stampedAt: new Date(),
-            status: 'stamped',
-          },
-        });
-        await tx.outboxRow.update({
-          where: { id: row.id },
-          data: { status: 'done', attempts: { increment: 1 }, lastError: null },
-        });
-        await tx.pacAttempt.createMany({ data: attempts.map((a) => attemptRow(row.invoiceId, a)) });
-      });
+      // One statement, so one transaction: the stamp on the invoice (only from a status that may
+      // become stamped, see invoice-status.ts), the row done, and every PAC call in the ledger.
+      const [written] = await prisma.$queryRaw<{ invoice_id: string | null }[]>`
+        WITH stamped AS (
+          UPDATE invoices SET uuid = ${result.uuid}, tfd_xml = ${result.tfdXml}, stamped_xml = ${result.stampedXml},
+                 pac = ${result.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
+          WHERE id = ${row.invoiceId}::uuid AND status IN ('pending', 'stamp_failed')
+          RETURNING id
+        ), done AS (
+          UPDATE outbox SET status = 'done', attempts = attempts + 1, last_error = NULL, updated_at = now()
+          WHERE id = ${row.id}::uuid AND EXISTS (SELECT 1 FROM stamped)
+          RETURNING id
+        ), ledger AS (
+          INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
+          SELECT gen_random_uuid(), ${row.invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
+          FROM json_to_recordset(${JSON.stringify(attempts.map(ledgerEntry))}::json)
+               AS a(pac text, outcome text, uuid text, code text, duration_ms int)
+          RETURNING id
+        )
+        SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded, (SELECT count(*) FROM done)::int AS done`;
+      if (!written?.invoice_id) {
+        // The invoice moved on (stamped by another job, or cancelled): nothing to write.
+        log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');
+        return { skipped: 'not_pending', uuid: result.uuid };
+      }
       log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
       return { uuid: result.uuid, pac: result.pac, recovered: result.recovered };
     }
@@ -98,6 +102,19 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     );
     throw new Error(`${failure.outcome}: ${failure.pacCode}`);
   };
+}
+
+interface LoadedRow {
+  id: string;
+  status: string;
+  stampKey: string;
+  invoiceId: string;
+  frozenXml: string | null;
+  history: { pac: string; outcome: string }[];
+}
+
+function ledgerEntry(a: AttemptRecord) {
+  return { pac: a.pac, outcome: a.outcome, uuid: a.uuid ?? null, code: a.code ?? null, duration_ms: a.durationMs };
 }
 
 function attemptRow(invoiceId: string, a: AttemptRecord) {
