@@ -1,10 +1,10 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
-import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { FinkokClient, SwClient, type PacClient } from '@timbra/cfdi-core';
 import { createPrisma } from '@timbra/db';
 import { loadConfig } from './config.ts';
+import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth } from './health.ts';
 import { PacChain } from './pac-chain.ts';
@@ -66,18 +66,7 @@ const w = createWorker(
     sweeperStaleMs: config.SWEEPER_STALE_MS,
     lockMs: config.STAMP_LOCK_MS,
     logger,
-    alert: async (letter) => {
-      if (!config.ALERT_WEBHOOK_URL) return;
-      await got
-        .post(config.ALERT_WEBHOOK_URL, {
-          json: { alert: 'stamp_dead_letter', ...letter },
-          timeout: { request: 5000 },
-          retry: { limit: 2 },
-        })
-        .catch((error: unknown) => {
-          logger.warn({ err: error }, 'alert webhook failed');
-        });
-    },
+    alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
   },
   { autorun: roles.has('stamper') },
 );

@@ -1,0 +1,111 @@
+import { describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { deadLetterAlert } from '../src/alerts.ts';
+import { eventually } from './helpers.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+async function freePort(): Promise<number> {
+  return new Promise((r) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => r(port));
+    });
+  });
+}
+
+const letter = {
+  outboxId: 'o',
+  stampKey: 'I-abc',
+  invoiceId: 'i',
+  reason: 'RFC no en LCO',
+  code: '402',
+  pac: 'primary',
+  failedAt: '2026-11-30T00:00:00.000Z',
+};
+
+describe('dead-letter alerts', () => {
+  it('POSTs the letter to the configured URL', async () => {
+    const received: unknown[] = [];
+    const server = createHttpServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      await deadLetterAlert(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`,
+        pino({ level: 'silent' }),
+      )(letter);
+      expect(received).toEqual([{ alert: 'stamp_dead_letter', ...letter }]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('never throws when the alert endpoint is down (the letter is already recorded)', async () => {
+    await expect(
+      deadLetterAlert(`http://127.0.0.1:${await freePort()}/`, pino({ level: 'silent' }))(letter),
+    ).resolves.toBeUndefined();
+  });
+});
+
+describe('start-up checks', () => {
+  it('refuses to start on a Redis that may evict keys, unless told to', async () => {
+    const port = await freePort();
+    const redisServer = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'allkeys-lru',
+      ],
+      { stdio: 'ignore' },
+    );
+    const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50 });
+    try {
+      await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);
+      const worker = spawn(
+        process.execPath,
+        ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')],
+        {
+          env: {
+            ...process.env,
+            NODE_OPTIONS: '',
+            DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/postgres',
+            REDIS_URL: `redis://127.0.0.1:${port}`,
+            WORKER_HTTP_PORT: '0',
+            LOG_LEVEL: 'fatal',
+          },
+          stdio: ['ignore', 'pipe', 'ignore'],
+        },
+      );
+      let output = '';
+      worker.stdout?.on('data', (c: Buffer) => (output += c.toString()));
+      const code = await new Promise((r) => worker.once('exit', r));
+      expect(code).toBe(1);
+      expect(output).toMatch(/noeviction/);
+    } finally {
+      await redis.quit();
+      redisServer.kill('SIGTERM');
+    }
+  });
+});
