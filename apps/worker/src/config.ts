@@ -1,4 +1,8 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+
+const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../shared/sat');
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 
@@ -42,6 +46,13 @@ const schema = z.object({
   /** Not ready when jobs wait and none was consumed for this long. */
   WORKER_STALL_MS: z.coerce.number().int().positive().default(120_000),
   ALERT_WEBHOOK_URL: z.string().url().optional(),
+  /** The emisor's CSD, to freeze dependent documents (Egreso, Pago) once their invoice is stamped. */
+  EMISOR_RFC: z.string().default('EKU9003173C9'),
+  SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
+  CSD_CER_PATH: z.string().optional(),
+  CSD_KEY_PATH: z.string().optional(),
+  CSD_PASSWORD: z.string().optional(),
+  CSD_PASSWORD_FILE: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

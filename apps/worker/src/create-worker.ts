@@ -1,7 +1,9 @@
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Csd } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
+import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
 import {
   backoffDelay,
   STAMP_DLQ,
@@ -31,6 +33,8 @@ export interface WorkerDeps {
   lockMs?: number;
   logger: Logger;
   alert?: (letter: DeadLetterData) => Promise<void> | void;
+  /** The emisor's CSD: freezes dependent documents (Egreso, Pago) once their invoice is stamped. */
+  csd?: Csd;
 }
 
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
@@ -45,12 +49,14 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
   });
+  const csd = deps.csd;
   const sweeper = new Sweeper({
     prisma: deps.prisma,
     queue,
     staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
+    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
   });
   const worker = new Worker<StampJobData>(
     STAMP_QUEUE,
@@ -60,6 +66,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       dlq,
       logger: deps.logger,
       alert: deps.alert ?? (() => undefined),
+      ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
     }),
     {
       connection,

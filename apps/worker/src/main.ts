@@ -1,7 +1,9 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { FinkokClient, SwClient, type PacClient } from '@timbra/cfdi-core';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { FinkokClient, loadCsd, SwClient, type Csd, type PacClient } from '@timbra/cfdi-core';
 import { createPrisma } from '@timbra/db';
 import { loadConfig } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
@@ -50,6 +52,21 @@ const clients: PacClient[] = pacs.map((p) =>
       }),
 );
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+
+// The CSD freezes dependent documents. Without one (and no test CSD for EMISOR_RFC) they stay waiting.
+function readCsd(): Csd | undefined {
+  const cer = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
+  const key = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
+  const passwordFile = config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`);
+  if (!existsSync(cer) || !existsSync(key) || (!config.CSD_PASSWORD && !existsSync(passwordFile))) return undefined;
+  return loadCsd(
+    readFileSync(cer),
+    readFileSync(key),
+    config.CSD_PASSWORD ?? readFileSync(passwordFile, 'utf8').trim(),
+  );
+}
+const csd = readCsd();
+if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait');
 const w = createWorker(
   {
     prisma,
@@ -67,6 +84,7 @@ const w = createWorker(
     lockMs: config.STAMP_LOCK_MS,
     logger,
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
+    ...(csd ? { csd } : {}),
   },
   { autorun: roles.has('stamper') },
 );

@@ -9,6 +9,8 @@ export interface StampProcessorDeps {
   chain: PacChain;
   dlq: Queue<DeadLetterData>;
   logger: Logger;
+  /** Freezes the documents waiting for an invoice just stamped (absent: none are handled here). */
+  freezeDependents?: (invoiceId: string) => Promise<number>;
   /** Called with every dead letter (logs an alert; optionally POSTs it). */
   alert: (letter: DeadLetterData) => Promise<void> | void;
 }
@@ -63,7 +65,10 @@ export function createStampProcessor(deps: StampProcessorDeps) {
         return { skipped: 'not_pending', uuid: result.uuid };
       }
       log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
-      return { uuid: result.uuid, pac: result.pac, recovered: result.recovered };
+      // A follow-up step, idempotent on its own: if the worker dies here, the sweeper does it.
+      const dependents = deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
+      if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
+      return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
     }
 
     await prisma.$transaction([

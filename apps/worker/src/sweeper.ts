@@ -10,6 +10,8 @@ export interface SweeperDeps {
   staleMs: number;
   batchSize: number;
   logger: Logger;
+  /** Freezes dependents whose invoice is stamped but were left waiting (a worker died in between). */
+  freezeOverdue?: () => Promise<number>;
 }
 
 /**
@@ -21,8 +23,14 @@ export interface SweeperDeps {
 export class Sweeper {
   constructor(private readonly deps: SweeperDeps) {}
 
-  /** One pass; returns how many rows it put back. */
+  /** One pass; returns how many rows it put back (plus dependents it froze). */
   async sweepOnce(): Promise<number> {
+    const frozen = this.deps.freezeOverdue ? await this.deps.freezeOverdue() : 0;
+    if (frozen > 0) this.deps.logger.warn({ frozen }, 'dependent documents left waiting were frozen');
+    return frozen + (await this.republishLost());
+  }
+
+  private async republishLost(): Promise<number> {
     const stale = await this.deps.prisma.outboxRow.findMany({
       where: { status: 'enqueued', enqueuedAt: { lt: new Date(Date.now() - this.deps.staleMs) } },
       orderBy: { enqueuedAt: 'asc' },

@@ -2,6 +2,7 @@
  * The invoice state machine, enforced in one place. Every status change goes through
  * `assertTransition`; the database CHECK lists the same statuses.
  *
+ *   waiting ──(related invoice stamped, frozen)──▶ pending        (Egreso / Pago: needs the original's UUID)
  *   needs_data ──(data fixed, frozen)──▶ pending ──(stamped)──▶ stamped ──▶ cancel_requested ──▶ cancelled
  *                                          │  ▲                               │
  *                               (dead-letter) (re-drive)          (rejected) ◀┘ back to stamped
@@ -9,6 +10,7 @@
  *                                       stamp_failed
  */
 export const INVOICE_STATUSES = [
+  'waiting',
   'needs_data',
   'pending',
   'stamped',
@@ -19,6 +21,7 @@ export const INVOICE_STATUSES = [
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
 const TRANSITIONS: Readonly<Record<InvoiceStatus, readonly InvoiceStatus[]>> = {
+  waiting: ['pending', 'needs_data'],
   needs_data: ['pending'],
   pending: ['stamped', 'stamp_failed'],
   stamp_failed: ['pending', 'stamped'],

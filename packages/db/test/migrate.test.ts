@@ -25,13 +25,16 @@ async function query<T extends pg.QueryResultRow>(sql: string): Promise<T[]> {
 describe('migrations runner', () => {
   it('applies every migration on a fresh database, concurrently with another runner, once', async () => {
     const [a, b] = await Promise.all([migrate(db.url, MIGRATIONS_DIR), migrate(db.url, MIGRATIONS_DIR)]);
-    expect([...a, ...b]).toEqual(['20261130000000_init']);
+    expect([...a, ...b]).toEqual(['20261130000000_init', '20261201000000_dependent_documents']);
     const rows = await query<{ migration_name: string; applied_steps_count: number }>(
       'SELECT migration_name, applied_steps_count FROM "_prisma_migrations" WHERE finished_at IS NOT NULL',
     );
-    expect(rows).toEqual([{ migration_name: '20261130000000_init', applied_steps_count: 1 }]);
+    expect(rows.sort((x, y) => x.migration_name.localeCompare(y.migration_name))).toEqual([
+      { migration_name: '20261130000000_init', applied_steps_count: 1 },
+      { migration_name: '20261201000000_dependent_documents', applied_steps_count: 1 },
+    ]);
     expect(await migrationStatus(db.url, MIGRATIONS_DIR)).toEqual({
-      applied: ['20261130000000_init'],
+      applied: ['20261130000000_init', '20261201000000_dependent_documents'],
       pending: [],
       modified: [],
     });
@@ -42,13 +45,13 @@ describe('migrations runner', () => {
     const dir = mkdtempSync(join(tmpdir(), 'timbra-migrations-'));
     try {
       cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-      cpSync(join(dir, '20261130000000_init'), join(dir, '20261201000000_broken'), { recursive: true });
+      cpSync(join(dir, '20261130000000_init'), join(dir, '20261202000000_broken'), { recursive: true });
       writeFileSync(
-        join(dir, '20261201000000_broken', 'migration.sql'),
+        join(dir, '20261202000000_broken', 'migration.sql'),
         'CREATE TABLE "half_done" (id int); SELECT no_such_function();',
       );
-      expect((await migrationStatus(db.url, dir)).pending).toEqual(['20261201000000_broken']);
-      await expect(migrate(db.url, dir)).rejects.toThrow(/20261201000000_broken failed/);
+      expect((await migrationStatus(db.url, dir)).pending).toEqual(['20261202000000_broken']);
+      await expect(migrate(db.url, dir)).rejects.toThrow(/20261202000000_broken failed/);
       expect(await query(`SELECT to_regclass('half_done') AS t`)).toEqual([{ t: null }]);
 
       writeFileSync(join(dir, '20261130000000_init', 'migration.sql'), '-- edited after being applied');

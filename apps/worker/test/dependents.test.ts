@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { loadCsd, parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorker } from '../src/create-worker.ts';
+import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import {
+  eventually,
+  pendingInvoice,
+  redisFor,
+  startSandboxProcess,
+  swClients,
+  type SandboxProcess,
+} from './helpers.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
+const csd = loadCsd(
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
+);
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+const redis = redisFor();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+});
+afterAll(async () => {
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+let folio = 0;
+
+/** A refund's Egreso waiting for `originalId` (what the lifecycle flow will write). */
+async function waitingEgreso(originalId: string, sourceId: string) {
+  folio++;
+  const request: InvoiceRequestInput = {
+    tipoDeComprobante: 'E',
+    sourceId,
+    occurredAt: new Date(Date.now() - 30_000).toISOString(),
+    serie: 'NC',
+    folio: String(folio),
+    lugarExpedicion: '42501',
+    formaPago: '04',
+    metodoPago: 'PUE',
+    emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
+    receptor: {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      domicilioFiscalReceptor: '36257',
+      regimenFiscalReceptor: '612',
+      usoCFDI: 'G02',
+    },
+    conceptos: [
+      {
+        claveProdServ: '84111506',
+        cantidad: '1',
+        claveUnidad: 'ACT',
+        descripcion: 'Devolución',
+        valorUnitario: '50.00',
+        objetoImp: '02',
+        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+      },
+    ],
+  };
+  const emisor = await prisma.emisor.findFirstOrThrow();
+  return prisma.invoice.create({
+    data: {
+      emisorId: emisor.id,
+      kind: 'E',
+      serie: 'NC',
+      folio,
+      moneda: 'MXN',
+      subTotal: '50.00',
+      total: '58.00',
+      status: 'waiting',
+      stampKey: stampKeyFor('EKU9003173C9', 'E', sourceId),
+      relatedInvoiceId: originalId,
+      request,
+    },
+  });
+}
+
+function worker() {
+  return createWorker(
+    {
+      prisma,
+      redis,
+      prefix: `{d${randomBytes(4).toString('hex')}}`,
+      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+      concurrency: 4,
+      relayBatchSize: 50,
+      logger: pino({ level: 'silent' }),
+      csd,
+    },
+    { autorun: true },
+  );
+}
+
+describe('dependent documents', () => {
+  it('an Egreso waits for its Ingreso, is frozen once it is stamped (related to its UUID), then stamped', async () => {
+    const original = await pendingInvoice(prisma, 'original');
+    const egreso = await waitingEgreso(original.invoiceId, `re_${randomBytes(4).toString('hex')}`);
+    const w = worker();
+    try {
+      // Nothing to publish for the Egreso while its original is not stamped.
+      expect(await w.relay.drainAll()).toBe(1);
+      expect(await prisma.outboxRow.count({ where: { invoiceId: egreso.id } })).toBe(0);
+      await eventually(
+        async () =>
+          (await prisma.invoice.findUniqueOrThrow({ where: { id: original.invoiceId } })).status === 'stamped',
+      );
+      await eventually(async () => (await prisma.outboxRow.count({ where: { invoiceId: egreso.id } })) === 1);
+      await w.relay.drainAll();
+      await eventually(
+        async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: egreso.id } })).status === 'stamped',
+      );
+      const [o, e] = await Promise.all([
+        prisma.invoice.findUniqueOrThrow({ where: { id: original.invoiceId } }),
+        prisma.invoice.findUniqueOrThrow({ where: { id: egreso.id } }),
+      ]);
+      expect(e.frozenXml).toContain(
+        `<cfdi:CfdiRelacionados TipoRelacion="01"><cfdi:CfdiRelacionado UUID="${o.uuid}"/>`,
+      );
+      expect(e.frozenXml).toContain('TipoDeComprobante="E"');
+      expect(parseStampedCfdi(e.stampedXml!).tfd.uuid).toBe(e.uuid);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('the sweeper freezes a dependent left waiting after its original was stamped; freezing twice is a no-op', async () => {
+    const original = await pendingInvoice(prisma, 'stamped-before');
+    await prisma.invoice.update({
+      where: { id: original.invoiceId },
+      data: { status: 'stamped', uuid: 'AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE' },
+    });
+    const egreso = await waitingEgreso(original.invoiceId, `re_${randomBytes(4).toString('hex')}`);
+    expect(await freezeOverdueDependents(prisma, csd)).toBe(1);
+    expect(await freezeOverdueDependents(prisma, csd)).toBe(0);
+    const frozen = await prisma.invoice.findUniqueOrThrow({ where: { id: egreso.id }, include: { outbox: true } });
+    expect(frozen.status).toBe('pending');
+    expect(frozen.outbox).toHaveLength(1);
+    expect(frozen.frozenXml).toContain('UUID="AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE"');
+  });
+});
