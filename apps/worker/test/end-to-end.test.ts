@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import got from 'got';
+import { pino } from 'pino';
+import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorker } from '../src/create-worker.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import { eventually, redisFor, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const API_KEY = 'e2e-key-0123456789abcdef';
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+let api: ChildProcess;
+let apiUrl: string;
+const redis = redisFor();
+
+async function freePort(): Promise<number> {
+  return new Promise((r) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => r(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+  const port = await freePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  // The API as the real process it is in production (apps never import each other).
+  api = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
+    {
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        API_KEYS: `pos:${API_KEY}:admin`,
+        LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  await eventually(
+    async () =>
+      (await got.get(`${apiUrl}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
+        ?.statusCode === 200,
+    20_000,
+  );
+});
+afterAll(async () => {
+  api.kill('SIGTERM');
+  await new Promise((r) => api.once('exit', r));
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+describe('end to end', () => {
+  it('from POST /v1/payments to a stamped invoice the API serves; a dead letter re-driven with the ops command', async () => {
+    const w = createWorker({
+      prisma,
+      redis,
+      prefix: `{e${randomBytes(4).toString('hex')}}`,
+      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+      concurrency: 4,
+      relayBatchSize: 50,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const auth = { authorization: `Bearer ${API_KEY}` };
+      const payment = await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: { externalId: 'E2E-1', amount: '1160.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+          headers: auth,
+        })
+        .json<{ invoices: { id: string }[] }>();
+      const invoiceId = payment.invoices[0]!.id;
+      await w.relay.drainAll();
+      await eventually(
+        async () =>
+          (await got.get(`${apiUrl}/v1/invoices/${invoiceId}`, { headers: auth }).json<{ status: string }>()).status ===
+          'stamped',
+      );
+      const xml = await got.get(`${apiUrl}/v1/invoices/${invoiceId}/xml`, { headers: auth });
+      expect(xml.headers['x-timbra-xml']).toBe('stamped');
+      const view = await got
+        .get(`${apiUrl}/v1/invoices/${invoiceId}`, { headers: auth })
+        .json<{ uuid: string; serieFolio: string }>();
+      expect(parseStampedCfdi(xml.body).tfd.uuid).toBe(view.uuid);
+
+      // A dead letter (the emisor is refused), fixed, then re-driven from the command line.
+      await sandbox.admin('faults', { instance: 'primary', rejectRfcs: ['EKU9003173C9'] });
+      const second = await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: { externalId: 'E2E-2', amount: '580.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+          headers: auth,
+        })
+        .json<{ invoices: { id: string }[] }>();
+      const failedId = second.invoices[0]!.id;
+      await w.relay.drainAll();
+      await eventually(
+        async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamp_failed',
+      );
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+      const ops = (args: string[]) =>
+        execFileSync('npx', ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args], {
+          env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url },
+          encoding: 'utf8',
+        });
+      expect(JSON.parse(ops(['dlq:list', '--json']))).toEqual([expect.objectContaining({ invoiceId: failedId })]);
+      expect(JSON.parse(ops(['dlq:retry', '--all', '--json']))).toEqual([
+        expect.objectContaining({ ok: true, invoiceId: failedId }),
+      ]);
+      await w.relay.drainAll();
+      await eventually(
+        async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamped',
+      );
+    } finally {
+      await w.close();
+    }
+  });
+});
