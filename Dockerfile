@@ -1,0 +1,30 @@
+# One image for api, worker, pac-sandbox and migrate; the command picks the process.
+# Build: docker build -t timbra .   (docker compose up builds it too)
+
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+# Manifests first: the dependency layer is cached until a package.json or the lockfile changes.
+COPY package.json package-lock.json ./
+COPY packages/cfdi-core/package.json packages/cfdi-core/
+COPY packages/db/package.json packages/db/
+COPY apps/api/package.json apps/api/
+COPY apps/worker/package.json apps/worker/
+COPY apps/pac-sandbox/package.json apps/pac-sandbox/
+RUN npm ci --no-audit --no-fund
+COPY . .
+ENV TURBO_TELEMETRY_DISABLED=1
+RUN npm run db:generate && npx turbo run build && npm prune --omit=dev
+
+FROM node:22-bookworm-slim AS runtime
+# tini forwards SIGTERM to node, so the api and worker shut down gracefully.
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
+ENV NODE_ENV=production SAT_DIR=/sat
+WORKDIR /app
+COPY --from=build --chown=node:node /app/package.json /app/package-lock.json ./
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/prisma ./prisma
+COPY --from=build --chown=node:node /app/packages ./packages
+COPY --from=build --chown=node:node /app/apps ./apps
+USER node
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "apps/api/dist/main.js"]

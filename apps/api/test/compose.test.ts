@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import { existsSync, readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { loadConfig } from '../src/config.ts';
+
+const root = new URL('../../../', import.meta.url);
+
+interface ComposeService {
+  command: string[];
+  environment?: Record<string, string>;
+}
+
+// No Docker engine on the build machines: the compose file is checked by what can be checked here.
+describe('docker-compose.yml: the api service', () => {
+  const compose = parse(readFileSync(new URL('docker-compose.yml', root), 'utf8'), { merge: true }) as {
+    services: Record<string, ComposeService>;
+  };
+  const service = compose.services['api']!;
+
+  it('sets an environment the real configuration parser accepts', () => {
+    expect(() => loadConfig({ ...service.environment })).not.toThrow();
+  });
+
+  it('runs a file this workspace builds (dist/main.js from src/main.ts), the same as its start script', () => {
+    expect(service.command).toEqual(['node', 'apps/api/dist/main.js']);
+    expect(existsSync(new URL('apps/api/src/main.ts', root))).toBe(true);
+    const pkg = JSON.parse(readFileSync(new URL('apps/api/package.json', root), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
+    expect(pkg.scripts.start).toBe('node dist/main.js');
+  });
+});
+
+describe('docker-compose.yml: the whole file', () => {
+  const compose = parse(readFileSync(new URL('docker-compose.yml', root), 'utf8'), { merge: true }) as {
+    services: Record<
+      string,
+      ComposeService & { depends_on?: Record<string, { condition: string }>; command: string[] }
+    >;
+  };
+
+  it('has Postgres, Redis (noeviction), a one-shot migration, the sandbox, the API and the worker, wired by health', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'migrate',
+      'pac-sandbox',
+      'postgres',
+      'redis',
+      'worker',
+    ]);
+    expect(compose.services.redis!.command).toEqual(
+      expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--appendonly', 'yes']),
+    );
+    expect(compose.services.migrate!.command).toEqual(['node', 'packages/db/dist/cli/migrate-cli.js']);
+    expect(existsSync(new URL('packages/db/src/cli/migrate-cli.ts', root))).toBe(true);
+    for (const name of ['api', 'worker']) {
+      expect(compose.services[name]!.depends_on).toMatchObject({
+        migrate: { condition: 'service_completed_successfully' },
+        redis: { condition: 'service_healthy' },
+      });
+    }
+  });
+});
