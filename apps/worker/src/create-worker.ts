@@ -12,7 +12,7 @@ import {
   type RetryPolicy,
   type StampJobData,
 } from './jobs.ts';
-import type { PacChain } from './pac-chain.ts';
+import type { AttemptRecord, PacChain } from './pac-chain.ts';
 import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
 import { Sweeper } from './sweeper.ts';
@@ -35,6 +35,8 @@ export interface WorkerDeps {
   alert?: (letter: DeadLetterData) => Promise<void> | void;
   /** The emisor's CSD: freezes dependent documents (Egreso, Pago) once their invoice is stamped. */
   csd?: Csd;
+  /** Receives every job's PAC calls (metrics). */
+  onAttempts?: (attempts: readonly AttemptRecord[]) => void;
 }
 
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
@@ -66,6 +68,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       dlq,
       logger: deps.logger,
       alert: deps.alert ?? (() => undefined),
+      ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
       ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
     }),
     {

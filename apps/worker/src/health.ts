@@ -11,6 +11,8 @@ export interface HealthDeps {
   worker?: Worker;
   /** Not ready when jobs wait and nothing was consumed for this long. */
   stallMs: number;
+  /** Served on /metrics when given. */
+  metrics?: { registry: { contentType: string; metrics: () => Promise<string> } };
 }
 
 /**
@@ -52,7 +54,7 @@ export function createHealth(deps: HealthDeps) {
 
   return {
     readiness,
-    /** `GET /healthz` (process up) and `GET /readyz` on a small HTTP port. */
+    /** `GET /healthz` (process up), `GET /readyz` and `GET /metrics` on a small HTTP port. */
     listen(port: number, host = '0.0.0.0'): Promise<Server> {
       const server = createServer((req, res) => {
         if (req.url === '/healthz') {
@@ -61,6 +63,12 @@ export function createHealth(deps: HealthDeps) {
           readiness().then(
             (r) => res.writeHead(r.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(r)),
             () => res.writeHead(503).end(),
+          );
+        } else if (req.url === '/metrics' && deps.metrics) {
+          const { registry } = deps.metrics;
+          registry.metrics().then(
+            (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+            () => res.writeHead(500).end(),
           );
         } else {
           res.writeHead(404).end();

@@ -9,6 +9,7 @@ import { loadConfig } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth } from './health.ts';
+import { createWorkerMetrics } from './metrics.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
@@ -67,12 +68,16 @@ function readCsd(): Csd | undefined {
 }
 const csd = readCsd();
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait');
+const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
+// Read at scrape time only, after `w` exists.
+const metrics = createWorkerMetrics({ prisma, dlqSize: () => w.dlq.count(), chain });
 const w = createWorker(
   {
     prisma,
     redis,
     prefix: config.QUEUE_PREFIX,
-    chain: new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS }),
+    chain,
+    onAttempts: (attempts) => metrics.record(attempts),
     retry: {
       attempts: config.STAMP_ATTEMPTS,
       baseDelayMs: config.STAMP_BACKOFF_BASE_MS,
@@ -95,6 +100,7 @@ const sweeper = roles.has('sweeper')
   ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
   : undefined;
 const health = createHealth({
+  metrics,
   prisma,
   redis,
   queue: w.queue,

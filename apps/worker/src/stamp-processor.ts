@@ -11,6 +11,8 @@ export interface StampProcessorDeps {
   logger: Logger;
   /** Freezes the documents waiting for an invoice just stamped (absent: none are handled here). */
   freezeDependents?: (invoiceId: string) => Promise<number>;
+  /** Receives every job's PAC calls (metrics). */
+  onAttempts?: (attempts: readonly AttemptRecord[]) => void;
   /** Called with every dead letter (logs an alert; optionally POSTs it). */
   alert: (letter: DeadLetterData) => Promise<void> | void;
 }
@@ -37,6 +39,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       throw new UnrecoverableError('no frozen XML');
     }
     const { result, error, attempts } = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history));
+    deps.onAttempts?.(attempts);
 
     if (result?.sameDocument) {
       // One statement, so one transaction: the stamp on the invoice (only from a status that may

@@ -128,3 +128,24 @@ describe('readiness reflects consumption', () => {
     }
   });
 });
+
+describe('worker metrics', () => {
+  it('exposes attempts by PAC and outcome, the backlog from Postgres, DLQ size and circuit state', async () => {
+    const { createWorkerMetrics } = await import('../src/metrics.ts');
+    const chain = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 60_000 });
+    const metrics = createWorkerMetrics({ prisma, dlqSize: () => Promise.resolve(2), chain });
+    await pendingInvoice(prisma, 'metrics');
+    chain.breakers.get('backup')!.failedNotProcessed();
+    metrics.record([
+      { pac: 'primary', outcome: 'transient', durationMs: 3 },
+      { pac: 'backup', outcome: 'stamped', durationMs: 40 },
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/timbra_stamp_attempts_total\{pac="backup",outcome="stamped"\} 1/);
+    expect(text).toMatch(/timbra_failovers_total 1/);
+    expect(text).toMatch(/timbra_outbox_pending\{status="pending"\} \d+/);
+    expect(text).toMatch(/timbra_outbox_oldest_pending_age_seconds \d/);
+    expect(text).toMatch(/timbra_dlq_size 2/);
+    expect(text).toMatch(/timbra_circuit_open\{pac="backup"\} 1/);
+  });
+});

@@ -1,0 +1,86 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PrismaClient } from '@timbra/db';
+import type { PacChain } from './pac-chain.ts';
+
+/**
+ * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
+ * at scrape time from Postgres (the record) and BullMQ.
+ */
+export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () => Promise<number>; chain: PacChain }) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const attempts = new Counter({
+    name: 'timbra_stamp_attempts_total',
+    help: 'PAC calls by PAC and outcome (stamped, already_stamped, transient, ambiguous, permanent)',
+    labelNames: ['pac', 'outcome'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'timbra_stamp_duration_seconds',
+    help: 'Duration of PAC stamp calls',
+    labelNames: ['pac'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [registry],
+  });
+  const failovers = new Counter({
+    name: 'timbra_failovers_total',
+    help: 'Stamps that went to a PAC after a not-processed failure of an earlier one',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'timbra_outbox_pending',
+    help: 'Outbox rows not done yet, by status (pending, enqueued, failed)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      const rows = await deps.prisma.$queryRaw<{ status: string; n: number }[]>`
+        SELECT status, count(*)::int AS n FROM outbox WHERE status <> 'done' GROUP BY status`;
+      this.reset();
+      for (const r of rows) this.set({ status: r.status }, r.n);
+    },
+  });
+  new Gauge({
+    name: 'timbra_outbox_oldest_pending_age_seconds',
+    help: 'Age of the oldest outbox row not done (0 when none): the first thing to alert on',
+    registers: [registry],
+    async collect() {
+      const [row] = await deps.prisma.$queryRaw<{ age: number | null }[]>`
+        SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`;
+      this.set(row?.age ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'timbra_dlq_size',
+    help: 'Jobs in the stamp dead-letter queue',
+    registers: [registry],
+    async collect() {
+      this.set(await deps.dlqSize());
+    },
+  });
+  new Gauge({
+    name: 'timbra_circuit_open',
+    help: 'Circuit state per PAC: 0 closed, 0.5 half-open, 1 open',
+    labelNames: ['pac'] as const,
+    registers: [registry],
+    collect() {
+      for (const [pac, breaker] of deps.chain.breakers) {
+        this.set({ pac }, breaker.state === 'open' ? 1 : breaker.state === 'half-open' ? 0.5 : 0);
+      }
+    },
+  });
+  return {
+    registry,
+    /** Records the PAC calls of one job. */
+    record(calls: readonly { pac: string; outcome: string; durationMs: number }[]): void {
+      for (const c of calls) {
+        attempts.inc({ pac: c.pac, outcome: c.outcome });
+        if (c.durationMs > 0) latency.observe({ pac: c.pac }, c.durationMs / 1000);
+      }
+      const answered = calls.at(-1);
+      if (calls.length > 1 && answered && (answered.outcome === 'stamped' || answered.outcome === 'already_stamped'))
+        failovers.inc();
+    },
+  };
+}
+
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
