@@ -1,16 +1,28 @@
 /**
- * `npm run ops -- <command>` — operations on the stamping pipeline (the full ops CLI grows here):
- *   dlq:list              dead-lettered outbox rows (failed), newest first
- *   dlq:retry <outboxId>  put a dead-lettered row back to pending (same frozen bytes)
- *   dlq:retry --all       every dead-lettered row
+ * `npm run ops -- <command>` — operations on the stamping pipeline:
+ *   outbox:stats                     rows by status and the oldest not-done age
+ *   dlq:list                         dead-lettered outbox rows (failed), newest first
+ *   dlq:retry <outboxId> | --all     put dead-lettered rows back to pending (same frozen bytes)
+ *   invoice:show <id|uuid|serie-folio>  an invoice and its history (outbox rows, PAC attempts)
+ *   keys:purge                       delete expired Idempotency-Key records
+ *   reconcile --ledger-url URL --admin-token T [--since ISO]
+ *                                    compare a PAC ledger (the sandbox's) with our invoices:
+ *                                    orphan stamps and duplicates; exit 1 when any
  * Options: --json. Exit 0 on success, 1 on a problem, 64 on bad usage. Needs DATABASE_URL.
  */
 import { parseArgs } from 'node:util';
 import { createPrisma, redriveOutboxRow } from '@timbra/db';
+import { reconcile, sandboxLedger } from './reconcile.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { all: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } },
+  options: {
+    all: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    'ledger-url': { type: 'string' },
+    'admin-token': { type: 'string' },
+    since: { type: 'string' },
+  },
 });
 const out = (value: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(value) : text}\n`);
 const url = process.env.DATABASE_URL;
@@ -58,8 +70,76 @@ try {
         .join('\n') || 'no dead letters',
     );
     process.exitCode = failed.length > 0 ? 1 : 0;
+  } else if (command === 'outbox:stats') {
+    const rows = await prisma.$queryRaw<
+      { status: string; n: number }[]
+    >`SELECT status, count(*)::int AS n FROM outbox GROUP BY status ORDER BY status`;
+    const [oldest] = await prisma.$queryRaw<{ age: number | null }[]>`
+      SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`;
+    const stats = {
+      byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
+      oldestNotDoneSeconds: oldest?.age ?? 0,
+    };
+    out(
+      stats,
+      `${rows.map((r) => `${r.status}: ${r.n}`).join('  ') || 'empty'}\noldest not done: ${Math.round(stats.oldestNotDoneSeconds)} s`,
+    );
+  } else if (command === 'invoice:show' && target) {
+    const serieFolio = /^(.+)-(\d+)$/.exec(target);
+    const where = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(target)
+      ? { OR: [{ uuid: target.toUpperCase() }, ...(/^[0-9a-f-]+$/.test(target) ? [{ id: target }] : [])] }
+      : serieFolio
+        ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) }
+        : { stampKey: target };
+    const invoice = await prisma.invoice.findFirst({
+      where,
+      include: { outbox: { orderBy: { createdAt: 'asc' } }, attempts: { orderBy: { createdAt: 'asc' } } },
+    });
+    if (!invoice) {
+      process.stderr.write(`no invoice ${target}\n`);
+      process.exitCode = 1;
+    } else {
+      const { frozenXml: _f, stampedXml: _s, tfdXml: _t, cadenaOriginal: _c, request: _r, ...summary } = invoice;
+      out(
+        summary,
+        [
+          `${invoice.serie}-${invoice.folio}  ${invoice.kind}  ${invoice.status}  ${invoice.uuid ?? '(no UUID)'}  total ${invoice.total.toFixed(2)} ${invoice.moneda}`,
+          `stamp key ${invoice.stampKey}${invoice.pac ? `  pac ${invoice.pac}` : ''}`,
+          ...invoice.outbox.map(
+            (o) =>
+              `  outbox ${o.kind} ${o.status} attempts=${o.attempts}${o.lastError ? ` last_error=${o.lastError}` : ''}`,
+          ),
+          ...invoice.attempts.map(
+            (a) =>
+              `  ${a.createdAt.toISOString()}  ${a.pac}  ${a.outcome}${a.code ? ` ${a.code}` : ''}${a.uuid ? ` ${a.uuid}` : ''}  ${a.durationMs} ms`,
+          ),
+        ].join('\n'),
+      );
+    }
+  } else if (command === 'keys:purge') {
+    const { count } = await prisma.idempotencyKey.deleteMany({ where: { expiresAt: { lt: new Date() } } });
+    out({ purged: count }, `purged ${count} expired idempotency keys`);
+  } else if (command === 'reconcile' && values['ledger-url'] && values['admin-token']) {
+    const ledger = await sandboxLedger(values['ledger-url'], values['admin-token']).list(values.since);
+    const known = new Set(
+      (await prisma.invoice.findMany({ where: { uuid: { not: null } }, select: { uuid: true } })).map((i) =>
+        i.uuid!.toUpperCase(),
+      ),
+    );
+    const result = reconcile(ledger, known);
+    out(
+      result,
+      [
+        `${result.stamps} stamps in the ledger, ${known.size} UUIDs in the database`,
+        `orphans: ${result.orphans.length}${result.orphans.map((o) => `\n  ${o.uuid} (${o.instance}${o.customid ? `, key ${o.customid}` : ''})`).join('')}`,
+        `duplicates: ${result.duplicates.length}${result.duplicates.map((d) => `\n  by ${d.by} ${d.key}: ${d.uuids.join(', ')}`).join('')}`,
+      ].join('\n'),
+    );
+    process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
   } else {
-    process.stderr.write('usage: npm run ops -- dlq:list | dlq:retry <outboxId> | dlq:retry --all  [--json]\n');
+    process.stderr.write(
+      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | reconcile --ledger-url URL --admin-token T [--since ISO]  [--json]\n',
+    );
     process.exitCode = 64;
   }
 } finally {

@@ -6,15 +6,23 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
-import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { freezeComprobante, loadCsd, parseStampedCfdi } from '@timbra/cfdi-core';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
-import { eventually, redisFor, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
+import { ADMIN_TOKEN, eventually, redisFor, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const API_KEY = 'e2e-key-0123456789abcdef';
+const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
+const csd = loadCsd(
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
+  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
+);
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
@@ -69,6 +77,39 @@ afterAll(async () => {
   await redis.quit();
   await db.drop();
 });
+
+/** A frozen document our database will never hear about. */
+function freshXml(): string {
+  return freezeComprobante(
+    {
+      tipoDeComprobante: 'I',
+      sourceId: `orphan-${Date.now()}`,
+      occurredAt: new Date(Date.now() - 60_000).toISOString(),
+      lugarExpedicion: '42501',
+      formaPago: '01',
+      metodoPago: 'PUE',
+      emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        domicilioFiscalReceptor: '36257',
+        regimenFiscalReceptor: '612',
+        usoCFDI: 'G03',
+      },
+      conceptos: [
+        {
+          claveProdServ: '01010101',
+          cantidad: '1',
+          claveUnidad: 'ACT',
+          descripcion: 'Huérfano',
+          valorUnitario: '10.00',
+          objetoImp: '01',
+        },
+      ],
+    },
+    csd,
+  ).xml;
+}
 
 describe('end to end', () => {
   it('from POST /v1/payments to a stamped invoice the API serves; a dead letter re-driven with the ops command', async () => {
@@ -131,6 +172,23 @@ describe('end to end', () => {
       await eventually(
         async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamped',
       );
+
+      // Reconciliation against the PAC's ledger: nothing orphaned, nothing duplicated...
+      const stats = JSON.parse(ops(['outbox:stats', '--json'])) as { byStatus: Record<string, number> };
+      expect(stats.byStatus).toEqual({ done: 2 });
+      expect(ops(['invoice:show', view.serieFolio])).toContain(view.uuid);
+      const ledgerArgs = ['reconcile', '--ledger-url', sandbox.adminUrl, '--admin-token', ADMIN_TOKEN, '--json'];
+      expect(JSON.parse(ops(ledgerArgs))).toMatchObject({ orphans: [], duplicates: [] });
+      // ...until a timbre is issued that our database never learns of (the dual-write bug): exit 1.
+      const orphan = await swClients(sandbox)[0]!.stamp(freshXml(), { idempotencyKey: 'orphan-key' });
+      let failure: { status: number; stdout: string } | undefined;
+      try {
+        ops(ledgerArgs);
+      } catch (error) {
+        failure = error as { status: number; stdout: string };
+      }
+      expect(failure?.status).toBe(1);
+      expect(JSON.parse(failure!.stdout)).toMatchObject({ orphans: [expect.objectContaining({ uuid: orphan.uuid })] });
     } finally {
       await w.close();
     }

@@ -29,6 +29,7 @@ async function freePort(): Promise<number> {
 export interface SandboxProcess {
   primary: string;
   backup: string;
+  adminUrl: string;
   admin: (path: string, body?: unknown) => Promise<unknown>;
   stop: () => Promise<void>;
 }
@@ -65,6 +66,7 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
   return {
     primary: `http://127.0.0.1:${primary}`,
     backup: `http://127.0.0.1:${backup}`,
+    adminUrl: `http://127.0.0.1:${admin}`,
     admin: (path, body) =>
       (body === undefined
         ? got.get(`${adminUrl}/${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, retry: { limit: 0 } })

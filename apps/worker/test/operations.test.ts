@@ -109,3 +109,22 @@ describe('start-up checks', () => {
     }
   });
 });
+
+describe('reconcile (pure)', () => {
+  it('finds orphans, cross-PAC duplicates by cadena, and two stamps under one stamp key', async () => {
+    const { reconcile } = await import('../src/reconcile.ts');
+    const ledger = [
+      { uuid: 'A', instance: 'primary', customid: 'I-1', cadenaHash: 'h1' },
+      { uuid: 'B', instance: 'backup', customid: 'I-1', cadenaHash: 'h1' },
+      { uuid: 'C', instance: 'primary', customid: 'I-2', cadenaHash: 'h2' },
+      { uuid: 'd', instance: 'primary', customid: 'I-3', cadenaHash: 'h3' },
+    ];
+    const result = reconcile(ledger, new Set(['A', 'C', 'D']));
+    expect(result.orphans.map((o) => o.uuid)).toEqual(['B']);
+    expect(result.duplicates).toEqual([
+      { by: 'cadena', key: 'h1', uuids: ['A', 'B'] },
+      { by: 'stamp_key', key: 'I-1', uuids: ['A', 'B'] },
+    ]);
+    expect(reconcile(ledger.slice(2), new Set(['C', 'D']))).toEqual({ stamps: 2, orphans: [], duplicates: [] });
+  });
+});
