@@ -7,13 +7,13 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
+import { freePort } from '@timbra/cfdi-core/testing';
 import { createTestDatabase } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 
@@ -23,15 +23,6 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 const here = dirname(fileURLToPath(import.meta.url));
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => r(port));
-    });
-  });
-}
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;

@@ -1,21 +1,15 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { loadCsd } from '@timbra/cfdi-core';
+import { loadTestCsd } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import { paymentsFromNotification } from '../src/webhooks/mercadopago-webhook.ts';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
 export const MP_SECRET = 'mp-test-secret-0123456789';
@@ -47,11 +41,7 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
     maxRetriesPerRequest: 1,
   });
   await redis.connect();
-  const csd = loadCsd(
-    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
-    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
-    readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-  );
+  const csd = loadTestCsd('EKU9003173C9');
   const { emisorId } = await bootstrap(prisma, {
     emisor: EMISOR,
     series: [

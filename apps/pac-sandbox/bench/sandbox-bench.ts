@@ -8,12 +8,12 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createSign, createVerify } from 'node:crypto';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SwClient } from '@timbra/cfdi-core';
+import { freePort } from '@timbra/cfdi-core/testing';
 import { emisor, freshInvoice, pacCsd, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -31,15 +31,6 @@ function processCpuMs(pid: number | undefined): number {
   } catch {
     return Number.NaN;
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolvePort(port));
-    });
-  });
 }
 
 // Raw floor: one RSA-2048 verify (the emisor's Sello) + one sign (the TFD), on one core.

@@ -1,31 +1,14 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
-import {
-  freezeComprobante,
-  loadCsd,
-  PacError,
-  type Csd,
-  type FrozenCfdi,
-  type InvoiceRequestInput,
-} from '@timbra/cfdi-core';
+import { PacError, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { freezeSample, loadTestCsd, testCsdFiles, type TestRfc } from '@timbra/cfdi-core/testing';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
+export { SAT_DIR } from '@timbra/cfdi-core/testing';
 
-export function testCsd(rfc: 'EKU9003173C9' | 'CACX7605101P8'): {
-  csd: Csd;
-  cer: Buffer;
-  key: Buffer;
-  password: string;
-} {
-  const cer = readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`));
-  const key = readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`));
-  const password = readFileSync(join(SAT_DIR, 'csd', `${rfc}.password.txt`), 'utf8');
-  return { csd: loadCsd(cer, key, password), cer, key, password };
+export function testCsd(rfc: TestRfc): { csd: Csd; cer: Buffer; key: Buffer; password: string } {
+  const files = testCsdFiles(rfc);
+  return { csd: loadTestCsd(rfc), ...files };
 }
 
 export const emisor = testCsd('EKU9003173C9');
@@ -80,44 +63,9 @@ export async function startSandbox(overrides: Partial<SandboxOptions> = {}): Pro
   };
 }
 
-let sequence = 0;
-
 /** A frozen Ingreso issued a minute ago (PACs refuse documents older than 72 hours). */
 export function freshInvoice(overrides: Partial<InvoiceRequestInput> = {}): FrozenCfdi {
-  sequence++;
-  return freezeComprobante(
-    {
-      tipoDeComprobante: 'I',
-      sourceId: `pi_test_${process.pid}_${sequence}_${Math.random()}`,
-      occurredAt: new Date(Date.now() - 60_000).toISOString(),
-      serie: 'T',
-      folio: String(sequence),
-      lugarExpedicion: '42501',
-      formaPago: '04',
-      metodoPago: 'PUE',
-      emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-      receptor: {
-        rfc: 'CACX7605101P8',
-        nombre: 'XOCHILT CASAS CHAVEZ',
-        domicilioFiscalReceptor: '36257',
-        regimenFiscalReceptor: '612',
-        usoCFDI: 'G03',
-      },
-      conceptos: [
-        {
-          claveProdServ: '86121503',
-          cantidad: '1',
-          claveUnidad: 'E48',
-          descripcion: `Colegiatura ${sequence}`,
-          valorUnitario: `${1000 + sequence}.00`,
-          objetoImp: '02',
-          traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
-        },
-      ],
-      ...overrides,
-    },
-    emisor.csd,
-  );
+  return freezeSample(overrides, emisor.csd);
 }
 
 export interface Ledger {

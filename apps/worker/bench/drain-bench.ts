@@ -8,14 +8,14 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { pino } from 'pino';
-import { freezeComprobante, loadCsd } from '@timbra/cfdi-core';
+import { freezeComprobante } from '@timbra/cfdi-core';
+import { TEST_EMISOR, loadTestCsd } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
@@ -27,13 +27,7 @@ const { values } = parseArgs({
 });
 const rows = Number(values.rows);
 const concurrency = Number(values.concurrency);
-const here = dirname(fileURLToPath(import.meta.url));
-const satDir = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
-const csd = loadCsd(
-  readFileSync(join(satDir, 'csd/EKU9003173C9.cer')),
-  readFileSync(join(satDir, 'csd/EKU9003173C9.key')),
-  readFileSync(join(satDir, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-);
+const csd = loadTestCsd('EKU9003173C9');
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
 function freeze(i: number, tag: string) {
@@ -47,7 +41,7 @@ function freeze(i: number, tag: string) {
       lugarExpedicion: '42501',
       formaPago: '04',
       metodoPago: 'PUE',
-      emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
+      emisor: { ...TEST_EMISOR },
       receptor: {
         rfc: 'XAXX010101000',
         nombre: 'PUBLICO EN GENERAL',

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { loadCsd, parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
@@ -19,13 +17,7 @@ import {
   type SandboxProcess,
 } from './helpers.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
-const csd = loadCsd(
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-);
+const csd = loadTestCsd('EKU9003173C9');
 
 let db: TestDatabase;
 let prisma: PrismaClient;
@@ -58,14 +50,8 @@ async function waitingEgreso(originalId: string, sourceId: string) {
     lugarExpedicion: '42501',
     formaPago: '04',
     metodoPago: 'PUE',
-    emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-    receptor: {
-      rfc: 'CACX7605101P8',
-      nombre: 'XOCHILT CASAS CHAVEZ',
-      domicilioFiscalReceptor: '36257',
-      regimenFiscalReceptor: '612',
-      usoCFDI: 'G02',
-    },
+    emisor: { ...TEST_EMISOR },
+    receptor: { ...TEST_RECEPTOR, usoCFDI: 'G02' },
     conceptos: [
       {
         claveProdServ: '84111506',

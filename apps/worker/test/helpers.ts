@@ -1,30 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { Redis } from 'ioredis';
-import { freezeComprobante, loadCsd, SwClient } from '@timbra/cfdi-core';
+import { SwClient } from '@timbra/cfdi-core';
+import { eventually, freePort, freezeSample } from '@timbra/cfdi-core/testing';
 import type { PrismaClient } from '@timbra/db';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
 export const ADMIN_TOKEN = 'worker-test-admin-token';
-const csd = loadCsd(
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-);
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => r(port));
-    });
-  });
-}
+export { eventually, freePort };
 
 export interface SandboxProcess {
   primary: string;
@@ -113,38 +98,7 @@ export async function pendingInvoice(
     create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
     update: {},
   });
-  const frozen = freezeComprobante(
-    {
-      tipoDeComprobante: 'I',
-      sourceId: `${tag}-${folio}-${Date.now()}`,
-      occurredAt: new Date(Date.now() - 60_000).toISOString(),
-      serie: 'W',
-      folio: String(folio),
-      lugarExpedicion: '42501',
-      formaPago: '04',
-      metodoPago: 'PUE',
-      emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-      receptor: {
-        rfc: 'CACX7605101P8',
-        nombre: 'XOCHILT CASAS CHAVEZ',
-        domicilioFiscalReceptor: '36257',
-        regimenFiscalReceptor: '612',
-        usoCFDI: 'G03',
-      },
-      conceptos: [
-        {
-          claveProdServ: '01010101',
-          cantidad: '1',
-          claveUnidad: 'ACT',
-          descripcion: `Venta ${tag}`,
-          valorUnitario: '100.00',
-          objetoImp: '02',
-          traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
-        },
-      ],
-    },
-    csd,
-  );
+  const frozen = freezeSample({ sourceId: `${tag}-${folio}-${Date.now()}`, serie: 'W', folio: String(folio) });
   const invoice = await prisma.invoice.create({
     data: {
       emisorId: emisor.id,
@@ -165,13 +119,4 @@ export async function pendingInvoice(
     data: { kind: 'stamp', invoiceId: invoice.id, stampKey: frozen.stampKey },
   });
   return { invoiceId: invoice.id, outboxId: outbox.id, stampKey: frozen.stampKey, frozenXml: frozen.xml };
-}
-
-/** Waits until `check` is true (polling), or fails after `timeoutMs`. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

@@ -1,25 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
-import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { deadLetterAlert } from '../src/alerts.ts';
-import { eventually } from './helpers.ts';
+import { eventually, freePort } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => r(port));
-    });
-  });
-}
 
 const letter = {
   outboxId: 'o',

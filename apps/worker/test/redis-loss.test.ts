@@ -1,28 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
-import { eventually, pendingInvoice, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
+import {
+  eventually,
+  freePort,
+  pendingInvoice,
+  startSandboxProcess,
+  swClients,
+  type SandboxProcess,
+} from './helpers.ts';
 
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
 let redisServer: ChildProcess;
 let redis: Redis;
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => r(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -11,11 +11,12 @@ import { execFileSync } from 'node:child_process';
 import { createSign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { prepareComprobante } from '../src/freeze.ts';
-import { cadenaOriginal, freezeComprobante, loadCsd, parseXml, type InvoiceRequestInput } from '../src/index.ts';
+import { cadenaOriginal, freezeComprobante, parseXml, type InvoiceRequestInput } from '../src/index.ts';
+import { SAT_DIR, loadTestCsd } from '../src/testing.ts';
 
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '3' }, docs: { type: 'string', default: '2000' } },
@@ -24,12 +25,7 @@ const seconds = Number(values.seconds);
 const docCount = Number(values.docs);
 
 const here = dirname(fileURLToPath(import.meta.url));
-const satDir = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
-const csd = loadCsd(
-  readFileSync(join(satDir, 'csd/EKU9003173C9.cer')),
-  readFileSync(join(satDir, 'csd/EKU9003173C9.key')),
-  readFileSync(join(satDir, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-);
+const csd = loadTestCsd('EKU9003173C9');
 const template = JSON.parse(
   readFileSync(join(here, '../test/fixtures/ingreso-request.json'), 'utf8'),
 ) as InvoiceRequestInput;
@@ -94,7 +90,7 @@ try {
     writeFileSync(file, d.xml);
     return file;
   });
-  const xslt = join(satDir, 'cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt');
+  const xslt = join(SAT_DIR, 'cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt');
   const start = process.hrtime.bigint();
   const out = execFileSync('xsltproc', [xslt, ...files], {
     stdio: ['ignore', 'pipe', 'ignore'],

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { InvoiceRequestInput } from '../../src/index.ts';
+import { TEST_EMISOR, TEST_RECEPTOR } from '../../src/testing.ts';
 
 const fixture = (name: string): InvoiceRequestInput =>
   JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as InvoiceRequestInput;
@@ -20,7 +21,7 @@ export function publicoGeneralRequest(): InvoiceRequestInput {
     lugarExpedicion: '06600',
     formaPago: '01',
     metodoPago: 'PUE',
-    emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
+    emisor: { ...TEST_EMISOR },
     receptor: {
       rfc: 'XAXX010101000',
       nombre: 'PUBLICO EN GENERAL',
@@ -54,14 +55,8 @@ export function egresoRequest(originalUuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E
     lugarExpedicion: '42501',
     formaPago: '04',
     metodoPago: 'PUE',
-    emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-    receptor: {
-      rfc: 'CACX7605101P8',
-      nombre: 'XOCHILT CASAS CHAVEZ',
-      domicilioFiscalReceptor: '36257',
-      regimenFiscalReceptor: '612',
-      usoCFDI: 'G02',
-    },
+    emisor: { ...TEST_EMISOR },
+    receptor: { ...TEST_RECEPTOR, usoCFDI: 'G02' },
     cfdiRelacionados: [{ tipoRelacion: '01', uuids: [originalUuid] }],
     conceptos: [
       {
@@ -87,14 +82,8 @@ export function pagoRequest(originalUuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F
     folio: '5',
     lugarExpedicion: '42501',
     moneda: 'XXX',
-    emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-    receptor: {
-      rfc: 'CACX7605101P8',
-      nombre: 'XOCHILT CASAS CHAVEZ',
-      domicilioFiscalReceptor: '36257',
-      regimenFiscalReceptor: '612',
-      usoCFDI: 'CP01',
-    },
+    emisor: { ...TEST_EMISOR },
+    receptor: { ...TEST_RECEPTOR, usoCFDI: 'CP01' },
     pago: {
       fechaPago: '2026-11-30T17:40:00Z',
       formaDePagoP: '03',

@@ -1,34 +1,15 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadCsd, type Csd } from '../../src/index.ts';
+import { SAT_DIR } from '../../src/testing.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = resolve(here, '../../../..');
 
-/** The SAT reference files: `$SAT_DIR`, or `shared/sat` beside the repository. */
-export const SAT_DIR = process.env.SAT_DIR ?? resolve(repoRoot, '../shared/sat');
+export { SAT_DIR, loadTestCsd, testCsdFiles as csdBytes, type TestRfc } from '../../src/testing.ts';
 export const CFDI_XSLT = join(SAT_DIR, 'cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt');
 export const TFD_XSLT = join(SAT_DIR, 'cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt');
-
-if (!existsSync(CFDI_XSLT)) throw new Error(`SAT files not found at ${SAT_DIR}; set SAT_DIR`);
-
-export type TestRfc = 'EKU9003173C9' | 'CACX7605101P8';
-
-export function csdBytes(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
-  return {
-    cer: readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`)),
-    key: readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`)),
-    password: readFileSync(join(SAT_DIR, 'csd', `${rfc}.password.txt`), 'utf8'),
-  };
-}
-
-export function loadTestCsd(rfc: TestRfc): Csd {
-  const { cer, key, password } = csdBytes(rfc);
-  return loadCsd(cer, key, password);
-}
 
 /**
  * Runs an XSLT with xsltproc over several documents in one invocation. The outputs come back

@@ -1,0 +1,109 @@
+/**
+ * Test and benchmark support shared by every workspace (exported as `@timbra/cfdi-core/testing`, not
+ * part of the runtime API): the SAT reference files, the SAT test CSDs, a typical invoice request,
+ * free ports and polling. One place, so every suite builds its fixtures the same way.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadCsd, type Csd } from './csd/csd.ts';
+import { freezeComprobante, type FrozenCfdi } from './freeze.ts';
+import type { InvoiceRequestInput } from './validate/request-schema.ts';
+
+/** The SAT reference files: `$SAT_DIR`, or `shared/sat` beside the repository. */
+export const SAT_DIR =
+  process.env.SAT_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../../../shared/sat');
+
+if (!existsSync(join(SAT_DIR, 'csd'))) throw new Error(`SAT files not found at ${SAT_DIR}; set SAT_DIR`);
+
+export type TestRfc = 'EKU9003173C9' | 'CACX7605101P8';
+
+/** The bytes and password of a SAT test CSD. */
+export function testCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
+  return {
+    cer: readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`)),
+    key: readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`)),
+    password: readFileSync(join(SAT_DIR, 'csd', `${rfc}.password.txt`), 'utf8'),
+  };
+}
+
+/** A SAT test CSD, loaded. */
+export function loadTestCsd(rfc: TestRfc): Csd {
+  const { cer, key, password } = testCsdFiles(rfc);
+  return loadCsd(cer, key, password);
+}
+
+/** The SAT test emisor (persona moral) and receptor (persona física) as invoice-request parties. */
+export const TEST_EMISOR = { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' } as const;
+export const TEST_RECEPTOR = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  domicilioFiscalReceptor: '36257',
+  regimenFiscalReceptor: '612',
+  usoCFDI: 'G03',
+} as const;
+
+let sequence = 0;
+
+/**
+ * A one-concepto Ingreso to the test receptor issued a minute ago (PACs refuse documents older than
+ * 72 hours), with a unique source id and folio unless overridden.
+ */
+export function sampleIngreso(overrides: Partial<InvoiceRequestInput> = {}): InvoiceRequestInput {
+  sequence++;
+  return {
+    tipoDeComprobante: 'I',
+    sourceId: `sample_${process.pid}_${sequence}_${Date.now()}`,
+    occurredAt: new Date(Date.now() - 60_000).toISOString(),
+    serie: 'T',
+    folio: String(sequence),
+    lugarExpedicion: '42501',
+    formaPago: '04',
+    metodoPago: 'PUE',
+    emisor: { ...TEST_EMISOR },
+    receptor: { ...TEST_RECEPTOR },
+    conceptos: [
+      {
+        claveProdServ: '86121503',
+        cantidad: '1',
+        claveUnidad: 'E48',
+        descripcion: `Colegiatura ${sequence}`,
+        valorUnitario: `${1000 + sequence}.00`,
+        objetoImp: '02',
+        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+      },
+    ],
+    ...overrides,
+  };
+}
+
+/** `sampleIngreso` frozen with the test emisor's CSD. */
+export function freezeSample(overrides: Partial<InvoiceRequestInput> = {}, csd: Csd = defaultCsd()): FrozenCfdi {
+  return freezeComprobante(sampleIngreso(overrides), csd);
+}
+
+let emisorCsd: Csd | undefined;
+function defaultCsd(): Csd {
+  emisorCsd ??= loadTestCsd('EKU9003173C9');
+  return emisorCsd;
+}
+
+/** A TCP port free on the loopback right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Polls `check` every 50 ms until it is true; fails after `timeoutMs`. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
