@@ -1,43 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
-import { freezeComprobante, loadCsd, parseStampedCfdi } from '@timbra/cfdi-core';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { freezeSample } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
-import { ADMIN_TOKEN, eventually, redisFor, startSandboxProcess, swClients, type SandboxProcess } from './helpers.ts';
+import {
+  ADMIN_TOKEN,
+  eventually,
+  freePort,
+  redisFor,
+  startSandboxProcess,
+  swClients,
+  type SandboxProcess,
+} from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const API_KEY = 'e2e-key-0123456789abcdef';
-const SAT_DIR = process.env.SAT_DIR ?? resolve(here, '../../../../shared/sat');
-const csd = loadCsd(
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.cer')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.key')),
-  readFileSync(join(SAT_DIR, 'csd/EKU9003173C9.password.txt'), 'utf8'),
-);
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
 let api: ChildProcess;
 let apiUrl: string;
 const redis = redisFor();
-
-async function freePort(): Promise<number> {
-  return new Promise((r) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => r(port));
-    });
-  });
-}
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -80,35 +71,7 @@ afterAll(async () => {
 
 /** A frozen document our database will never hear about. */
 function freshXml(): string {
-  return freezeComprobante(
-    {
-      tipoDeComprobante: 'I',
-      sourceId: `orphan-${Date.now()}`,
-      occurredAt: new Date(Date.now() - 60_000).toISOString(),
-      lugarExpedicion: '42501',
-      formaPago: '01',
-      metodoPago: 'PUE',
-      emisor: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' },
-      receptor: {
-        rfc: 'CACX7605101P8',
-        nombre: 'XOCHILT CASAS CHAVEZ',
-        domicilioFiscalReceptor: '36257',
-        regimenFiscalReceptor: '612',
-        usoCFDI: 'G03',
-      },
-      conceptos: [
-        {
-          claveProdServ: '01010101',
-          cantidad: '1',
-          claveUnidad: 'ACT',
-          descripcion: 'Huérfano',
-          valorUnitario: '10.00',
-          objetoImp: '01',
-        },
-      ],
-    },
-    csd,
-  ).xml;
+  return freezeSample({ sourceId: `orphan-${Date.now()}` }).xml;
 }
 
 describe('end to end', () => {
@@ -159,13 +122,24 @@ describe('end to end', () => {
         async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamp_failed',
       );
       await sandbox.admin('faults', { instance: 'primary', reset: true });
-      const ops = (args: string[]) =>
-        execFileSync('npx', ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args], {
-          env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url },
-          encoding: 'utf8',
+      // Asynchronously: blocking the event loop would leave this process's idle keep-alive sockets to
+      // the sandbox unread while it closes them, and the next request would be sent on a dead one.
+      const runOps = (args: string[]) =>
+        new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
+          execFile(
+            'npx',
+            ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+            { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
+            (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
+          );
         });
-      expect(JSON.parse(ops(['dlq:list', '--json']))).toEqual([expect.objectContaining({ invoiceId: failedId })]);
-      expect(JSON.parse(ops(['dlq:retry', '--all', '--json']))).toEqual([
+      const ops = async (args: string[]) => {
+        const run = await runOps(args);
+        if (run.status !== 0) throw new Error(`ops ${args[0]} exited ${run.status}: ${run.stderr}`);
+        return run.stdout;
+      };
+      expect(JSON.parse(await ops(['dlq:list', '--json']))).toEqual([expect.objectContaining({ invoiceId: failedId })]);
+      expect(JSON.parse(await ops(['dlq:retry', '--all', '--json']))).toEqual([
         expect.objectContaining({ ok: true, invoiceId: failedId }),
       ]);
       await w.relay.drainAll();
@@ -174,21 +148,16 @@ describe('end to end', () => {
       );
 
       // Reconciliation against the PAC's ledger: nothing orphaned, nothing duplicated...
-      const stats = JSON.parse(ops(['outbox:stats', '--json'])) as { byStatus: Record<string, number> };
+      const stats = JSON.parse(await ops(['outbox:stats', '--json'])) as { byStatus: Record<string, number> };
       expect(stats.byStatus).toEqual({ done: 2 });
-      expect(ops(['invoice:show', view.serieFolio])).toContain(view.uuid);
+      expect(await ops(['invoice:show', view.serieFolio])).toContain(view.uuid);
       const ledgerArgs = ['reconcile', '--ledger-url', sandbox.adminUrl, '--admin-token', ADMIN_TOKEN, '--json'];
-      expect(JSON.parse(ops(ledgerArgs))).toMatchObject({ orphans: [], duplicates: [] });
+      expect(JSON.parse(await ops(ledgerArgs))).toMatchObject({ orphans: [], duplicates: [] });
       // ...until a timbre is issued that our database never learns of (the dual-write bug): exit 1.
       const orphan = await swClients(sandbox)[0]!.stamp(freshXml(), { idempotencyKey: 'orphan-key' });
-      let failure: { status: number; stdout: string } | undefined;
-      try {
-        ops(ledgerArgs);
-      } catch (error) {
-        failure = error as { status: number; stdout: string };
-      }
-      expect(failure?.status).toBe(1);
-      expect(JSON.parse(failure!.stdout)).toMatchObject({ orphans: [expect.objectContaining({ uuid: orphan.uuid })] });
+      const failure = await runOps(ledgerArgs);
+      expect(failure.status).toBe(1);
+      expect(JSON.parse(failure.stdout)).toMatchObject({ orphans: [expect.objectContaining({ uuid: orphan.uuid })] });
     } finally {
       await w.close();
     }
