@@ -44,7 +44,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     if (result?.sameDocument) {
       // One statement, so one transaction: the stamp on the invoice (only from a status that may
       // become stamped, see invoice-status.ts), the row done, and every PAC call in the ledger.
-      const [written] = await prisma.$queryRaw<{ invoice_id: string | null }[]>`
+      const [written] = await prisma.$queryRaw<{ invoice_id: string | null; waiting: boolean }[]>`
         WITH stamped AS (
           UPDATE invoices SET uuid = ${result.uuid}, tfd_xml = ${result.tfdXml}, stamped_xml = ${result.stampedXml},
                  pac = ${result.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
@@ -61,15 +61,18 @@ export function createStampProcessor(deps: StampProcessorDeps) {
                AS a(pac text, outcome text, uuid text, code text, duration_ms int)
           RETURNING id
         )
-        SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded, (SELECT count(*) FROM done)::int AS done`;
+        SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded, (SELECT count(*) FROM done)::int AS done,
+               EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting`;
       if (!written?.invoice_id) {
         // The invoice moved on (stamped by another job, or cancelled): nothing to write.
         log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');
         return { skipped: 'not_pending', uuid: result.uuid };
       }
       log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
-      // A follow-up step, idempotent on its own: if the worker dies here, the sweeper does it.
-      const dependents = deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
+      // A follow-up step, idempotent on its own, only when documents wait for this one (the statement
+      // above says so, sparing every other stamp a transaction): if the worker dies here, or a
+      // dependent commits just after that look, the sweeper does it.
+      const dependents = written.waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
       if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
       return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
     }
