@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadCsd } from '@timbra/cfdi-core';
-import { createPrisma } from '@timbra/db';
+import { createPrisma, purgeExpiredIdempotencyKeys } from '@timbra/db';
 import { createApp } from './app.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
-import { purgeExpiredKeys } from './http/idempotency.ts';
 import { createMetrics } from './http/metrics.ts';
 import { paymentsFromApi, paymentsFromNotification } from './webhooks/mercadopago-webhook.ts';
 
@@ -95,7 +94,7 @@ const app = createApp({
 const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
 // Idempotency keys are kept IDEMPOTENCY_TTL_HOURS, then forgotten.
 const purge = setInterval(() => {
-  purgeExpiredKeys(prisma).then(
+  purgeExpiredIdempotencyKeys(prisma).then(
     (count) => count > 0 && logger.info({ count }, 'expired idempotency keys purged'),
     (error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'),
   );

@@ -3,7 +3,7 @@ import { insertTfd } from '@timbra/cfdi-core';
 import { NO_FAULTS, seededRandom, type Faults } from './faults.ts';
 import { InstanceMemory, type ReceivedRecord, type SatRegistry, type StampRecord } from './registry.ts';
 import type { TfdSigner } from './tfd-signer.ts';
-import { checkDocument, MESSAGES, type DocumentCheck } from './validate-document.ts';
+import { checkDocument, type DocumentCheck } from './validate-document.ts';
 
 type CheckedDocument = Extract<DocumentCheck, { ok: true }>;
 
@@ -165,5 +165,3 @@ export class PacInstance {
     return record;
   }
 }
-
-export { MESSAGES };

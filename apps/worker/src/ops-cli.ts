@@ -11,7 +11,7 @@
  * Options: --json. Exit 0 on success, 1 on a problem, 64 on bad usage. Needs DATABASE_URL.
  */
 import { parseArgs } from 'node:util';
-import { createPrisma, redriveOutboxRow } from '@timbra/db';
+import { createPrisma, purgeExpiredIdempotencyKeys, redriveOutboxRow } from '@timbra/db';
 import { reconcile, sandboxLedger } from './reconcile.ts';
 
 const { values, positionals } = parseArgs({
@@ -117,7 +117,7 @@ try {
       );
     }
   } else if (command === 'keys:purge') {
-    const { count } = await prisma.idempotencyKey.deleteMany({ where: { expiresAt: { lt: new Date() } } });
+    const count = await purgeExpiredIdempotencyKeys(prisma);
     out({ purged: count }, `purged ${count} expired idempotency keys`);
   } else if (command === 'reconcile' && values['ledger-url'] && values['admin-token']) {
     const ledger = await sandboxLedger(values['ledger-url'], values['admin-token']).list(values.since);

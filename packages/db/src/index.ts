@@ -27,6 +27,7 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
+export { purgeExpiredIdempotencyKeys } from './idempotency-keys.ts';
 
 /** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {

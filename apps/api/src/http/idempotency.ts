@@ -79,11 +79,3 @@ export async function withIdempotency(
   }
   return { ...response, replayed: false };
 }
-
-/** Deletes expired idempotency records; returns how many. */
-export async function purgeExpiredKeys(db: {
-  idempotencyKey: { deleteMany: (a: { where: { expiresAt: { lt: Date } } }) => Promise<{ count: number }> };
-}): Promise<number> {
-  const { count } = await db.idempotencyKey.deleteMany({ where: { expiresAt: { lt: new Date() } } });
-  return count;
-}
