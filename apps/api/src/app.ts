@@ -12,7 +12,9 @@ import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import { paymentRoutes } from './routes/payments.ts';
+import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
+import { recordDeliveries, type WebhookDelivery } from './use-cases/record-webhook.ts';
 import { mercadoPagoWebhook, type MercadoPagoPayments } from './webhooks/mercadopago-webhook.ts';
 import { stripeWebhook } from './webhooks/stripe-webhook.ts';
 
@@ -25,6 +27,8 @@ export interface AppDeps {
   payments: RecordPaymentDeps;
   defaultFormaPago: string;
   idempotencyTtlHours: number;
+  /** Group commit of webhook deliveries (payments, refunds, ignored events). */
+  ingest: GroupCommitOptions;
   bodyLimit: string;
   rateLimitPerMinute: number;
   trustProxy: boolean;
@@ -35,6 +39,11 @@ export interface AppDeps {
 /** The API as an Express app; every dependency injected (the composition root is main.ts). */
 export function createApp(deps: AppDeps) {
   const app = express();
+  const ingest = new GroupCommit(
+    deps.prisma,
+    (tx, deliveries: WebhookDelivery[]) => recordDeliveries(tx, deps.payments, deliveries),
+    deps.ingest,
+  );
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.use(helmet());
@@ -85,8 +94,7 @@ export function createApp(deps: AppDeps) {
     limiter,
     raw,
     stripeWebhook({
-      prisma: deps.prisma,
-      payments: deps.payments,
+      ingest,
       secret: deps.stripe.secret,
       toleranceSeconds: deps.stripe.toleranceSeconds,
       defaultFormaPago: deps.defaultFormaPago,
@@ -99,8 +107,7 @@ export function createApp(deps: AppDeps) {
     requireJson,
     express.json({ limit: deps.bodyLimit }),
     mercadoPagoWebhook({
-      prisma: deps.prisma,
-      payments: deps.payments,
+      ingest,
       source: deps.mercadoPago.source,
       secret: deps.mercadoPago.secret,
       toleranceSeconds: deps.mercadoPago.toleranceSeconds,

@@ -77,6 +77,7 @@ const app = createApp({
   },
   defaultFormaPago: config.DEFAULT_FORMA_PAGO,
   idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+  ingest: { maxBatch: config.INGEST_BATCH_MAX, maxInFlight: config.INGEST_TRANSACTIONS },
   bodyLimit: config.BODY_LIMIT,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,

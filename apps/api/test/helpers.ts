@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { createMetrics } from '../src/http/metrics.ts';
+import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
 import { paymentsFromNotification } from '../src/webhooks/mercadopago-webhook.ts';
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
@@ -29,6 +30,8 @@ export interface TestApi {
   url: string;
   prisma: PrismaClient;
   db: TestDatabase;
+  /** What the API records payments with (CSD, emisor, serie, settings). */
+  payments: RecordPaymentDeps;
   close: () => Promise<void>;
 }
 
@@ -54,25 +57,27 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
       { name: 'ops', key: KEYS.admin, admin: true },
     ],
   });
+  const payments: RecordPaymentDeps = {
+    csd,
+    emisorId,
+    serieIngreso: 'A',
+    settings: {
+      emisor: EMISOR,
+      concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
+      ivaTasa: '0.160000',
+      periodicidad: '01',
+    },
+  };
   const app = createApp({
     prisma,
     redis,
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     metrics: createMetrics(),
     databaseUrl: db.url,
-    payments: {
-      csd,
-      emisorId,
-      serieIngreso: 'A',
-      settings: {
-        emisor: EMISOR,
-        concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
-        ivaTasa: '0.160000',
-        periodicidad: '01',
-      },
-    },
+    payments,
     defaultFormaPago: '04',
     idempotencyTtlHours: 24,
+    ingest: { maxBatch: 32, maxInFlight: 2 },
     bodyLimit: '64kb',
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     trustProxy: false,
@@ -86,6 +91,7 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     prisma,
     db,
+    payments,
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

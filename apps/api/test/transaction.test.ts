@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
+import { recordDeliveries } from '../src/use-cases/record-webhook.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -17,7 +18,7 @@ const post = (body: unknown, key?: string) =>
     responseType: 'json',
   });
 
-describe('one transaction per payment', () => {
+describe('one transaction per payment (or per batch of payments arriving together)', () => {
   it('leaves nothing behind when it fails after the invoice insert, gives the folio back, and stores no key', async () => {
     // A failure injected after the invoice row is written: the outbox insert raises.
     await api.prisma.$executeRawUnsafe(`
@@ -81,5 +82,117 @@ describe('one transaction per payment', () => {
       .map((i) => i.folio)
       .sort((a, b) => a - b);
     expect(folios).toEqual(Array.from({ length: 200 }, (_, i) => start + i));
+  });
+
+  const sendStripe = (delivery: { body: string; signature: string }) =>
+    got.post(`${api.url}/webhooks/stripe`, {
+      body: delivery.body,
+      headers: { 'content-type': 'application/json', 'stripe-signature': delivery.signature },
+      throwHttpErrors: false,
+    });
+
+  it('200 concurrent Stripe payments share transactions (group commit) and still get consecutive folios', async () => {
+    const start = (await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio;
+    const ids = Array.from({ length: 200 }, (_, i) => `pi_batch_${i}`);
+    const responses = await Promise.all(
+      ids.map((id, i) => sendStripe(stripeDelivery(paymentIntentSucceeded({ id, amount: 10_000 + i })))),
+    );
+    expect(responses.map((r) => r.statusCode)).toEqual(Array(200).fill(200));
+    const invoices = await api.prisma.$queryRaw<{ folio: number; external_id: string; tx: string; outbox: bigint }[]>`
+      SELECT i.folio, p.external_id, i.xmin::text AS tx, (SELECT count(*) FROM outbox o WHERE o.invoice_id = i.id) AS outbox
+      FROM invoices i JOIN payments p ON p.id = i.payment_id
+      WHERE p.external_id LIKE 'pi_batch_%' ORDER BY i.folio`;
+    expect(invoices.map((i) => i.folio)).toEqual(Array.from({ length: 200 }, (_, i) => start + i));
+    expect(new Set(invoices.map((i) => i.external_id)).size).toBe(200);
+    expect(invoices.every((i) => i.outbox === 1n)).toBe(true);
+    // Fewer transactions than payments: deliveries arriving together were committed together.
+    expect(new Set(invoices.map((i) => i.tx)).size).toBeLessThan(200);
+  });
+
+  it('a refund of an unknown payment fails alone (409) among concurrent deliveries; the others commit', async () => {
+    const refund = stripeDelivery({
+      id: 'evt_refund_unknown_batch',
+      object: 'event',
+      type: 'charge.refunded',
+      created: Math.floor(Date.now() / 1000),
+      data: {
+        object: {
+          id: 'ch_unknown_batch',
+          object: 'charge',
+          payment_intent: 'pi_unknown_batch',
+          currency: 'mxn',
+          amount: 116000,
+          refunds: { data: [{ id: 're_unknown_batch', amount: 100, created: Math.floor(Date.now() / 1000) }] },
+        },
+      },
+    });
+    const payments = Array.from({ length: 30 }, (_, i) =>
+      stripeDelivery(paymentIntentSucceeded({ id: `pi_beside_refund_${i}` })),
+    );
+    // In the middle, so it most likely shares a batch with payments.
+    const deliveries = [...payments.slice(0, 15), refund, ...payments.slice(15)];
+    const responses = await Promise.all(deliveries.map(sendStripe));
+    const refundResponse = responses[15];
+    const paymentResponses = responses.filter((_, i) => i !== 15);
+    expect(refundResponse!.statusCode).toBe(409);
+    expect(JSON.parse(refundResponse!.body)).toMatchObject({ error: { code: 'payment_not_found_yet' } });
+    expect(paymentResponses.map((r) => r.statusCode)).toEqual(Array(30).fill(200));
+    expect(await api.prisma.payment.count({ where: { externalId: { startsWith: 'pi_beside_refund_' } } })).toBe(30);
+    expect(await api.prisma.webhookEvent.count({ where: { eventId: 'evt_refund_unknown_batch' } })).toBe(0);
+  });
+
+  it('records a batch set-wise: duplicates inside it, two events of one payment, a refund of a payment in it', async () => {
+    const start = (await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio;
+    const at = new Date(Date.now() - 60_000);
+    const payment = (externalId: string, amount: string) => ({
+      provider: 'stripe',
+      externalId,
+      amount,
+      currency: 'MXN',
+      occurredAt: at,
+      receptor: null,
+      description: null,
+      formaPago: '04',
+    });
+    const event = (eventId: string) => ({
+      provider: 'stripe',
+      eventId,
+      type: 't',
+      result: 'accepted' as const,
+      payload: { id: eventId },
+    });
+    const fresh = await api.prisma.$transaction((tx) =>
+      recordDeliveries(tx, api.payments, [
+        { event: event('evt_set_1'), payment: payment('pi_set_1', '116.00') },
+        { event: event('evt_set_1'), payment: payment('pi_set_1', '116.00') },
+        { event: event('evt_set_2'), payment: payment('pi_set_1', '116.00') },
+        { event: event('evt_set_3'), payment: payment('pi_set_2', '232.00') },
+        {
+          event: event('evt_set_4'),
+          refunds: [
+            {
+              paymentProvider: 'stripe',
+              paymentExternalId: 'pi_set_2',
+              provider: 'stripe',
+              externalId: 're_set_1',
+              amount: '10.00',
+              occurredAt: at,
+            },
+          ],
+        },
+      ]),
+    );
+    expect(fresh).toEqual([true, false, true, true, true]);
+    const rows = await api.prisma.payment.findMany({
+      where: { externalId: { in: ['pi_set_1', 'pi_set_2'] } },
+      include: { invoices: { include: { outbox: true } }, refunds: true },
+      orderBy: { externalId: 'asc' },
+    });
+    expect(rows.map((p) => [p.externalId, p.invoices.map((i) => i.folio), p.invoices[0]!.outbox.length])).toEqual([
+      ['pi_set_1', [start], 1],
+      ['pi_set_2', [start + 1], 1],
+    ]);
+    expect(rows[1]!.refunds.map((r) => r.externalId)).toEqual(['re_set_1']);
+    expect((await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio).toBe(start + 2);
   });
 });

@@ -21,74 +21,142 @@ export interface RecordedPayment {
 
 type Tx = Prisma.TransactionClient;
 
+/** A payment to record, and the API client that sent it (REST) if any. */
+export interface PaymentToRecord {
+  facts: PaymentFacts;
+  clientId?: string;
+}
+
 /**
- * Writes a payment, its Ingreso with a gapless folio and its frozen CFDI, and the outbox row, inside
- * the caller's transaction (so a webhook event or an idempotency record commit with them):
+ * Writes payments, their Ingresos with gapless folios and frozen CFDIs, and the outbox rows, inside
+ * the caller's transaction (so webhook events or an idempotency record commit with them). Set-wise,
+ * so a batch of payments costs the round trips of one:
  *
- * 1. insert the payment — or find it (same provider + external id): then nothing else is written;
- * 2. lock the serie's counter row and take its next folio (a rollback gives the number back);
- * 3. freeze the CFDI with Fecha from the payment's time; invalid fiscal data leaves the invoice in
+ * 1. insert the payments — those already known (same provider + external id, also twice in one
+ *    batch) are found instead, and nothing else is written for them — and, in the same statement,
+ *    lock the serie's counter row and take one folio per new payment, in the given order (a
+ *    rollback gives the numbers back);
+ * 2. freeze each CFDI with Fecha from its payment's time; invalid fiscal data leaves that invoice in
  *    `needs_data` with the reasons, and no outbox row;
- * 4. insert the invoice and the outbox row, and NOTIFY the relay (delivered at commit).
+ * 3. insert the invoices and the outbox rows, and NOTIFY the relay (delivered at commit).
+ *
+ * @returns one result per payment, in order.
  */
+export async function recordPayments(
+  tx: Tx,
+  deps: RecordPaymentDeps,
+  payments: readonly PaymentToRecord[],
+): Promise<RecordedPayment[]> {
+  if (payments.length === 0) return [];
+  const column = <T>(f: (p: PaymentToRecord) => T): T[] => payments.map(f);
+  // The counter row is updated (and locked until commit, serialising folio assignment for this
+  // serie) only when some payment is new; folios follow the input order.
+  const inserted = await tx.$queryRaw<{ id: string; ord: bigint; folio: number | null }[]>`
+    WITH input AS (
+      SELECT * FROM unnest(
+        ${column((p) => p.facts.provider)}::text[], ${column((p) => p.facts.externalId)}::text[],
+        ${column((p) => p.facts.amount)}::numeric[], ${column((p) => p.facts.currency)}::text[],
+        ${column((p) => p.facts.occurredAt.toISOString())}::timestamptz[],
+        ${column((p) => (p.facts.receptor ? JSON.stringify(p.facts.receptor) : null))}::jsonb[],
+        ${column((p) => p.facts.description)}::text[], ${column((p) => p.clientId ?? null)}::uuid[]
+      ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, ord)
+    ), payment AS (
+      INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id)
+      SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id
+      FROM input ORDER BY ord
+      ON CONFLICT (provider, external_id) DO NOTHING
+      RETURNING id, provider, external_id
+    ), numbered AS (
+      -- A payment named twice in the batch is inserted once: it takes the folio of its first mention.
+      SELECT id, ord, row_number() OVER (ORDER BY ord) AS n
+      FROM (SELECT payment.id, min(input.ord) AS ord FROM payment JOIN input USING (provider, external_id) GROUP BY payment.id) AS firsts
+    ), counter AS (
+      UPDATE series SET next_folio = next_folio + (SELECT count(*) FROM payment)
+      WHERE emisor_id = ${deps.emisorId}::uuid AND serie = ${deps.serieIngreso} AND EXISTS (SELECT 1 FROM payment)
+      RETURNING next_folio - (SELECT count(*) FROM payment) AS first_folio
+    )
+    SELECT numbered.id, numbered.ord, (counter.first_folio + numbered.n - 1)::int AS folio
+    FROM numbered LEFT JOIN counter ON true`;
+  if (inserted.some((row) => row.folio === null)) throw new Error(`serie ${deps.serieIngreso} is not configured`);
+
+  const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
+  const invoices = inserted.map(({ id: paymentId, ord, folio }) => {
+    const index = Number(ord) - 1;
+    const facts = payments[index]!.facts;
+    const request = buildIngresoRequest(facts, deps.serieIngreso, folio!, deps.settings);
+    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
+    let frozen;
+    let problems: { path: string; message: string }[] | null = null;
+    try {
+      frozen = freezeComprobante(request, deps.csd);
+    } catch (error) {
+      if (error instanceof CfdiValidationError) problems = [...error.issues];
+      else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
+      else throw error;
+    }
+    return { index, paymentId, facts, folio: folio!, stampKey, frozen, problems };
+  });
+
+  if (invoices.length > 0) {
+    const col = <T>(f: (i: (typeof invoices)[number]) => T): T[] => invoices.map(f);
+    // Invoices, outbox rows (for the frozen ones) and NOTIFY in one statement: the serie's row lock
+    // is held from the UPDATE above until commit, so every round trip saved is throughput.
+    const rows = await tx.$queryRaw<{ id: string; payment_id: string }[]>`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${col((i) => i.paymentId)}::uuid[], ${col((i) => i.folio)}::int[], ${col((i) => i.frozen?.fecha ?? null)}::text[],
+          ${col((i) => i.facts.currency)}::text[], ${col((i) => i.frozen?.subTotal ?? i.facts.amount)}::numeric[],
+          ${col((i) => i.frozen?.total ?? i.facts.amount)}::numeric[], ${col((i) => (i.frozen ? 'pending' : 'needs_data'))}::text[],
+          ${col((i) => (i.problems ? JSON.stringify(i.problems) : null))}::jsonb[], ${col((i) => i.stampKey)}::text[],
+          ${col((i) => i.frozen?.xml ?? null)}::text[], ${col((i) => i.frozen?.cadenaOriginal ?? null)}::text[]
+        ) AS i(payment_id, folio, fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original)
+      ), invoice AS (
+        INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, fecha, moneda, sub_total, total, status, problems,
+                             stamp_key, frozen_xml, cadena_original)
+        SELECT gen_random_uuid(), ${deps.emisorId}::uuid, payment_id, 'I', ${deps.serieIngreso}, folio, fecha, moneda,
+               sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original
+        FROM input ORDER BY folio
+        RETURNING id, payment_id, stamp_key, status
+      ), outbox AS (
+        INSERT INTO outbox (id, kind, invoice_id, stamp_key)
+        SELECT gen_random_uuid(), 'stamp', invoice.id, invoice.stamp_key FROM invoice WHERE invoice.status = 'pending'
+        RETURNING id
+      )
+      SELECT invoice.id, invoice.payment_id,
+             (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified
+      FROM invoice`;
+    const invoiceOf = new Map(rows.map((r) => [r.payment_id, r.id]));
+    for (const i of invoices) {
+      const invoiceId = invoiceOf.get(i.paymentId);
+      if (!invoiceId) throw new Error('invoice insert returned no row');
+      results[i.index] = { paymentId: i.paymentId, invoiceId, created: true };
+    }
+  }
+
+  // Payments known before (or twice in this batch): their rows as they are.
+  const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));
+  if (known.length > 0) {
+    const existing = await tx.payment.findMany({
+      where: { OR: known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })) },
+      select: { id: true, provider: true, externalId: true, invoices: { where: { kind: 'I' }, select: { id: true } } },
+    });
+    const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
+    for (const { p, index } of known) {
+      const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
+      if (!found) throw new Error('a conflicting payment was not found');
+      results[index] = { paymentId: found.id, invoiceId: found.invoices[0]?.id ?? null, created: false };
+    }
+  }
+  return results as RecordedPayment[];
+}
+
+/** `recordPayments` for one payment. */
 export async function recordPayment(
   tx: Tx,
   deps: RecordPaymentDeps,
   facts: PaymentFacts,
   clientId?: string,
 ): Promise<RecordedPayment> {
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id)
-    VALUES (gen_random_uuid(), ${facts.provider}, ${facts.externalId}, ${facts.amount}::numeric, ${facts.currency},
-            ${facts.occurredAt}, ${facts.receptor ? JSON.stringify(facts.receptor) : null}::jsonb, ${facts.description}, ${clientId ?? null}::uuid)
-    ON CONFLICT (provider, external_id) DO NOTHING
-    RETURNING id`;
-  const paymentId = inserted[0]?.id;
-  if (!paymentId) {
-    const existing = await tx.payment.findUniqueOrThrow({
-      where: { provider_externalId: { provider: facts.provider, externalId: facts.externalId } },
-      include: { invoices: { where: { kind: 'I' }, select: { id: true } } },
-    });
-    return { paymentId: existing.id, invoiceId: existing.invoices[0]?.id ?? null, created: false };
-  }
-
-  // The counter row lock serialises folio assignment for this serie only, until commit.
-  const counter = await tx.$queryRaw<{ next_folio: number }[]>`
-    UPDATE series SET next_folio = next_folio + 1
-    WHERE emisor_id = ${deps.emisorId}::uuid AND serie = ${deps.serieIngreso}
-    RETURNING next_folio - 1 AS next_folio`;
-  const folio = counter[0]?.next_folio;
-  if (folio === undefined) throw new Error(`serie ${deps.serieIngreso} is not configured`);
-
-  const request = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings);
-  const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
-  let frozen;
-  let problems: { path: string; message: string }[] | null = null;
-  try {
-    frozen = freezeComprobante(request, deps.csd);
-  } catch (error) {
-    if (error instanceof CfdiValidationError) problems = [...error.issues];
-    else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-    else throw error;
-  }
-
-  // Invoice, outbox row and NOTIFY in one statement: the serie's row lock is held from the UPDATE
-  // above until commit, so every round trip saved here is throughput on this serie.
-  const status = frozen ? 'pending' : 'needs_data';
-  const [invoice] = await tx.$queryRaw<{ id: string }[]>`
-    WITH invoice AS (
-      INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, fecha, moneda, sub_total, total, status, problems,
-                           stamp_key, frozen_xml, cadena_original)
-      VALUES (gen_random_uuid(), ${deps.emisorId}::uuid, ${paymentId}::uuid, 'I', ${deps.serieIngreso}, ${folio}, ${frozen?.fecha ?? null},
-              ${facts.currency}, ${frozen?.subTotal ?? facts.amount}::numeric, ${frozen?.total ?? facts.amount}::numeric, ${status},
-              ${problems ? JSON.stringify(problems) : null}::jsonb, ${stampKey}, ${frozen?.xml ?? null}, ${frozen?.cadenaOriginal ?? null})
-      RETURNING id
-    ), outbox AS (
-      INSERT INTO outbox (id, kind, invoice_id, stamp_key)
-      SELECT gen_random_uuid(), 'stamp', invoice.id, ${stampKey} FROM invoice WHERE ${frozen !== undefined}
-      RETURNING id
-    )
-    SELECT invoice.id, (SELECT pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)::text FROM outbox) AS notified FROM invoice`;
-  if (!invoice) throw new Error('invoice insert returned no row');
-  return { paymentId, invoiceId: invoice.id, created: true };
+  const [recorded] = await recordPayments(tx, deps, [{ facts, ...(clientId ? { clientId } : {}) }]);
+  return recorded!;
 }

@@ -1,11 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import got from 'got';
-import type { PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
-import { recordRefund, recordWebhookEvent } from '../use-cases/record-webhook.ts';
+import type { GroupCommit } from '../use-cases/group-commit.ts';
+import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { fromDecimalNumber } from './amounts.ts';
 import { receptorFromMetadata } from './receptor.ts';
 
@@ -74,8 +73,8 @@ const FORMA_PAGO: Readonly<Record<string, string>> = {
 };
 
 export interface MercadoPagoWebhookDeps {
-  prisma: PrismaClient;
-  payments: RecordPaymentDeps;
+  /** Where payments are recorded: group commit, one transaction per batch. */
+  ingest: GroupCommit<WebhookDelivery, boolean>;
   source: MercadoPagoPayments;
   secret: string | undefined;
   toleranceSeconds: number;
@@ -150,41 +149,37 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
     const payment = type === 'payment' && dataId ? await deps.source.get(dataId, body) : undefined;
     const handled = payment !== undefined && ['approved', 'refunded', 'partially_refunded'].includes(payment.status);
 
-    const fresh = await deps.prisma.$transaction(
-      async (tx) => {
-        const isNew = await recordWebhookEvent(tx, {
-          provider: 'mercadopago',
-          eventId,
-          type: `${type}${typeof body.action === 'string' ? `:${body.action}` : ''}`,
-          result: handled ? 'accepted' : 'ignored',
-          payload: body,
-        });
-        if (!isNew || !handled || !payment) return isNew;
-        const currency = payment.currency_id.toUpperCase();
-        await recordPayment(tx, deps.payments, {
-          provider: 'mercadopago',
-          externalId: String(payment.id),
-          amount: fromDecimalNumber(payment.transaction_amount),
-          currency,
-          occurredAt: new Date(payment.date_approved ?? payment.date_created ?? now),
-          receptor: receptorFromMetadata(payment.metadata),
-          description: payment.description ?? null,
-          formaPago: FORMA_PAGO[payment.payment_type_id ?? ''] ?? deps.defaultFormaPago,
-        });
-        for (const refund of payment.refunds ?? []) {
-          await recordRefund(tx, {
-            paymentProvider: 'mercadopago',
-            paymentExternalId: String(payment.id),
-            provider: 'mercadopago',
-            externalId: String(refund.id),
-            amount: fromDecimalNumber(refund.amount),
-            occurredAt: new Date(refund.date_created),
-          });
-        }
-        return true;
+    const fresh = await deps.ingest.submit({
+      event: {
+        provider: 'mercadopago',
+        eventId,
+        type: `${type}${typeof body.action === 'string' ? `:${body.action}` : ''}`,
+        result: handled ? 'accepted' : 'ignored',
+        payload: body,
       },
-      { maxWait: 10_000, timeout: 20_000 },
-    );
+      ...(handled && payment
+        ? {
+            payment: {
+              provider: 'mercadopago',
+              externalId: String(payment.id),
+              amount: fromDecimalNumber(payment.transaction_amount),
+              currency: payment.currency_id.toUpperCase(),
+              occurredAt: new Date(payment.date_approved ?? payment.date_created ?? now),
+              receptor: receptorFromMetadata(payment.metadata),
+              description: payment.description ?? null,
+              formaPago: FORMA_PAGO[payment.payment_type_id ?? ''] ?? deps.defaultFormaPago,
+            },
+            refunds: (payment.refunds ?? []).map((refund) => ({
+              paymentProvider: 'mercadopago',
+              paymentExternalId: String(payment.id),
+              provider: 'mercadopago',
+              externalId: String(refund.id),
+              amount: fromDecimalNumber(refund.amount),
+              occurredAt: new Date(refund.date_created),
+            })),
+          }
+        : {}),
+    });
     deps.metrics.webhooks.inc({
       provider: 'mercadopago',
       result: !fresh ? 'duplicate' : handled ? 'accepted' : 'ignored',

@@ -1,16 +1,15 @@
 import type { Request, Response } from 'express';
 import Stripe from 'stripe';
-import type { PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
-import { recordRefund, recordWebhookEvent } from '../use-cases/record-webhook.ts';
+import type { GroupCommit } from '../use-cases/group-commit.ts';
+import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { fromMinorUnits } from './amounts.ts';
 import { receptorFromMetadata } from './receptor.ts';
 
 export interface StripeWebhookDeps {
-  prisma: PrismaClient;
-  payments: RecordPaymentDeps;
+  /** Where payments are recorded: group commit, one transaction per batch. */
+  ingest: GroupCommit<WebhookDelivery, boolean>;
   secret: string | undefined;
   toleranceSeconds: number;
   defaultFormaPago: string;
@@ -42,69 +41,75 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
       throw new ApiError('invalid_signature');
     }
     const handled = ['payment_intent.succeeded', 'charge.succeeded', 'charge.refunded'].includes(event.type);
-    const fresh = await deps.prisma.$transaction(
-      async (tx) => {
-        const isNew = await recordWebhookEvent(tx, {
-          provider: 'stripe',
-          eventId: event.id,
-          type: event.type,
-          result: handled ? 'accepted' : 'ignored',
-          payload: event,
-        });
-        if (!isNew || !handled) return isNew;
-        const occurredAt = new Date(event.created * 1000);
-        if (event.type === 'payment_intent.succeeded') {
-          const pi = event.data.object;
-          const currency = pi.currency.toUpperCase();
-          await recordPayment(tx, deps.payments, {
-            provider: 'stripe',
-            externalId: pi.id,
-            amount: fromMinorUnits(pi.amount_received || pi.amount, currency),
-            currency,
-            occurredAt,
-            receptor: receptorFromMetadata(pi.metadata),
-            description: pi.description ?? null,
-            formaPago: formaPagoOf(pi.metadata, deps.defaultFormaPago),
-          });
-        } else if (event.type === 'charge.succeeded') {
-          const charge = event.data.object;
-          const currency = charge.currency.toUpperCase();
-          await recordPayment(tx, deps.payments, {
-            // The PaymentIntent's id when there is one: both events then name the same payment.
-            provider: 'stripe',
-            externalId: idOf(charge.payment_intent) ?? charge.id,
-            amount: fromMinorUnits(charge.amount_captured || charge.amount, currency),
-            currency,
-            occurredAt,
-            receptor: receptorFromMetadata(charge.metadata),
-            description: charge.description ?? null,
-            formaPago: formaPagoOf(
-              charge.metadata,
-              charge.payment_method_details?.card?.funding === 'debit' ? '28' : deps.defaultFormaPago,
-            ),
-          });
-        } else {
-          const charge = event.data.object as Stripe.Charge;
-          const currency = charge.currency.toUpperCase();
-          const refunds = charge.refunds?.data ?? [];
-          for (const refund of refunds) {
-            await recordRefund(tx, {
-              paymentProvider: 'stripe',
-              paymentExternalId: idOf(charge.payment_intent) ?? charge.id,
-              provider: 'stripe',
-              externalId: refund.id,
-              amount: fromMinorUnits(refund.amount, currency),
-              occurredAt: new Date(refund.created * 1000),
-            });
-          }
-        }
-        return true;
+    const fresh = await deps.ingest.submit({
+      event: {
+        provider: 'stripe',
+        eventId: event.id,
+        type: event.type,
+        result: handled ? 'accepted' : 'ignored',
+        payload: event,
       },
-      { maxWait: 10_000, timeout: 20_000 },
-    );
+      ...effectOf(event, deps.defaultFormaPago),
+    });
     deps.metrics.webhooks.inc({ provider: 'stripe', result: !fresh ? 'duplicate' : handled ? 'accepted' : 'ignored' });
     res.status(200).json({ received: true, duplicate: !fresh });
   };
+}
+
+/** What a Stripe event means for us: a payment, refunds, or nothing. */
+function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDelivery, 'event'> {
+  const occurredAt = new Date(event.created * 1000);
+  if (event.type === 'payment_intent.succeeded') {
+    const pi = event.data.object;
+    const currency = pi.currency.toUpperCase();
+    return {
+      payment: {
+        provider: 'stripe',
+        externalId: pi.id,
+        amount: fromMinorUnits(pi.amount_received || pi.amount, currency),
+        currency,
+        occurredAt,
+        receptor: receptorFromMetadata(pi.metadata),
+        description: pi.description ?? null,
+        formaPago: formaPagoOf(pi.metadata, defaultFormaPago),
+      },
+    };
+  }
+  if (event.type === 'charge.succeeded') {
+    const charge = event.data.object;
+    const currency = charge.currency.toUpperCase();
+    return {
+      payment: {
+        // The PaymentIntent's id when there is one: both events then name the same payment.
+        provider: 'stripe',
+        externalId: idOf(charge.payment_intent) ?? charge.id,
+        amount: fromMinorUnits(charge.amount_captured || charge.amount, currency),
+        currency,
+        occurredAt,
+        receptor: receptorFromMetadata(charge.metadata),
+        description: charge.description ?? null,
+        formaPago: formaPagoOf(
+          charge.metadata,
+          charge.payment_method_details?.card?.funding === 'debit' ? '28' : defaultFormaPago,
+        ),
+      },
+    };
+  }
+  if (event.type === 'charge.refunded') {
+    const charge = event.data.object;
+    const currency = charge.currency.toUpperCase();
+    return {
+      refunds: (charge.refunds?.data ?? []).map((refund) => ({
+        paymentProvider: 'stripe',
+        paymentExternalId: idOf(charge.payment_intent) ?? charge.id,
+        provider: 'stripe',
+        externalId: refund.id,
+        amount: fromMinorUnits(refund.amount, currency),
+        occurredAt: new Date(refund.created * 1000),
+      })),
+    };
+  }
+  return {};
 }
 
 function idOf(value: string | { id: string } | null | undefined): string | undefined {

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Prisma } from '@timbra/db';
+import { GroupCommit } from '../src/use-cases/group-commit.ts';
+import { startApi, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+  await api.prisma.$executeRawUnsafe('CREATE TABLE gc_items (item text PRIMARY KEY, txid bigint NOT NULL)');
+});
+afterAll(() => api.close());
+
+/** Records items as rows, set-wise, returning each item's transaction id; "bad…" items fail. */
+async function record(tx: Prisma.TransactionClient, items: string[]): Promise<{ item: string; txid: string }[]> {
+  const rows = await tx.$queryRaw<{ item: string; txid: string }[]>`
+    INSERT INTO gc_items (item, txid) SELECT item, txid_current() FROM unnest(${items}::text[]) AS item
+    RETURNING item, txid::text`;
+  if (items.some((i) => i.startsWith('bad'))) throw new Error(`bad item in ${items.join(',')}`);
+  const txidOf = new Map(rows.map((r) => [r.item, r.txid]));
+  return items.map((item) => ({ item, txid: txidOf.get(item)! }));
+}
+
+const stored = async (prefix: string) =>
+  (
+    await api.prisma.$queryRawUnsafe<{ item: string }[]>(
+      `SELECT item FROM gc_items WHERE item LIKE '${prefix}%' ORDER BY item`,
+    )
+  ).map((r) => r.item);
+
+describe('GroupCommit', () => {
+  it('records a lone item at once, and items submitted meanwhile together in the next transaction', async () => {
+    const gc = new GroupCommit(api.prisma, record, { maxBatch: 100, maxInFlight: 1 });
+    const items = Array.from({ length: 20 }, (_, i) => `a-${String(i).padStart(2, '0')}`);
+    const results = await Promise.all(items.map((i) => gc.submit(i)));
+    // Each caller gets its own item's result.
+    expect(results.map((r) => r.item)).toEqual(items);
+    // The first started alone; the 19 that arrived while it was open shared the next transaction.
+    const txids = new Set(results.map((r) => r.txid));
+    expect(txids.size).toBe(2);
+    expect(results.filter((r) => r.txid === results[0]!.txid)).toHaveLength(1);
+    expect(await stored('a-')).toEqual(items);
+  });
+
+  it('puts at most maxBatch items in a transaction', async () => {
+    const gc = new GroupCommit(api.prisma, record, { maxBatch: 3, maxInFlight: 1 });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => gc.submit(`b-${i}`)));
+    const perTx = new Map<string, number>();
+    for (const r of results) perTx.set(r.txid, (perTx.get(r.txid) ?? 0) + 1);
+    expect(Math.max(...perTx.values())).toBeLessThanOrEqual(3);
+    expect(perTx.size).toBeGreaterThanOrEqual(4);
+  });
+
+  it('fails only the bad item of a batch: the others are recorded, each in its own transaction', async () => {
+    const gc = new GroupCommit(api.prisma, record, { maxBatch: 100, maxInFlight: 1 });
+    const first = gc.submit('c-0');
+    const rest = ['c-1', 'bad-c', 'c-2', 'c-3'].map((i) =>
+      gc.submit(i).then(
+        (r) => ({ ok: true as const, r }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    );
+    await first;
+    const settled = await Promise.all(rest);
+    expect(settled.map((s) => s.ok)).toEqual([true, false, true, true]);
+    expect(String((settled[1] as { error: Error }).error.message)).toMatch(/^bad item in bad-c$/);
+    expect(await stored('c-')).toEqual(['c-0', 'c-1', 'c-2', 'c-3']);
+    expect(await stored('bad')).toEqual([]);
+  });
+});
