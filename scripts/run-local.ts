@@ -17,6 +17,8 @@ const env = {
   STRIPE_WEBHOOK_SECRET: 'whsec_dev_local_only',
   MERCADOPAGO_WEBHOOK_SECRET: 'mp_dev_local_only',
   SANDBOX_ADMIN_TOKEN: 'dev-admin-token',
+  DASHBOARD_USER: 'admin',
+  DASHBOARD_PASSWORD: 'dev-dashboard-local-only',
   ...process.env,
 };
 
@@ -56,6 +58,7 @@ process.on('SIGTERM', stop);
 start('sandbox', '@timbra/pac-sandbox');
 start('api', '@timbra/api');
 start('worker', '@timbra/worker');
+out(`[dev] queue dashboard: http://localhost:3000/admin/queues (user ${env.DASHBOARD_USER})`);
 out('[dev] API on http://localhost:3000 — try:');
 out(
   `[dev]   curl -X POST localhost:3000/v1/payments -H 'authorization: Bearer ${env.API_KEYS.split(':')[1] ?? ''}' -H 'content-type: application/json' -d '{"externalId":"demo-1","amount":"1160.00","currency":"MXN","occurredAt":"'$(date -u +%FT%TZ)'"}'`,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
 import type { Redis } from 'ioredis';
@@ -8,6 +8,7 @@ import { pinoHttp } from 'pino-http';
 import { migrationStatus, MIGRATIONS_DIR, type PrismaClient } from '@timbra/db';
 import { API_ERRORS, ApiError } from './errors.ts';
 import { apiKeyAuth, hashApiKey } from './http/auth.ts';
+import { DASHBOARD_PATH } from './http/dashboard.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { outboxRoutes } from './routes/outbox.ts';
@@ -32,6 +33,8 @@ export interface AppDeps {
   bodyLimit: string;
   rateLimitPerMinute: number;
   trustProxy: boolean;
+  /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
+  dashboard?: Router;
   stripe: { secret: string | undefined; toleranceSeconds: number };
   mercadoPago: { secret: string | undefined; toleranceSeconds: number; source: MercadoPagoPayments };
 }
@@ -133,6 +136,7 @@ export function createApp(deps: AppDeps) {
   v1.use(invoiceRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma));
   app.use('/v1', v1);
+  if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);
 
   app.use((_req, _res, next) => next(new ApiError('not_found')));
   app.use(errorHandler(deps.logger));

@@ -62,6 +62,12 @@ const schema = z.object({
   MERCADOPAGO_ACCESS_TOKEN: z.string().optional(),
   MERCADOPAGO_API_URL: z.string().url().default('https://api.mercadopago.com'),
   TRUST_PROXY: bool.default(false),
+  // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
+  DASHBOARD_USER: z.string().min(1).optional(),
+  DASHBOARD_PASSWORD: z.string().min(12).optional(),
+  DASHBOARD_ALLOW_DLQ_RETRY: bool.default(false),
+  /** BullMQ key prefix: the worker's QUEUE_PREFIX. */
+  QUEUE_PREFIX: z.string().default('{timbra}'),
 });
 
 export type ApiConfig = z.output<typeof schema>;
@@ -74,6 +80,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
     const c = parsed.data;
     if (c.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && !c.MERCADOPAGO_ACCESS_TOKEN) {
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required when MERCADOPAGO_PAYMENTS_SOURCE is api');
+    }
+    if (Boolean(c.DASHBOARD_USER) !== Boolean(c.DASHBOARD_PASSWORD)) {
+      problems.push('  DASHBOARD_USER, DASHBOARD_PASSWORD: set both (dashboard on) or neither (off)');
     }
     if (!c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE && (c.CSD_CER_PATH || c.CSD_KEY_PATH)) {
       problems.push('  CSD_PASSWORD: required (or CSD_PASSWORD_FILE) with CSD_CER_PATH/CSD_KEY_PATH');

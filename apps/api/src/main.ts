@@ -8,6 +8,7 @@ import { createPrisma, purgeExpiredIdempotencyKeys } from '@timbra/db';
 import { createApp } from './app.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
+import { dashboard } from './http/dashboard.ts';
 import { createMetrics } from './http/metrics.ts';
 import { paymentsFromApi, paymentsFromNotification } from './webhooks/mercadopago-webhook.ts';
 
@@ -54,10 +55,22 @@ const { emisorId } = await bootstrap(prisma, {
 });
 
 const metrics = createMetrics();
+const board =
+  config.DASHBOARD_USER && config.DASHBOARD_PASSWORD
+    ? dashboard({
+        redis,
+        prefix: config.QUEUE_PREFIX,
+        user: config.DASHBOARD_USER,
+        password: config.DASHBOARD_PASSWORD,
+        allowDlqRetry: config.DASHBOARD_ALLOW_DLQ_RETRY,
+      })
+    : undefined;
+if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');
 const app = createApp({
   prisma,
   redis,
   logger,
+  ...(board ? { dashboard: board.router } : {}),
   metrics,
   databaseUrl: config.DATABASE_URL,
   payments: {
@@ -110,10 +123,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
     clearInterval(purge);
     server.close(() => {
-      Promise.allSettled([prisma.$disconnect(), redis.quit()]).then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      Promise.allSettled([prisma.$disconnect(), board?.close()])
+        .then(() => redis.quit())
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
     setTimeout(() => process.exit(1), 15_000).unref();
   });

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { Router } from 'express';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
@@ -36,7 +37,7 @@ export interface TestApi {
 }
 
 /** The API on a free port over a fresh migrated database and the local Redis. */
-export async function startApi(options: { rateLimitPerMinute?: number } = {}): Promise<TestApi> {
+export async function startApi(options: { rateLimitPerMinute?: number; dashboard?: Router } = {}): Promise<TestApi> {
   const db = await createTestDatabase();
   const prisma = createPrisma(db.url, { poolSize: 10 });
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
@@ -81,6 +82,7 @@ export async function startApi(options: { rateLimitPerMinute?: number } = {}): P
     bodyLimit: '64kb',
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     trustProxy: false,
+    ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     stripe: { secret: STRIPE_SECRET, toleranceSeconds: 300 },
     mercadoPago: { secret: MP_SECRET, toleranceSeconds: 300, source: paymentsFromNotification },
   });
