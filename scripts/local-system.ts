@@ -1,0 +1,86 @@
+/**
+ * The whole system as local processes — pac-sandbox, API, worker — on Postgres and Redis from the
+ * environment, with the sandbox as the PAC. Used by `npm run dev` (scripts/run-local.ts) and
+ * `npm run demo` (scripts/demo.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ensureDatabase, migrate, MIGRATIONS_DIR } from '@timbra/db';
+
+/** Defaults that make a fresh checkout work; every app variable from the environment wins. */
+export function localEnv(): Record<string, string> {
+  return {
+    DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/timbra',
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    API_KEYS: 'demo:demo-key-change-me-0000',
+    STRIPE_WEBHOOK_SECRET: 'whsec_dev_local_only',
+    MERCADOPAGO_WEBHOOK_SECRET: 'mp_dev_local_only',
+    SANDBOX_ADMIN_TOKEN: 'dev-admin-token',
+    DASHBOARD_USER: 'admin',
+    DASHBOARD_PASSWORD: 'dev-dashboard-local-only',
+    ...(process.env as Record<string, string>),
+  };
+}
+
+export interface LocalSystem {
+  /** Every line the three processes printed so far, prefixed with their name. */
+  readonly lines: string[];
+  stop: () => Promise<void>;
+}
+
+/**
+ * Creates and migrates the database, then starts the three processes, echoing their output with a
+ * `[name]` prefix through `print`. If one exits, the others are stopped and `onExit` is called.
+ */
+export async function startLocalSystem(
+  env: Record<string, string>,
+  print: (line: string) => void,
+  onExit: (name: string, code: number | null) => void,
+): Promise<LocalSystem> {
+  if (await ensureDatabase(env.DATABASE_URL!)) print('[timbra] created the database');
+  const applied = await migrate(env.DATABASE_URL!, MIGRATIONS_DIR, (m) => print(`[timbra] ${m}`));
+  print(`[timbra] migrations: ${applied.length} applied, database up to date`);
+
+  const lines: string[] = [];
+  const children = new Map<string, ChildProcess>();
+  let stopping = false;
+  const start = (name: string, workspace: string) => {
+    // Its own process group, so stopping reaches the app itself and not only the npm in front of it.
+    const child = spawn('npm', ['run', '--silent', 'dev', '-w', workspace], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const echo = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        lines.push(`[${name}] ${line}`);
+        print(`[${name}] ${line}`);
+      }
+    };
+    child.stdout?.on('data', echo);
+    child.stderr?.on('data', echo);
+    child.on('exit', (code) => {
+      children.delete(name);
+      if (!stopping) onExit(name, code);
+    });
+    children.set(name, child);
+  };
+  start('sandbox', '@timbra/pac-sandbox');
+  start('api', '@timbra/api');
+  start('worker', '@timbra/worker');
+
+  return {
+    lines,
+    stop: async () => {
+      stopping = true;
+      const exits = [...children.values()].map((c) => new Promise((resolve) => c.once('exit', resolve)));
+      for (const c of children.values()) {
+        try {
+          process.kill(-c.pid!, 'SIGTERM');
+        } catch {
+          // already gone
+        }
+      }
+      await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+    },
+  };
+}
