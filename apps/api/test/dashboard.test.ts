@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import got from 'got';
 import { Redis } from 'ioredis';
-import { STAMP_DLQ, STAMP_QUEUE } from '@timbra/worker/jobs';
+import { STAMP_DLQ, STAMP_QUEUE } from '@timbra/db';
 import { dashboard, redactForDashboard } from '../src/http/dashboard.ts';
 import { startApi, type TestApi } from './helpers.ts';
 

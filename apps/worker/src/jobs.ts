@@ -1,24 +1,10 @@
 import type { JobsOptions } from 'bullmq';
 
 /**
- * The worker's queues and job shapes, declared once and imported by producer (relay) and consumer
- * (stamp processor). Job ids are stamp keys: adding the same document twice is a no-op.
+ * The worker's job options and retry policy. The queues and job shapes are shared with the API's
+ * dashboard and live in @timbra/db (queues.ts).
  */
-export const STAMP_QUEUE = 'stamp';
-export const STAMP_DLQ = 'stamp-dlq';
-
-export interface StampJobData {
-  outboxId: string;
-  stampKey: string;
-}
-
-export interface DeadLetterData extends StampJobData {
-  invoiceId: string;
-  reason: string;
-  code: string;
-  pac?: string;
-  failedAt: string;
-}
+export { STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db';
 
 export interface RetryPolicy {
   /** Attempts before a job is dead-lettered. */

@@ -1,5 +1,6 @@
 /**
- * @timbra/db — the Prisma client both apps use, the migrations runner and the invoice state machine.
+ * @timbra/db — the Prisma client both apps use, the migrations runner, the invoice state machine and
+ * the queue contract between the outbox and the stamp workers.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/client.ts';
@@ -28,6 +29,7 @@ export {
 export { MIGRATIONS_DIR } from './paths.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
 export { purgeExpiredIdempotencyKeys } from './idempotency-keys.ts';
+export { STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from './queues.ts';
 
 /** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {

@@ -5,7 +5,7 @@ import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import type { NextFunction, Request, Response, Router } from 'express';
 import type { Redis } from 'ioredis';
-import { STAMP_DLQ, STAMP_QUEUE } from '@timbra/worker/jobs';
+import { STAMP_DLQ, STAMP_QUEUE } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';

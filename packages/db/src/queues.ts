@@ -1,0 +1,20 @@
+/**
+ * The BullMQ queues between the outbox and the stamp workers, and their job shapes: the worker
+ * publishes and consumes them, the API's dashboard shows them. Job ids are stamp keys: adding the
+ * same document twice is a no-op.
+ */
+export const STAMP_QUEUE = 'stamp';
+export const STAMP_DLQ = 'stamp-dlq';
+
+export interface StampJobData {
+  outboxId: string;
+  stampKey: string;
+}
+
+export interface DeadLetterData extends StampJobData {
+  invoiceId: string;
+  reason: string;
+  code: string;
+  pac?: string;
+  failedAt: string;
+}
