@@ -70,6 +70,9 @@ const schema = z.object({
   QUEUE_PREFIX: z.string().default('{timbra}'),
 });
 
+/** Every variable the configuration reads (the README's configuration table lists each). */
+export const API_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type ApiConfig = z.output<typeof schema>;
 
 /** Reads the API configuration from `env`; throws listing every problem. */

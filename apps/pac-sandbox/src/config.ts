@@ -37,6 +37,9 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
+/** Every variable the configuration reads (the README's configuration table lists each). */
+export const SANDBOX_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type SandboxConfig = z.output<typeof schema>;
 
 /** Reads the sandbox configuration; throws listing every invalid variable. */

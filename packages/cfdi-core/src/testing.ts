@@ -107,3 +107,23 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_0
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * The environment variables a Markdown document lists under `heading`: every backticked
+ * UPPER_CASE name in the first column of the tables up to the next heading of the same or a
+ * higher level. For tests that keep configuration docs and config schemas in step.
+ */
+export function documentedVariables(markdownFile: string, heading: string): Set<string> {
+  const lines = readFileSync(markdownFile, 'utf8').split('\n');
+  const start = lines.findIndex((l) => l.trim() === heading);
+  if (start < 0) throw new Error(`${markdownFile}: no heading "${heading}"`);
+  const level = /^#+/.exec(heading)?.[0].length ?? 1;
+  const names = new Set<string>();
+  for (const line of lines.slice(start + 1)) {
+    const h = /^(#+) /.exec(line);
+    if (h && h[1]!.length <= level) break;
+    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? '';
+    for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
+  }
+  return names;
+}

@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from '@jest/globals';
+import { documentedVariables } from '@timbra/cfdi-core/testing';
+import { API_VARIABLES } from '../src/config.ts';
+
+const documented = documentedVariables(
+  fileURLToPath(new URL('../../../README.md', import.meta.url)),
+  '### API configuration',
+);
+
+describe('configuration documentation (README, "API configuration")', () => {
+  it('lists every variable the configuration reads', () => {
+    expect(API_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
+  });
+
+  it('lists no variable the configuration does not read', () => {
+    expect([...documented].filter((v) => !API_VARIABLES.includes(v))).toEqual([]);
+  });
+});

@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from '@jest/globals';
+import { documentedVariables } from '@timbra/cfdi-core/testing';
+import { WORKER_VARIABLES } from '../src/config.ts';
+
+const documented = documentedVariables(
+  fileURLToPath(new URL('../../../README.md', import.meta.url)),
+  '### Worker configuration',
+);
+
+describe('configuration documentation (README, "Worker configuration")', () => {
+  it('lists every variable the configuration reads', () => {
+    expect(WORKER_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
+  });
+
+  it('lists no variable the configuration does not read', () => {
+    expect([...documented].filter((v) => !WORKER_VARIABLES.includes(v))).toEqual([]);
+  });
+});
