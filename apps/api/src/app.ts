@@ -143,8 +143,10 @@ export function createApp(deps: AppDeps) {
   return app;
 }
 
+/** A body must be JSON; a POST without one (a re-drive) needs no content type. */
 function requireJson(req: Request, _res: Response, next: NextFunction): void {
-  next(req.is('application/json') ? undefined : new ApiError('unsupported_media_type'));
+  const empty = !req.get('transfer-encoding') && Number(req.get('content-length') ?? 0) === 0;
+  next(empty || req.is('application/json') ? undefined : new ApiError('unsupported_media_type'));
 }
 
 /** One error middleware: `{ error: { code, message, details?, requestId } }`; never a stack trace. */

@@ -1,0 +1,182 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import got, { type OptionsOfTextResponseBody, type Response } from 'got';
+import { parse } from 'yaml';
+import { z } from 'zod';
+import { createPaymentSchema } from '../src/routes/payments.ts';
+import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
+
+/**
+ * apps/api/openapi.yaml is a valid OpenAPI 3.1 document, and the running app answers what it says:
+ * every documented operation is called here and each answer is validated against the document's
+ * schema for that path, method and status.
+ */
+const documentUrl = new URL('../openapi.yaml', import.meta.url);
+const doc = parse(readFileSync(documentUrl, 'utf8')) as {
+  paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+  components: { schemas: Record<string, { properties: Record<string, unknown>; required: string[] }> };
+};
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+
+/** The document's object at a local reference (`#/components/responses/Error`). */
+function lookup(ref: string): unknown {
+  return ref
+    .slice(2)
+    .split('/')
+    .reduce<unknown>(
+      (node, key) => (node as Record<string, unknown>)[key.replaceAll('~1', '/').replaceAll('~0', '~')],
+      doc,
+    );
+}
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+const called = new Set<string>();
+
+/** Validates an answer against the document; remembers the operation as covered. */
+function conforms(path: string, method: string, res: Response<string>): void {
+  called.add(`${method} ${path}`);
+  const status = String(res.statusCode);
+  const operation = doc.paths[path]?.[method];
+  expect({ operation: `${method} ${path}`, documented: operation !== undefined }).toEqual({
+    operation: `${method} ${path}`,
+    documented: true,
+  });
+  expect({ operation: `${method} ${path}`, status, documented: status in operation!.responses }).toEqual({
+    operation: `${method} ${path}`,
+    status,
+    documented: true,
+  });
+  const type = String(res.headers['content-type'] ?? '').split(';')[0]!;
+  let response = operation!.responses[status] as { $ref?: string; content?: Record<string, { schema: object }> };
+  if (response.$ref) response = lookup(response.$ref) as typeof response;
+  expect(Object.keys(response.content ?? {})).toContain(type);
+  if (type !== 'application/json') return;
+  // Compiled with the document's components beside it, so `#/components/…` references resolve.
+  const validate = ajv.compile({ ...response.content![type]!.schema, components: doc.components });
+  const body: unknown = JSON.parse(res.body);
+  const valid = validate(body);
+  expect({ operation: `${method} ${path} → ${status}`, errors: valid ? null : validate.errors }).toEqual({
+    operation: `${method} ${path} → ${status}`,
+    errors: null,
+  });
+}
+
+const auth = { authorization: `Bearer ${KEYS.pos}` };
+const request = (method: 'get' | 'post', url: string, options: OptionsOfTextResponseBody = {}) =>
+  got(`${api.url}${url}`, { ...options, method, throwHttpErrors: false });
+
+describe('openapi.yaml', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const result = await new Validator().validate(documentUrl.pathname);
+    expect(result).toEqual({ valid: true });
+  });
+
+  it('documents the payment request exactly as the API parses it', () => {
+    const parsed = z.toJSONSchema(createPaymentSchema) as { properties: object; required: string[] };
+    const documented = doc.components.schemas.PaymentCreate!;
+    expect(Object.keys(documented.properties).sort()).toEqual(Object.keys(parsed.properties).sort());
+    expect([...documented.required].sort()).toEqual([...parsed.required].sort());
+  });
+
+  it('describes what the running app answers, for every documented operation', async () => {
+    const body = {
+      externalId: 'OPENAPI-1',
+      amount: '1160.00',
+      currency: 'MXN',
+      occurredAt: new Date(Date.now() - 60_000).toISOString(),
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '612',
+        codigoPostal: '36257',
+        usoCfdi: 'G03',
+      },
+    };
+    const created = await request('post', '/v1/payments', {
+      json: body,
+      headers: { ...auth, 'idempotency-key': 'oa-1' },
+    });
+    expect(created.statusCode).toBe(201);
+    conforms('/v1/payments', 'post', created);
+    conforms('/v1/payments', 'post', await request('post', '/v1/payments', { json: body, headers: auth }));
+    conforms(
+      '/v1/payments',
+      'post',
+      await request('post', '/v1/payments', { json: { ...body, amount: '-1' }, headers: auth }),
+    );
+    conforms('/v1/payments', 'post', await request('post', '/v1/payments', { json: body }));
+    conforms(
+      '/v1/payments',
+      'post',
+      await request('post', '/v1/payments', {
+        body: '{"a":',
+        headers: { ...auth, 'content-type': 'application/json' },
+      }),
+    );
+
+    const payment = JSON.parse(created.body) as { id: string; invoices: { id: string }[] };
+    conforms('/v1/payments', 'get', await request('get', '/v1/payments?limit=1', { headers: auth }));
+    conforms('/v1/payments', 'get', await request('get', '/v1/payments?limit=0', { headers: auth }));
+    conforms('/v1/payments/{id}', 'get', await request('get', `/v1/payments/${payment.id}`, { headers: auth }));
+    conforms(
+      '/v1/payments/{id}',
+      'get',
+      await request('get', `/v1/payments/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}`, { headers: auth }),
+    );
+
+    const invoiceId = payment.invoices[0]!.id;
+    conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=pending', { headers: auth }));
+    conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=nope', { headers: auth }));
+    conforms('/v1/invoices/{id}', 'get', await request('get', `/v1/invoices/${invoiceId}`, { headers: auth }));
+    conforms('/v1/invoices/{id}/xml', 'get', await request('get', `/v1/invoices/${invoiceId}/xml`, { headers: auth }));
+
+    const outboxId = (await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } })).id;
+    conforms('/v1/outbox/{id}/retry', 'post', await request('post', `/v1/outbox/${outboxId}/retry`, { headers: auth }));
+    conforms(
+      '/v1/outbox/{id}/retry',
+      'post',
+      await request('post', `/v1/outbox/${outboxId}/retry`, { headers: { authorization: `Bearer ${KEYS.admin}` } }),
+    );
+    await api.prisma.outboxRow.update({ where: { id: outboxId }, data: { status: 'failed' } });
+    await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamp_failed' } });
+    conforms(
+      '/v1/outbox/{id}/retry',
+      'post',
+      await request('post', `/v1/outbox/${outboxId}/retry`, { headers: { authorization: `Bearer ${KEYS.admin}` } }),
+    );
+
+    const delivery = stripeDelivery(paymentIntentSucceeded());
+    const stripe = (signature: string) =>
+      request('post', '/webhooks/stripe', {
+        body: delivery.body,
+        headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      });
+    conforms('/webhooks/stripe', 'post', await stripe(delivery.signature));
+    conforms('/webhooks/stripe', 'post', await stripe(delivery.signature.replace(/v1=./, 'v1=0')));
+    conforms(
+      '/webhooks/mercadopago',
+      'post',
+      await request('post', '/webhooks/mercadopago?data.id=1&type=payment', {
+        json: { type: 'payment', data: { id: '1' } },
+        headers: { 'x-signature': 'ts=1,v1=00', 'x-request-id': 'r' },
+      }),
+    );
+
+    conforms('/healthz', 'get', await request('get', '/healthz'));
+    conforms('/readyz', 'get', await request('get', '/readyz'));
+    conforms('/metrics', 'get', await request('get', '/metrics'));
+
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    expect(documented.filter((op) => !called.has(op))).toEqual([]);
+  });
+});
