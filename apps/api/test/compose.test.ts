@@ -42,6 +42,7 @@ describe('docker-compose.yml: the whole file', () => {
   it('has Postgres, Redis (noeviction), a one-shot migration, the sandbox, the API and the worker, wired by health', () => {
     expect(Object.keys(compose.services).sort()).toEqual([
       'api',
+      'demo',
       'migrate',
       'pac-sandbox',
       'postgres',
@@ -59,5 +60,19 @@ describe('docker-compose.yml: the whole file', () => {
         redis: { condition: 'service_healthy' },
       });
     }
+  });
+
+  it('has a demo profile whose client talks to the api service with its key and webhook secrets', () => {
+    const demo = compose.services.demo! as ComposeService & { profiles?: string[] };
+    const api = compose.services.api!;
+    expect(demo.profiles).toEqual(['demo']);
+    expect(demo.command).toEqual(['node', 'apps/api/dist/demo/demo-cli.js']);
+    expect(existsSync(new URL('apps/api/src/demo/demo-cli.ts', root))).toBe(true);
+    expect(demo.environment).toMatchObject({
+      DEMO_API_URL: 'http://api:3000',
+      STRIPE_WEBHOOK_SECRET: api.environment!.STRIPE_WEBHOOK_SECRET,
+      MERCADOPAGO_WEBHOOK_SECRET: api.environment!.MERCADOPAGO_WEBHOOK_SECRET,
+    });
+    expect(api.environment!.API_KEYS!.split(',').map((k) => k.split(':')[1])).toContain(demo.environment!.DEMO_API_KEY);
   });
 });

@@ -1,0 +1,49 @@
+/**
+ * `node dist/demo/demo-cli.js` — the demo client against a running API (the compose `demo`
+ * profile): sample payments in, the table of their stamped invoices out. Exit 0 when every invoice
+ * was stamped in time, 1 otherwise.
+ *
+ * Environment: DEMO_API_URL (default http://127.0.0.1:3000), DEMO_API_KEY (default: the first key of
+ * API_KEYS), STRIPE_WEBHOOK_SECRET, MERCADOPAGO_WEBHOOK_SECRET (the API's), DEMO_TIMEOUT_S (120).
+ */
+import { demoTable, runDemo } from './demo-client.ts';
+
+const env = process.env;
+const out = (line: string) => process.stdout.write(`${line}\n`);
+const apiUrl = env.DEMO_API_URL ?? 'http://127.0.0.1:3000';
+const apiKey = env.DEMO_API_KEY ?? (env.API_KEYS ?? '').split(',')[0]?.split(':')[1];
+const timeoutMs = Number(env.DEMO_TIMEOUT_S ?? 120) * 1000;
+if (!apiKey || !env.STRIPE_WEBHOOK_SECRET || !env.MERCADOPAGO_WEBHOOK_SECRET) {
+  out('demo: set DEMO_API_KEY (or API_KEYS), STRIPE_WEBHOOK_SECRET and MERCADOPAGO_WEBHOOK_SECRET as the API has them');
+  process.exit(64);
+}
+
+const deadline = Date.now() + timeoutMs;
+while (
+  !(await fetch(`${apiUrl}/readyz`)
+    .then((r) => r.ok)
+    .catch(() => false))
+) {
+  if (Date.now() > deadline) {
+    out(`demo: ${apiUrl} is not ready`);
+    process.exit(1);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+}
+try {
+  const rows = await runDemo({
+    apiUrl,
+    apiKey,
+    stripeSecret: env.STRIPE_WEBHOOK_SECRET,
+    mercadoPagoSecret: env.MERCADOPAGO_WEBHOOK_SECRET,
+    timeoutMs: Math.max(1000, deadline - Date.now()),
+    log: out,
+  });
+  out('');
+  demoTable(rows).forEach(out);
+  out('');
+  out(`[demo] queue dashboard: ${apiUrl}/admin/queues`);
+} catch (error) {
+  out(`[demo] FAILED: ${(error as Error).message}`);
+  process.exit(1);
+}

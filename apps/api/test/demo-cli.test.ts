@@ -1,0 +1,50 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { KEYS, MP_SECRET, startApi, STRIPE_SECRET, type TestApi } from './helpers.ts';
+
+const run = promisify(execFile);
+const cli = fileURLToPath(new URL('../src/demo/demo-cli.ts', import.meta.url));
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(() => api.close());
+
+const demo = (env: Record<string, string>) =>
+  run(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', cli], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+  }).then(
+    ({ stdout }) => ({ code: 0, stdout }),
+    (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
+  );
+
+// The full run (payments stamped by a worker) is `npm run demo -- --exit`, in .ci/run. Here: an API
+// without a worker, so the client records everything and then reports the stamps it did not see.
+describe('demo client (compose demo profile)', () => {
+  it('sends the samples through every entrance, then fails clearly when nothing stamps them', async () => {
+    const { code, stdout } = await demo({
+      DEMO_API_URL: api.url,
+      DEMO_API_KEY: KEYS.pos,
+      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      MERCADOPAGO_WEBHOOK_SECRET: MP_SECRET,
+      DEMO_TIMEOUT_S: '3',
+    });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/duplicate: true/);
+    expect(stdout).toMatch(/Idempotent-Replayed: true/);
+    expect(stdout).toMatch(/FAILED: not every invoice was stamped in time/);
+    const payments = await api.prisma.payment.findMany({ include: { invoices: true, refunds: true } });
+    expect(payments.map((p) => p.provider).sort()).toEqual(['api:pos', 'mercadopago', 'stripe', 'stripe']);
+    expect(payments.every((p) => p.invoices.length === 1 && p.invoices[0]!.status === 'pending')).toBe(true);
+    expect(payments.flatMap((p) => p.refunds)).toHaveLength(1);
+  }, 30_000);
+
+  it('refuses to start without the API key and the webhook secrets (exit 64)', async () => {
+    const { code, stdout } = await demo({ DEMO_API_URL: api.url });
+    expect(code).toBe(64);
+    expect(stdout).toMatch(/set DEMO_API_KEY/);
+  });
+});
