@@ -15,7 +15,15 @@ import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
 
 const { config, pacs } = loadConfig(process.env);
-const logger = pino({ level: config.LOG_LEVEL, name: 'worker' });
+// Nothing logs these today; redacted anyway, so a future `logger.info({ pac })` cannot leak them.
+const logger = pino({
+  level: config.LOG_LEVEL,
+  name: 'worker',
+  redact: {
+    paths: ['password', '*.password', 'csd', '*.csd', 'authorization', '*.authorization', '*.headers.authorization'],
+    censor: '[redacted]',
+  },
+});
 const roles = new Set(config.WORKER_ROLES.split(',').map((r) => r.trim()));
 
 const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
