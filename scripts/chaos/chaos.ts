@@ -1,0 +1,554 @@
+/**
+ * `npm run chaos -- [--payments N] [--duration S] [--seed X] [--variant naive] [--expect-violations] [--out DIR]`
+ *
+ * Proves the product's promise under the faults production has, with real processes on loopback:
+ * the pac-sandbox (primary + backup), the API, two workers (one relay + sweeper + stamper, one
+ * stamper), a private redis-server (killed once and restarted empty) and a fresh database. It sends
+ * N payments — signed Stripe webhooks (~30% delivered two or three times: at once, later, out of
+ * order), signed Mercado Pago notifications, REST payments with Idempotency-Key retried after
+ * client-side timeouts — while the sandbox injects errors before processing, stamp-then-drop on the
+ * primary, an outage of the primary and latency, and while workers are SIGKILLed and restarted.
+ * Then it waits for the outbox to drain and checks, from the database and the sandbox's ledger:
+ * no lost webhook, every payment with exactly one stamped Ingreso, no orphan stamp, no duplicate,
+ * no folio gap, no frozen XML changed after its first send, no dead letter.
+ *
+ * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
+ * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
+ * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
+ * only if the harness catches it (orphans or duplicates). Not covered: restarting Postgres (the
+ * run uses the machine's Postgres, not a private cluster).
+ */
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createPrisma } from '@timbra/db';
+import { createTestDatabase } from '@timbra/db/testing';
+import { freePort, privateRedis, Proc, ROOT, until } from './processes.ts';
+
+const { values } = parseArgs({
+  options: {
+    payments: { type: 'string', default: '200' },
+    duration: { type: 'string', default: '60' },
+    seed: { type: 'string', default: '42' },
+    variant: { type: 'string', default: 'product' },
+    'expect-violations': { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
+});
+const N = Number(values.payments);
+const durationS = Number(values.duration);
+const seed = Number(values.seed);
+const naive = values.variant === 'naive';
+if (!['product', 'naive'].includes(values.variant)) throw new Error('--variant is product or naive');
+
+// Seeded choices, so a run's plan (duplicates, delays, kinds) can be repeated.
+let s = seed >>> 0;
+const random = () => {
+  s = (s + 0x6d2b79f5) >>> 0;
+  let t = Math.imul(s ^ (s >>> 15), s | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
+const log = (line: string) =>
+  process.stdout.write(`[chaos ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const started = Date.now();
+
+// --- The system -------------------------------------------------------------------------------
+const secrets = {
+  stripe: `whsec_chaos_${randomUUID()}`,
+  mp: `mp_chaos_${randomUUID()}`,
+  apiKey: `chaos-${randomUUID()}`,
+};
+const adminToken = `chaos-admin-${randomUUID()}`;
+const pacPassword = `chaos-pac-${randomUUID()}`;
+// A fresh, migrated database of its own (dropped at the end), on $TEST_DATABASE_URL's server.
+const database = await createTestDatabase();
+const databaseUrl = database.url;
+
+const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await Promise.all(
+  Array.from({ length: 5 }, () => freePort()),
+)) as [number, number, number, number, number];
+const redisUrl = `redis://127.0.0.1:${redisPort}`;
+const redis = privateRedis(redisPort);
+const sandbox = Proc.app('sandbox', 'apps/pac-sandbox/src/main.ts', {
+  SANDBOX_PRIMARY_PORT: String(primaryPort),
+  SANDBOX_BACKUP_PORT: String(backupPort),
+  SANDBOX_ADMIN_PORT: String(adminPort),
+  SANDBOX_ADMIN_TOKEN: adminToken,
+  SANDBOX_SW_PASSWORD: pacPassword,
+  SANDBOX_SEED: String(seed),
+  LOG_LEVEL: 'warn',
+});
+const api = Proc.app('api', 'apps/api/src/main.ts', {
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  PORT: String(apiPort),
+  HOST: '127.0.0.1',
+  API_KEYS: `chaos:${secrets.apiKey}`,
+  STRIPE_WEBHOOK_SECRET: secrets.stripe,
+  MERCADOPAGO_WEBHOOK_SECRET: secrets.mp,
+  RATE_LIMIT_PER_MINUTE: '10000000',
+  LOG_LEVEL: 'warn',
+});
+const pacEnv = (prefix: 'PRIMARY' | 'BACKUP', port: number) => ({
+  [`PAC_${prefix}_KIND`]: 'sw',
+  [`PAC_${prefix}_URL`]: `http://127.0.0.1:${port}`,
+  [`PAC_${prefix}_USER`]: 'timbra',
+  [`PAC_${prefix}_PASSWORD`]: pacPassword,
+});
+const workerEnv = (roles: string) => ({
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  WORKER_ROLES: roles,
+  WORKER_CONCURRENCY: '8',
+  WORKER_HTTP_PORT: '0',
+  RELAY_POLL_MS: '500',
+  STAMP_LOCK_MS: '5000',
+  STAMP_BACKOFF_BASE_MS: '200',
+  STAMP_BACKOFF_MAX_MS: '3000',
+  STAMP_ATTEMPTS: '50',
+  SWEEPER_INTERVAL_MS: '1000',
+  SWEEPER_STALE_MS: '4000',
+  PAC_CONNECT_TIMEOUT_MS: '1000',
+  PAC_RESPONSE_TIMEOUT_MS: '3000',
+  CIRCUIT_THRESHOLD: '3',
+  CIRCUIT_COOLDOWN_MS: '2000',
+  SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
+  LOG_LEVEL: 'warn',
+  ...pacEnv('PRIMARY', primaryPort),
+  ...pacEnv('BACKUP', backupPort),
+});
+const workers = naive
+  ? [
+      Proc.app('naive-worker', 'scripts/chaos/naive-worker.ts', {
+        DATABASE_URL: databaseUrl,
+        PAC_PRIMARY_URL: `http://127.0.0.1:${primaryPort}`,
+        PAC_BACKUP_URL: `http://127.0.0.1:${backupPort}`,
+        PAC_USER: 'timbra',
+        PAC_PASSWORD: pacPassword,
+      }),
+    ]
+  : [
+      Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper')),
+      Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper')),
+    ];
+const all = [redis, sandbox, api, ...workers];
+
+const apiUrl = `http://127.0.0.1:${apiPort}`;
+const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;
+const admin = async (path: string, body?: object) => {
+  const response = await fetch(`${adminUrl}${path}`, {
+    method: body ? 'POST' : 'GET',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  if (!response.ok) throw new Error(`sandbox admin ${path}: HTTP ${response.status}`);
+  return response.json() as Promise<Record<string, unknown>>;
+};
+
+// Processes that died (or were killed) come back, as an orchestrator would bring them back.
+const held = new Set<Proc>();
+let supervising = true;
+const supervisor = (async () => {
+  while (supervising) {
+    for (const p of all) if (!p.running && !held.has(p)) p.start();
+    await sleep(300);
+  }
+})();
+
+const counters = { workerKills: 0, redisKills: 0, deliveries: 0, deliveryRetries: 0, restTimeouts: 0 };
+let exitCode = 1;
+try {
+  redis.start();
+  await sleep(300);
+  sandbox.start();
+  api.start();
+  for (const w of workers) w.start();
+  await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
+  await until(
+    'the sandbox admin API',
+    async () =>
+      (await fetch(`${adminUrl}/ledger?received=false`, { headers: { authorization: `Bearer ${adminToken}` } })).ok,
+    30_000,
+  );
+  log(
+    `system up: database ${new URL(databaseUrl).pathname.slice(1)}, redis :${redisPort}, api :${apiPort}, PACs :${primaryPort}/:${backupPort}${naive ? ' — NAIVE stamper (deliberately broken)' : ''}`,
+  );
+
+  // --- Faults --------------------------------------------------------------------------------
+  await admin('/faults', {
+    instance: 'primary',
+    reset: true,
+    seed,
+    errorRate: 0.05,
+    dropRate: 0.1,
+    dropMode: 'destroy',
+    latencyMs: [5, 40],
+  });
+  await admin('/faults', { instance: 'backup', reset: true, seed: seed + 1, errorRate: 0.05, latencyMs: [5, 40] });
+  log('faults: 5% errors before processing on both PACs, 10% stamp-then-drop on the primary, 5–40 ms latency');
+
+  const loadStart = Date.now();
+  const sendWindowMs = durationS * 600;
+  const timers: Promise<void>[] = [];
+  const at = (ms: number, what: () => Promise<void>) => timers.push(sleep(ms).then(what));
+  at(durationS * 250, async () => {
+    await admin('/faults', { instance: 'primary', outageUntil: Date.now() + Math.max(3000, durationS * 100) });
+    log(`primary PAC outage for ${Math.max(3, durationS / 10).toFixed(0)} s: failover must carry the load`);
+  });
+  at(durationS * 400, async () => {
+    held.add(redis);
+    await redis.stop('SIGKILL');
+    counters.redisKills++;
+    log('redis killed (SIGKILL); it comes back empty: every queued job is lost');
+    await sleep(1000);
+    held.delete(redis);
+  });
+  const killing = (async () => {
+    let i = 0;
+    while (Date.now() - started < durationS * 1000) {
+      await sleep(Math.min(6000, Math.max(1500, durationS * 80)));
+      const victim = workers[i++ % workers.length]!;
+      held.add(victim);
+      await victim.stop('SIGKILL');
+      counters.workerKills++;
+      log(`${victim.name} killed (SIGKILL)`);
+      await sleep(500);
+      held.delete(victim);
+    }
+  })();
+
+  // --- Load --------------------------------------------------------------------------------------
+  type Kind = 'stripe' | 'mercadopago' | 'rest';
+  const plan = Array.from({ length: N }, (_, i) => {
+    const r = random();
+    const kind: Kind = r < 0.7 ? 'stripe' : r < 0.85 ? 'mercadopago' : 'rest';
+    return {
+      i,
+      kind,
+      externalId: kind === 'mercadopago' ? String(9_000_000 + i) : kind === 'rest' ? `rest-${i}` : `pi_chaos_${i}`,
+      centavos: 10_000 + Math.floor(random() * 500_000),
+      copies: random() < 0.3 ? 2 + Math.floor(random() * 2) : 1,
+      startMs: Math.floor(random() * sendWindowMs),
+    };
+  });
+  const acked = new Set<string>();
+  const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
+
+  /** Sends until a 2xx, as providers and careful clients do. */
+  async function deliver(
+    p: (typeof plan)[number],
+    build: () => { url: string; init: RequestInit },
+    timeoutMs?: number,
+  ) {
+    for (let attempt = 0; ; attempt++) {
+      counters.deliveries++;
+      if (attempt > 0) counters.deliveryRetries++;
+      const { url, init } = build();
+      try {
+        const response = await fetch(url, {
+          ...init,
+          signal: AbortSignal.timeout(attempt === 0 && timeoutMs ? timeoutMs : 10_000),
+        });
+        await response.text();
+        if (response.ok) {
+          acked.add(`${providerOf(p)}|${p.externalId}`);
+          return;
+        }
+      } catch (error) {
+        if ((error as Error).name === 'TimeoutError') counters.restTimeouts++;
+      }
+      if (Date.now() - started > (durationS + 120) * 1000) return;
+      await sleep(200 + attempt * 200);
+    }
+  }
+  const stripeBody = (p: (typeof plan)[number]) =>
+    JSON.stringify({
+      id: `evt_chaos_${p.i}`,
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      created: Math.floor(started / 1000) - 10,
+      data: {
+        object: {
+          id: p.externalId,
+          object: 'payment_intent',
+          amount: p.centavos,
+          amount_received: p.centavos,
+          currency: 'mxn',
+          metadata: {},
+        },
+      },
+    });
+  const send = (p: (typeof plan)[number]): Promise<void> => {
+    if (p.kind === 'stripe') {
+      const body = stripeBody(p);
+      return deliver(p, () => {
+        const t = Math.floor(Date.now() / 1000);
+        const v1 = createHmac('sha256', secrets.stripe).update(`${t}.${body}`).digest('hex');
+        return {
+          url: `${apiUrl}/webhooks/stripe`,
+          init: {
+            method: 'POST',
+            body,
+            headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` },
+          },
+        };
+      });
+    }
+    if (p.kind === 'mercadopago') {
+      const body = JSON.stringify({
+        id: 50_000_000 + p.i,
+        type: 'payment',
+        action: 'payment.updated',
+        data: {
+          id: p.externalId,
+          status: 'approved',
+          transaction_amount: p.centavos / 100,
+          currency_id: 'MXN',
+          date_approved: new Date(started - 10_000).toISOString(),
+          payment_type_id: 'credit_card',
+          metadata: {},
+        },
+      });
+      return deliver(p, () => {
+        const requestId = randomUUID();
+        const ts = Math.floor(Date.now() / 1000);
+        const v1 = createHmac('sha256', secrets.mp)
+          .update(`id:${p.externalId};request-id:${requestId};ts:${ts};`)
+          .digest('hex');
+        return {
+          url: `${apiUrl}/webhooks/mercadopago?data.id=${p.externalId}&type=payment`,
+          init: {
+            method: 'POST',
+            body,
+            headers: {
+              'content-type': 'application/json',
+              'x-request-id': requestId,
+              'x-signature': `ts=${ts},v1=${v1}`,
+            },
+          },
+        };
+      });
+    }
+    const body = JSON.stringify({
+      externalId: p.externalId,
+      amount: (p.centavos / 100).toFixed(2),
+      currency: 'MXN',
+      occurredAt: new Date(started - 10_000).toISOString(),
+    });
+    // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
+    return deliver(
+      p,
+      () => ({
+        url: `${apiUrl}/v1/payments`,
+        init: {
+          method: 'POST',
+          body,
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${secrets.apiKey}`,
+            'idempotency-key': `chaos-${p.i}`,
+          },
+        },
+      }),
+      random() < 0.5 ? 5 : undefined,
+    );
+  };
+  const sending = plan.flatMap((p) =>
+    Array.from({ length: p.copies }, (_, copy) =>
+      // Copies: the first two at once, a third after a delay (out of order with later payments).
+      sleep(p.startMs + (copy === 2 ? 500 + Math.floor(random() * 3000) : 0)).then(() => send(p)),
+    ),
+  );
+  await Promise.all(sending);
+  const sentAt = Date.now();
+  log(
+    `sent ${N} payments in ${plan.reduce((n, p) => n + p.copies, 0)} deliveries (${counters.deliveryRetries} retried); ${acked.size} acknowledged`,
+  );
+  await Promise.all([killing, ...timers]);
+
+  // --- Drain ---------------------------------------------------------------------------------------
+  const prisma = createPrisma(databaseUrl, { poolSize: 2 });
+  const drainDeadline = Date.now() + 120_000;
+  let drainedAt = 0;
+  for (;;) {
+    const [row] = await prisma.$queryRaw<
+      { open: number }[]
+    >`SELECT count(*)::int AS open FROM outbox WHERE status IN ('pending', 'enqueued')`;
+    if (row!.open === 0) {
+      drainedAt = Date.now();
+      break;
+    }
+    if (Date.now() > drainDeadline) break;
+    await sleep(500);
+  }
+  log(
+    drainedAt
+      ? `outbox drained ${((drainedAt - sentAt) / 1000).toFixed(1)} s after the last delivery`
+      : 'outbox NOT drained in 120 s',
+  );
+  await sleep(1500); // answers in flight land in the ledger
+
+  // --- Checks --------------------------------------------------------------------------------------
+  const ledger = (await admin('/ledger')) as {
+    stamps: { uuid: string; cadenaHash: string; instance: string; customid?: string }[];
+    duplicates: { cadenaHash: string; uuids: string[] }[];
+    received: { instance: string; customid?: string; xmlSha256: string; outcome: string }[];
+  };
+  const payments = await prisma.$queryRaw<
+    { provider: string; external_id: string; invoices: number; stamped: number }[]
+  >`
+    SELECT p.provider, p.external_id,
+           count(i.id)::int AS invoices, count(i.id) FILTER (WHERE i.status = 'stamped' AND i.uuid IS NOT NULL)::int AS stamped
+    FROM payments p LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
+    GROUP BY p.provider, p.external_id`;
+  const invoices = await prisma.$queryRaw<
+    { serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
+  >`
+    SELECT serie, folio, uuid, stamp_key, frozen_xml FROM invoices WHERE kind = 'I'`;
+  const [attempts] = await prisma.$queryRaw<{ total: number; backup_stamps: number }[]>`
+    SELECT count(*)::int AS total, count(*) FILTER (WHERE pac = 'backup' AND outcome IN ('stamped', 'already_stamped'))::int AS backup_stamps FROM pac_attempts`;
+  const [dlq] = await prisma.$queryRaw<
+    { failed: number }[]
+  >`SELECT count(*)::int AS failed FROM outbox WHERE status = 'failed'`;
+  await prisma.$disconnect();
+
+  const inDb = new Map(payments.map((p) => [`${p.provider}|${p.external_id}`, p]));
+  const lost = [...acked].filter((k) => !inDb.has(k));
+  const exactlyOne = [...acked].filter((k) => inDb.get(k)?.invoices === 1 && inDb.get(k)?.stamped === 1).length;
+  const ourUuids = new Set(invoices.flatMap((i) => (i.uuid ? [i.uuid.toUpperCase()] : [])));
+  const orphans = ledger.stamps.filter((st) => !ourUuids.has(st.uuid.toUpperCase()));
+  const uuidsPerKey = new Map<string, Set<string>>();
+  for (const st of ledger.stamps)
+    if (st.customid) uuidsPerKey.set(st.customid, (uuidsPerKey.get(st.customid) ?? new Set()).add(st.uuid));
+  const duplicateStamps = ledger.duplicates.length + [...uuidsPerKey.values()].filter((u) => u.size > 1).length;
+  const multiInvoice = payments.filter((p) => p.invoices > 1).length;
+  const folioProblems = (() => {
+    const bySerie = new Map<string, number[]>();
+    for (const i of invoices) bySerie.set(i.serie, [...(bySerie.get(i.serie) ?? []), i.folio]);
+    let problems = 0;
+    for (const folios of bySerie.values()) {
+      folios.sort((a, b) => a - b);
+      for (let k = 1; k < folios.length; k++) if (folios[k] !== folios[k - 1]! + 1) problems++;
+      if (folios.length > 0 && folios[0] !== 1) problems++;
+    }
+    return problems;
+  })();
+  const frozenSha = new Map(
+    invoices.map((i) => [
+      i.stamp_key,
+      i.frozen_xml ? createHash('sha256').update(i.frozen_xml, 'utf8').digest('hex') : '',
+    ]),
+  );
+  const changed = new Set(
+    ledger.received
+      .filter((r) => r.customid && frozenSha.has(r.customid) && frozenSha.get(r.customid) !== r.xmlSha256)
+      .map((r) => r.customid),
+  ).size;
+  const recoveries = ledger.received.filter((r) => r.outcome === '307' || r.outcome === 'CFDI3307').length;
+  const stampedCount = invoices.filter((i) => i.uuid).length;
+  const runS = ((drainedAt || Date.now()) - loadStart) / 1000;
+
+  const figures = [
+    {
+      figure: 'webhooks/requests acknowledged 2xx (distinct payments)',
+      value: acked.size,
+      must: `= ${N} sent, all with rows`,
+      ok: acked.size === N && lost.length === 0,
+    },
+    { figure: 'acknowledged payments without rows (lost)', value: lost.length, must: '0', ok: lost.length === 0 },
+    {
+      figure: 'payments with exactly one stamped Ingreso',
+      value: `${((100 * exactlyOne) / Math.max(1, acked.size)).toFixed(1)}% (${exactlyOne})`,
+      must: '100%',
+      ok: exactlyOne === acked.size && acked.size > 0,
+    },
+    {
+      figure: 'orphan stamps (in the PAC ledger, not in our DB)',
+      value: orphans.length,
+      must: '0',
+      ok: orphans.length === 0,
+    },
+    {
+      figure: 'duplicate stamps (a cadena or a key with two UUIDs, one PAC or across)',
+      value: duplicateStamps,
+      must: '0',
+      ok: duplicateStamps === 0,
+    },
+    { figure: 'payments with more than one Ingreso', value: multiInvoice, must: '0', ok: multiInvoice === 0 },
+    { figure: 'folio gaps / repeats', value: folioProblems, must: '0', ok: folioProblems === 0 },
+    { figure: 'frozen XML changed after first send', value: changed, must: '0', ok: changed === 0 },
+    { figure: 'invoices in the dead-letter queue', value: dlq!.failed, must: '0', ok: dlq!.failed === 0 },
+  ];
+  const stats = {
+    variant: naive ? 'naive (deliberately broken)' : 'product',
+    payments: N,
+    deliveries: counters.deliveries,
+    deliveryRetries: counters.deliveryRetries,
+    clientTimeouts: counters.restTimeouts,
+    stamped: stampedCount,
+    stampedPerSecondOverTheRun: Number((stampedCount / runS).toFixed(1)),
+    drainedSecondsAfterLastDelivery: drainedAt ? Number(((drainedAt - sentAt) / 1000).toFixed(1)) : 'not drained',
+    pacAttempts: attempts!.total,
+    retries: Math.max(0, attempts!.total - stampedCount),
+    failoverStamps: attempts!.backup_stamps,
+    recoveries307: recoveries,
+    workerKills: counters.workerKills,
+    redisKills: counters.redisKills,
+    ledgerStamps: ledger.stamps.length,
+  };
+  const violations = figures.filter((f) => !f.ok);
+  const markdown = [
+    `# Chaos run — ${new Date().toISOString()}`,
+    '',
+    `${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}; --payments ${N} --duration ${durationS} --seed ${seed}${naive ? ' --variant naive' : ''}`,
+    '',
+    '| figure | value | must be | |',
+    '|---|---|---|---|',
+    ...figures.map((f) => `| ${f.figure} | ${f.value} | ${f.must} | ${f.ok ? 'ok' : '**FAILED**'} |`),
+    '',
+    '| also | |',
+    '|---|---|',
+    ...Object.entries(stats).map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+  ].join('\n');
+  process.stdout.write(`\n${markdown}\n`);
+  const out = values.out ?? join(ROOT, '.chaos', new Date().toISOString().replaceAll(':', '-'));
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'chaos.md'), markdown);
+  writeFileSync(
+    join(out, 'chaos.json'),
+    JSON.stringify({ figures, stats, orphans: orphans.slice(0, 20), lost: lost.slice(0, 20) }, null, 2),
+  );
+  log(`written to ${out}/chaos.{md,json}`);
+
+  if (values['expect-violations']) {
+    const caught = orphans.length + duplicateStamps > 0;
+    log(
+      caught
+        ? 'the harness caught the broken variant (orphans or duplicates): as expected'
+        : 'the broken variant was NOT caught',
+    );
+    exitCode = caught ? 0 : 1;
+  } else {
+    exitCode = violations.length === 0 ? 0 : 1;
+    if (violations.length > 0) {
+      log(`FAILED: ${violations.map((v) => v.figure).join('; ')}`);
+      for (const p of all)
+        if (p.tail.length > 0) log(`${p.name} (started ${p.starts}×), last lines:\n  ${p.tail.slice(-8).join('\n  ')}`);
+    }
+  }
+} catch (error) {
+  log(`FAILED: ${(error as Error).message}`);
+  for (const p of all) if (p.tail.length > 0) log(`${p.name}, last lines:\n  ${p.tail.slice(-8).join('\n  ')}`);
+} finally {
+  supervising = false;
+  await supervisor;
+  await Promise.all(all.map((p) => p.stop('SIGTERM')));
+  await Promise.all(all.map((p) => p.stop('SIGKILL')));
+  await database.drop().catch(() => undefined);
+}
+process.exit(exitCode);

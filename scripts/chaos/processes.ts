@@ -1,0 +1,101 @@
+/**
+ * Real processes for the chaos run: each app started from its sources in its own process group, so
+ * SIGKILL reaches the app itself; a private redis-server that can be killed and restarted empty.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export class Proc {
+  private child: ChildProcess | undefined;
+  /** Last lines of output, for the report when something goes wrong. */
+  readonly tail: string[] = [];
+  starts = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly command: string,
+    private readonly args: string[],
+    private readonly env: Record<string, string>,
+  ) {}
+
+  /** An app started from its TypeScript entry point (as `npm run dev` does). */
+  static app(name: string, entry: string, env: Record<string, string>): Proc {
+    return new Proc(name, process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', `${ROOT}${entry}`], {
+      ...(process.env as Record<string, string>),
+      ...env,
+    });
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  start(): void {
+    this.starts++;
+    const child = spawn(this.command, this.args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const keep = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        this.tail.push(line.slice(0, 500));
+        if (this.tail.length > 40) this.tail.shift();
+      }
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.child = child;
+  }
+
+  /** Sends `signal` to the whole process group and waits (at most 10 s) for the exit. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      return;
+    }
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+  }
+}
+
+/** A redis-server of our own: no persistence, so a restart comes back empty (data lost). */
+export function privateRedis(port: number): Proc {
+  return new Proc(
+    'redis',
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    process.env as Record<string, string>,
+  );
+}
+
+/** Resolves when `probe` is true; throws after `timeoutMs`. */
+export async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
