@@ -238,6 +238,19 @@ try {
   const acked = new Set<string>();
   const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
 
+  // At most this many requests in flight, as a provider's delivery pool would be: retries of a
+  // slow API must not pile up sockets in the harness.
+  let inFlight = 0;
+  const waiting: (() => void)[] = [];
+  const slot = async () => {
+    while (inFlight >= 64) await new Promise<void>((resolve) => waiting.push(resolve));
+    inFlight++;
+  };
+  const release = () => {
+    inFlight--;
+    waiting.shift()?.();
+  };
+
   /** Sends until a 2xx, as providers and careful clients do. */
   async function deliver(
     p: (typeof plan)[number],
@@ -248,6 +261,7 @@ try {
       counters.deliveries++;
       if (attempt > 0) counters.deliveryRetries++;
       const { url, init } = build();
+      await slot();
       try {
         const response = await fetch(url, {
           ...init,
@@ -260,6 +274,8 @@ try {
         }
       } catch (error) {
         if ((error as Error).name === 'TimeoutError') counters.restTimeouts++;
+      } finally {
+        release();
       }
       if (Date.now() - started > (durationS + 120) * 1000) return;
       await sleep(200 + attempt * 200);

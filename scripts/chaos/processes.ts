@@ -53,6 +53,8 @@ export class Proc {
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
+    // A failed spawn is an exited process: the supervisor tries again.
+    child.on('error', (error) => this.tail.push(`spawn failed: ${error.message}`));
     this.child = child;
   }
 
