@@ -18,14 +18,15 @@
  * only if the harness catches it (orphans or duplicates). Not covered: restarting Postgres (the
  * run uses the machine's Postgres, not a private cluster).
  */
-import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { mercadoPagoSignatureHeader, stripeSignatureHeader } from '@timbra/api/demo';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
-import { freePort, privateRedis, Proc, ROOT, until } from './processes.ts';
+import { freePort, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -302,14 +303,15 @@ try {
     if (p.kind === 'stripe') {
       const body = stripeBody(p);
       return deliver(p, () => {
-        const t = Math.floor(Date.now() / 1000);
-        const v1 = createHmac('sha256', secrets.stripe).update(`${t}.${body}`).digest('hex');
         return {
           url: `${apiUrl}/webhooks/stripe`,
           init: {
             method: 'POST',
             body,
-            headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` },
+            headers: {
+              'content-type': 'application/json',
+              'stripe-signature': stripeSignatureHeader(body, secrets.stripe),
+            },
           },
         };
       });
@@ -331,10 +333,6 @@ try {
       });
       return deliver(p, () => {
         const requestId = randomUUID();
-        const ts = Math.floor(Date.now() / 1000);
-        const v1 = createHmac('sha256', secrets.mp)
-          .update(`id:${p.externalId};request-id:${requestId};ts:${ts};`)
-          .digest('hex');
         return {
           url: `${apiUrl}/webhooks/mercadopago?data.id=${p.externalId}&type=payment`,
           init: {
@@ -343,7 +341,7 @@ try {
             headers: {
               'content-type': 'application/json',
               'x-request-id': requestId,
-              'x-signature': `ts=${ts},v1=${v1}`,
+              'x-signature': mercadoPagoSignatureHeader(p.externalId, requestId, secrets.mp),
             },
           },
         };

@@ -10,17 +10,17 @@
  * pgbench's one-transaction-per-payment figure; INGEST_BATCH_MAX / INGEST_TRANSACTIONS in the
  * environment reach the API process (INGEST_BATCH_MAX=1 measures one transaction per payment).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
-import { cpus, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { cpus } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
 import { freePort } from '@timbra/cfdi-core/testing';
-import { createTestDatabase } from '@timbra/db/testing';
+import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -162,67 +162,7 @@ async function measureIngest(): Promise<{
 const { rate: ingestRate, p50, p99, committed, cpu } = await measureIngest();
 
 // --- pgbench on the same Postgres, same transaction shape --------------------------------------
-const benchDb = await createTestDatabase();
-const dir = mkdtempSync(join(tmpdir(), 'timbra-pgbench-'));
-/** pgbench TPS for the same transaction shape on a fresh database. */
-async function measurePgbench(): Promise<number> {
-  try {
-    const setup = new pg.Client({ connectionString: benchDb.url });
-    await setup.connect();
-    const emisor = (
-      await setup.query<{ id: string }>(
-        `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES (gen_random_uuid(), 'EKU9003173C9', 'E', '601', '42501') RETURNING id`,
-      )
-    ).rows[0]!.id;
-    await setup.query(`INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), $1, 'A', 'I')`, [
-      emisor,
-    ]);
-    await setup.end();
-    const xml = 'x'.repeat(3000);
-    writeFileSync(
-      join(dir, 'ingest.sql'),
-      [
-        'BEGIN;',
-        `UPDATE series SET next_folio = next_folio + 1 WHERE emisor_id = '${emisor}' AND serie = 'A' RETURNING next_folio - 1 AS folio \\gset`,
-        `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at) VALUES (gen_random_uuid(), 'bench', gen_random_uuid()::text, 1160.00, 'MXN', now()) RETURNING id AS payment_id \\gset`,
-        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, cadena_original) VALUES (gen_random_uuid(), '${emisor}', :payment_id, 'I', 'A', :folio, 'MXN', 1000.00, 1160.00, 'pending', gen_random_uuid()::text, '${xml}', '${'c'.repeat(600)}') RETURNING id AS invoice_id, stamp_key \\gset`,
-        `INSERT INTO outbox (id, kind, invoice_id, stamp_key) VALUES (gen_random_uuid(), 'stamp', :invoice_id, :stamp_key);`,
-        `SELECT pg_notify('timbra_outbox', :invoice_id);`,
-        'COMMIT;',
-      ].join('\n'),
-    );
-    const url = new URL(benchDb.url);
-    const out = execFileSync(
-      'pgbench',
-      [
-        '-n',
-        '-M',
-        'extended',
-        '-c',
-        String(concurrency),
-        '-j',
-        '2',
-        '-T',
-        String(seconds),
-        '-f',
-        join(dir, 'ingest.sql'),
-        '-h',
-        url.hostname,
-        '-p',
-        url.port || '5432',
-        '-U',
-        decodeURIComponent(url.username) || 'postgres',
-        url.pathname.slice(1),
-      ],
-      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-    await benchDb.drop();
-  }
-}
-const pgbenchTps = await measurePgbench();
+const pgbenchTps = await pgbenchPaymentShape({ clients: concurrency, seconds });
 
 const share = ingestRate / pgbenchTps;
 process.stdout.write(

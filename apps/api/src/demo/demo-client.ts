@@ -28,6 +28,22 @@ export interface DemoRow {
   status: string;
 }
 
+/** `Stripe-Signature` for a body, as Stripe computes it: `t=<unix s>,v1=<HMAC-SHA256(secret, "t.body")>`. */
+export function stripeSignatureHeader(body: string, secret: string, t = Math.floor(Date.now() / 1000)): string {
+  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+}
+
+/** Mercado Pago's `x-signature`: HMAC-SHA256 of `id:<data.id>;request-id:<x-request-id>;ts:<ts>;`. */
+export function mercadoPagoSignatureHeader(
+  dataId: string,
+  requestId: string,
+  secret: string,
+  ts = Math.floor(Date.now() / 1000),
+): string {
+  const manifest = `id:${dataId.toLowerCase()};request-id:${requestId};ts:${ts};`;
+  return `ts=${ts},v1=${createHmac('sha256', secret).update(manifest).digest('hex')}`;
+}
+
 /** A customer with fiscal data: the SAT's test persona física. */
 const CUSTOMER = {
   rfc: 'CACX7605101P8',
@@ -71,9 +87,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
       created: Math.floor(Date.now() / 1000) - 5,
       data: { object },
     });
-    const t = Math.floor(Date.now() / 1000);
-    const v1 = createHmac('sha256', options.stripeSecret).update(`${t}.${body}`).digest('hex');
-    return { body, headers: { 'stripe-signature': `t=${t},v1=${v1}` } };
+    return { body, headers: { 'stripe-signature': stripeSignatureHeader(body, options.stripeSecret) } };
   };
 
   const sent: { externalId: string; note: string }[] = [];
@@ -107,8 +121,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
 
   const mpId = String(Date.now());
   const requestId = randomUUID();
-  const ts = Math.floor(Date.now() / 1000);
-  const manifest = `id:${mpId};request-id:${requestId};ts:${ts};`;
   await post(
     `/webhooks/mercadopago?data.id=${mpId}&type=payment`,
     JSON.stringify({
@@ -128,7 +140,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     }),
     {
       'x-request-id': requestId,
-      'x-signature': `ts=${ts},v1=${createHmac('sha256', options.mercadoPagoSecret).update(manifest).digest('hex')}`,
+      'x-signature': mercadoPagoSignatureHeader(mpId, requestId, options.mercadoPagoSecret),
     },
     200,
   );

@@ -1,5 +1,5 @@
 /**
- * Real processes for the chaos run: each app started from its sources in its own process group, so
+ * Real processes for the chaos run and the end-to-end benchmark: each app started from its sources in its own process group, so
  * SIGKILL reaches the app itself; a private redis-server that can be killed and restarted empty.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
