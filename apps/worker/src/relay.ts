@@ -66,8 +66,14 @@ export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: n
   let stopped = false;
   let running: Promise<unknown> = Promise.resolve();
   let wake: (() => void) | undefined;
+  // A NOTIFY that lands while a round runs is remembered: the next round starts at once instead of
+  // after the poll interval (the round may have claimed before that row committed).
+  let notified = false;
   const listener = new pg.Client({ connectionString: options.databaseUrl });
-  listener.on('notification', () => wake?.());
+  listener.on('notification', () => {
+    notified = true;
+    wake?.();
+  });
   listener.on('error', (error) => options.logger.warn({ err: error }, 'relay LISTEN connection failed; polling only'));
   const connected = listener
     .connect()
@@ -77,12 +83,15 @@ export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: n
   const loop = async () => {
     await connected;
     while (!stopped) {
+      notified = false;
       running = relay.drainAll().catch((error: unknown) => options.logger.error({ err: error }, 'relay round failed'));
       await running;
       if (stopped) break;
+      if (notified) continue;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, options.pollMs);
         wake = () => {
+          wake = undefined;
           clearTimeout(timer);
           resolve();
         };
