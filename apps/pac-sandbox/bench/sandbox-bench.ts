@@ -7,14 +7,13 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createSign, createVerify } from 'node:crypto';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SwClient } from '@timbra/cfdi-core';
-import { freePort } from '@timbra/cfdi-core/testing';
-import { emisor, freshInvoice, pacCsd, SW } from '../test/helpers.ts';
+import { freePort, rawVerifySignRate } from '@timbra/cfdi-core/testing';
+import { freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
   options: { docs: { type: 'string', default: '3000' }, concurrency: { type: 'string', default: '16' } },
@@ -34,17 +33,7 @@ function processCpuMs(pid: number | undefined): number {
 }
 
 // Raw floor: one RSA-2048 verify (the emisor's Sello) + one sign (the TFD), on one core.
-const sample = freshInvoice();
-const rawStart = process.hrtime.bigint();
-let rawOps = 0;
-while (process.hrtime.bigint() - rawStart < 2_000_000_000n) {
-  createVerify('RSA-SHA256')
-    .update(sample.cadenaOriginal, 'utf8')
-    .verify(emisor.csd.certificate.publicKey, sample.sello, 'base64');
-  createSign('RSA-SHA256').update(sample.cadenaOriginal, 'utf8').sign(pacCsd.privateKey, 'base64');
-  rawOps++;
-}
-const rawRate = rawOps / (Number(process.hrtime.bigint() - rawStart) / 1e9);
+const rawRate = rawVerifySignRate(2);
 
 const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
 const child = spawn(

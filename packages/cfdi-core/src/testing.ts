@@ -3,6 +3,7 @@
  * part of the runtime API): the SAT reference files, the SAT test CSDs, a typical invoice request,
  * free ports and polling. One place, so every suite builds its fixtures the same way.
  */
+import { createSign, createVerify } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
@@ -126,4 +127,25 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
     for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
   }
   return names;
+}
+
+/**
+ * RSA-2048 operations a stamp cannot avoid — verify the emisor's Sello, sign the TFD — per second on
+ * one core, measured for `seconds`: the raw reference of the sandbox and end-to-end benchmarks.
+ */
+export function rawVerifySignRate(seconds = 2): number {
+  const sample = freezeSample();
+  const emisor = defaultCsd();
+  const pac = loadTestCsd('CACX7605101P8');
+  const start = process.hrtime.bigint();
+  const budget = BigInt(Math.round(seconds * 1e9));
+  let ops = 0;
+  while (process.hrtime.bigint() - start < budget) {
+    createVerify('RSA-SHA256')
+      .update(sample.cadenaOriginal, 'utf8')
+      .verify(emisor.certificate.publicKey, sample.sello, 'base64');
+    createSign('RSA-SHA256').update(sample.cadenaOriginal, 'utf8').sign(pac.privateKey, 'base64');
+    ops++;
+  }
+  return ops / (Number(process.hrtime.bigint() - start) / 1e9);
 }
