@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { privateRedisArgs } from '@timbra/cfdi-core/testing';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -74,23 +75,7 @@ export class Proc {
 
 /** A redis-server of our own: no persistence, so a restart comes back empty (data lost). */
 export function privateRedis(port: number): Proc {
-  return new Proc(
-    'redis',
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    process.env as Record<string, string>,
-  );
+  return new Proc('redis', 'redis-server', privateRedisArgs(port), process.env as Record<string, string>);
 }
 
 /** Resolves when `probe` is true; throws after `timeoutMs`. */

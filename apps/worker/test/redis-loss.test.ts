@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createPrisma, type PrismaClient } from '@timbra/db';
+import { privateRedisArgs } from '@timbra/cfdi-core/testing';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
@@ -27,22 +28,7 @@ beforeAll(async () => {
   sandbox = await startSandboxProcess();
   // A private Redis: this test flushes it.
   const port = await freePort();
-  redisServer = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
+  redisServer = spawn('redis-server', privateRedisArgs(port), { stdio: 'ignore' });
   redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 50 });
   await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);
 });

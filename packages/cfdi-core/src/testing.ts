@@ -149,3 +149,11 @@ export function rawVerifySignRate(seconds = 2): number {
   }
   return ops / (Number(process.hrtime.bigint() - start) / 1e9);
 }
+
+/** `redis-server` arguments for a private, throwaway Redis on `port`: loopback only, no persistence. */
+export function privateRedisArgs(port: number, maxmemoryPolicy = 'noeviction'): string[] {
+  return [
+    ...['--port', String(port), '--bind', '127.0.0.1'],
+    ...['--save', '', '--appendonly', 'no', '--maxmemory-policy', maxmemoryPolicy],
+  ];
+}
