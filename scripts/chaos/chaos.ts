@@ -153,12 +153,7 @@ const admin = async (path: string, body?: object) => {
 // Processes that died (or were killed) come back, as an orchestrator would bring them back.
 const held = new Set<Proc>();
 let supervising = true;
-const supervisor = (async () => {
-  while (supervising) {
-    for (const p of all) if (!p.running && !held.has(p)) p.start();
-    await sleep(300);
-  }
-})();
+let supervisor: Promise<void> = Promise.resolve();
 
 const counters = { workerKills: 0, redisKills: 0, deliveries: 0, deliveryRetries: 0, restTimeouts: 0 };
 let exitCode = 1;
@@ -168,6 +163,12 @@ try {
   sandbox.start();
   api.start();
   for (const w of workers) w.start();
+  supervisor = (async () => {
+    while (supervising) {
+      for (const p of all) if (!p.running && !held.has(p)) p.start();
+      await sleep(300);
+    }
+  })();
   await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
   await until(
     'the sandbox admin API',
@@ -513,6 +514,8 @@ try {
     workerKills: counters.workerKills,
     redisKills: counters.redisKills,
     ledgerStamps: ledger.stamps.length,
+    // How many times each process was started: the kills really happened (and nothing ran twice).
+    processStarts: all.map((p) => `${p.name} ${p.starts}`).join(', '),
   };
   const violations = figures.filter((f) => !f.ok);
   const markdown = [

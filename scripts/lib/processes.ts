@@ -43,7 +43,9 @@ export class Proc {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** Starts the process unless it is running already (one instance per Proc, always). */
   start(): void {
+    if (this.running) return;
     this.starts++;
     const child = spawn(this.command, this.args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const keep = (chunk: Buffer) => {
