@@ -2,6 +2,8 @@ import { PacError, type PacClient, type PacOutcome, type StampResult } from '@ti
 
 /** One PAC call, as recorded in `pac_attempts`. */
 export interface AttemptRecord {
+  /** The id `beforeSend` gave this call (its write-ahead record), if any. */
+  id?: string;
   pac: string;
   outcome: PacOutcome;
   uuid?: string;
@@ -71,7 +73,16 @@ export class PacChain {
   }
 
   /** Sends the same frozen bytes to each eligible PAC in turn until one answers. */
-  async stamp(frozenXml: string, stampKey: string, sticky?: string): Promise<ChainResult> {
+  async stamp(
+    frozenXml: string,
+    stampKey: string,
+    sticky?: string,
+    /**
+     * Called before each PAC call, and awaited: the caller records that the call is about to be made
+     * (so a worker that dies during it leaves a trace — see stickyPac) and returns that record's id.
+     */
+    beforeSend?: (pac: string) => Promise<string>,
+  ): Promise<ChainResult> {
     const attempts: AttemptRecord[] = [];
     const candidates = sticky ? this.pacs.filter((p) => p.name === sticky) : this.pacs;
     let last: PacError | undefined;
@@ -83,11 +94,13 @@ export class PacChain {
         last = new PacError({ outcome: 'transient', pacCode: 'CIRCUIT_OPEN', pac: pac.name, message: 'circuit open' });
         continue;
       }
+      const id = beforeSend ? await beforeSend(pac.name) : undefined;
       const started = performance.now();
       try {
         const result = await pac.stamp(frozenXml, { idempotencyKey: stampKey });
         breaker.succeeded();
         attempts.push({
+          ...(id ? { id } : {}),
           pac: pac.name,
           outcome: result.recovered ? 'already_stamped' : 'stamped',
           uuid: result.uuid,
@@ -98,6 +111,7 @@ export class PacChain {
       } catch (error) {
         if (!(error instanceof PacError)) throw error;
         attempts.push({
+          ...(id ? { id } : {}),
           pac: pac.name,
           outcome: error.outcome,
           code: error.pacCode,
@@ -122,14 +136,15 @@ export class PacChain {
 }
 
 /**
- * The PAC that may hold a stamp of this document: the last one that failed ambiguously and has not
- * answered about it since (a stamp, a recovery or a refusal). A transient failure there proves
- * nothing about the earlier attempt, so it does not release the document.
+ * The PAC that may hold a stamp of this document: the last one that failed ambiguously — or whose
+ * call never got an outcome recorded (`in_flight`: the worker died during it) — and has not answered
+ * about it since (a stamp, a recovery or a refusal). A transient failure there proves nothing about
+ * the earlier attempt, so it does not release the document.
  */
 export function stickyPac(attempts: readonly { pac: string; outcome: string }[]): string | undefined {
   let sticky: string | undefined;
   for (const a of attempts) {
-    if (a.outcome === 'ambiguous') sticky = a.pac;
+    if (a.outcome === 'ambiguous' || a.outcome === 'in_flight') sticky = a.pac;
     else if (a.pac === sticky && a.outcome !== 'transient') sticky = undefined;
   }
   return sticky;

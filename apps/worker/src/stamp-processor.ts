@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { PrismaClient } from '@timbra/db';
+import { Prisma, type PrismaClient } from '@timbra/db';
 import type { DeadLetterData, StampJobData } from './jobs.ts';
 import { stickyPac, type AttemptRecord, type PacChain } from './pac-chain.ts';
 
@@ -38,7 +39,22 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML');
       throw new UnrecoverableError('no frozen XML');
     }
-    const { result, error, attempts } = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history));
+    // Write-ahead: each PAC call is recorded `in_flight` (committed) before it is made, and updated
+    // with its outcome after. A worker killed during the call leaves that row: the next attempt
+    // stays with that PAC (stickyPac), which may have stamped — a second PAC would stamp again.
+    const beforeSend = async (pac: string) => {
+      const id = randomUUID();
+      await prisma.$executeRaw`
+        INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
+        VALUES (${id}::uuid, ${row.invoiceId}::uuid, ${pac}, 'in_flight', 0)`;
+      return id;
+    };
+    const { result, error, attempts } = await deps.chain.stamp(
+      row.frozenXml,
+      row.stampKey,
+      stickyPac(row.history),
+      beforeSend,
+    );
     deps.onAttempts?.(attempts);
 
     if (result?.sameDocument) {
@@ -55,10 +71,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
           WHERE id = ${row.id}::uuid AND EXISTS (SELECT 1 FROM stamped)
           RETURNING id
         ), ledger AS (
-          INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
-          SELECT gen_random_uuid(), ${row.invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
-          FROM json_to_recordset(${JSON.stringify(attempts.map(ledgerEntry))}::json)
-               AS a(pac text, outcome text, uuid text, code text, duration_ms int)
+          ${ledgerUpsert(row.invoiceId, attempts)}
           RETURNING id
         )
         SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded, (SELECT count(*) FROM done)::int AS done,
@@ -78,7 +91,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     }
 
     await prisma.$transaction([
-      prisma.pacAttempt.createMany({ data: attempts.map((a) => attemptRow(row.invoiceId, a)) }),
+      prisma.$executeRaw`${ledgerUpsert(row.invoiceId, attempts)}`,
       prisma.outboxRow.update({
         where: { id: row.id },
         data: {
@@ -124,19 +137,26 @@ interface LoadedRow {
   history: { pac: string; outcome: string }[];
 }
 
-function ledgerEntry(a: AttemptRecord) {
-  return { pac: a.pac, outcome: a.outcome, uuid: a.uuid ?? null, code: a.code ?? null, duration_ms: a.durationMs };
-}
-
-function attemptRow(invoiceId: string, a: AttemptRecord) {
-  return {
-    invoiceId,
+/**
+ * Writes the PAC calls' outcomes: each call's `in_flight` row (by its id) gets its outcome; a call
+ * without one (a circuit-open skip) gets a row of its own.
+ */
+function ledgerUpsert(invoiceId: string, attempts: readonly AttemptRecord[]): Prisma.Sql {
+  const entries = attempts.map((a) => ({
+    id: a.id ?? null,
     pac: a.pac,
     outcome: a.outcome,
     uuid: a.uuid ?? null,
     code: a.code ?? null,
-    durationMs: a.durationMs,
-  };
+    duration_ms: a.durationMs,
+  }));
+  return Prisma.sql`
+    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
+    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
+    FROM json_to_recordset(${JSON.stringify(entries)}::json)
+         AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
+    ON CONFLICT (id) DO UPDATE
+      SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
 }
 
 async function deadLetter(

@@ -6,7 +6,7 @@ import { createPrisma, redriveOutboxRow, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import type { DeadLetterData } from '../src/jobs.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { PacChain, stickyPac } from '../src/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,
@@ -136,6 +136,49 @@ describe('relay + stamp worker against the sandbox', () => {
     const l = await ledger();
     expect(l.stamps.filter((s) => s.customid === p.stampKey)).toHaveLength(1);
     expect((await invoice(p.invoiceId)).pac).toBe('primary');
+  });
+
+  it('a worker killed during a PAC call (its attempt left in_flight) → the retry stays with that PAC, even while it is down', async () => {
+    const p = await pendingInvoice(prisma, 'killed');
+    // What a killed worker leaves: the primary stamped the document, our record says only "sent".
+    const [primary] = swClients(sandbox);
+    const earlier = await primary!.stamp(p.frozenXml, { idempotencyKey: p.stampKey });
+    await prisma.$executeRaw`
+      INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
+      VALUES (gen_random_uuid(), ${p.invoiceId}::uuid, 'primary', 'in_flight', 0)`;
+    await sandbox.admin('faults', { instance: 'primary', outageUntil: Date.now() + 1_500 });
+    const w = worker({ attempts: 50 });
+    await w.relay.drainAll();
+    await eventually(
+      async () => (await invoice(p.invoiceId)).attempts.filter((a) => a.outcome === 'transient').length >= 1,
+    );
+    expect((await invoice(p.invoiceId)).attempts.some((a) => a.pac === 'backup')).toBe(false);
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped', 30_000);
+    const stamped = await invoice(p.invoiceId);
+    expect(stamped).toMatchObject({ pac: 'primary', uuid: earlier.uuid });
+    expect((await ledger()).stamps.filter((s) => s.customid === p.stampKey)).toHaveLength(1);
+  });
+
+  it('records each PAC call before making it, and its outcome on the same row after', async () => {
+    const w = worker();
+    const p = await pendingInvoice(prisma, 'write-ahead');
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
+    const attempts = (await invoice(p.invoiceId)).attempts;
+    expect(attempts.map((a) => a.outcome)).toEqual(['stamped']);
+    expect(stickyPac([{ pac: 'primary', outcome: 'in_flight' }])).toBe('primary');
+    expect(
+      stickyPac([
+        { pac: 'primary', outcome: 'in_flight' },
+        { pac: 'primary', outcome: 'transient' },
+      ]),
+    ).toBe('primary');
+    expect(
+      stickyPac([
+        { pac: 'primary', outcome: 'in_flight' },
+        { pac: 'primary', outcome: 'already_stamped' },
+      ]),
+    ).toBe(undefined);
   });
 
   it('a permanent rejection dead-letters (outbox failed, invoice stamp_failed, DLQ entry, alert); a re-drive stamps the same bytes', async () => {
