@@ -18,25 +18,13 @@ if (!apiKey || !env.STRIPE_WEBHOOK_SECRET || !env.MERCADOPAGO_WEBHOOK_SECRET) {
   process.exit(64);
 }
 
-const deadline = Date.now() + timeoutMs;
-while (
-  !(await fetch(`${apiUrl}/readyz`)
-    .then((r) => r.ok)
-    .catch(() => false))
-) {
-  if (Date.now() > deadline) {
-    out(`demo: ${apiUrl} is not ready`);
-    process.exit(1);
-  }
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-}
 try {
   const rows = await runDemo({
     apiUrl,
     apiKey,
     stripeSecret: env.STRIPE_WEBHOOK_SECRET,
     mercadoPagoSecret: env.MERCADOPAGO_WEBHOOK_SECRET,
-    timeoutMs: Math.max(1000, deadline - Date.now()),
+    timeoutMs,
     log: out,
   });
   out('');

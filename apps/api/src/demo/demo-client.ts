@@ -61,12 +61,21 @@ interface PaymentView {
   invoices: { id: string; serieFolio: string; uuid: string | null; status: string }[];
 }
 
-/** Sends the samples, waits for every invoice to be stamped, and returns one row per invoice. */
+/** Waits for the API to be ready, sends the samples, waits for every invoice to be stamped, and returns one row per invoice. */
 export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   const { apiUrl, log } = options;
   const run = Date.now().toString(36);
   const deadline = Date.now() + options.timeoutMs;
   const auth = { authorization: `Bearer ${options.apiKey}` };
+  while (
+    !(await fetch(`${apiUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error(`${apiUrl} did not become ready`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 
   const post = async (path: string, body: string, headers: Record<string, string>, expected: number) => {
     const response = await fetch(`${apiUrl}${path}`, {
