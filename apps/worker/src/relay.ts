@@ -69,19 +69,13 @@ export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: n
   // A NOTIFY that lands while a round runs is remembered: the next round starts at once instead of
   // after the poll interval (the round may have claimed before that row committed).
   let notified = false;
-  const listener = new pg.Client({ connectionString: options.databaseUrl });
-  listener.on('notification', () => {
+  const listener = listenForOutbox(options.databaseUrl, options.logger, () => {
     notified = true;
     wake?.();
   });
-  listener.on('error', (error) => options.logger.warn({ err: error }, 'relay LISTEN connection failed; polling only'));
-  const connected = listener
-    .connect()
-    .then(() => listener.query(`LISTEN ${OUTBOX_CHANNEL}`))
-    .catch((error: unknown) => options.logger.warn({ err: error }, 'relay could not LISTEN; polling only'));
 
   const loop = async () => {
-    await connected;
+    await listener.ready;
     while (!stopped) {
       notified = false;
       running = relay.drainAll().catch((error: unknown) => options.logger.error({ err: error }, 'relay round failed'));
@@ -105,7 +99,61 @@ export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: n
       wake?.();
       await done;
       await running;
-      await listener.end().catch(() => undefined);
+      await listener.close();
+    },
+  };
+}
+
+/**
+ * LISTENs on the outbox channel and calls `onNotify` for each NOTIFY. A lost connection (Postgres
+ * restarted, the backend terminated) is re-established with backoff (0.25 s doubling to 10 s); in
+ * the meantime the relay polls. After each (re)connect `onNotify` is called once: rows may have
+ * committed while nobody listened. `ready` resolves after the first attempt, successful or not.
+ */
+export function listenForOutbox(databaseUrl: string, logger: Logger, onNotify: () => void) {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let delayMs = 250;
+  let lost = false;
+
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: databaseUrl });
+    client = c;
+    let dropped = false;
+    const drop = (error?: unknown) => {
+      if (dropped || closed) return;
+      dropped = true;
+      if (!lost) logger.warn({ err: error }, 'relay LISTEN connection lost; polling until it is back');
+      lost = true;
+      c.end().catch(() => undefined);
+      retry = setTimeout(() => void connect(), delayMs);
+      delayMs = Math.min(delayMs * 2, 10_000);
+    };
+    c.on('notification', onNotify);
+    c.on('error', drop);
+    c.on('end', () => drop(new Error('connection ended')));
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    } catch (error) {
+      drop(error);
+      return;
+    }
+    if (closed) return;
+    delayMs = 250;
+    if (lost) logger.info('relay LISTEN connection re-established');
+    lost = false;
+    onNotify();
+  };
+
+  const ready = connect();
+  return {
+    ready,
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => undefined);
     },
   };
 }
