@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { stripeSignatureHeader } from '@timbra/api/demo';
-import { rawVerifySignRate } from '@timbra/cfdi-core/testing';
+import { cpuMs, rawVerifySignRate } from '@timbra/cfdi-core/testing';
 import { createPrisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';
@@ -122,6 +122,23 @@ function sendPayment(id: string): Promise<number> {
 const prisma = createPrisma(database.url, { poolSize: 2 });
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
 
+/** CPU ms so far of each process of the system, Postgres's backends and this load generator. */
+function cpuSnapshot(): Record<string, number> {
+  const load = process.cpuUsage();
+  return {
+    ...Object.fromEntries(processes.map((p) => [p.name, cpuMs({ pid: p.pid })])),
+    postgres: cpuMs({ comm: 'postgres' }),
+    'load generator': (load.user + load.system) / 1000,
+  };
+}
+
+/** "name 1.23" per stamped payment, from two snapshots. */
+function cpuPerStamp(before: Record<string, number>, after: Record<string, number>, stamped: number): string {
+  const parts = Object.keys(after).map((name) => [name, (after[name]! - before[name]!) / stamped] as const);
+  const total = parts.reduce((sum, [, ms]) => sum + ms, 0);
+  return `${parts.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(' · ')} — total ${total.toFixed(2)} ms`;
+}
+
 interface PhaseResult {
   sent: number;
   stamped: number;
@@ -193,6 +210,7 @@ try {
 
   // Phase 1: a fixed rate.
   const fixed = new Map<string, number>();
+  const fixedCpu = cpuSnapshot();
   const fixedStart = Date.now();
   const inFlight: Promise<void>[] = [];
   for (let i = 0; i < rate * seconds; i++) {
@@ -203,9 +221,11 @@ try {
   }
   await Promise.all(inFlight);
   const fixedResult = await measure(fixed, fixedStart);
+  const fixedCpuLine = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
 
   // Phase 2: as fast as the senders go.
   const burst = new Map<string, number>();
+  const burstCpu = cpuSnapshot();
   const burstStart = Date.now();
   let next = 0;
   await Promise.all(
@@ -217,6 +237,7 @@ try {
     }),
   );
   const burstResult = await measure(burst, burstStart);
+  const burstCpuLine = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
 
   // References, measured now, on the same machine, with the system idle.
   // 16 clients, as bench:ingest: more clients only queue on the one serie's counter row (lower tps).
@@ -242,9 +263,11 @@ try {
       `    relay (2xx → job active, NOTIFY)   p50 ${fixedResult.relay.p50.toFixed(0)} ms   p99 ${fixedResult.relay.p99.toFixed(0)} ms   (target p99 < 50 ms)  ${relayOk ? 'OK' : 'MISSED'}`,
       `      of which 2xx → job added (the relay)   p50 ${fixedResult.added.p50.toFixed(0)} ms   p99 ${fixedResult.added.p99.toFixed(0)} ms`,
       `      and job added → active (a worker takes it)   p50 ${fixedResult.pickup.p50.toFixed(0)} ms   p99 ${fixedResult.pickup.p99.toFixed(0)} ms`,
+      `    CPU ms per stamped payment: ${fixedCpuLine}`,
       `  as fast as ${senders} senders go: ${burstResult.stamped}/${burstResult.sent} stamped, sustained ${burstResult.sustained.toFixed(0)} stamped/s`,
       `    webhook → stamped   p50 ${f(burstResult.latency.p50)} ms   p95 ${f(burstResult.latency.p95)} ms   p99 ${f(burstResult.latency.p99)} ms`,
       `    relay (2xx → job active)   p50 ${burstResult.relay.p50.toFixed(0)} ms   p99 ${burstResult.relay.p99.toFixed(0)} ms (2xx → added p99 ${burstResult.added.p99.toFixed(0)} ms: jobs wait for a free worker slot)`,
+      `    CPU ms per stamped payment: ${burstCpuLine}`,
       '',
       ...Object.entries(ceilings).map(([name, v]) => `  ceiling: ${name.padEnd(34)} ${f(v)}/s   ← reference`),
       '',

@@ -11,7 +11,6 @@
  * environment reach the API process (INGEST_BATCH_MAX=1 measures one transaction per payment).
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -19,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
-import { freePort } from '@timbra/cfdi-core/testing';
+import { cpuMs, freePort } from '@timbra/cfdi-core/testing';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 
@@ -29,25 +28,6 @@ const { values } = parseArgs({
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 const here = dirname(fileURLToPath(import.meta.url));
-
-/** User + system CPU ms of every process whose command name is `comm` (Linux /proc), or of one pid. */
-function cpuMs(filter: { comm: string } | { pid: number | undefined }): number {
-  let total = 0;
-  const pids = 'pid' in filter ? [String(filter.pid)] : readdirSync('/proc').filter((d) => /^\d+$/.test(d));
-  for (const pid of pids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const open = stat.indexOf('(');
-      const close = stat.lastIndexOf(')');
-      if ('comm' in filter && stat.slice(open + 1, close) !== filter.comm) continue;
-      const fields = stat.slice(close + 2).split(' ');
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return total;
-}
 
 // The load generator speaks node:http on a keep-alive agent: a heavier client (got costs ~0.5 ms
 // of CPU a request) would take CPU from the API and Postgres on this small machine.

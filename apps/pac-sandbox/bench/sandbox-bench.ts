@@ -6,13 +6,12 @@
  * bottleneck of end-to-end figures.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SwClient } from '@timbra/cfdi-core';
-import { freePort, rawVerifySignRate } from '@timbra/cfdi-core/testing';
+import { cpuMs, freePort, rawVerifySignRate } from '@timbra/cfdi-core/testing';
 import { freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -21,16 +20,6 @@ const { values } = parseArgs({
 const docCount = Number(values.docs);
 const concurrency = Number(values.concurrency);
 const here = dirname(fileURLToPath(import.meta.url));
-
-/** User + system CPU time of a process, in ms (Linux /proc). */
-function processCpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 // Raw floor: one RSA-2048 verify (the emisor's Sello) + one sign (the TFD), on one core.
 const rawRate = rawVerifySignRate(2);
@@ -75,7 +64,7 @@ try {
   let next = 0;
   let stamped = 0;
   const cpuClient = process.cpuUsage();
-  const cpuSandbox = processCpuMs(child.pid);
+  const cpuSandbox = cpuMs({ pid: child.pid });
   const start = process.hrtime.bigint();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -89,7 +78,7 @@ try {
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const clientCpu = process.cpuUsage(cpuClient);
   const clientMsPerStamp = (clientCpu.user + clientCpu.system) / 1000 / stamped;
-  const sandboxMsPerStamp = (processCpuMs(child.pid) - cpuSandbox) / stamped;
+  const sandboxMsPerStamp = (cpuMs({ pid: child.pid }) - cpuSandbox) / stamped;
   const rate = stamped / seconds;
   const share = rate / rawRate;
   process.stdout.write(

@@ -4,7 +4,7 @@
  * free ports and polling. One place, so every suite builds its fixtures the same way.
  */
 import { createSign, createVerify } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -156,4 +156,26 @@ export function privateRedisArgs(port: number, maxmemoryPolicy = 'noeviction'): 
     ...['--port', String(port), '--bind', '127.0.0.1'],
     ...['--save', '', '--appendonly', 'no', '--maxmemory-policy', maxmemoryPolicy],
   ];
+}
+
+/**
+ * User + system CPU ms (Linux /proc) of one process, or summed over every process whose command
+ * name is `comm` (all of Postgres's backends, say). A process that is gone counts 0; for the
+ * benchmarks' "where did the cores go" lines.
+ */
+export function cpuMs(filter: { pid: number | undefined } | { comm: string }): number {
+  const pids = 'pid' in filter ? [String(filter.pid)] : readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if ('comm' in filter && stat.slice(stat.indexOf('(') + 1, close) !== filter.comm) continue;
+      const fields = stat.slice(close + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
 }
