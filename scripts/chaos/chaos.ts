@@ -1,9 +1,11 @@
 /**
- * `npm run chaos -- [--payments N] [--duration S] [--seed X] [--variant naive] [--expect-violations] [--out DIR]`
+ * `npm run chaos -- [--payments N] [--duration S] [--seed X] [--postgres private|shared] [--variant naive] [--expect-violations] [--out DIR]`
  *
  * Proves the product's promise under the faults production has, with real processes on loopback:
  * the pac-sandbox (primary + backup), the API, two workers (one relay + sweeper + stamper, one
- * stamper), a private redis-server (killed once and restarted empty) and a fresh database. It sends
+ * stamper), a private redis-server (killed once and restarted empty) and a private Postgres cluster
+ * (initdb; crashed once with SIGKILL and restarted through crash recovery) — or, with
+ * `--postgres shared`, a fresh database on $TEST_DATABASE_URL's server, never restarted. It sends
  * N payments — signed Stripe webhooks (~30% delivered two or three times: at once, later, out of
  * order), signed Mercado Pago notifications, REST payments with Idempotency-Key retried after
  * client-side timeouts — while the sandbox injects errors before processing, stamp-then-drop on the
@@ -15,8 +17,7 @@
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
- * only if the harness catches it (orphans or duplicates). Not covered: restarting Postgres (the
- * run uses the machine's Postgres, not a private cluster).
+ * only if the harness catches it (orphans or duplicates).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { mercadoPagoSignatureHeader, stripeSignatureHeader } from '@timbra/api/demo';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
-import { freePort, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
+import { freePort, privatePostgres, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '60' },
     seed: { type: 'string', default: '42' },
     variant: { type: 'string', default: 'product' },
+    postgres: { type: 'string', default: 'private' },
     'expect-violations': { type: 'boolean', default: false },
     out: { type: 'string' },
   },
@@ -43,6 +45,7 @@ const durationS = Number(values.duration);
 const seed = Number(values.seed);
 const naive = values.variant === 'naive';
 if (!['product', 'naive'].includes(values.variant)) throw new Error('--variant is product or naive');
+if (!['private', 'shared'].includes(values.postgres)) throw new Error('--postgres is private or shared');
 
 // Seeded choices, so a run's plan (duplicates, delays, kinds) can be repeated.
 let s = seed >>> 0;
@@ -65,8 +68,14 @@ const secrets = {
 };
 const adminToken = `chaos-admin-${randomUUID()}`;
 const pacPassword = `chaos-pac-${randomUUID()}`;
-// A fresh, migrated database of its own (dropped at the end), on $TEST_DATABASE_URL's server.
-const database = await createTestDatabase();
+// A fresh, migrated database of its own: in a private cluster (removed at the end), or on
+// $TEST_DATABASE_URL's server (dropped at the end).
+const cluster = values.postgres === 'private' ? privatePostgres(await freePort()) : undefined;
+if (cluster) {
+  cluster.proc.start();
+  await until('the private Postgres cluster', cluster.ready, 30_000);
+}
+const database = await createTestDatabase(cluster ? { serverUrl: cluster.serverUrl } : {});
 const databaseUrl = database.url;
 
 const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await Promise.all(
@@ -136,7 +145,7 @@ const workers = naive
       Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper')),
       Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper')),
     ];
-const all = [redis, sandbox, api, ...workers];
+const all = [...(cluster ? [cluster.proc] : []), redis, sandbox, api, ...workers];
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;
@@ -155,7 +164,7 @@ const held = new Set<Proc>();
 let supervising = true;
 let supervisor: Promise<void> = Promise.resolve();
 
-const counters = { workerKills: 0, redisKills: 0, deliveries: 0, deliveryRetries: 0, restTimeouts: 0 };
+const counters = { workerKills: 0, redisKills: 0, postgresCrashes: 0, deliveries: 0, deliveryRetries: 0, restTimeouts: 0 };
 let exitCode = 1;
 try {
   redis.start();
@@ -177,7 +186,7 @@ try {
     30_000,
   );
   log(
-    `system up: database ${new URL(databaseUrl).pathname.slice(1)}, redis :${redisPort}, api :${apiPort}, PACs :${primaryPort}/:${backupPort}${naive ? ' — NAIVE stamper (deliberately broken)' : ''}`,
+    `system up: database ${new URL(databaseUrl).pathname.slice(1)}${cluster ? ` (private cluster :${new URL(databaseUrl).port})` : ''}, redis :${redisPort}, api :${apiPort}, PACs :${primaryPort}/:${backupPort}${naive ? ' — NAIVE stamper (deliberately broken)' : ''}`,
   );
 
   // --- Faults --------------------------------------------------------------------------------
@@ -209,6 +218,15 @@ try {
     await sleep(1000);
     held.delete(redis);
   });
+  if (cluster)
+    at(durationS * 550, async () => {
+      held.add(cluster.proc);
+      await cluster.proc.stop('SIGKILL');
+      counters.postgresCrashes++;
+      log('postgres crashed (SIGKILL to the postmaster and every backend); it restarts through crash recovery');
+      await sleep(1500);
+      held.delete(cluster.proc);
+    });
   const killing = (async () => {
     let i = 0;
     while (Date.now() - started < durationS * 1000) {
@@ -513,6 +531,7 @@ try {
     recoveries307: recoveries,
     workerKills: counters.workerKills,
     redisKills: counters.redisKills,
+    postgresCrashes: cluster ? counters.postgresCrashes : 'not run (--postgres shared)',
     ledgerStamps: ledger.stamps.length,
     // How many times each process was started: the kills really happened (and nothing ran twice).
     processStarts: all.map((p) => `${p.name} ${p.starts}`).join(', '),
@@ -521,7 +540,7 @@ try {
   const markdown = [
     `# Chaos run — ${new Date().toISOString()}`,
     '',
-    `${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}; --payments ${N} --duration ${durationS} --seed ${seed}${naive ? ' --variant naive' : ''}`,
+    `${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}; --payments ${N} --duration ${durationS} --seed ${seed} --postgres ${values.postgres}${naive ? ' --variant naive' : ''}`,
     '',
     '| figure | value | must be | |',
     '|---|---|---|---|',
@@ -566,6 +585,7 @@ try {
   await supervisor;
   await Promise.all(all.map((p) => p.stop('SIGTERM')));
   await Promise.all(all.map((p) => p.stop('SIGKILL')));
-  await database.drop().catch(() => undefined);
+  if (cluster) cluster.remove();
+  else await database.drop().catch(() => undefined);
 }
 process.exit(exitCode);

@@ -2,8 +2,11 @@
  * Real processes for the chaos run and the end-to-end benchmark: each app started from its sources in its own process group, so
  * SIGKILL reaches the app itself; a private redis-server that can be killed and restarted empty.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { privateRedisArgs } from '@timbra/cfdi-core/testing';
 
@@ -29,6 +32,8 @@ export class Proc {
     private readonly command: string,
     private readonly args: string[],
     private readonly env: Record<string, string>,
+    /** Run as this user (a process started by root that must not run as root: Postgres). */
+    private readonly user?: { uid: number; gid: number },
   ) {}
 
   /** An app started from its TypeScript entry point (as `npm run dev` does). */
@@ -51,7 +56,12 @@ export class Proc {
   start(): void {
     if (this.running) return;
     this.starts++;
-    const child = spawn(this.command, this.args, { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(this.command, this.args, {
+      env: this.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      ...this.user,
+    });
     const keep = (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n').filter(Boolean)) {
         this.tail.push(line.slice(0, 500));
@@ -82,6 +92,58 @@ export class Proc {
 /** A redis-server of our own: no persistence, so a restart comes back empty (data lost). */
 export function privateRedis(port: number): Proc {
   return new Proc('redis', 'redis-server', privateRedisArgs(port), process.env as Record<string, string>);
+}
+
+/**
+ * A Postgres cluster of our own (`initdb` in a temporary directory, trust authentication, listening
+ * on 127.0.0.1:`port` only), so it can be crashed and restarted: `proc.stop('SIGKILL')` kills the
+ * postmaster and every backend at once, and the next `proc.start()` goes through crash recovery.
+ * The binaries come from `$PG_BINDIR`, else `pg_config --bindir`. Started by root, it runs as the
+ * `postgres` user (Postgres refuses to run as root). `remove()` deletes the cluster's directory.
+ */
+export function privatePostgres(port: number): {
+  proc: Proc;
+  serverUrl: string;
+  /** Whether it accepts connections now (pg_isready). */
+  ready: () => Promise<boolean>;
+  remove: () => void;
+} {
+  const bindir = process.env.PG_BINDIR ?? execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+  if (!existsSync(join(bindir, 'initdb')))
+    throw new Error(`no initdb in ${bindir}: install PostgreSQL's server package or set PG_BINDIR`);
+  const user =
+    process.getuid?.() === 0
+      ? {
+          uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+          gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+        }
+      : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'timbra-pg-'));
+  if (user) chownSync(dir, user.uid, user.gid);
+  const data = join(dir, 'data');
+  execFileSync(
+    join(bindir, 'initdb'),
+    ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'],
+    { stdio: 'ignore', cwd: dir, ...user },
+  );
+  const proc = new Proc(
+    'postgres',
+    join(bindir, 'postgres'),
+    ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    { ...(process.env as Record<string, string>), LC_ALL: 'C' },
+    user,
+  );
+  return {
+    proc,
+    serverUrl: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+    ready: () =>
+      new Promise((resolve) =>
+        execFile(join(bindir, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)], (error) =>
+          resolve(!error),
+        ),
+      ),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Resolves when `probe` is true; throws after `timeoutMs`. */

@@ -20,10 +20,16 @@ export interface TestDatabase {
   drop: () => Promise<void>;
 }
 
-/** Creates `timbra_test_<random>` and (unless `migrated: false`) applies every migration. */
-export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+/**
+ * Creates `timbra_test_<random>` and (unless `migrated: false`) applies every migration, on
+ * `serverUrl` (default {@link TEST_SERVER_URL}).
+ */
+export async function createTestDatabase(
+  options: { migrated?: boolean; serverUrl?: string } = {},
+): Promise<TestDatabase> {
+  const serverUrl = options.serverUrl ?? TEST_SERVER_URL;
   const name = `timbra_test_${randomBytes(6).toString('hex')}`;
-  const url = new URL(TEST_SERVER_URL);
+  const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   await ensureDatabase(url.toString());
   if (options.migrated !== false) await migrate(url.toString(), MIGRATIONS_DIR);
@@ -31,7 +37,7 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
     url: url.toString(),
     name,
     drop: async () => {
-      const admin = new pg.Client({ connectionString: TEST_SERVER_URL });
+      const admin = new pg.Client({ connectionString: serverUrl });
       await admin.connect();
       try {
         await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
