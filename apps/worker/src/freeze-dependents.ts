@@ -2,31 +2,13 @@ import {
   CfdiError,
   CfdiValidationError,
   freezeComprobante,
+  withRelatedUuid,
   type Csd,
   type InvoiceRequestInput,
 } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 
 const OUTBOX_CHANNEL = 'timbra_outbox';
-
-/**
- * The request of a dependent document with the UUID of the invoice it depends on: an Egreso relates
- * it (CfdiRelacionados, TipoRelacion 01 unless the request says another); a Pago pays it
- * (DoctoRelacionado IdDocumento).
- */
-export function withRelatedUuid(request: InvoiceRequestInput, uuid: string): InvoiceRequestInput {
-  if (request.tipoDeComprobante === 'P' && request.pago) {
-    return {
-      ...request,
-      pago: {
-        ...request.pago,
-        doctosRelacionados: request.pago.doctosRelacionados.map((d) => ({ ...d, idDocumento: uuid })),
-      },
-    };
-  }
-  const tipoRelacion = request.cfdiRelacionados?.[0]?.tipoRelacion ?? '01';
-  return { ...request, cfdiRelacionados: [{ tipoRelacion, uuids: [uuid] }] };
-}
 
 /**
  * Freezes, once, the documents waiting for `originalId` to be stamped: each `waiting` invoice gets its

@@ -5,6 +5,7 @@
  */
 export { CfdiError, CfdiErrorCode, CfdiValidationError, type ValidationIssue } from './errors.ts';
 export { freezeComprobante, type FrozenCfdi } from './freeze.ts';
+export { withRelatedUuid } from './build/related.ts';
 export {
   invoiceRequestSchema,
   type InvoiceRequest,
