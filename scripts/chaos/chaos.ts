@@ -164,7 +164,14 @@ const held = new Set<Proc>();
 let supervising = true;
 let supervisor: Promise<void> = Promise.resolve();
 
-const counters = { workerKills: 0, redisKills: 0, postgresCrashes: 0, deliveries: 0, deliveryRetries: 0, restTimeouts: 0 };
+const counters = {
+  workerKills: 0,
+  redisKills: 0,
+  postgresCrashes: 0,
+  deliveries: 0,
+  deliveryRetries: 0,
+  restTimeouts: 0,
+};
 let exitCode = 1;
 try {
   redis.start();

@@ -138,9 +138,7 @@ export function privatePostgres(port: number): {
     serverUrl: `postgresql://postgres@127.0.0.1:${port}/postgres`,
     ready: () =>
       new Promise((resolve) =>
-        execFile(join(bindir, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)], (error) =>
-          resolve(!error),
-        ),
+        execFile(join(bindir, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)], (error) => resolve(!error)),
       ),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
