@@ -15,6 +15,7 @@ import { outboxRoutes } from './routes/outbox.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
+import type { RecordedRefund } from './use-cases/record-refund.ts';
 import { recordDeliveries, type WebhookDelivery } from './use-cases/record-webhook.ts';
 import { mercadoPagoWebhook, type MercadoPagoPayments } from './webhooks/mercadopago-webhook.ts';
 import { stripeWebhook } from './webhooks/stripe-webhook.ts';
@@ -42,9 +43,17 @@ export interface AppDeps {
 /** The API as an Express app; every dependency injected (the composition root is main.ts). */
 export function createApp(deps: AppDeps) {
   const app = express();
+  // A refund whose Ingreso is dead-lettered (or needs data) waits for an operator: say so.
+  const reportBlocked = (refund: RecordedRefund) => {
+    if (refund.waitingFor?.blocked)
+      deps.logger.warn(
+        { alert: 'egreso_blocked', refundId: refund.refundId, egresoId: refund.egresoId, ingreso: refund.waitingFor },
+        "a refund's Egreso waits for an Ingreso that cannot be stamped as it is",
+      );
+  };
   const ingest = new GroupCommit(
     deps.prisma,
-    (tx, deliveries: WebhookDelivery[]) => recordDeliveries(tx, deps.payments, deliveries),
+    (tx, deliveries: WebhookDelivery[]) => recordDeliveries(tx, deps.payments, deliveries, reportBlocked),
     deps.ingest,
   );
   app.disable('x-powered-by');

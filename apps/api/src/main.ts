@@ -77,6 +77,7 @@ const app = createApp({
     csd,
     emisorId,
     serieIngreso: config.SERIE_INGRESO,
+    serieEgreso: config.SERIE_EGRESO,
     settings: {
       emisor,
       concepto: {

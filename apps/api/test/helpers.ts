@@ -62,6 +62,7 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
     csd,
     emisorId,
     serieIngreso: 'A',
+    serieEgreso: 'NC',
     settings: {
       emisor: EMISOR,
       concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },

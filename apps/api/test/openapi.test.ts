@@ -6,7 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { createPaymentSchema } from '../src/routes/payments.ts';
+import { createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**
@@ -81,9 +81,12 @@ describe('openapi.yaml', () => {
     expect(result).toEqual({ valid: true });
   });
 
-  it('documents the payment request exactly as the API parses it', () => {
-    const parsed = z.toJSONSchema(createPaymentSchema) as { properties: object; required: string[] };
-    const documented = doc.components.schemas.PaymentCreate!;
+  it.each([
+    ['PaymentCreate', createPaymentSchema],
+    ['RefundCreate', createRefundSchema],
+  ] as const)('documents the %s request exactly as the API parses it', (name, schema) => {
+    const parsed = z.toJSONSchema(schema) as { properties: object; required: string[] };
+    const documented = doc.components.schemas[name]!;
     expect(Object.keys(documented.properties).sort()).toEqual(Object.keys(parsed.properties).sort());
     expect([...documented.required].sort()).toEqual([...parsed.required].sort());
   });
@@ -133,6 +136,35 @@ describe('openapi.yaml', () => {
       'get',
       await request('get', `/v1/payments/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}`, { headers: auth }),
     );
+
+    const refunds = `/v1/payments/${payment.id}/refunds`;
+    const refundPath = '/v1/payments/{id}/refunds';
+    conforms(
+      refundPath,
+      'post',
+      await request('post', refunds, { json: { amount: '100.00', externalId: 'oa-rf-1' }, headers: auth }),
+    );
+    conforms(
+      refundPath,
+      'post',
+      await request('post', refunds, { json: { amount: '100.00', externalId: 'oa-rf-1' }, headers: auth }),
+    );
+    conforms(
+      refundPath,
+      'post',
+      await request('post', refunds, { json: { amount: '101.00', externalId: 'oa-rf-1' }, headers: auth }),
+    );
+    conforms(refundPath, 'post', await request('post', refunds, { json: { amount: '5000.00' }, headers: auth }));
+    conforms(refundPath, 'post', await request('post', refunds, { json: { amount: 'x' }, headers: auth }));
+    conforms(
+      refundPath,
+      'post',
+      await request('post', `/v1/payments/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}/refunds`, {
+        json: { amount: '1.00' },
+        headers: auth,
+      }),
+    );
+    conforms(refundPath, 'post', await request('post', refunds, { json: { amount: '1.00' } }));
 
     const invoiceId = payment.invoices[0]!.id;
     conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=pending', { headers: auth }));

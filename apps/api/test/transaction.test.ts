@@ -185,12 +185,18 @@ describe('one transaction per payment (or per batch of payments arriving togethe
     expect(fresh).toEqual([true, false, true, true, true]);
     const rows = await api.prisma.payment.findMany({
       where: { externalId: { in: ['pi_set_1', 'pi_set_2'] } },
-      include: { invoices: { include: { outbox: true } }, refunds: true },
+      include: { invoices: { include: { outbox: true }, orderBy: { kind: 'desc' } }, refunds: true },
       orderBy: { externalId: 'asc' },
     });
-    expect(rows.map((p) => [p.externalId, p.invoices.map((i) => i.folio), p.invoices[0]!.outbox.length])).toEqual([
-      ['pi_set_1', [start], 1],
-      ['pi_set_2', [start + 1], 1],
+    expect(
+      rows.map((p) => [
+        p.externalId,
+        p.invoices.map((i) => `${i.kind} ${i.serie}-${i.folio} ${i.status} outbox ${i.outbox.length}`),
+      ]),
+    ).toEqual([
+      ['pi_set_1', [`I A-${start} pending outbox 1`]],
+      // The refund's Egreso waits for the Ingreso to be stamped (no outbox row yet).
+      ['pi_set_2', [`I A-${start + 1} pending outbox 1`, expect.stringMatching(/^E NC-\d+ waiting outbox 0$/)]],
     ]);
     expect(rows[1]!.refunds.map((r) => r.externalId)).toEqual(['re_set_1']);
     expect((await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio).toBe(start + 2);

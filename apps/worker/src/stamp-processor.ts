@@ -166,7 +166,7 @@ async function deadLetter(
   code: string,
   pac?: string,
 ): Promise<void> {
-  await deps.prisma.$transaction(async (tx) => {
+  const waitingDependents = await deps.prisma.$transaction(async (tx) => {
     await tx.outboxRow.update({
       where: { id: row.id },
       data: { status: 'failed', lastError: `${code}: ${reason}`.slice(0, 2000) },
@@ -174,6 +174,7 @@ async function deadLetter(
     const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoiceId }, select: { status: true } });
     if (invoice.status === 'pending')
       await tx.invoice.update({ where: { id: row.invoiceId }, data: { status: 'stamp_failed' } });
+    return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
   });
   const letter: DeadLetterData = {
     outboxId: row.id,
@@ -183,6 +184,7 @@ async function deadLetter(
     code,
     ...(pac ? { pac } : {}),
     failedAt: new Date().toISOString(),
+    ...(waitingDependents > 0 ? { waitingDependents } : {}),
   };
   await deps.dlq.add('dead-letter', letter, {
     jobId: `${row.stampKey}-${Date.now()}`,

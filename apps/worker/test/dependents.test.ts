@@ -6,6 +6,7 @@ import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/cfdi-core/testi
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
+import type { DeadLetterData } from '../src/jobs.ts';
 import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
 import { PacChain } from '../src/pac-chain.ts';
 import {
@@ -82,9 +83,10 @@ async function waitingEgreso(originalId: string, sourceId: string) {
   });
 }
 
-function worker() {
+function worker(letters?: DeadLetterData[]) {
   return createWorker(
     {
+      ...(letters ? { alert: (letter: DeadLetterData) => void letters.push(letter) } : {}),
       prisma,
       redis,
       prefix: `{d${randomBytes(4).toString('hex')}}`,
@@ -144,5 +146,24 @@ describe('dependent documents', () => {
     expect(frozen.status).toBe('pending');
     expect(frozen.outbox).toHaveLength(1);
     expect(frozen.frozenXml).toContain('UUID="AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE"');
+  });
+
+  it('a dead-lettered Ingreso takes its waiting Egreso with it: the letter says how many documents are blocked', async () => {
+    await sandbox.admin('faults', { instance: 'primary', rejectRfcs: ['EKU9003173C9'] });
+    const letters: DeadLetterData[] = [];
+    const w = worker(letters);
+    try {
+      const original = await pendingInvoice(prisma, 'rejected');
+      const egreso = await waitingEgreso(original.invoiceId, `re_${randomBytes(4).toString('hex')}`);
+      await w.relay.drainAll();
+      // (Rows left pending by the tests above are refused as well: the letter of this one is looked for.)
+      const mine = () => letters.filter((l) => l.invoiceId === original.invoiceId);
+      await eventually(() => Promise.resolve(mine().length === 1));
+      expect(mine()[0]).toMatchObject({ code: '402', waitingDependents: 1 });
+      expect((await prisma.invoice.findUniqueOrThrow({ where: { id: egreso.id } })).status).toBe('waiting');
+    } finally {
+      await w.close();
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+    }
   });
 });

@@ -17,4 +17,6 @@ export interface DeadLetterData extends StampJobData {
   code: string;
   pac?: string;
   failedAt: string;
+  /** Documents (a refund's Egreso, a Pago) waiting for this invoice to be stamped: blocked with it. */
+  waitingDependents?: number;
 }

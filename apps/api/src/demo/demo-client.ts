@@ -58,7 +58,7 @@ interface PaymentView {
   provider: string;
   externalId: string;
   amount: string;
-  invoices: { id: string; serieFolio: string; uuid: string | null; status: string }[];
+  invoices: { id: string; kind: string; serieFolio: string; total: string; uuid: string | null; status: string }[];
 }
 
 /** Waits for the API to be ready, sends the samples, waits for every invoice to be stamped, and returns one row per invoice. */
@@ -179,7 +179,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     refunds: { data: [{ id: `re_demo_${run}`, amount: 10000, created: Math.floor(Date.now() / 1000) }] },
   });
   await post('/webhooks/stripe', refund.body, refund.headers, 200);
-  log(`[demo] a Stripe refund of 100.00 on ${general} → 200 (recorded for its Egreso)`);
+  log(
+    `[demo] a Stripe refund of 100.00 on ${general} → 200: its Egreso (nota de crédito) is stamped once the Ingreso is`,
+  );
 
   // Wait for the stamps, reading what any client reads: the newest payments and their invoices.
   for (;;) {
@@ -190,9 +192,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     if (mine.every(({ p }) => p && p.invoices.length > 0 && p.invoices.every((i) => i.status === 'stamped'))) {
       return mine.flatMap(({ s, p }) =>
         p!.invoices.map((i) => ({
-          note: s.note,
+          note: i.kind === 'E' ? `  └ its refund's Egreso` : s.note,
           externalId: s.externalId,
-          amount: p!.amount,
+          amount: i.total,
           serieFolio: i.serieFolio,
           uuid: i.uuid,
           status: i.status,
@@ -212,7 +214,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
 /** The rows as a table. */
 export function demoTable(rows: readonly DemoRow[]): string[] {
   const lines = [
-    'payment                              amount    serie-folio  UUID                                  status',
+    'payment                               total    serie-folio  UUID                                  status',
   ];
   for (const r of rows) {
     lines.push(

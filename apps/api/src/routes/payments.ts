@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { catalogs, rfcKind } from '@timbra/cfdi-core';
@@ -6,18 +7,21 @@ import { ApiError } from '../errors.ts';
 import { fingerprintOf, idempotencyKeyOf, withIdempotency } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
-import { decodeCursor, encodeCursor, paymentView } from './views.ts';
+import { recordRefund } from '../use-cases/record-refund.ts';
+import { decodeCursor, encodeCursor, paymentView, refundView } from './views.ts';
 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
 
+const amountSchema = z
+  .string()
+  .regex(/^\d{1,12}(\.\d{1,2})?$/, 'a positive decimal string with at most 2 decimals, e.g. "1160.00"')
+  .refine((a) => Number(a) > 0, 'must be greater than 0');
+
 export const createPaymentSchema = z
   .object({
     externalId: printable(128),
-    amount: z
-      .string()
-      .regex(/^\d{1,12}(\.\d{1,2})?$/, 'a positive decimal string with at most 2 decimals, e.g. "1160.00"')
-      .refine((a) => Number(a) > 0, 'must be greater than 0'),
+    amount: amountSchema,
     currency: z
       .string()
       .refine((c) => Object.hasOwn(catalogs.MONEDA, c) && c !== 'XXX', 'a supported currency (c_Moneda)'),
@@ -40,6 +44,15 @@ export const createPaymentSchema = z
   })
   .strict();
 
+export const createRefundSchema = z
+  .object({
+    amount: amountSchema,
+    /** Your id for the refund; a second refund with the same id is the same refund. Default: a new UUID. */
+    externalId: printable(128).optional(),
+    occurredAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+
 export interface PaymentRoutesDeps {
   prisma: PrismaClient;
   payments: RecordPaymentDeps;
@@ -56,19 +69,56 @@ function validation(error: z.ZodError): ApiError {
   );
 }
 
+type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
+
 export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   const router = Router();
 
+  /**
+   * Runs `create` in one transaction with the request's Idempotency-Key (when given) and answers:
+   * a retry with the same key gets the first answer (`Idempotent-Replayed: true`), without running
+   * `create` again.
+   */
+  const respondOnce = async (
+    req: Request,
+    res: Response,
+    path: string,
+    input: unknown,
+    create: (tx: Tx) => Promise<{ status: number; body: unknown }>,
+  ) => {
+    const key = idempotencyKeyOf(req.get('idempotency-key'));
+    const result = await deps.prisma.$transaction(
+      async (tx) => {
+        if (!key) return { ...(await create(tx)), replayed: false };
+        return withIdempotency(
+          tx,
+          {
+            clientId: req.client!.id,
+            key,
+            fingerprint: fingerprintOf('POST', path, input),
+            ttlHours: deps.idempotencyTtlHours,
+          },
+          () => create(tx),
+        );
+      },
+      { maxWait: 10_000, timeout: 20_000 },
+    );
+    if (result.replayed) {
+      deps.metrics.idempotentReplays.inc();
+      res.set('Idempotent-Replayed', 'true');
+    }
+    res.status(result.status).json(result.body);
+  };
+
   router.post('/payments', async (req: Request, res: Response) => {
     const client = req.client!;
-    const key = idempotencyKeyOf(req.get('idempotency-key'));
     const parsed = createPaymentSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
     // Each API client has its own namespace of external ids.
     const provider = `api:${client.name}`;
 
-    const create = async (tx: Parameters<Parameters<PrismaClient['$transaction']>[0]>[0]) => {
+    const create = async (tx: Tx) => {
       const recorded = await recordPayment(
         tx,
         deps.payments,
@@ -97,27 +147,40 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       return { status: recorded.created ? 201 : 200, body: paymentView(payment, payment.invoices) };
     };
 
-    const result = await deps.prisma.$transaction(
-      async (tx) => {
-        if (!key) return { ...(await create(tx)), replayed: false };
-        return withIdempotency(
-          tx,
-          {
-            clientId: client.id,
-            key,
-            fingerprint: fingerprintOf('POST', '/v1/payments', input),
-            ttlHours: deps.idempotencyTtlHours,
-          },
-          () => create(tx),
-        );
-      },
-      { maxWait: 10_000, timeout: 20_000 },
-    );
-    if (result.replayed) {
-      deps.metrics.idempotentReplays.inc();
-      res.set('Idempotent-Replayed', 'true');
-    }
-    res.status(result.status).json(result.body);
+    await respondOnce(req, res, '/v1/payments', input, create);
+  });
+
+  /**
+   * A refund of a payment (partial refunds allowed; never more than paid in all) and its Egreso,
+   * frozen now if the Ingreso is stamped, else once it is.
+   */
+  router.post('/payments/:id/refunds', async (req: Request, res: Response) => {
+    const client = req.client!;
+    const paymentId = String(req.params.id);
+    if (!/^[0-9a-f-]{36}$/i.test(paymentId)) throw new ApiError('not_found');
+    const parsed = createRefundSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    const externalId = input.externalId ?? randomUUID();
+    const occurredAt = input.occurredAt ? new Date(input.occurredAt) : new Date();
+
+    const create = async (tx: Tx) => {
+      if (!(await tx.payment.findUnique({ where: { id: paymentId }, select: { id: true } })))
+        throw new ApiError('not_found');
+      const recorded = await recordRefund(tx, deps.payments, {
+        payment: { id: paymentId },
+        provider: `api:${client.name}`,
+        externalId,
+        amount: input.amount,
+        occurredAt,
+      });
+      const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
+      return {
+        status: recorded.created ? 201 : 200,
+        body: refundView(refund, refund.egreso!, recorded.waitingFor),
+      };
+    };
+    await respondOnce(req, res, `/v1/payments/${paymentId}/refunds`, input, create);
   });
 
   router.get('/payments/:id', async (req, res) => {

@@ -1,4 +1,4 @@
-import type { Invoice, OutboxRow, PacAttempt, Payment } from '@timbra/db';
+import type { Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
 
 /** JSON shapes the API answers with. Money as decimal strings, never numbers. */
 export function invoiceSummary(
@@ -29,6 +29,24 @@ export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSumma
     description: p.description,
     createdAt: p.createdAt.toISOString(),
     invoices: invoices.map(invoiceSummary),
+  };
+}
+
+/** A refund and its Egreso; `waitingFor` while the Egreso waits for its Ingreso to be stamped. */
+export function refundView(
+  r: Refund,
+  egreso: Parameters<typeof invoiceSummary>[0],
+  waitingFor?: { invoiceId: string; status: string; blocked: boolean },
+) {
+  return {
+    id: r.id,
+    paymentId: r.paymentId,
+    provider: r.provider,
+    externalId: r.externalId,
+    amount: r.amount.toFixed(2),
+    occurredAt: r.occurredAt.toISOString(),
+    createdAt: r.createdAt.toISOString(),
+    egreso: { ...invoiceSummary(egreso), ...(waitingFor ? { waitingFor } : {}) },
   };
 }
 

@@ -51,21 +51,7 @@ export function buildIngresoRequest(
   const base = baseFor(facts.amount, settings.ivaTasa);
   const zone = timeZoneForCodigoPostal(settings.emisor.lugarExpedicion);
   const local = formatFecha(facts.occurredAt, zone);
-  const receptor = facts.receptor
-    ? {
-        rfc: facts.receptor.rfc,
-        nombre: facts.receptor.nombre,
-        domicilioFiscalReceptor: facts.receptor.codigoPostal,
-        regimenFiscalReceptor: facts.receptor.regimenFiscal,
-        usoCFDI: facts.receptor.usoCfdi,
-      }
-    : {
-        rfc: RFC_PUBLICO_GENERAL,
-        nombre: NOMBRE_PUBLICO_GENERAL,
-        domicilioFiscalReceptor: settings.emisor.lugarExpedicion,
-        regimenFiscalReceptor: '616',
-        usoCFDI: 'S01',
-      };
+  const receptor = receptorFor(facts.receptor, settings);
   return {
     tipoDeComprobante: 'I',
     // The business event, not our row id: the stamp key must be the same for every retry.
@@ -100,6 +86,33 @@ export function buildIngresoRequest(
         traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
       },
     ],
+  };
+}
+
+/**
+ * The CFDI Receptor for a customer's fiscal data, or público en general (RFC XAXX010101000,
+ * régimen 616, the emisor's CP, UsoCFDI S01) without it. `usoCfdi` replaces the customer's own
+ * (an Egreso's is G02) unless their régimen is 616, which only allows S01.
+ */
+export function receptorFor(
+  receptor: ReceptorInput | null,
+  settings: InvoiceSettings,
+  usoCfdi?: string,
+): InvoiceRequestInput['receptor'] {
+  if (!receptor)
+    return {
+      rfc: RFC_PUBLICO_GENERAL,
+      nombre: NOMBRE_PUBLICO_GENERAL,
+      domicilioFiscalReceptor: settings.emisor.lugarExpedicion,
+      regimenFiscalReceptor: '616',
+      usoCFDI: 'S01',
+    };
+  return {
+    rfc: receptor.rfc,
+    nombre: receptor.nombre,
+    domicilioFiscalReceptor: receptor.codigoPostal,
+    regimenFiscalReceptor: receptor.regimenFiscal,
+    usoCFDI: usoCfdi === undefined ? receptor.usoCfdi : receptor.regimenFiscal === '616' ? 'S01' : usoCfdi,
   };
 }
 

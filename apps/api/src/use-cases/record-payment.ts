@@ -9,6 +9,8 @@ export interface RecordPaymentDeps {
   csd: Csd;
   settings: InvoiceSettings;
   serieIngreso: string;
+  /** The serie of refunds' Egresos. */
+  serieEgreso: string;
   emisorId: string;
 }
 
@@ -58,11 +60,12 @@ export async function recordPayments(
         ${column((p) => p.facts.amount)}::numeric[], ${column((p) => p.facts.currency)}::text[],
         ${column((p) => p.facts.occurredAt.toISOString())}::timestamptz[],
         ${column((p) => (p.facts.receptor ? JSON.stringify(p.facts.receptor) : null))}::jsonb[],
-        ${column((p) => p.facts.description)}::text[], ${column((p) => p.clientId ?? null)}::uuid[]
-      ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, ord)
+        ${column((p) => p.facts.description)}::text[], ${column((p) => p.clientId ?? null)}::uuid[],
+        ${column((p) => p.facts.formaPago)}::text[]
+      ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago, ord)
     ), payment AS (
-      INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id)
-      SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id
+      INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago)
+      SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago
       FROM input ORDER BY ord
       ON CONFLICT (provider, external_id) DO NOTHING
       RETURNING id, provider, external_id

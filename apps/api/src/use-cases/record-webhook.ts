@@ -1,7 +1,7 @@
 import type { Prisma } from '@timbra/db';
-import { ApiError } from '../errors.ts';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordPaymentDeps } from './record-payment.ts';
+import { recordRefund, type RecordedRefund, type RefundToRecord } from './record-refund.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -13,7 +13,8 @@ export interface WebhookEvent {
   payload: unknown;
 }
 
-export type RefundFacts = Parameters<typeof recordRefund>[1];
+/** A refund a provider reports, of the payment with that provider's id. */
+export type RefundFacts = Omit<RefundToRecord, 'payment'> & { paymentProvider: string; paymentExternalId: string };
 
 /** One webhook delivery: the event, and what it means (a payment, refunds), if anything. */
 export interface WebhookDelivery {
@@ -28,13 +29,17 @@ export interface WebhookDelivery {
  * else is written for it), then the payments of the new ones, then their refunds (after the
  * payments, so a refund of a payment in the same batch finds it).
  *
+ * Each refund gets its Egreso (see recordRefund); `onRefund` hears of each one recorded.
+ *
  * @returns per delivery, in order: true when its event was new.
- * @throws ApiError payment_not_found_yet when a refund's payment is not known yet.
+ * @throws ApiError payment_not_found_yet when a refund's payment is not known yet, or another of
+ *   recordRefund's errors.
  */
 export async function recordDeliveries(
   tx: Tx,
   deps: RecordPaymentDeps,
   deliveries: readonly WebhookDelivery[],
+  onRefund?: (refund: RecordedRefund) => void,
 ): Promise<boolean[]> {
   const events = deliveries.map((d) => d.event);
   const inserted = await tx.$queryRaw<{ provider: string; event_id: string }[]>`
@@ -55,34 +60,13 @@ export async function recordDeliveries(
   await recordPayments(tx, deps, payments);
   for (const [i, d] of deliveries.entries()) {
     if (!fresh[i]) continue;
-    for (const refund of d.refunds ?? []) await recordRefund(tx, refund);
+    for (const { paymentProvider, paymentExternalId, ...refund } of d.refunds ?? []) {
+      const recorded = await recordRefund(tx, deps, {
+        ...refund,
+        payment: { provider: paymentProvider, externalId: paymentExternalId },
+      });
+      onRefund?.(recorded);
+    }
   }
   return fresh;
-}
-
-/**
- * Records a refund of a known payment (its Egreso is stamped by the lifecycle flow). A refund whose
- * payment we do not know yet (out-of-order delivery) is refused with 409, so the provider redelivers
- * it later instead of us acknowledging something we did not store.
- */
-export async function recordRefund(
-  tx: Tx,
-  refund: {
-    paymentProvider: string;
-    paymentExternalId: string;
-    provider: string;
-    externalId: string;
-    amount: string;
-    occurredAt: Date;
-  },
-): Promise<void> {
-  const payment = await tx.payment.findUnique({
-    where: { provider_externalId: { provider: refund.paymentProvider, externalId: refund.paymentExternalId } },
-    select: { id: true },
-  });
-  if (!payment) throw new ApiError('payment_not_found_yet');
-  await tx.$executeRaw`
-    INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
-    VALUES (gen_random_uuid(), ${payment.id}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric, ${refund.occurredAt})
-    ON CONFLICT (provider, external_id) DO NOTHING`;
 }

@@ -1,0 +1,68 @@
+import { BigNumber } from 'bignumber.js';
+import type { InvoiceRequestInput } from '@timbra/cfdi-core';
+import { baseFor, receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
+
+/** What a refund's Egreso is built from: the refunded payment, as stored. */
+export interface RefundedPayment {
+  currency: string;
+  /** Unknown for payments recorded before it was kept: the Egreso then needs data. */
+  formaPago: string | undefined;
+  receptor: ReceptorInput | null;
+}
+
+export interface RefundFacts {
+  provider: string;
+  externalId: string;
+  /** Refunded, IVA included, as a decimal string. */
+  amount: string;
+  occurredAt: Date;
+}
+
+/**
+ * The Egreso request (nota de crédito) for a refund: the SAT's concepto for devoluciones (ClaveProdServ
+ * 84111506, ClaveUnidad ACT, "Devolución"), its base chosen as for the Ingreso so that base + IVA is
+ * the refunded amount, the payment's receptor with UsoCFDI G02 (S01 for público en general or
+ * régimen 616) and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
+ * it is frozen, once the Ingreso is stamped (`withRelatedUuid`).
+ */
+export function buildEgresoRequest(
+  payment: RefundedPayment,
+  refund: RefundFacts,
+  serie: string,
+  folio: number,
+  settings: InvoiceSettings,
+): InvoiceRequestInput {
+  return {
+    tipoDeComprobante: 'E',
+    // The refund, not our row id: every freeze of this Egreso derives the same stamp key.
+    sourceId: `${refund.provider}:refund:${refund.externalId}`,
+    occurredAt: refund.occurredAt.toISOString(),
+    serie,
+    folio: String(folio),
+    lugarExpedicion: settings.emisor.lugarExpedicion,
+    moneda: payment.currency,
+    ...(payment.formaPago ? { formaPago: payment.formaPago } : {}),
+    metodoPago: 'PUE',
+    emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
+    receptor: receptorFor(payment.receptor, settings, 'G02'),
+    conceptos: [
+      {
+        claveProdServ: '84111506',
+        noIdentificacion: refund.externalId.slice(0, 100),
+        cantidad: '1',
+        claveUnidad: 'ACT',
+        descripcion: 'Devolución',
+        valorUnitario: baseFor(refund.amount, settings.ivaTasa),
+        objetoImp: '02',
+        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
+      },
+    ],
+  };
+}
+
+/** SubTotal and Total of that Egreso before it is frozen (what a waiting invoice shows). */
+export function egresoTotals(amount: string, tasa: string): { subTotal: string; total: string } {
+  const base = new BigNumber(baseFor(amount, tasa));
+  const iva = base.times(tasa).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
+  return { subTotal: base.toFixed(2), total: base.plus(iva).toFixed(2) };
+}

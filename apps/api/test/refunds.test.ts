@@ -1,0 +1,259 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import got from 'got';
+import { CFDI_XSLT, SchemaValidator, xsltproc } from '@timbra/cfdi-core/testing';
+import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, STRIPE_SECRET, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+const schema = new SchemaValidator();
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  schema.dispose();
+  await api.close();
+});
+
+const auth = { authorization: `Bearer ${KEYS.pos}` };
+const recent = () => new Date(Date.now() - 60_000).toISOString();
+
+interface RefundBody {
+  id: string;
+  paymentId: string;
+  externalId: string;
+  amount: string;
+  egreso: {
+    id: string;
+    kind: string;
+    serieFolio: string;
+    folio: number;
+    status: string;
+    total: string;
+    waitingFor?: { invoiceId: string; status: string; blocked: boolean };
+  };
+}
+
+async function payment(amount = '1160.00', receptor?: object) {
+  const res = await got
+    .post(`${api.url}/v1/payments`, {
+      json: {
+        externalId: `R-${randomUUID()}`,
+        amount,
+        currency: 'MXN',
+        occurredAt: recent(),
+        ...(receptor ? { receptor } : {}),
+      },
+      headers: auth,
+    })
+    .json<{ id: string; invoices: { id: string }[] }>();
+  return { paymentId: res.id, ingresoId: res.invoices[0]!.id };
+}
+
+const refund = (paymentId: string, body: object, headers: Record<string, string> = {}) =>
+  got.post(`${api.url}/v1/payments/${paymentId}/refunds`, {
+    json: body,
+    headers: { ...auth, ...headers },
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+
+/** What the worker does when the PAC answers: the Ingreso stamped with this UUID. */
+async function stamp(invoiceId: string, status = 'stamped') {
+  const uuid = randomUUID().toUpperCase();
+  await api.prisma.invoice.update({
+    where: { id: invoiceId },
+    data: { status, uuid: status === 'stamped' ? uuid : null },
+  });
+  return uuid;
+}
+
+const nextFolio = async (serie: string) => (await api.prisma.serie.findFirstOrThrow({ where: { serie } })).nextFolio;
+
+describe('POST /v1/payments/:id/refunds', () => {
+  it('before the Ingreso is stamped: the Egreso waits (no outbox row), holding its folio; a replay with the Idempotency-Key answers the same', async () => {
+    const { paymentId, ingresoId } = await payment();
+    const folio = await nextFolio('NC');
+    const key = { 'idempotency-key': `refund-${randomUUID()}` };
+    const first = await refund(paymentId, { amount: '116.00' }, key);
+    expect(first.statusCode).toBe(201);
+    const body = first.body as RefundBody;
+    expect(body).toMatchObject({
+      paymentId,
+      amount: '116.00',
+      egreso: {
+        kind: 'E',
+        serieFolio: `NC-${folio}`,
+        status: 'waiting',
+        total: '116.00',
+        waitingFor: { invoiceId: ingresoId, status: 'pending', blocked: false },
+      },
+    });
+    const egreso = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: body.egreso.id },
+      include: { outbox: true },
+    });
+    expect(egreso).toMatchObject({ relatedInvoiceId: ingresoId, paymentId, frozenXml: null });
+    expect(egreso.outbox).toHaveLength(0);
+
+    const replay = await refund(paymentId, { amount: '116.00' }, key);
+    expect(replay.statusCode).toBe(201);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(1);
+    expect(await nextFolio('NC')).toBe(folio + 1);
+  });
+
+  it("after the Ingreso is stamped: the Egreso is frozen now, related to its UUID (TipoRelacion 01), XSD-valid, its cadena the SAT XSLT's", async () => {
+    const { paymentId, ingresoId } = await payment('1160.00', {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '612',
+      codigoPostal: '36257',
+      usoCfdi: 'G03',
+    });
+    const uuid = await stamp(ingresoId);
+    const res = await refund(paymentId, { amount: '580.00', externalId: 'rf-after-stamp' });
+    expect(res.statusCode).toBe(201);
+    const body = res.body as RefundBody;
+    expect(body.egreso).toMatchObject({ status: 'pending', total: '580.00' });
+    expect(body.egreso.waitingFor).toBeUndefined();
+    const egreso = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: body.egreso.id },
+      include: { outbox: true },
+    });
+    expect(egreso.outbox).toMatchObject([{ kind: 'stamp', status: 'pending', stampKey: egreso.stampKey }]);
+    const xml = egreso.frozenXml!;
+    expect(xml).toContain('TipoDeComprobante="E"');
+    expect(xml).toContain(`<cfdi:CfdiRelacionados TipoRelacion="01"><cfdi:CfdiRelacionado UUID="${uuid}"/>`);
+    expect(xml).toContain('Rfc="CACX7605101P8"');
+    expect(xml).toContain('UsoCFDI="G02"');
+    expect(xml).toContain('ClaveProdServ="84111506"');
+    expect(xml).toContain('SubTotal="500.00"');
+    expect(xml).toContain('Total="580.00"');
+    expect(schema.validate([xml])).toEqual([]);
+    expect(xsltproc(CFDI_XSLT, [xml])).toBe(egreso.cadenaOriginal);
+  });
+
+  it('two partial refunds → two Egresos with consecutive folios; a third beyond the payment → 422, nothing written', async () => {
+    const { paymentId } = await payment('1160.00');
+    const folio = await nextFolio('NC');
+    const a = await refund(paymentId, { amount: '500.00' });
+    const b = await refund(paymentId, { amount: '600.00' });
+    expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
+    expect([(a.body as RefundBody).egreso.folio, (b.body as RefundBody).egreso.folio]).toEqual([folio, folio + 1]);
+    const over = await refund(paymentId, { amount: '60.01' });
+    expect(over.statusCode).toBe(422);
+    expect(over.body).toMatchObject({
+      error: {
+        code: 'refund_exceeds_payment',
+        details: [{ path: 'amount', message: expect.stringContaining('at most 60.00 more') }],
+      },
+    });
+    expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(2);
+    expect(await api.prisma.invoice.count({ where: { paymentId, kind: 'E' } })).toBe(2);
+    expect(await nextFolio('NC')).toBe(folio + 2);
+    expect((await refund(paymentId, { amount: '60.00' })).statusCode).toBe(201);
+  });
+
+  it('concurrent refunds never add up to more than the payment, and their folios stay gapless', async () => {
+    const { paymentId } = await payment('1000.00');
+    const folio = await nextFolio('NC');
+    const results = await Promise.all(Array.from({ length: 10 }, () => refund(paymentId, { amount: '300.00' })));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([201, 201, 201, 422, 422, 422, 422, 422, 422, 422]);
+    const folios = results.flatMap((r) => (r.statusCode === 201 ? [(r.body as RefundBody).egreso.folio] : []));
+    expect(folios.sort((x, y) => x - y)).toEqual([folio, folio + 1, folio + 2]);
+    expect(await nextFolio('NC')).toBe(folio + 3);
+  });
+
+  it('reports an Egreso that waits for a dead-lettered Ingreso (blocked)', async () => {
+    const { paymentId, ingresoId } = await payment();
+    await stamp(ingresoId, 'stamp_failed');
+    const res = await refund(paymentId, { amount: '10.00' });
+    expect(res.statusCode).toBe(201);
+    expect((res.body as RefundBody).egreso).toMatchObject({
+      status: 'waiting',
+      waitingFor: { invoiceId: ingresoId, status: 'stamp_failed', blocked: true },
+    });
+  });
+
+  it('the same refund id again: the same refund (200); with another amount: 409 refund_conflict', async () => {
+    const { paymentId } = await payment();
+    const first = await refund(paymentId, { amount: '10.00', externalId: 'rf-same' });
+    const again = await refund(paymentId, { amount: '10.00', externalId: 'rf-same' });
+    expect([first.statusCode, again.statusCode]).toEqual([201, 200]);
+    expect((again.body as RefundBody).egreso.id).toBe((first.body as RefundBody).egreso.id);
+    const other = await refund(paymentId, { amount: '11.00', externalId: 'rf-same' });
+    expect(other.statusCode).toBe(409);
+    expect(other.body).toMatchObject({ error: { code: 'refund_conflict' } });
+  });
+
+  it('refuses bad input with stable codes: unknown payment 404, bad amounts and fields 422', async () => {
+    const { paymentId } = await payment();
+    expect((await refund(randomUUID(), { amount: '1.00' })).statusCode).toBe(404);
+    expect((await refund('not-a-uuid', { amount: '1.00' })).statusCode).toBe(404);
+    for (const body of [
+      { amount: '0' },
+      { amount: '-1.00' },
+      { amount: 5 },
+      { amount: '1.001' },
+      {},
+      { amount: '1.00', extra: 1 },
+    ]) {
+      const res = await refund(paymentId, body);
+      expect([JSON.stringify(body), res.statusCode]).toEqual([JSON.stringify(body), 422]);
+      expect(res.body).toMatchObject({ error: { code: 'validation_failed' } });
+    }
+    expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(0);
+  });
+});
+
+describe('refunds from Stripe (charge.refunded)', () => {
+  it('each refund listed once gets one Egreso, however often the charge is redelivered or re-listed', async () => {
+    const pi = paymentIntentSucceeded({ id: `pi_rf_${randomUUID()}` });
+    const pay = stripeDelivery(pi);
+    const send = (d: { body: string; signature: string }) =>
+      got.post(`${api.url}/webhooks/stripe`, {
+        body: d.body,
+        headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
+        throwHttpErrors: false,
+      });
+    expect((await send(pay)).statusCode).toBe(200);
+    const charge = (eventId: string, refunds: { id: string; amount: number }[]) =>
+      stripeDelivery(
+        {
+          id: eventId,
+          object: 'event',
+          type: 'charge.refunded',
+          created: Math.floor(Date.now() / 1000),
+          data: {
+            object: {
+              id: `ch_${pi.data.object.id}`,
+              object: 'charge',
+              payment_intent: pi.data.object.id,
+              currency: 'mxn',
+              amount: 116000,
+              refunds: { data: refunds.map((r) => ({ ...r, created: Math.floor(Date.now() / 1000) })) },
+            },
+          },
+        },
+        { secret: STRIPE_SECRET },
+      );
+    const first = charge(`evt_rf1_${pi.data.object.id}`, [{ id: `re_a_${pi.data.object.id}`, amount: 10000 }]);
+    expect((await send(first)).statusCode).toBe(200);
+    expect((await send(first)).statusCode).toBe(200);
+    // A second refund: Stripe's event lists both.
+    const second = charge(`evt_rf2_${pi.data.object.id}`, [
+      { id: `re_a_${pi.data.object.id}`, amount: 10000 },
+      { id: `re_b_${pi.data.object.id}`, amount: 20000 },
+    ]);
+    expect((await send(second)).statusCode).toBe(200);
+    const stored = await api.prisma.payment.findFirstOrThrow({
+      where: { externalId: pi.data.object.id },
+      include: { refunds: { include: { egreso: true }, orderBy: { amount: 'asc' } } },
+    });
+    expect(stored.refunds.map((r) => [r.amount.toFixed(2), r.egreso?.kind, r.egreso?.status])).toEqual([
+      ['100.00', 'E', 'waiting'],
+      ['200.00', 'E', 'waiting'],
+    ]);
+  });
+});
