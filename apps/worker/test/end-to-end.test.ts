@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { freezeSample } from '@timbra/cfdi-core/testing';
+import { freezeSample, loadTestCsd } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
@@ -158,6 +158,68 @@ describe('end to end', () => {
       const failure = await runOps(ledgerArgs);
       expect(failure.status).toBe(1);
       expect(JSON.parse(failure.stdout)).toMatchObject({ orphans: [expect.objectContaining({ uuid: orphan.uuid })] });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('refunds against the sandbox: one before the Ingreso is stamped, one after — each Egreso stamped once, related to the Ingreso', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: `{e${randomBytes(4).toString('hex')}}`,
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 4,
+        relayBatchSize: 50,
+        logger: pino({ level: 'silent' }),
+        csd: loadTestCsd('EKU9003173C9'),
+      },
+      { autorun: true },
+    );
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    const invoiceOf = (id: string) =>
+      got.get(`${apiUrl}/v1/invoices/${id}`, { headers: auth }).json<{ status: string; uuid: string | null }>();
+    try {
+      const payment = await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: { externalId: 'E2E-RF', amount: '1160.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+          headers: auth,
+        })
+        .json<{ id: string; invoices: { id: string }[] }>();
+      const ingresoId = payment.invoices[0]!.id;
+      const refund = (amount: string) =>
+        got
+          .post(`${apiUrl}/v1/payments/${payment.id}/refunds`, { json: { amount }, headers: auth })
+          .json<{ egreso: { id: string; status: string } }>();
+      // Before: nothing has stamped the Ingreso yet (the relay has not run).
+      const before = await refund('116.00');
+      expect(before.egreso.status).toBe('waiting');
+      await w.relay.drainAll();
+      await eventually(async () => (await invoiceOf(ingresoId)).status === 'stamped');
+      const after = await refund('232.00');
+      expect(after.egreso.status).toBe('pending');
+      // The waiting one is frozen by the worker when the Ingreso is stamped; the relay publishes both.
+      await eventually(async () => {
+        await w.relay.drainAll();
+        const states = await Promise.all([before, after].map((r) => invoiceOf(r.egreso.id)));
+        return states.every((e) => e.status === 'stamped');
+      }, 30_000);
+
+      const ingreso = await invoiceOf(ingresoId);
+      for (const r of [before, after]) {
+        const xml = await got.get(`${apiUrl}/v1/invoices/${r.egreso.id}/xml`, { headers: auth }).text();
+        const stamped = parseStampedCfdi(xml);
+        expect(stamped.tfd.uuid).toBe((await invoiceOf(r.egreso.id)).uuid);
+        expect(xml).toContain('TipoDeComprobante="E"');
+        expect(xml).toContain(`<cfdi:CfdiRelacionado UUID="${ingreso.uuid}"/>`);
+      }
+      const egresoKeys = await prisma.invoice.findMany({ where: { paymentId: payment.id, kind: 'E' } });
+      const stamps = (
+        (await sandbox.admin('ledger', undefined)) as { stamps: { customid?: string; uuid: string }[] }
+      ).stamps.filter((s) => egresoKeys.some((e) => e.stampKey === s.customid));
+      expect(stamps.map((s) => s.uuid).sort()).toEqual(egresoKeys.map((e) => e.uuid).sort());
     } finally {
       await w.close();
     }
