@@ -8,11 +8,13 @@
  * `--postgres shared`, a fresh database on $TEST_DATABASE_URL's server, never restarted. It sends
  * N payments — signed Stripe webhooks (~30% delivered two or three times: at once, later, out of
  * order), signed Mercado Pago notifications, REST payments with Idempotency-Key retried after
- * client-side timeouts — while the sandbox injects errors before processing, stamp-then-drop on the
- * primary, an outage of the primary and latency, and while workers are SIGKILLed and restarted.
- * Then it waits for the outbox to drain and checks, from the database and the sandbox's ledger:
- * no lost webhook, every payment with exactly one stamped Ingreso, no orphan stamp, no duplicate,
- * no folio gap, no frozen XML changed after its first send, no dead letter.
+ * client-side timeouts — and Stripe refunds of ~10% of the Stripe payments (each an Egreso), while
+ * the sandbox injects errors before processing, stamp-then-drop on the primary, an outage of the
+ * primary and latency, and while workers are SIGKILLed and restarted. Then it waits for the outbox
+ * to drain (and no Egreso to wait) and checks, from the database and the sandbox's ledger: no lost
+ * webhook, every payment with exactly one stamped Ingreso, every refund with exactly one stamped
+ * Egreso related to it, no orphan stamp, no duplicate, no folio gap in any serie, no frozen XML
+ * changed after its first send, no dead letter.
  *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
@@ -260,8 +262,21 @@ try {
       centavos: 10_000 + Math.floor(random() * 500_000),
       copies: random() < 0.3 ? 2 + Math.floor(random() * 2) : 1,
       startMs: Math.floor(random() * sendWindowMs),
+      // ~10% of Stripe payments are partly refunded (charge.refunded), delivered once or twice, up
+      // to 4 s after the payment — sometimes before it has arrived (409, redelivered).
+      refund:
+        kind === 'stripe' && !naive && random() < 0.1
+          ? {
+              id: `re_chaos_${i}`,
+              centavos: 100 + Math.floor(random() * 9_000),
+              copies: random() < 0.3 ? 2 : 1,
+              delayMs: Math.floor(random() * 4000) - 500,
+            }
+          : undefined,
     };
   });
+  const refundsPlanned = plan.flatMap((p) => (p.refund ? [p.refund.id] : []));
+  const ackedRefunds = new Set<string>();
   const acked = new Set<string>();
   const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
 
@@ -278,12 +293,8 @@ try {
     waiting.shift()?.();
   };
 
-  /** Sends until a 2xx, as providers and careful clients do. */
-  async function deliver(
-    p: (typeof plan)[number],
-    build: () => { url: string; init: RequestInit },
-    timeoutMs?: number,
-  ) {
+  /** Sends until a 2xx, as providers and careful clients do; `onAck` on the 2xx. */
+  async function deliver(onAck: () => void, build: () => { url: string; init: RequestInit }, timeoutMs?: number) {
     for (let attempt = 0; ; attempt++) {
       counters.deliveries++;
       if (attempt > 0) counters.deliveryRetries++;
@@ -296,7 +307,7 @@ try {
         });
         await response.text();
         if (response.ok) {
-          acked.add(`${providerOf(p)}|${p.externalId}`);
+          onAck();
           return;
         }
       } catch (error) {
@@ -326,9 +337,10 @@ try {
       },
     });
   const send = (p: (typeof plan)[number]): Promise<void> => {
+    const ack = () => void acked.add(`${providerOf(p)}|${p.externalId}`);
     if (p.kind === 'stripe') {
       const body = stripeBody(p);
-      return deliver(p, () => {
+      return deliver(ack, () => {
         return {
           url: `${apiUrl}/webhooks/stripe`,
           init: {
@@ -357,7 +369,7 @@ try {
           metadata: {},
         },
       });
-      return deliver(p, () => {
+      return deliver(ack, () => {
         const requestId = randomUUID();
         return {
           url: `${apiUrl}/webhooks/mercadopago?data.id=${p.externalId}&type=payment`,
@@ -381,7 +393,7 @@ try {
     });
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
     return deliver(
-      p,
+      ack,
       () => ({
         url: `${apiUrl}/v1/payments`,
         init: {
@@ -397,16 +409,53 @@ try {
       random() < 0.5 ? 5 : undefined,
     );
   };
-  const sending = plan.flatMap((p) =>
-    Array.from({ length: p.copies }, (_, copy) =>
+  const sendRefund = (p: (typeof plan)[number], refund: NonNullable<(typeof plan)[number]['refund']>) => {
+    const body = JSON.stringify({
+      id: `evt_chaos_refund_${p.i}`,
+      object: 'event',
+      type: 'charge.refunded',
+      created: Math.floor(started / 1000),
+      data: {
+        object: {
+          id: `ch_chaos_${p.i}`,
+          object: 'charge',
+          payment_intent: p.externalId,
+          currency: 'mxn',
+          amount: p.centavos,
+          refunds: { data: [{ id: refund.id, amount: refund.centavos, created: Math.floor(started / 1000) }] },
+        },
+      },
+    });
+    return deliver(
+      () => void ackedRefunds.add(refund.id),
+      () => ({
+        url: `${apiUrl}/webhooks/stripe`,
+        init: {
+          method: 'POST',
+          body,
+          headers: {
+            'content-type': 'application/json',
+            'stripe-signature': stripeSignatureHeader(body, secrets.stripe),
+          },
+        },
+      }),
+    );
+  };
+  const sending = plan.flatMap((p) => [
+    ...Array.from({ length: p.copies }, (_, copy) =>
       // Copies: the first two at once, a third after a delay (out of order with later payments).
       sleep(p.startMs + (copy === 2 ? 500 + Math.floor(random() * 3000) : 0)).then(() => send(p)),
     ),
-  );
+    ...(p.refund
+      ? Array.from({ length: p.refund.copies }, () =>
+          sleep(Math.max(0, p.startMs + p.refund!.delayMs)).then(() => sendRefund(p, p.refund!)),
+        )
+      : []),
+  ]);
   await Promise.all(sending);
   const sentAt = Date.now();
   log(
-    `sent ${N} payments in ${plan.reduce((n, p) => n + p.copies, 0)} deliveries (${counters.deliveryRetries} retried); ${acked.size} acknowledged`,
+    `sent ${N} payments and ${refundsPlanned.length} refunds in ${plan.reduce((n, p) => n + p.copies + (p.refund?.copies ?? 0), 0)} deliveries (${counters.deliveryRetries} retried); ${acked.size} payments and ${ackedRefunds.size} refunds acknowledged`,
   );
   await Promise.all([killing, ...timers]);
 
@@ -417,7 +466,8 @@ try {
   for (;;) {
     const [row] = await prisma.$queryRaw<
       { open: number }[]
-    >`SELECT count(*)::int AS open FROM outbox WHERE status IN ('pending', 'enqueued')`;
+    >`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued'))::int
+             + (SELECT count(*) FROM invoices WHERE status = 'waiting')::int AS open`;
     if (row!.open === 0) {
       drainedAt = Date.now();
       break;
@@ -448,7 +498,16 @@ try {
   const invoices = await prisma.$queryRaw<
     { serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
   >`
-    SELECT serie, folio, uuid, stamp_key, frozen_xml FROM invoices WHERE kind = 'I'`;
+    SELECT serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
+  // Each refund's Egresos, and whether each names its payment's Ingreso UUID in CfdiRelacionados.
+  const refunds = await prisma.$queryRaw<{ external_id: string; egresos: number; stamped: number; related: number }[]>`
+    SELECT r.external_id, count(e.id)::int AS egresos,
+           count(e.id) FILTER (WHERE e.status = 'stamped' AND e.uuid IS NOT NULL)::int AS stamped,
+           count(e.id) FILTER (WHERE position('UUID="' || i.uuid || '"' IN e.frozen_xml) > 0)::int AS related
+    FROM refunds r
+    LEFT JOIN invoices e ON e.refund_id = r.id
+    LEFT JOIN invoices i ON i.payment_id = r.payment_id AND i.kind = 'I'
+    GROUP BY r.external_id`;
   const [attempts] = await prisma.$queryRaw<{ total: number; backup_stamps: number }[]>`
     SELECT count(*)::int AS total, count(*) FILTER (WHERE pac = 'backup' AND outcome IN ('stamped', 'already_stamped'))::int AS backup_stamps FROM pac_attempts`;
   const [dlq] = await prisma.$queryRaw<
@@ -492,6 +551,9 @@ try {
   const stampedCount = invoices.filter((i) => i.uuid).length;
   const runS = ((drainedAt || Date.now()) - loadStart) / 1000;
 
+  const refundsOk = refunds.filter(
+    (r) => ackedRefunds.has(r.external_id) && r.egresos === 1 && r.stamped === 1 && r.related === 1,
+  ).length;
   const figures = [
     {
       figure: 'webhooks/requests acknowledged 2xx (distinct payments)',
@@ -522,6 +584,18 @@ try {
     { figure: 'folio gaps / repeats', value: folioProblems, must: '0', ok: folioProblems === 0 },
     { figure: 'frozen XML changed after first send', value: changed, must: '0', ok: changed === 0 },
     { figure: 'invoices in the dead-letter queue', value: dlq!.failed, must: '0', ok: dlq!.failed === 0 },
+    {
+      figure: 'refunds acknowledged 2xx (distinct)',
+      value: ackedRefunds.size,
+      must: `= ${refundsPlanned.length} sent`,
+      ok: ackedRefunds.size === refundsPlanned.length,
+    },
+    {
+      figure: 'refunds with exactly one stamped Egreso, related to the Ingreso',
+      value: `${refundsOk} of ${refunds.length} recorded`,
+      must: `all ${ackedRefunds.size} acknowledged`,
+      ok: refundsOk === ackedRefunds.size && refunds.length === ackedRefunds.size,
+    },
   ];
   const stats = {
     variant: naive ? 'naive (deliberately broken)' : 'product',
