@@ -38,6 +38,7 @@ const schema = z.object({
   CSD_PASSWORD_FILE: z.string().optional(),
   SERIE_INGRESO: z.string().default('A'),
   SERIE_EGRESO: z.string().default('NC'),
+  SERIE_PAGO: z.string().default('P'),
   /** What the invoice says was sold when the payment does not say. */
   CONCEPTO_CLAVE_PROD_SERV: z
     .string()

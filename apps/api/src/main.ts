@@ -50,6 +50,7 @@ const { emisorId } = await bootstrap(prisma, {
   series: [
     { serie: config.SERIE_INGRESO, kind: 'I' },
     { serie: config.SERIE_EGRESO, kind: 'E' },
+    { serie: config.SERIE_PAGO, kind: 'P' },
   ],
   apiKeys: parseApiKeys(config.API_KEYS),
 });
@@ -78,6 +79,7 @@ const app = createApp({
     emisorId,
     serieIngreso: config.SERIE_INGRESO,
     serieEgreso: config.SERIE_EGRESO,
+    seriePago: config.SERIE_PAGO,
     settings: {
       emisor,
       concepto: {

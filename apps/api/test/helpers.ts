@@ -51,6 +51,7 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
     series: [
       { serie: 'A', kind: 'I' },
       { serie: 'NC', kind: 'E' },
+      { serie: 'P', kind: 'P' },
     ],
     apiKeys: [
       { name: 'pos', key: KEYS.pos, admin: false },
@@ -63,6 +64,7 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
     emisorId,
     serieIngreso: 'A',
     serieEgreso: 'NC',
+    seriePago: 'P',
     settings: {
       emisor: EMISOR,
       concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },

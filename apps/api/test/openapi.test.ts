@@ -6,7 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
+import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**
@@ -84,6 +84,7 @@ describe('openapi.yaml', () => {
   it.each([
     ['PaymentCreate', createPaymentSchema],
     ['RefundCreate', createRefundSchema],
+    ['InstallmentCreate', createInstallmentSchema],
   ] as const)('documents the %s request exactly as the API parses it', (name, schema) => {
     const parsed = z.toJSONSchema(schema) as { properties: object; required: string[] };
     const documented = doc.components.schemas[name]!;
@@ -165,6 +166,36 @@ describe('openapi.yaml', () => {
       }),
     );
     conforms(refundPath, 'post', await request('post', refunds, { json: { amount: '1.00' } }));
+
+    const ppd = await request('post', '/v1/payments', {
+      json: { ...body, externalId: 'OPENAPI-PPD', paymentTerms: 'installments' },
+      headers: auth,
+    });
+    const ppdInvoice = (JSON.parse(ppd.body) as { invoices: { id: string }[] }).invoices[0]!.id;
+    const installments = `/v1/invoices/${ppdInvoice}/payments`;
+    const installmentPath = '/v1/invoices/{id}/payments';
+    const installment = {
+      amount: '100.00',
+      paidAt: new Date().toISOString(),
+      formaPago: '03',
+      externalId: 'oa-inst-1',
+    };
+    conforms(installmentPath, 'post', await request('post', installments, { json: installment, headers: auth }));
+    conforms(installmentPath, 'post', await request('post', installments, { json: installment, headers: auth }));
+    conforms(
+      installmentPath,
+      'post',
+      await request('post', installments, {
+        json: { ...installment, amount: '99999.00', externalId: 'oa-inst-2' },
+        headers: auth,
+      }),
+    );
+    conforms(
+      installmentPath,
+      'post',
+      await request('post', `/v1/invoices/${payment.invoices[0]!.id}/payments`, { json: installment, headers: auth }),
+    );
+    conforms(installmentPath, 'post', await request('post', installments, { json: { amount: '1' }, headers: auth }));
 
     const invoiceId = payment.invoices[0]!.id;
     conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=pending', { headers: auth }));

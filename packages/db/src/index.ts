@@ -12,6 +12,7 @@ export type {
   WebhookEvent,
   Payment,
   Refund,
+  Installment,
   Invoice,
   OutboxRow,
   PacAttempt,

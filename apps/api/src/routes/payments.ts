@@ -7,8 +7,9 @@ import { ApiError } from '../errors.ts';
 import { fingerprintOf, idempotencyKeyOf, withIdempotency } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
+import { recordInstallment } from '../use-cases/record-installment.ts';
 import { recordRefund } from '../use-cases/record-refund.ts';
-import { decodeCursor, encodeCursor, paymentView, refundView } from './views.ts';
+import { decodeCursor, encodeCursor, installmentView, paymentView, refundView } from './views.ts';
 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
@@ -41,8 +42,25 @@ export const createPaymentSchema = z
       })
       .strict()
       .optional(),
+    /** `installments`: the sale is paid later (PPD Ingreso); each amount received is POSTed to /v1/invoices/:id/payments. */
+    paymentTerms: z.enum(['single', 'installments']).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((p, ctx) => {
+    if (p.paymentTerms !== 'installments') return;
+    if (!p.receptor)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['receptor'],
+        message: 'is required for installments (its Pagos name the customer)',
+      });
+    if (p.formaPago !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['formaPago'],
+        message: 'not with installments: the Ingreso says 99, each installment its own',
+      });
+  });
 
 export const createRefundSchema = z
   .object({
@@ -50,6 +68,24 @@ export const createRefundSchema = z
     /** Your id for the refund; a second refund with the same id is the same refund. Default: a new UUID. */
     externalId: printable(128).optional(),
     occurredAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .strict();
+
+export const createInstallmentSchema = z
+  .object({
+    amount: amountSchema,
+    /** FechaPago: when the money was received. */
+    paidAt: z.iso.datetime({ offset: true }),
+    formaPago: z
+      .string()
+      .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99'),
+    /** Your id for the installment; the same id again is the same installment. Default: a new UUID. */
+    externalId: printable(128).optional(),
+    /** The bank's operation number (NumOperacion), e.g. a SPEI tracking key. */
+    numOperacion: z
+      .string()
+      .regex(/^[^|]{1,100}$/, '1–100 characters, no |')
+      .optional(),
   })
   .strict();
 
@@ -130,7 +166,8 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
           occurredAt: new Date(input.occurredAt),
           receptor: input.receptor ?? null,
           description: input.description ?? null,
-          formaPago: input.formaPago ?? deps.defaultFormaPago,
+          formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
+          paymentTerms: input.paymentTerms ?? 'single',
         },
         client.id,
       );
@@ -181,6 +218,54 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       };
     };
     await respondOnce(req, res, `/v1/payments/${paymentId}/refunds`, input, create);
+  });
+
+  /**
+   * An amount received against a PPD Ingreso (sold in installments) and its Pago (complemento de
+   * pago 2.0), frozen now if the Ingreso is stamped, else once it is.
+   */
+  router.post('/invoices/:id/payments', async (req: Request, res: Response) => {
+    const client = req.client!;
+    const invoiceId = String(req.params.id);
+    if (!/^[0-9a-f-]{36}$/i.test(invoiceId)) throw new ApiError('not_found');
+    const parsed = createInstallmentSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    const externalId = input.externalId ?? randomUUID();
+
+    const create = async (tx: Tx) => {
+      const recorded = await recordInstallment(tx, deps.payments, {
+        invoiceId,
+        provider: `api:${client.name}`,
+        externalId,
+        amount: input.amount,
+        paidAt: new Date(input.paidAt),
+        formaPago: input.formaPago,
+        ...(input.numOperacion ? { numOperacion: input.numOperacion } : {}),
+      });
+      const installment = await tx.installment.findUniqueOrThrow({
+        where: { id: recorded.installmentId },
+        include: { pago: true, invoice: { select: { total: true } } },
+      });
+      const before = await tx.installment.aggregate({
+        where: { invoiceId: installment.invoiceId, numParcialidad: { lt: installment.numParcialidad } },
+        _sum: { amount: true },
+      });
+      const saldoAnterior = installment.invoice.total.minus(before._sum.amount ?? 0);
+      return {
+        status: recorded.created ? 201 : 200,
+        body: installmentView(
+          installment,
+          {
+            saldoAnterior: saldoAnterior.toFixed(2),
+            saldoInsoluto: saldoAnterior.minus(installment.amount).toFixed(2),
+          },
+          installment.pago!,
+          recorded.waitingFor,
+        ),
+      };
+    };
+    await respondOnce(req, res, `/v1/invoices/${invoiceId}/payments`, input, create);
   });
 
   router.get('/payments/:id', async (req, res) => {

@@ -1,4 +1,4 @@
-import type { Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
+import type { Installment, Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
 
 /** JSON shapes the API answers with. Money as decimal strings, never numbers. */
 export function invoiceSummary(
@@ -47,6 +47,31 @@ export function refundView(
     occurredAt: r.occurredAt.toISOString(),
     createdAt: r.createdAt.toISOString(),
     egreso: { ...invoiceSummary(egreso), ...(waitingFor ? { waitingFor } : {}) },
+  };
+}
+
+/**
+ * An installment of a PPD Ingreso and its Pago: its number, and the balance before and after it
+ * (what the Pago's DoctoRelacionado says).
+ */
+export function installmentView(
+  i: Installment,
+  saldos: { saldoAnterior: string; saldoInsoluto: string },
+  pago: Parameters<typeof invoiceSummary>[0],
+  waitingFor?: { invoiceId: string; status: string; blocked: boolean },
+) {
+  return {
+    id: i.id,
+    invoiceId: i.invoiceId,
+    provider: i.provider,
+    externalId: i.externalId,
+    amount: i.amount.toFixed(2),
+    paidAt: i.paidAt.toISOString(),
+    formaPago: i.formaPago,
+    numParcialidad: i.numParcialidad,
+    ...saldos,
+    createdAt: i.createdAt.toISOString(),
+    pago: { ...invoiceSummary(pago), ...(waitingFor ? { waitingFor } : {}) },
   };
 }
 

@@ -33,6 +33,8 @@ export interface PaymentFacts {
   receptor: ReceptorInput | null;
   description: string | null;
   formaPago: string;
+  /** `installments`: a PPD Ingreso (FormaPago 99), paid later with Pagos. Default `single` (PUE). */
+  paymentTerms?: 'single' | 'installments';
 }
 
 /**
@@ -61,8 +63,9 @@ export function buildIngresoRequest(
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,
     moneda: facts.currency,
-    formaPago: facts.formaPago,
-    metodoPago: 'PUE',
+    ...(facts.paymentTerms === 'installments'
+      ? { formaPago: '99', metodoPago: 'PPD' }
+      : { formaPago: facts.formaPago, metodoPago: 'PUE' }),
     emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
     receptor,
     ...(facts.receptor
@@ -92,7 +95,8 @@ export function buildIngresoRequest(
 /**
  * The CFDI Receptor for a customer's fiscal data, or público en general (RFC XAXX010101000,
  * régimen 616, the emisor's CP, UsoCFDI S01) without it. `usoCfdi` replaces the customer's own
- * (an Egreso's is G02) unless their régimen is 616, which only allows S01.
+ * (an Egreso's is G02, a Pago's CP01); for régimen 616, which allows only S01 and CP01, an Egreso
+ * gets S01.
  */
 export function receptorFor(
   receptor: ReceptorInput | null,
@@ -112,7 +116,12 @@ export function receptorFor(
     nombre: receptor.nombre,
     domicilioFiscalReceptor: receptor.codigoPostal,
     regimenFiscalReceptor: receptor.regimenFiscal,
-    usoCFDI: usoCfdi === undefined ? receptor.usoCfdi : receptor.regimenFiscal === '616' ? 'S01' : usoCfdi,
+    usoCFDI:
+      usoCfdi === undefined
+        ? receptor.usoCfdi
+        : usoCfdi !== 'CP01' && receptor.regimenFiscal === '616'
+          ? 'S01'
+          : usoCfdi,
   };
 }
 

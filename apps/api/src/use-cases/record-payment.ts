@@ -11,6 +11,8 @@ export interface RecordPaymentDeps {
   serieIngreso: string;
   /** The serie of refunds' Egresos. */
   serieEgreso: string;
+  /** The serie of installments' Pagos (complemento de pago). */
+  seriePago: string;
   emisorId: string;
 }
 
@@ -61,11 +63,14 @@ export async function recordPayments(
         ${column((p) => p.facts.occurredAt.toISOString())}::timestamptz[],
         ${column((p) => (p.facts.receptor ? JSON.stringify(p.facts.receptor) : null))}::jsonb[],
         ${column((p) => p.facts.description)}::text[], ${column((p) => p.clientId ?? null)}::uuid[],
-        ${column((p) => p.facts.formaPago)}::text[]
-      ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago, ord)
+        ${column((p) => p.facts.formaPago)}::text[], ${column((p) => p.facts.paymentTerms ?? 'single')}::text[]
+      ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
+                             payment_terms, ord)
     ), payment AS (
-      INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago)
-      SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago
+      INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
+                            forma_pago, payment_terms)
+      SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
+             forma_pago, payment_terms
       FROM input ORDER BY ord
       ON CONFLICT (provider, external_id) DO NOTHING
       RETURNING id, provider, external_id

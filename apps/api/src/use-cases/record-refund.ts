@@ -1,17 +1,10 @@
 import { BigNumber } from 'bignumber.js';
-import {
-  CfdiError,
-  CfdiValidationError,
-  freezeComprobante,
-  stampKeyFor,
-  withRelatedUuid,
-  type FrozenCfdi,
-} from '@timbra/cfdi-core';
 import type { Prisma } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { buildEgresoRequest, egresoTotals, type RefundFacts } from './build-egreso.ts';
 import type { ReceptorInput } from './build-ingreso.ts';
-import { OUTBOX_CHANNEL, type RecordPaymentDeps } from './record-payment.ts';
+import { takeFolio, waitingFor, writeDependentInvoice, type OriginalInvoice } from './dependent-invoice.ts';
+import type { RecordPaymentDeps } from './record-payment.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -54,14 +47,9 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
           SELECT id, amount::text, currency, receptor, forma_pago FROM payments
           WHERE provider = ${where.provider} AND external_id = ${where.externalId} FOR UPDATE`;
   if (!payment) throw new ApiError('payment_not_found_yet');
-  const [ingreso] = await tx.$queryRaw<{ id: string; status: string; uuid: string | null }[]>`
+  const [ingreso] = await tx.$queryRaw<OriginalInvoice[]>`
     SELECT id, status, uuid FROM invoices WHERE payment_id = ${payment.id}::uuid AND kind = 'I'`;
   if (!ingreso) throw new Error(`payment ${payment.id} has no Ingreso`);
-  const waitingFor = {
-    invoiceId: ingreso.id,
-    status: ingreso.status,
-    blocked: ingreso.status === 'stamp_failed' || ingreso.status === 'needs_data',
-  };
 
   const existing = await tx.refund.findUnique({
     where: { provider_externalId: { provider: refund.provider, externalId: refund.externalId } },
@@ -76,7 +64,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
       paymentId: payment.id,
       egresoId: existing.egreso.id,
       created: false,
-      ...(existing.egreso.status === 'waiting' ? { waitingFor } : {}),
+      ...(existing.egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
     };
   }
 
@@ -98,60 +86,33 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
     VALUES (gen_random_uuid(), ${payment.id}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric, ${refund.occurredAt})
     RETURNING id`) as [{ id: string }];
-  const [counter] = await tx.$queryRaw<{ folio: number }[]>`
-    UPDATE series SET next_folio = next_folio + 1
-    WHERE emisor_id = ${deps.emisorId}::uuid AND serie = ${deps.serieEgreso}
-    RETURNING next_folio - 1 AS folio`;
-  if (!counter) throw new Error(`serie ${deps.serieEgreso} is not configured`);
-
+  const folio = await takeFolio(tx, deps.emisorId, deps.serieEgreso);
   const request = buildEgresoRequest(
     { currency: payment.currency, formaPago: payment.forma_pago ?? undefined, receptor: payment.receptor },
     refund,
     deps.serieEgreso,
-    counter.folio,
+    folio,
     deps.settings,
   );
-  const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'E', request.sourceId);
-  const stamped = ingreso.status === 'stamped' && ingreso.uuid !== null;
-  let frozen: FrozenCfdi | undefined;
-  let problems: { path: string; message: string }[] | null = null;
-  if (stamped) {
-    try {
-      frozen = freezeComprobante(withRelatedUuid(request, ingreso.uuid!), deps.csd);
-    } catch (error) {
-      if (error instanceof CfdiValidationError) problems = [...error.issues];
-      else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-      else throw error;
-    }
-  }
-  const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
-  const totals = frozen
-    ? { subTotal: frozen.subTotal, total: frozen.total }
-    : egresoTotals(refund.amount, deps.settings.ivaTasa);
-  const [egreso] = (await tx.$queryRaw<{ id: string }[]>`
-    WITH invoice AS (
-      INSERT INTO invoices (id, emisor_id, payment_id, refund_id, related_invoice_id, kind, serie, folio, fecha, moneda,
-                            sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request)
-      VALUES (gen_random_uuid(), ${deps.emisorId}::uuid, ${payment.id}::uuid, ${inserted.id}::uuid, ${ingreso.id}::uuid, 'E',
-              ${deps.serieEgreso}, ${counter.folio}, ${frozen?.fecha ?? null}, ${payment.currency},
-              ${totals.subTotal}::numeric, ${totals.total}::numeric, ${status},
-              ${problems ? JSON.stringify(problems) : null}::jsonb, ${stampKey}, ${frozen?.xml ?? null},
-              ${frozen?.cadenaOriginal ?? null}, ${frozen ? null : JSON.stringify(request)}::jsonb)
-      RETURNING id, stamp_key, status
-    ), outbox AS (
-      INSERT INTO outbox (id, kind, invoice_id, stamp_key)
-      SELECT gen_random_uuid(), 'stamp', id, stamp_key FROM invoice WHERE status = 'pending'
-      RETURNING id
-    )
-    SELECT invoice.id, (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified
-    FROM invoice`) as [{ id: string }];
-
+  const egreso = await writeDependentInvoice(
+    tx,
+    { csd: deps.csd, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
+    {
+      kind: 'E',
+      request,
+      folio,
+      paymentId: payment.id,
+      original: ingreso,
+      totals: egresoTotals(refund.amount, deps.settings.ivaTasa),
+      link: { refundId: inserted.id },
+    },
+  );
   return {
     refundId: inserted.id,
     paymentId: payment.id,
     egresoId: egreso.id,
     created: true,
-    ...(stamped ? {} : { waitingFor }),
+    ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
   };
 }
 

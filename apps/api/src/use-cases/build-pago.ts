@@ -1,0 +1,74 @@
+import type { InvoiceRequestInput } from '@timbra/cfdi-core';
+import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
+
+/** The PPD Ingreso an installment pays (part of), as stored. */
+export interface PaidInvoice {
+  serie: string;
+  folio: number;
+  moneda: string;
+  receptor: ReceptorInput;
+}
+
+export interface InstallmentFacts {
+  provider: string;
+  externalId: string;
+  /** Received, as a decimal string. */
+  amount: string;
+  paidAt: Date;
+  /** c_FormaPago of this installment (never 99). */
+  formaPago: string;
+  numOperacion?: string;
+  numParcialidad: number;
+  /** What was still owed before this installment. */
+  saldoAnterior: string;
+}
+
+/**
+ * The Pago request (TipoDeComprobante P, complemento de pago 2.0) for one installment of a PPD
+ * Ingreso: Pago (FechaPago, FormaDePagoP, MonedaP, Monto) with one DoctoRelacionado — NumParcialidad,
+ * ImpSaldoAnt, ImpPagado (ImpSaldoInsoluto, the taxes' BaseDR/ImporteDR and the Totales are computed
+ * by cfdi-core) — and, the Ingreso being objeto de impuesto 02, its IVA as TrasladoDR. IdDocumento,
+ * the Ingreso's UUID, is set when it is frozen (`withRelatedUuid`). Fecha is `issuedAt` (when the
+ * installment was recorded): a PAC only accepts a Fecha of the last 72 hours, whatever FechaPago says.
+ */
+export function buildPagoRequest(
+  invoice: PaidInvoice,
+  installment: InstallmentFacts,
+  serie: string,
+  folio: number,
+  issuedAt: Date,
+  settings: InvoiceSettings,
+): InvoiceRequestInput {
+  return {
+    tipoDeComprobante: 'P',
+    sourceId: `${installment.provider}:installment:${installment.externalId}`,
+    occurredAt: issuedAt.toISOString(),
+    serie,
+    folio: String(folio),
+    lugarExpedicion: settings.emisor.lugarExpedicion,
+    moneda: 'XXX',
+    emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
+    receptor: receptorFor(invoice.receptor, settings, 'CP01'),
+    pago: {
+      fechaPago: installment.paidAt.toISOString(),
+      formaDePagoP: installment.formaPago,
+      monedaP: invoice.moneda,
+      monto: installment.amount,
+      ...(installment.numOperacion ? { numOperacion: installment.numOperacion } : {}),
+      doctosRelacionados: [
+        {
+          // Replaced by the Ingreso's UUID when the Pago is frozen.
+          idDocumento: '00000000-0000-0000-0000-000000000000',
+          serie: invoice.serie,
+          folio: String(invoice.folio),
+          monedaDR: invoice.moneda,
+          numParcialidad: installment.numParcialidad,
+          impSaldoAnt: installment.saldoAnterior,
+          impPagado: installment.amount,
+          objetoImpDR: '02',
+          trasladosDR: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
+        },
+      ],
+    },
+  };
+}

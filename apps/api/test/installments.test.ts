@@ -1,0 +1,223 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import got from 'got';
+import { parseXml } from '@timbra/cfdi-core';
+import { CFDI_XSLT, SchemaValidator, xsltproc } from '@timbra/cfdi-core/testing';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+const schema = new SchemaValidator();
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  schema.dispose();
+  await api.close();
+});
+
+const auth = { authorization: `Bearer ${KEYS.pos}` };
+const RECEPTOR = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  regimenFiscal: '612',
+  codigoPostal: '36257',
+  usoCfdi: 'G03',
+};
+
+interface InstallmentBody {
+  id: string;
+  invoiceId: string;
+  amount: string;
+  numParcialidad: number;
+  saldoAnterior: string;
+  saldoInsoluto: string;
+  pago: {
+    id: string;
+    kind: string;
+    folio: number;
+    status: string;
+    waitingFor?: { invoiceId: string; status: string; blocked: boolean };
+  };
+}
+
+const post = (path: string, body: object, headers: Record<string, string> = {}) =>
+  got.post(`${api.url}${path}`, {
+    json: body,
+    headers: { ...auth, ...headers },
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+
+/** A sale in installments: its PPD Ingreso's id. */
+async function ppdSale(amount = '11600.00') {
+  const res = await post('/v1/payments', {
+    externalId: `PPD-${randomUUID()}`,
+    amount,
+    currency: 'MXN',
+    occurredAt: new Date(Date.now() - 60_000).toISOString(),
+    receptor: RECEPTOR,
+    paymentTerms: 'installments',
+  });
+  expect(res.statusCode).toBe(201);
+  return (res.body as { invoices: { id: string }[] }).invoices[0]!.id;
+}
+
+const pay = (invoiceId: string, amount: string, extra: object = {}) =>
+  post(`/v1/invoices/${invoiceId}/payments`, {
+    amount,
+    paidAt: new Date(Date.now() - 3_600_000).toISOString(),
+    formaPago: '03',
+    ...extra,
+  });
+
+async function stamp(invoiceId: string) {
+  const uuid = randomUUID().toUpperCase();
+  await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid } });
+  return uuid;
+}
+
+/** The attributes of the Pago's DoctoRelacionado. */
+function docto(xml: string): Record<string, string> {
+  const found: Record<string, string> = {};
+  const walk = (node: ReturnType<typeof parseXml>) => {
+    if (node.name === 'pago20:DoctoRelacionado') Object.assign(found, Object.fromEntries(node.attrs));
+    for (const child of node.children) if (child.kind === 'element') walk(child);
+  };
+  walk(parseXml(xml));
+  return found;
+}
+
+describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)', () => {
+  it('POST /v1/payments with paymentTerms installments: a PPD Ingreso (FormaPago 99)', async () => {
+    const id = await ppdSale();
+    const ingreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id } });
+    expect(ingreso.frozenXml).toContain('MetodoPago="PPD"');
+    expect(ingreso.frozenXml).toContain('FormaPago="99"');
+  });
+
+  it('refuses installments without a customer, or with a FormaPago', async () => {
+    const base = {
+      externalId: `PPD-${randomUUID()}`,
+      amount: '100.00',
+      currency: 'MXN',
+      occurredAt: new Date().toISOString(),
+    };
+    const noReceptor = await post('/v1/payments', { ...base, paymentTerms: 'installments' });
+    expect(noReceptor.statusCode).toBe(422);
+    expect(noReceptor.body).toMatchObject({ error: { code: 'validation_failed', details: [{ path: 'receptor' }] } });
+    const withForma = await post('/v1/payments', {
+      ...base,
+      receptor: RECEPTOR,
+      formaPago: '03',
+      paymentTerms: 'installments',
+    });
+    expect(withForma.statusCode).toBe(422);
+    expect(withForma.body).toMatchObject({ error: { details: [{ path: 'formaPago' }] } });
+  });
+
+  it("three installments → three Pagos, NumParcialidad 1..3, balances consistent, XSD-valid, each cadena the SAT XSLT's", async () => {
+    const invoiceId = await ppdSale('11600.00');
+    const uuid = await stamp(invoiceId);
+    const folio = (await api.prisma.serie.findFirstOrThrow({ where: { serie: 'P' } })).nextFolio;
+    const bodies: InstallmentBody[] = [];
+    for (const amount of ['5800.00', '3480.00', '2320.00']) {
+      const res = await pay(invoiceId, amount, { numOperacion: `SPEI-${amount}` });
+      expect(res.statusCode).toBe(201);
+      bodies.push(res.body as InstallmentBody);
+    }
+    expect(bodies.map((b) => [b.numParcialidad, b.saldoAnterior, b.amount, b.saldoInsoluto, b.pago.folio])).toEqual([
+      [1, '11600.00', '5800.00', '5800.00', folio],
+      [2, '5800.00', '3480.00', '2320.00', folio + 1],
+      [3, '2320.00', '2320.00', '0.00', folio + 2],
+    ]);
+    const pagos = await api.prisma.invoice.findMany({
+      where: { id: { in: bodies.map((b) => b.pago.id) } },
+      orderBy: { folio: 'asc' },
+    });
+    expect(pagos.map((p) => [p.kind, p.status])).toEqual([
+      ['P', 'pending'],
+      ['P', 'pending'],
+      ['P', 'pending'],
+    ]);
+    expect(pagos.map((p) => docto(p.frozenXml!))).toEqual(
+      bodies.map((b) =>
+        expect.objectContaining({
+          IdDocumento: uuid,
+          NumParcialidad: String(b.numParcialidad),
+          ImpSaldoAnt: b.saldoAnterior,
+          ImpPagado: b.amount,
+          ImpSaldoInsoluto: b.saldoInsoluto,
+          ObjetoImpDR: '02',
+        }),
+      ),
+    );
+    const xmls = pagos.map((p) => p.frozenXml!);
+    expect(xmls[0]).toContain('TipoDeComprobante="P"');
+    expect(xmls[0]).toContain('UsoCFDI="CP01"');
+    expect(xmls[0]).toContain('NumOperacion="SPEI-5800.00"');
+    expect(schema.validate(xmls)).toEqual([]);
+    for (const p of pagos) expect(xsltproc(CFDI_XSLT, [p.frozenXml!])).toBe(p.cadenaOriginal);
+
+    // Paid in full: one centavo more is an overpayment.
+    const over = await pay(invoiceId, '0.01');
+    expect(over.statusCode).toBe(422);
+    expect(over.body).toMatchObject({ error: { code: 'installment_exceeds_balance' } });
+  });
+
+  it('before the Ingreso is stamped the Pago waits for it; an overpayment → 422 and nothing written', async () => {
+    const invoiceId = await ppdSale('1160.00');
+    const first = await pay(invoiceId, '1000.00');
+    expect(first.statusCode).toBe(201);
+    expect((first.body as InstallmentBody).pago).toMatchObject({
+      kind: 'P',
+      status: 'waiting',
+      waitingFor: { invoiceId, status: 'pending', blocked: false },
+    });
+    const over = await pay(invoiceId, '160.01');
+    expect(over.statusCode).toBe(422);
+    expect(over.body).toMatchObject({
+      error: {
+        code: 'installment_exceeds_balance',
+        details: [{ path: 'amount', message: expect.stringContaining('160.00') }],
+      },
+    });
+    expect(await api.prisma.installment.count({ where: { invoiceId } })).toBe(1);
+  });
+
+  it('concurrent installments are numbered without gaps or repeats and never overpay', async () => {
+    const invoiceId = await ppdSale('1000.00');
+    const results = await Promise.all(Array.from({ length: 8 }, () => pay(invoiceId, '300.00')));
+    expect(results.map((r) => r.statusCode).sort()).toEqual([201, 201, 201, 422, 422, 422, 422, 422]);
+    const numbers = results.flatMap((r) => (r.statusCode === 201 ? [(r.body as InstallmentBody).numParcialidad] : []));
+    expect(numbers.sort()).toEqual([1, 2, 3]);
+  });
+
+  it('the same installment again → 200, the same one; other data → 409; a PUE invoice → 409 not_installments', async () => {
+    const invoiceId = await ppdSale();
+    const a = await pay(invoiceId, '100.00', { externalId: 'inst-same' });
+    const b = await pay(invoiceId, '100.00', { externalId: 'inst-same' });
+    expect([a.statusCode, b.statusCode]).toEqual([201, 200]);
+    expect((b.body as InstallmentBody).id).toBe((a.body as InstallmentBody).id);
+    expect((await pay(invoiceId, '200.00', { externalId: 'inst-same' })).body).toMatchObject({
+      error: { code: 'installment_conflict' },
+    });
+    const pue = await post('/v1/payments', {
+      externalId: `PUE-${randomUUID()}`,
+      amount: '100.00',
+      currency: 'MXN',
+      occurredAt: new Date().toISOString(),
+    });
+    const pueInvoice = (pue.body as { invoices: { id: string }[] }).invoices[0]!.id;
+    const refused = await pay(pueInvoice, '10.00');
+    expect(refused.statusCode).toBe(409);
+    expect(refused.body).toMatchObject({ error: { code: 'not_installments' } });
+    expect((await pay(randomUUID(), '10.00')).statusCode).toBe(404);
+    for (const body of [
+      { amount: '1.00', paidAt: 'ayer', formaPago: '03' },
+      { amount: '1.00', paidAt: new Date().toISOString(), formaPago: '99' },
+    ]) {
+      const res = await post(`/v1/invoices/${invoiceId}/payments`, body);
+      expect(res.statusCode).toBe(422);
+    }
+  });
+});
