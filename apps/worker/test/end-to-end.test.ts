@@ -224,4 +224,80 @@ describe('end to end', () => {
       await w.close();
     }
   });
+
+  it('a sale in three installments against the sandbox: the Ingreso (PPD) and three Pagos stamped once each, parcialidades 1..3', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: `{e${randomBytes(4).toString('hex')}}`,
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 4,
+        relayBatchSize: 50,
+        logger: pino({ level: 'silent' }),
+        csd: loadTestCsd('EKU9003173C9'),
+      },
+      { autorun: true },
+    );
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    const status = async (id: string) =>
+      (await got.get(`${apiUrl}/v1/invoices/${id}`, { headers: auth }).json<{ status: string }>()).status;
+    try {
+      const sale = await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: {
+            externalId: 'E2E-PPD',
+            amount: '3480.00',
+            currency: 'MXN',
+            occurredAt: new Date().toISOString(),
+            paymentTerms: 'installments',
+            receptor: {
+              rfc: 'CACX7605101P8',
+              nombre: 'XOCHILT CASAS CHAVEZ',
+              regimenFiscal: '612',
+              codigoPostal: '36257',
+              usoCfdi: 'G03',
+            },
+          },
+          headers: auth,
+        })
+        .json<{ invoices: { id: string }[] }>();
+      const ingresoId = sale.invoices[0]!.id;
+      const pay = (amount: string) =>
+        got
+          .post(`${apiUrl}/v1/invoices/${ingresoId}/payments`, {
+            json: { amount, paidAt: new Date().toISOString(), formaPago: '03' },
+            headers: auth,
+          })
+          .json<{ numParcialidad: number; pago: { id: string } }>();
+      const first = await pay('1160.00'); // before the Ingreso is stamped: waits
+      await w.relay.drainAll();
+      await eventually(async () => (await status(ingresoId)) === 'stamped');
+      const rest = [await pay('1160.00'), await pay('1160.00')];
+      const pagos = [first, ...rest];
+      expect(pagos.map((p) => p.numParcialidad)).toEqual([1, 2, 3]);
+      await eventually(async () => {
+        await w.relay.drainAll();
+        return (await Promise.all(pagos.map((p) => status(p.pago.id)))).every((s) => s === 'stamped');
+      }, 30_000);
+
+      const ingreso = await prisma.invoice.findUniqueOrThrow({ where: { id: ingresoId } });
+      expect(ingreso.stampedXml).toContain('MetodoPago="PPD"');
+      for (const [i, p] of pagos.entries()) {
+        const xml = await got.get(`${apiUrl}/v1/invoices/${p.pago.id}/xml`, { headers: auth }).text();
+        expect(parseStampedCfdi(xml).tfd.uuid).toBeTruthy();
+        expect(xml).toContain(`IdDocumento="${ingreso.uuid}"`);
+        expect(xml).toContain(`NumParcialidad="${i + 1}"`);
+        expect(xml).toContain(`ImpSaldoInsoluto="${(3480 - 1160 * (i + 1)).toFixed(2)}"`);
+      }
+      const keys = (await prisma.invoice.findMany({ where: { id: { in: pagos.map((p) => p.pago.id) } } })).map(
+        (p) => p.stampKey,
+      );
+      const { stamps } = (await sandbox.admin('ledger', undefined)) as { stamps: { customid?: string }[] };
+      expect(keys.map((k) => stamps.filter((s) => s.customid === k).length)).toEqual([1, 1, 1]);
+    } finally {
+      await w.close();
+    }
+  });
 });
