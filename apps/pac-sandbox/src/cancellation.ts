@@ -10,15 +10,17 @@ export interface CancellationPolicy {
 const UUID_RE = /^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$/i;
 
 /**
- * A cancellation request as the SAT answers it, per UUID: 201 accepted, 202 previously cancelled,
- * 205 not found (unknown UUID or another emisor's). Request errors (motivo, FolioSustitucion) come
- * back as `{ error }`.
+ * A cancellation request as the SAT answers it, per UUID: 201 accepted, 202 previously cancelled
+ * (or in process), 205 not found (unknown UUID or another emisor's). Request errors (motivo,
+ * FolioSustitucion) come back as `{ error }`. A request the receptor rejected may be made again.
+ * `rejectBy`: receptor RFCs that will reject it (the instance's `rejectCancellationBy` fault).
  */
 export function requestCancellation(
   registry: SatRegistry,
   request: { uuid: string; rfcEmisor: string; motivo: string; folioSustitucion?: string },
   now: number,
   policy: CancellationPolicy,
+  rejectBy: readonly string[] = [],
 ): { code: '201' | '202' | '205' } | { error: string } {
   if (!['01', '02', '03', '04'].includes(request.motivo)) return { error: 'CA1002 - Motivo de cancelación inválido.' };
   if (request.motivo === '01') {
@@ -29,7 +31,8 @@ export function requestCancellation(
   }
   const record = registry.get(request.uuid);
   if (!record || record.rfcEmisor !== request.rfcEmisor) return { code: '205' };
-  if (record.cancellation) return { code: '202' };
+  const previous = record.cancellation;
+  if (previous && !(previous.rejected && now >= previous.decideAt)) return { code: '202' };
   const withAcceptance = Number(record.total) > policy.acceptanceAbove;
   record.cancellation = {
     motivo: request.motivo,
@@ -37,6 +40,7 @@ export function requestCancellation(
     requestedAt: now,
     withAcceptance,
     decideAt: withAcceptance ? now + policy.acceptDelayMs : now,
+    rejected: withAcceptance && rejectBy.includes(record.rfcReceptor),
   };
   return { code: '201' };
 }
@@ -71,6 +75,7 @@ export function statusOf(
   if (!c) return { ...base, estado: 'Vigente', estatusCancelacion: '' };
   if (!c.withAcceptance) return { ...base, estado: 'Cancelado', estatusCancelacion: 'Cancelado sin aceptación' };
   if (now < c.decideAt) return { ...base, estado: 'Vigente', estatusCancelacion: 'En proceso' };
+  if (c.rejected) return { ...base, estado: 'Vigente', estatusCancelacion: 'Solicitud rechazada' };
   return { ...base, estado: 'Cancelado', estatusCancelacion: 'Cancelado con aceptación' };
 }
 

@@ -26,6 +26,11 @@ export const faultsSchema = z
     outageUntil: z.number().int().nonnegative().default(0),
     /** RFCs the "SAT" reports as not in the LCO (402): a permanent rejection on purpose. */
     rejectRfcs: z.array(z.string()).default([]),
+    /**
+     * Receptor RFCs that reject a cancellation needing their acceptance: requested through this
+     * instance, it ends "Solicitud rechazada" (the CFDI stays Vigente) instead of accepted.
+     */
+    rejectCancellationBy: z.array(z.string()).default([]),
     /** Finkok: answer 307 with the previous XML (true) or without it, forcing a `stamped` call (false). */
     finkok307WithXml: z.boolean().default(false),
   })

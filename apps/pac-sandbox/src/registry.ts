@@ -11,6 +11,8 @@ export interface CancellationRecord {
   withAcceptance: boolean;
   /** When an acceptance-needing request is decided. */
   decideAt: number;
+  /** The receptor rejects it (decided at `decideAt`): the CFDI stays Vigente. */
+  rejected: boolean;
 }
 
 export interface StampRecord {

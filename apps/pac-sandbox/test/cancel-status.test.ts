@@ -80,6 +80,40 @@ describe.each(['sw', 'finkok'])('cancellation and status through the %s client',
     });
   });
 
+  it('a receptor who rejects: En proceso, then Solicitud rechazada (still Vigente); a new request may follow', async () => {
+    const client = clients[which]!;
+    const instance = which === 'sw' ? 'primary' : 'backup';
+    await run.admin('faults', { rejectCancellationBy: ['CACX7605101P8'] }, instance);
+    try {
+      const frozen = freshInvoice({
+        conceptos: [
+          {
+            claveProdServ: '86121503',
+            cantidad: '1',
+            claveUnidad: 'E48',
+            descripcion: 'Inscripción',
+            valorUnitario: '9000.00',
+            objetoImp: '02',
+            traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+          },
+        ],
+      });
+      const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
+      const query = { uuid, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: frozen.total };
+      expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('201');
+      expect((await client.status(query)).estatusCancelacion).toBe('En proceso');
+      await new Promise((r) => setTimeout(r, 400));
+      expect(await client.status(query)).toMatchObject({
+        estado: 'Vigente',
+        estatusCancelacion: 'Solicitud rechazada',
+      });
+      await run.admin('faults', { reset: true }, instance);
+      expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('201');
+    } finally {
+      await run.admin('faults', { reset: true }, instance);
+    }
+  });
+
   it('answers 205 for an unknown UUID, No Encontrado for its status, and refuses motivo 01 without a substitute', async () => {
     const client = clients[which]!;
     const unknown = '11111111-2222-4333-8444-555555555555';

@@ -139,6 +139,7 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
       { uuid, rfcEmisor: taxpayer, motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
       deps.now().getTime(),
       deps.policy,
+      instance.faults.rejectCancellationBy,
     );
     if ('error' in outcome) return result(el('CodEstatus', outcome.error));
     result(

@@ -108,6 +108,7 @@ export function swRoutes(deps: SwRoutesDeps): Router {
       },
       deps.now().getTime(),
       deps.policy,
+      instance.faults.rejectCancellationBy,
     );
     if ('error' in result) return swError(res, 400, result.error);
     res.json({
