@@ -142,6 +142,7 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
       instance.faults.rejectCancellationBy,
     );
     if ('error' in outcome) return result(el('CodEstatus', outcome.error));
+    if (dropAfterProcessing(instance, res)) return;
     result(
       `<s0:Folios><s0:Folio>${el('EstatusUUID', outcome.code)}${el('UUID', uuid)}${el('EstatusCancelacion', '')}</s0:Folio></s0:Folios>` +
         el('Acuse', acuseXml(taxpayer, uuid, outcome.code, deps.now())) +

@@ -111,6 +111,8 @@ export function swRoutes(deps: SwRoutesDeps): Router {
       instance.faults.rejectCancellationBy,
     );
     if ('error' in result) return swError(res, 400, result.error);
+    // Recorded at the "SAT", then the answer lost (stamp-then-drop for cancellations).
+    if (dropAfterProcessing(instance, res)) return;
     res.json({
       status: 'success',
       data: { acuse: acuseXml(rfc, uuid, result.code, deps.now()), uuid: { [uuid]: result.code } },
