@@ -13,6 +13,7 @@ export const API_ERRORS = {
   idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still being processed.' },
   payment_conflict: { status: 409, message: 'A payment with this external id already exists with other data.' },
   payment_not_found_yet: { status: 409, message: 'The refunded payment is not known yet; retry later.' },
+  not_cancellable: { status: 409, message: 'Only a stamped invoice can be cancelled.' },
   not_installments: { status: 409, message: 'This invoice is not a PPD Ingreso sold in installments.' },
   installment_conflict: { status: 409, message: 'An installment with this external id exists with other data.' },
   refund_conflict: { status: 409, message: 'A refund with this external id exists with other data.' },

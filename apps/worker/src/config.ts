@@ -25,6 +25,9 @@ const schema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8),
   RELAY_BATCH_SIZE: z.coerce.number().int().positive().default(100),
   RELAY_POLL_MS: z.coerce.number().int().positive().default(1000),
+  /** While a cancellation is in process at the SAT, how often to look: first delay, doubling, capped. */
+  CANCEL_POLL_BASE_MS: z.coerce.number().int().positive().default(5000),
+  CANCEL_POLL_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   SWEEPER_STALE_MS: z.coerce.number().int().positive().default(300_000),
   /** How long a job's lock lives without renewal; a worker that died loses its jobs after this. */

@@ -13,6 +13,7 @@ import {
   type StampJobData,
 } from './jobs.ts';
 import type { AttemptRecord, PacChain } from './pac-chain.ts';
+import { createCancelProcessor, type CsdCredentials } from './cancel-processor.ts';
 import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
 import { Sweeper } from './sweeper.ts';
@@ -37,6 +38,10 @@ export interface WorkerDeps {
   csd?: Csd;
   /** Receives every job's PAC calls (metrics). */
   onAttempts?: (attempts: readonly AttemptRecord[]) => void;
+  /** The CSD's files and password: cancellation requests are signed with them (absent: cancel jobs fail). */
+  csdCredentials?: CsdCredentials;
+  /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
+  cancelPoll?: { baseMs: number; maxMs: number };
 }
 
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
@@ -60,9 +65,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     logger: deps.logger,
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
   });
-  const worker = new Worker<StampJobData>(
-    STAMP_QUEUE,
-    createStampProcessor({
+  const stamp = createStampProcessor({
       prisma: deps.prisma,
       chain: deps.chain,
       dlq,
@@ -70,7 +73,23 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       alert: deps.alert ?? (() => undefined),
       ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
       ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
-    }),
+  });
+  const cancel = deps.csdCredentials
+    ? createCancelProcessor({
+        prisma: deps.prisma,
+        chain: deps.chain,
+        csd: deps.csdCredentials,
+        logger: deps.logger,
+        poll: deps.cancelPoll ?? { baseMs: 5_000, maxMs: 3_600_000 },
+      })
+    : undefined;
+  const worker = new Worker<StampJobData>(
+    STAMP_QUEUE,
+    async (job, token) => {
+      if (job.name !== 'cancel') return stamp(job);
+      if (!cancel) throw new Error('no CSD configured: cancellations cannot be signed');
+      return cancel(job, token);
+    },
     {
       connection,
       prefix: deps.prefix,

@@ -10,6 +10,7 @@ import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth } from './health.ts';
 import { createWorkerMetrics } from './metrics.ts';
+import type { CsdCredentials } from './cancel-processor.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
@@ -62,20 +63,23 @@ const clients: PacClient[] = pacs.map((p) =>
 );
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 
-// The CSD freezes dependent documents. Without one (and no test CSD for EMISOR_RFC) they stay waiting.
-function readCsd(): Csd | undefined {
+// The CSD freezes dependent documents and signs cancellations. Without one (and no test CSD for
+// EMISOR_RFC) dependents stay waiting and cancellations fail.
+function readCsd(): { csd: Csd; credentials: CsdCredentials } | undefined {
   const cer = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
   const key = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
   const passwordFile = config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`);
   if (!existsSync(cer) || !existsSync(key) || (!config.CSD_PASSWORD && !existsSync(passwordFile))) return undefined;
-  return loadCsd(
-    readFileSync(cer),
-    readFileSync(key),
-    config.CSD_PASSWORD ?? readFileSync(passwordFile, 'utf8').trim(),
-  );
+  const credentials = {
+    cer: readFileSync(cer),
+    key: readFileSync(key),
+    password: config.CSD_PASSWORD ?? readFileSync(passwordFile, 'utf8').trim(),
+  };
+  return { csd: loadCsd(credentials.cer, credentials.key, credentials.password), credentials };
 }
-const csd = readCsd();
-if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait');
+const emisorCsd = readCsd();
+const csd = emisorCsd?.csd;
+if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
 // Read at scrape time only, after `w` exists.
 const metrics = createWorkerMetrics({ prisma, dlqSize: () => w.dlq.count(), chain });
@@ -97,7 +101,8 @@ const w = createWorker(
     lockMs: config.STAMP_LOCK_MS,
     logger,
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
-    ...(csd ? { csd } : {}),
+    ...(emisorCsd ? { csd: emisorCsd.csd, csdCredentials: emisorCsd.credentials } : {}),
+    cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
   },
   { autorun: roles.has('stamper') },
 );

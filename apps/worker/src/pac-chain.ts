@@ -72,6 +72,13 @@ export class PacChain {
     return this.pacs.map((p) => p.name);
   }
 
+  /** The PAC called `name` (e.g. the one that stamped a document), else the first one. */
+  client(name?: string | null): PacClient {
+    const pac = this.pacs.find((p) => p.name === name) ?? this.pacs[0];
+    if (!pac) throw new Error('no PAC configured');
+    return pac;
+  }
+
   /** Sends the same frozen bytes to each eligible PAC in turn until one answers. */
   async stamp(
     frozenXml: string,

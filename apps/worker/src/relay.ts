@@ -28,16 +28,17 @@ export class Relay {
   async drainOnce(): Promise<number> {
     return this.deps.prisma.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<{ id: string; stamp_key: string }[]>`
-          SELECT id, stamp_key FROM outbox
-          WHERE status = 'pending' AND kind = 'stamp' AND available_at <= now()
+        const rows = await tx.$queryRaw<{ id: string; stamp_key: string; kind: string }[]>`
+          SELECT id, stamp_key, kind FROM outbox
+          WHERE status = 'pending' AND available_at <= now()
           ORDER BY available_at
           LIMIT ${this.deps.batchSize}
           FOR UPDATE SKIP LOCKED`;
         if (rows.length === 0) return 0;
         await this.deps.queue.addBulk(
           rows.map((r) => ({
-            name: 'stamp',
+            // `stamp` or `cancel`: the worker's processor dispatches on it.
+            name: r.kind,
             data: { outboxId: r.id, stampKey: r.stamp_key },
             opts: stampJobOptions(this.deps.retry, r.stamp_key),
           })),

@@ -32,6 +32,7 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
         SANDBOX_BACKUP_PORT: String(backup),
         SANDBOX_ADMIN_PORT: String(admin),
         SANDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+        SANDBOX_CANCEL_ACCEPT_DELAY_MS: '500',
         LOG_LEVEL: 'error',
         NODE_OPTIONS: '',
       },
@@ -91,6 +92,7 @@ let folio = 0;
 export async function pendingInvoice(
   prisma: PrismaClient,
   tag: string,
+  overrides: Parameters<typeof freezeSample>[0] = {},
 ): Promise<{ invoiceId: string; outboxId: string; stampKey: string; frozenXml: string }> {
   folio++;
   const emisor = await prisma.emisor.upsert({
@@ -98,7 +100,12 @@ export async function pendingInvoice(
     create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
     update: {},
   });
-  const frozen = freezeSample({ sourceId: `${tag}-${folio}-${Date.now()}`, serie: 'W', folio: String(folio) });
+  const frozen = freezeSample({
+    sourceId: `${tag}-${folio}-${Date.now()}`,
+    serie: 'W',
+    folio: String(folio),
+    ...overrides,
+  });
   const invoice = await prisma.invoice.create({
     data: {
       emisorId: emisor.id,

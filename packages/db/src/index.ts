@@ -13,6 +13,7 @@ export type {
   Payment,
   Refund,
   Installment,
+  CancelRequest,
   Invoice,
   OutboxRow,
   PacAttempt,

@@ -6,6 +6,10 @@
 export const STAMP_QUEUE = 'stamp';
 export const STAMP_DLQ = 'stamp-dlq';
 
+/**
+ * A job of the stamp queue: the outbox row it carries. Its name is the row's kind — `stamp` (send
+ * the frozen XML) or `cancel` (request the cancellation, then follow it at the SAT).
+ */
 export interface StampJobData {
   outboxId: string;
   stampKey: string;

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Prisma } from '@timbra/db';
+import type { Request, Response } from 'express';
+import type { Prisma, PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import type { Metrics } from './metrics.ts';
 
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 
@@ -78,4 +80,44 @@ export async function withIdempotency(
     });
   }
   return { ...response, replayed: false };
+}
+
+type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
+
+/**
+ * A creating POST's answer, made once: `create` runs in one transaction with the request's
+ * Idempotency-Key (when given); a retry with the same key gets the first answer
+ * (`Idempotent-Replayed: true`) without running `create` again.
+ */
+export function idempotentResponder(deps: { prisma: PrismaClient; idempotencyTtlHours: number; metrics: Metrics }) {
+  return async (
+    req: Request,
+    res: Response,
+    path: string,
+    input: unknown,
+    create: (tx: Tx) => Promise<{ status: number; body: unknown }>,
+  ): Promise<void> => {
+    const key = idempotencyKeyOf(req.get('idempotency-key'));
+    const result = await deps.prisma.$transaction(
+      async (tx) => {
+        if (!key) return { ...(await create(tx)), replayed: false };
+        return withIdempotency(
+          tx,
+          {
+            clientId: req.client!.id,
+            key,
+            fingerprint: fingerprintOf('POST', path, input),
+            ttlHours: deps.idempotencyTtlHours,
+          },
+          () => create(tx),
+        );
+      },
+      { maxWait: 10_000, timeout: 20_000 },
+    );
+    if (result.replayed) {
+      deps.metrics.idempotentReplays.inc();
+      res.set('Idempotent-Replayed', 'true');
+    }
+    res.status(result.status).json(result.body);
+  };
 }

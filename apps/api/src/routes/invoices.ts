@@ -1,16 +1,48 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
 import { INVOICE_STATUSES, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
-import { listParams } from './payments.ts';
-import { encodeCursor, invoiceSummary, invoiceView } from './views.ts';
+import { idempotentResponder } from '../http/idempotency.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { requestCancellation } from '../use-cases/request-cancellation.ts';
+import { listParams, validation } from './payments.ts';
+import { cancelRequestView, encodeCursor, invoiceSummary, invoiceView } from './views.ts';
 
-export function invoiceRoutes(prisma: PrismaClient): Router {
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export const cancelInvoiceSchema = z
+  .object({
+    /** 01 with a substitute, 02 with errors and no substitute, 03 the operation did not happen, 04 nominativa in a global. */
+    motivo: z.enum(['01', '02', '03', '04']),
+    folioSustitucion: z.string().regex(UUID, 'a UUID').optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.motivo === '01' && !c.folioSustitucion)
+      ctx.addIssue({ code: 'custom', path: ['folioSustitucion'], message: 'is required with motivo 01' });
+    if (c.motivo !== '01' && c.folioSustitucion)
+      ctx.addIssue({ code: 'custom', path: ['folioSustitucion'], message: 'only applies to motivo 01' });
+  });
+
+export interface InvoiceRoutesDeps {
+  prisma: PrismaClient;
+  idempotencyTtlHours: number;
+  metrics: Metrics;
+}
+
+export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
+  const { prisma } = deps;
   const router = Router();
+  const respondOnce = idempotentResponder(deps);
   const find = async (id: string) => {
     if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ApiError('not_found');
     const invoice = await prisma.invoice.findUnique({
       where: { id },
-      include: { outbox: { orderBy: { createdAt: 'asc' } }, attempts: { orderBy: { createdAt: 'asc' } } },
+      include: {
+        outbox: { orderBy: { createdAt: 'asc' } },
+        attempts: { orderBy: { createdAt: 'asc' } },
+        cancelRequests: { orderBy: { createdAt: 'asc' } },
+      },
     });
     if (!invoice) throw new ApiError('not_found');
     return invoice;
@@ -27,6 +59,22 @@ export function invoiceRoutes(prisma: PrismaClient): Router {
     if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
     res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
     res.type('application/xml; charset=utf-8').send(xml);
+  });
+
+  /**
+   * Requests the cancellation of a stamped invoice (202): the worker sends it to the PAC and follows
+   * it at the SAT until final; `GET /v1/invoices/:id` shows where it stands.
+   */
+  router.post('/invoices/:id/cancel', async (req: Request, res: Response) => {
+    const invoiceId = String(req.params.id);
+    if (!/^[0-9a-f-]{36}$/i.test(invoiceId)) throw new ApiError('not_found');
+    const parsed = cancelInvoiceSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    await respondOnce(req, res, `/v1/invoices/${invoiceId}/cancel`, input, async (tx) => {
+      const id = await requestCancellation(tx, { invoiceId, ...input });
+      return { status: 202, body: cancelRequestView(await tx.cancelRequest.findUniqueOrThrow({ where: { id } })) };
+    });
   });
 
   router.get('/invoices', async (req, res) => {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { catalogs, rfcKind } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
-import { fingerprintOf, idempotencyKeyOf, withIdempotency } from '../http/idempotency.ts';
+import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
 import { recordInstallment } from '../use-cases/record-installment.ts';
@@ -97,7 +97,7 @@ export interface PaymentRoutesDeps {
   metrics: Metrics;
 }
 
-function validation(error: z.ZodError): ApiError {
+export function validation(error: z.ZodError): ApiError {
   return new ApiError(
     'validation_failed',
     undefined,
@@ -110,41 +110,7 @@ type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
 export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   const router = Router();
 
-  /**
-   * Runs `create` in one transaction with the request's Idempotency-Key (when given) and answers:
-   * a retry with the same key gets the first answer (`Idempotent-Replayed: true`), without running
-   * `create` again.
-   */
-  const respondOnce = async (
-    req: Request,
-    res: Response,
-    path: string,
-    input: unknown,
-    create: (tx: Tx) => Promise<{ status: number; body: unknown }>,
-  ) => {
-    const key = idempotencyKeyOf(req.get('idempotency-key'));
-    const result = await deps.prisma.$transaction(
-      async (tx) => {
-        if (!key) return { ...(await create(tx)), replayed: false };
-        return withIdempotency(
-          tx,
-          {
-            clientId: req.client!.id,
-            key,
-            fingerprint: fingerprintOf('POST', path, input),
-            ttlHours: deps.idempotencyTtlHours,
-          },
-          () => create(tx),
-        );
-      },
-      { maxWait: 10_000, timeout: 20_000 },
-    );
-    if (result.replayed) {
-      deps.metrics.idempotentReplays.inc();
-      res.set('Idempotent-Replayed', 'true');
-    }
-    res.status(result.status).json(result.body);
-  };
+  const respondOnce = idempotentResponder(deps);
 
   router.post('/payments', async (req: Request, res: Response) => {
     const client = req.client!;

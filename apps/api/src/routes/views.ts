@@ -1,4 +1,4 @@
-import type { Installment, Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
+import type { CancelRequest, Installment, Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
 
 /** JSON shapes the API answers with. Money as decimal strings, never numbers. */
 export function invoiceSummary(
@@ -75,7 +75,26 @@ export function installmentView(
   };
 }
 
-export function invoiceView(i: Invoice & { outbox: OutboxRow[]; attempts: PacAttempt[] }) {
+/** A cancellation request and where it stands (requested, accepted, cancelled, rejected, failed). */
+export function cancelRequestView(c: CancelRequest) {
+  return {
+    id: c.id,
+    invoiceId: c.invoiceId,
+    motivo: c.motivo,
+    folioSustitucion: c.folioSustitucion,
+    status: c.status,
+    pac: c.pac,
+    uuidCode: c.uuidCode,
+    estatusCancelacion: c.estatusCancelacion,
+    reason: c.reason,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+export function invoiceView(
+  i: Invoice & { outbox: OutboxRow[]; attempts: PacAttempt[]; cancelRequests?: CancelRequest[] },
+) {
   return {
     ...invoiceSummary(i),
     paymentId: i.paymentId,
@@ -88,6 +107,7 @@ export function invoiceView(i: Invoice & { outbox: OutboxRow[]; attempts: PacAtt
     relatedInvoiceId: i.relatedInvoiceId,
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
+    cancellations: (i.cancelRequests ?? []).map(cancelRequestView),
     history: {
       outbox: i.outbox.map((o) => ({
         kind: o.kind,

@@ -1,0 +1,55 @@
+import { assertTransition, type InvoiceStatus, type Prisma } from '@timbra/db';
+import { ApiError } from '../errors.ts';
+import { OUTBOX_CHANNEL } from './record-payment.ts';
+
+type Tx = Prisma.TransactionClient;
+
+export interface CancellationInput {
+  invoiceId: string;
+  motivo: '01' | '02' | '03' | '04';
+  /** With motivo 01: the UUID of the stamped CFDI that replaces this one. */
+  folioSustitucion?: string;
+}
+
+/**
+ * Requests the cancellation of a stamped invoice, in the caller's transaction: the cancel request,
+ * its outbox row (kind `cancel`, which the worker carries to the PAC and then follows at the SAT)
+ * and the invoice's move to `cancel_requested`, under a lock on the invoice's row.
+ *
+ * @throws ApiError not_found; not_cancellable (409) unless the invoice is stamped;
+ *   validation_failed (422) when motivo 01's substitute is not another stamped invoice of ours.
+ * @returns the cancel request's id.
+ */
+export async function requestCancellation(tx: Tx, input: CancellationInput): Promise<string> {
+  const [invoice] = await tx.$queryRaw<{ id: string; status: InvoiceStatus; uuid: string | null }[]>`
+    SELECT id, status, uuid FROM invoices WHERE id = ${input.invoiceId}::uuid FOR UPDATE`;
+  if (!invoice) throw new ApiError('not_found');
+  if (invoice.status !== 'stamped' || !invoice.uuid)
+    throw new ApiError('not_cancellable', `Only a stamped invoice can be cancelled; this one is ${invoice.status}.`);
+  if (input.motivo === '01') {
+    const [substitute] = await tx.$queryRaw<{ id: string; status: string }[]>`
+      SELECT id, status FROM invoices WHERE upper(uuid) = upper(${input.folioSustitucion ?? ''})`;
+    if (!substitute || substitute.status !== 'stamped' || substitute.id === invoice.id)
+      throw new ApiError('validation_failed', undefined, [
+        { path: 'folioSustitucion', message: 'must be the UUID of another stamped invoice of this emisor' },
+      ]);
+  }
+  assertTransition(invoice.status, 'cancel_requested');
+  const [request] = (await tx.$queryRaw<{ id: string }[]>`
+    WITH request AS (
+      INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion)
+      VALUES (gen_random_uuid(), ${invoice.id}::uuid, ${input.motivo}, ${input.folioSustitucion?.toUpperCase() ?? null})
+      RETURNING id
+    ), outbox AS (
+      INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
+      SELECT gen_random_uuid(), 'cancel', ${invoice.id}::uuid, 'cancel-' || request.id, request.id FROM request
+      RETURNING id
+    ), moved AS (
+      UPDATE invoices SET status = 'cancel_requested', updated_at = now() WHERE id = ${invoice.id}::uuid
+      RETURNING id
+    )
+    SELECT request.id, (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified,
+           (SELECT count(*) FROM moved) AS moved
+    FROM request`) as [{ id: string }];
+  return request.id;
+}

@@ -1,0 +1,189 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { testCsdFiles } from '@timbra/cfdi-core/testing';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorker } from '../src/create-worker.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import {
+  eventually,
+  pendingInvoice,
+  redisFor,
+  startSandboxProcess,
+  swClients,
+  type SandboxProcess,
+} from './helpers.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+const redis = redisFor();
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+});
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+  await sandbox.admin('faults', { instance: 'primary', reset: true });
+});
+afterAll(async () => {
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+function worker() {
+  const w = createWorker({
+    prisma,
+    redis,
+    prefix: `{c${randomBytes(4).toString('hex')}}`,
+    chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+    retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 200 },
+    concurrency: 4,
+    relayBatchSize: 50,
+    logger: pino({ level: 'silent' }),
+    csdCredentials: testCsdFiles('EKU9003173C9'),
+    cancelPoll: { baseMs: 100, maxMs: 400 },
+  });
+  closers.push(w.close);
+  return w;
+}
+
+/** A stamped invoice (through the worker and the sandbox). Total 1160.00 unless `total9000`. */
+async function stampedInvoice(w: ReturnType<typeof worker>, tag: string, total9000 = false) {
+  const p = await pendingInvoice(
+    prisma,
+    tag,
+    total9000
+      ? {
+          conceptos: [
+            {
+              claveProdServ: '86121503',
+              cantidad: '1',
+              claveUnidad: 'E48',
+              descripcion: 'Inscripción',
+              valorUnitario: '9000.00',
+              objetoImp: '02',
+              traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+            },
+          ],
+        }
+      : {},
+  );
+  await w.relay.drainAll();
+  await eventually(
+    async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: p.invoiceId } })).status === 'stamped',
+  );
+  return p.invoiceId;
+}
+
+/** What POST /v1/invoices/:id/cancel writes (the API's transaction, in SQL). */
+async function requestCancel(invoiceId: string, motivo = '02') {
+  const request = await prisma.cancelRequest.create({ data: { invoiceId, motivo } });
+  await prisma.$transaction([
+    prisma.outboxRow.create({
+      data: { kind: 'cancel', invoiceId, stampKey: `cancel-${request.id}`, cancelRequestId: request.id },
+    }),
+    prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'cancel_requested' } }),
+  ]);
+  return request.id;
+}
+
+const state = async (invoiceId: string, requestId: string) => ({
+  invoice: (await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } })).status,
+  request: await prisma.cancelRequest.findUniqueOrThrow({ where: { id: requestId } }),
+  outbox: (await prisma.outboxRow.findUniqueOrThrow({ where: { cancelRequestId: requestId } })).status,
+});
+
+interface LedgerStamp {
+  uuid: string;
+  cancellation?: { requestedAt: number; motivo: string };
+}
+const ledgerEntry = async (uuid: string) =>
+  ((await sandbox.admin('ledger', undefined)) as { stamps: LedgerStamp[] }).stamps.find((s) => s.uuid === uuid);
+
+describe('cancellation against the sandbox', () => {
+  it('without acceptance: the PAC accepts (201, acuse kept), the SAT says Cancelado, the invoice is cancelled', async () => {
+    const w = worker();
+    const invoiceId = await stampedInvoice(w, 'cancel-plain');
+    const requestId = await requestCancel(invoiceId);
+    await w.relay.drainAll();
+    await eventually(async () => (await state(invoiceId, requestId)).invoice === 'cancelled');
+    const { request, outbox } = await state(invoiceId, requestId);
+    const { uuid } = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+    expect(request).toMatchObject({
+      status: 'cancelled',
+      uuidCode: '201',
+      pac: 'primary',
+      estatusCancelacion: 'Cancelado sin aceptación',
+    });
+    expect(request.acuse).toContain(uuid!);
+    expect(outbox).toBe('done');
+    expect((await ledgerEntry(uuid!))?.cancellation).toMatchObject({ motivo: '02' });
+  });
+
+  it('with acceptance: En proceso is followed (polls) until Cancelado con aceptación', async () => {
+    const w = worker();
+    const invoiceId = await stampedInvoice(w, 'cancel-acceptance', true);
+    const requestId = await requestCancel(invoiceId);
+    await w.relay.drainAll();
+    await eventually(async () => (await state(invoiceId, requestId)).invoice === 'cancelled', 15_000);
+    const { request } = await state(invoiceId, requestId);
+    expect(request).toMatchObject({ status: 'cancelled', estatusCancelacion: 'Cancelado con aceptación' });
+    expect(request.polls).toBeGreaterThan(0);
+  });
+
+  it('rejected by the receptor: the request is rejected with the reason, the invoice is stamped again', async () => {
+    await sandbox.admin('faults', { instance: 'primary', rejectCancellationBy: ['CACX7605101P8'] });
+    const w = worker();
+    const invoiceId = await stampedInvoice(w, 'cancel-rejected', true);
+    const requestId = await requestCancel(invoiceId);
+    await w.relay.drainAll();
+    await eventually(async () => (await state(invoiceId, requestId)).request.status === 'rejected', 15_000);
+    expect(await state(invoiceId, requestId)).toMatchObject({
+      invoice: 'stamped',
+      outbox: 'done',
+      request: { reason: expect.stringContaining('Solicitud rechazada') },
+    });
+  });
+
+  it('a cancellation whose answer was lost is asked again: 202, one cancellation at the SAT', async () => {
+    const w = worker();
+    const invoiceId = await stampedInvoice(w, 'cancel-dropped');
+    await sandbox.admin('faults', { instance: 'primary', dropRate: 1, dropMode: 'destroy' });
+    const requestId = await requestCancel(invoiceId);
+    await w.relay.drainAll();
+    const { uuid } = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+    await eventually(async () => (await ledgerEntry(uuid!))?.cancellation !== undefined);
+    const first = (await ledgerEntry(uuid!))!.cancellation!.requestedAt;
+    await sandbox.admin('faults', { instance: 'primary', reset: true });
+    await eventually(async () => (await state(invoiceId, requestId)).invoice === 'cancelled', 15_000);
+    expect((await state(invoiceId, requestId)).request.uuidCode).toBe('202');
+    expect((await ledgerEntry(uuid!))!.cancellation!.requestedAt).toBe(first);
+  });
+
+  it('a PAC that refuses the request (motivo 01 with a substitute it does not know) fails it; the invoice stays stamped', async () => {
+    const w = worker();
+    const invoiceId = await stampedInvoice(w, 'cancel-refused');
+    const request = await prisma.cancelRequest.create({
+      data: { invoiceId, motivo: '01', folioSustitucion: '00000000-0000-4000-8000-000000000000' },
+    });
+    await prisma.$transaction([
+      prisma.outboxRow.create({
+        data: { kind: 'cancel', invoiceId, stampKey: `cancel-${request.id}`, cancelRequestId: request.id },
+      }),
+      prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'cancel_requested' } }),
+    ]);
+    await w.relay.drainAll();
+    await eventually(async () => (await state(invoiceId, request.id)).request.status === 'failed', 15_000);
+    expect(await state(invoiceId, request.id)).toMatchObject({
+      invoice: 'stamped',
+      request: { reason: expect.stringContaining('CA1004') },
+    });
+  });
+});
