@@ -142,9 +142,7 @@ export function createApp(deps: AppDeps) {
       metrics: deps.metrics,
     }),
   );
-  v1.use(
-    invoiceRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }),
-  );
+  v1.use(invoiceRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
   v1.use(outboxRoutes(deps.prisma));
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);

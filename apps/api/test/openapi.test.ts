@@ -7,6 +7,7 @@ import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
+import { cancelInvoiceSchema } from '../src/routes/invoices.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**
@@ -85,6 +86,7 @@ describe('openapi.yaml', () => {
     ['PaymentCreate', createPaymentSchema],
     ['RefundCreate', createRefundSchema],
     ['InstallmentCreate', createInstallmentSchema],
+    ['CancelCreate', cancelInvoiceSchema],
   ] as const)('documents the %s request exactly as the API parses it', (name, schema) => {
     const parsed = z.toJSONSchema(schema) as { properties: object; required: string[] };
     const documented = doc.components.schemas[name]!;
@@ -202,6 +204,49 @@ describe('openapi.yaml', () => {
     conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=nope', { headers: auth }));
     conforms('/v1/invoices/{id}', 'get', await request('get', `/v1/invoices/${invoiceId}`, { headers: auth }));
     conforms('/v1/invoices/{id}/xml', 'get', await request('get', `/v1/invoices/${invoiceId}/xml`, { headers: auth }));
+
+    const cancelPath = '/v1/invoices/{id}/cancel';
+    conforms(
+      cancelPath,
+      'post',
+      await request('post', `/v1/invoices/${invoiceId}/cancel`, { json: { motivo: '02' }, headers: auth }),
+    );
+    conforms(
+      cancelPath,
+      'post',
+      await request('post', `/v1/invoices/${invoiceId}/cancel`, { json: { motivo: '01' }, headers: auth }),
+    );
+    conforms(
+      cancelPath,
+      'post',
+      await request('post', `/v1/invoices/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}/cancel`, {
+        json: { motivo: '02' },
+        headers: auth,
+      }),
+    );
+    const stampedId = (
+      await api.prisma.invoice.create({
+        data: {
+          emisorId: (await api.prisma.emisor.findFirstOrThrow()).id,
+          kind: 'I',
+          serie: 'OA',
+          folio: 1,
+          moneda: 'MXN',
+          subTotal: '100.00',
+          total: '116.00',
+          status: 'stamped',
+          uuid: '11111111-2222-4333-8444-555555555555',
+          stampKey: 'oa-stamped',
+        },
+      })
+    ).id;
+    const cancelled = await request('post', `/v1/invoices/${stampedId}/cancel`, {
+      json: { motivo: '02' },
+      headers: auth,
+    });
+    expect(cancelled.statusCode).toBe(202);
+    conforms(cancelPath, 'post', cancelled);
+    conforms('/v1/invoices/{id}', 'get', await request('get', `/v1/invoices/${stampedId}`, { headers: auth }));
 
     const outboxId = (await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } })).id;
     conforms('/v1/outbox/{id}/retry', 'post', await request('post', `/v1/outbox/${outboxId}/retry`, { headers: auth }));
