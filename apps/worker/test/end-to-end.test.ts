@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { pino } from 'pino';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { freezeSample, loadTestCsd } from '@timbra/cfdi-core/testing';
+import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
@@ -296,6 +296,70 @@ describe('end to end', () => {
       );
       const { stamps } = (await sandbox.admin('ledger', undefined)) as { stamps: { customid?: string }[] };
       expect(keys.map((k) => stamps.filter((s) => s.customid === k).length)).toEqual([1, 1, 1]);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a mistake replaced and cancelled through the API: motivo 01 pointing at the new invoice, cancelled at the SAT', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: `{e${randomBytes(4).toString('hex')}}`,
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 4,
+        relayBatchSize: 50,
+        logger: pino({ level: 'silent' }),
+        csdCredentials: testCsdFiles('EKU9003173C9'),
+        cancelPoll: { baseMs: 100, maxMs: 400 },
+      },
+      { autorun: true },
+    );
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    const view = (id: string) =>
+      got
+        .get(`${apiUrl}/v1/invoices/${id}`, { headers: auth })
+        .json<{ status: string; uuid: string | null; cancellations: { status: string; uuidCode: string | null }[] }>();
+    const sale = async (externalId: string) =>
+      (
+        await got
+          .post(`${apiUrl}/v1/payments`, {
+            json: { externalId, amount: '580.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+            headers: auth,
+          })
+          .json<{ invoices: { id: string }[] }>()
+      ).invoices[0]!.id;
+    try {
+      const wrong = await sale('E2E-WRONG');
+      const right = await sale('E2E-RIGHT');
+      await w.relay.drainAll();
+      await eventually(
+        async () => (await view(wrong)).status === 'stamped' && (await view(right)).status === 'stamped',
+      );
+      const substitute = (await view(right)).uuid!;
+      const requested = await got.post(`${apiUrl}/v1/invoices/${wrong}/cancel`, {
+        json: { motivo: '01', folioSustitucion: substitute },
+        headers: { ...auth, 'idempotency-key': 'e2e-cancel-1' },
+      });
+      expect(requested.statusCode).toBe(202);
+      await eventually(async () => {
+        await w.relay.drainAll();
+        return (await view(wrong)).status === 'cancelled';
+      }, 20_000);
+      expect((await view(wrong)).cancellations).toEqual([
+        expect.objectContaining({ status: 'cancelled', uuidCode: '201' }),
+      ]);
+      const { stamps } = (await sandbox.admin('ledger', undefined)) as {
+        stamps: { uuid: string; cancellation?: { motivo: string; folioSustitucion?: string } }[];
+      };
+      const wrongUuid = (await view(wrong)).uuid;
+      expect(stamps.find((s) => s.uuid === wrongUuid)?.cancellation).toMatchObject({
+        motivo: '01',
+        folioSustitucion: substitute,
+      });
+      expect((await view(right)).status).toBe('stamped');
     } finally {
       await w.close();
     }
