@@ -27,6 +27,7 @@ interface LoadedCancel {
   request_status: string;
   motivo: CancelMotivo;
   folio_sustitucion: string | null;
+  duplicate_uuid: string | null;
   polls: number;
   invoice_id: string;
   uuid: string;
@@ -36,7 +37,8 @@ interface LoadedCancel {
 }
 
 /**
- * Carries one cancellation (an outbox row of kind `cancel`) to the end:
+ * Carries one cancellation (an outbox row of kind `cancel`) to the end — of the invoice's CFDI, or
+ * of a duplicate of it (`duplicate_uuid`, queued by `ops reconcile --fix --execute`):
  *
  * 1. asks the PAC that stamped the invoice to cancel it (signed with the CSD). 201 (accepted) and 202
  *    (cancelled before: a repeat of a request whose answer was lost) both move it to `accepted`;
@@ -55,7 +57,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
     const { prisma } = deps;
     const [row] = await prisma.$queryRaw<LoadedCancel[]>`
       SELECT o.status AS outbox_status, c.id AS request_id, c.status AS request_status, c.motivo,
-             c.folio_sustitucion, c.polls, i.id AS invoice_id, i.uuid, i.total::text, i.pac, i.frozen_xml
+             c.folio_sustitucion, c.duplicate_uuid, c.polls, i.id AS invoice_id, i.uuid, i.total::text, i.pac, i.frozen_xml
       FROM outbox o JOIN cancel_requests c ON c.id = o.cancel_request_id JOIN invoices i ON i.id = o.invoice_id
       WHERE o.id = ${job.data.outboxId}::uuid`;
     if (!row || row.outbox_status === 'done' || row.outbox_status === 'failed')
@@ -63,13 +65,15 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
     const log = deps.logger.child({ jobId: job.id, invoiceId: row.invoice_id, cancelRequestId: row.request_id });
     const client = deps.chain.client(row.pac);
     const { rfcEmisor, rfcReceptor } = partiesOf(row.frozen_xml);
+    // A duplicate (same document, another UUID) has the invoice's parties and total.
+    const uuid = row.duplicate_uuid ?? row.uuid;
 
     if (row.request_status === 'requested') {
       let code: string;
       let acuse: string;
       try {
         ({ uuidCode: code, acuse } = await client.cancel({
-          uuid: row.uuid,
+          uuid,
           rfcEmisor,
           motivo: row.motivo,
           ...(row.folio_sustitucion ? { folioSustitucion: row.folio_sustitucion } : {}),
@@ -103,7 +107,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
       log.info({ code, pac: client.name }, 'cancellation requested');
     }
 
-    const status = await client.status({ uuid: row.uuid, rfcEmisor, rfcReceptor, total: row.total });
+    const status = await client.status({ uuid, rfcEmisor, rfcReceptor, total: row.total });
     if (status.estado === 'Cancelado') {
       await finish(deps, row, 'cancelled', null, status.estatusCancelacion);
       log.info({ estatus: status.estatusCancelacion }, 'invoice cancelled');
@@ -135,17 +139,22 @@ async function finish(
   reason: string | null,
   estatus?: string,
 ): Promise<void> {
-  const invoiceStatus = outcome === 'cancelled' ? 'cancelled' : 'stamped';
-  await deps.prisma.$transaction([
-    deps.prisma.cancelRequest.update({
+  const { prisma } = deps;
+  await prisma.$transaction([
+    prisma.cancelRequest.update({
       where: { id: row.request_id },
       data: { status: outcome, reason, ...(estatus ? { estatusCancelacion: estatus } : {}) },
     }),
-    deps.prisma.invoice.updateMany({
-      where: { id: row.invoice_id, status: 'cancel_requested' },
-      data: { status: invoiceStatus },
-    }),
-    deps.prisma.outboxRow.updateMany({
+    // Cancelling a duplicate leaves the invoice — the kept CFDI — as it is.
+    ...(row.duplicate_uuid
+      ? []
+      : [
+          prisma.invoice.updateMany({
+            where: { id: row.invoice_id, status: 'cancel_requested' },
+            data: { status: outcome === 'cancelled' ? 'cancelled' : 'stamped' },
+          }),
+        ]),
+    prisma.outboxRow.updateMany({
       where: { cancelRequestId: row.request_id },
       // Done either way: the request records how it ended; a new cancellation is a new request.
       data: { status: 'done', ...(reason ? { lastError: reason } : {}) },

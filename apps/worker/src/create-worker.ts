@@ -66,13 +66,13 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
   });
   const stamp = createStampProcessor({
-      prisma: deps.prisma,
-      chain: deps.chain,
-      dlq,
-      logger: deps.logger,
-      alert: deps.alert ?? (() => undefined),
-      ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
-      ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
+    prisma: deps.prisma,
+    chain: deps.chain,
+    dlq,
+    logger: deps.logger,
+    alert: deps.alert ?? (() => undefined),
+    ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
+    ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
   });
   const cancel = deps.csdCredentials
     ? createCancelProcessor({

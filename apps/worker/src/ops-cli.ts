@@ -5,14 +5,17 @@
  *   dlq:retry <outboxId> | --all     put dead-lettered rows back to pending (same frozen bytes)
  *   invoice:show <id|uuid|serie-folio>  an invoice and its history (outbox rows, PAC attempts)
  *   keys:purge                       delete expired Idempotency-Key records
- *   reconcile --ledger-url URL --admin-token T [--since ISO]
+ *   reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]
  *                                    compare a PAC ledger (the sandbox's) with our invoices:
- *                                    orphan stamps and duplicates; exit 1 when any
+ *                                    orphan stamps and duplicates; exit 1 when any. --fix proposes
+ *                                    the repair of each duplicate (cancel the other UUIDs, motivo 01,
+ *                                    replaced by ours; never both); --execute queues those
+ *                                    cancellations for the worker
  * Options: --json. Exit 0 on success, 1 on a problem, 64 on bad usage. Needs DATABASE_URL.
  */
 import { parseArgs } from 'node:util';
-import { createPrisma, purgeExpiredIdempotencyKeys, redriveOutboxRow } from '@timbra/db';
-import { reconcile, sandboxLedger } from './reconcile.ts';
+import { createPrisma, purgeExpiredIdempotencyKeys, redriveOutboxRow, requestDuplicateCancellation } from '@timbra/db';
+import { proposeFixes, reconcile, sandboxLedger } from './reconcile.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -22,6 +25,8 @@ const { values, positionals } = parseArgs({
     'ledger-url': { type: 'string' },
     'admin-token': { type: 'string' },
     since: { type: 'string' },
+    fix: { type: 'boolean', default: false },
+    execute: { type: 'boolean', default: false },
   },
 });
 const out = (value: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(value) : text}\n`);
@@ -121,24 +126,47 @@ try {
     out({ purged: count }, `purged ${count} expired idempotency keys`);
   } else if (command === 'reconcile' && values['ledger-url'] && values['admin-token']) {
     const ledger = await sandboxLedger(values['ledger-url'], values['admin-token']).list(values.since);
-    const known = new Set(
-      (await prisma.invoice.findMany({ where: { uuid: { not: null } }, select: { uuid: true } })).map((i) =>
-        i.uuid!.toUpperCase(),
-      ),
-    );
-    const result = reconcile(ledger, known);
+    const invoices = await prisma.invoice.findMany({
+      where: { uuid: { not: null } },
+      select: { id: true, uuid: true },
+    });
+    const invoiceOf = new Map(invoices.map((i) => [i.uuid!.toUpperCase(), i.id]));
+    const result = reconcile(ledger, new Set(invoiceOf.keys()));
+    const fixes = values.fix ? proposeFixes(result.duplicates, invoiceOf) : [];
+    const executed = [];
+    if (values.fix && values.execute) {
+      for (const fix of fixes) {
+        if (!('keep' in fix)) continue;
+        for (const duplicateUuid of fix.cancel)
+          executed.push({
+            duplicateUuid,
+            ...(await requestDuplicateCancellation(prisma, { invoiceId: fix.invoiceId, duplicateUuid })),
+          });
+      }
+    }
     out(
-      result,
+      { ...result, ...(values.fix ? { fixes, executed } : {}) },
       [
-        `${result.stamps} stamps in the ledger, ${known.size} UUIDs in the database`,
+        `${result.stamps} stamps in the ledger, ${invoiceOf.size} UUIDs in the database`,
         `orphans: ${result.orphans.length}${result.orphans.map((o) => `\n  ${o.uuid} (${o.instance}${o.customid ? `, key ${o.customid}` : ''})`).join('')}`,
         `duplicates: ${result.duplicates.length}${result.duplicates.map((d) => `\n  by ${d.by} ${d.key}: ${d.uuids.join(', ')}`).join('')}`,
+        ...(values.fix
+          ? [
+              `fixes${values.execute ? ' (queued)' : ' (proposed; --execute queues them)'}: ${fixes.length}${fixes
+                .map((f) =>
+                  'keep' in f
+                    ? `\n  keep ${f.keep}; cancel ${f.cancel.join(', ')} (motivo 01, replaced by ${f.keep})`
+                    : `\n  skipped ${f.skipped.join(', ')}: ${f.reason}`,
+                )
+                .join('')}`,
+            ]
+          : []),
       ].join('\n'),
     );
     process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
   } else {
     process.stderr.write(
-      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | reconcile --ledger-url URL --admin-token T [--since ISO]  [--json]\n',
+      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
     );
     process.exitCode = 64;
   }

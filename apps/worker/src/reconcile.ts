@@ -64,3 +64,36 @@ export function reconcile(ledger: readonly LedgerStamp[], known: ReadonlySet<str
     ],
   };
 }
+
+/** What `reconcile --fix` proposes for a duplicate: cancel `cancel` (motivo 01) in favour of `keep`, our invoice's UUID. */
+export type DuplicateFix =
+  { keep: string; invoiceId: string; cancel: string[] } | { skipped: string[]; reason: string };
+
+/**
+ * The repair of each duplicate: the UUID our database holds is kept; every other UUID of the group
+ * is cancelled with motivo 01 pointing at it. Never both: a group with none of its UUIDs in our
+ * database, or more than one, is left to a person (skipped, with the reason).
+ */
+export function proposeFixes(
+  duplicates: Reconciliation['duplicates'],
+  invoiceOf: ReadonlyMap<string, string>,
+): DuplicateFix[] {
+  const seen = new Set<string>();
+  const fixes: DuplicateFix[] = [];
+  for (const d of duplicates) {
+    const uuids = [...new Set(d.uuids.map((u) => u.toUpperCase()))];
+    const ours = uuids.filter((u) => invoiceOf.has(u));
+    if (ours.length !== 1) {
+      fixes.push({
+        skipped: uuids,
+        reason: ours.length === 0 ? 'none of these UUIDs is in our database' : 'more than one is in our database',
+      });
+      continue;
+    }
+    const keep = ours[0]!;
+    const cancel = uuids.filter((u) => u !== keep && !seen.has(u));
+    cancel.forEach((u) => seen.add(u));
+    if (cancel.length > 0) fixes.push({ keep, invoiceId: invoiceOf.get(keep)!, cancel });
+  }
+  return fixes;
+}

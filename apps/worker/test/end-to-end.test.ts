@@ -69,6 +69,23 @@ afterAll(async () => {
   await db.drop();
 });
 
+// Asynchronously: blocking the event loop would leave this process's idle keep-alive sockets to
+// the sandbox unread while it closes them, and the next request would be sent on a dead one.
+const runOps = (args: string[]) =>
+  new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
+    execFile(
+      'npx',
+      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
+      (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
+    );
+  });
+const ops = async (args: string[]) => {
+  const run = await runOps(args);
+  if (run.status !== 0) throw new Error(`ops ${args[0]} exited ${run.status}: ${run.stderr}`);
+  return run.stdout;
+};
+
 /** A frozen document our database will never hear about. */
 function freshXml(): string {
   return freezeSample({ sourceId: `orphan-${Date.now()}` }).xml;
@@ -122,22 +139,6 @@ describe('end to end', () => {
         async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamp_failed',
       );
       await sandbox.admin('faults', { instance: 'primary', reset: true });
-      // Asynchronously: blocking the event loop would leave this process's idle keep-alive sockets to
-      // the sandbox unread while it closes them, and the next request would be sent on a dead one.
-      const runOps = (args: string[]) =>
-        new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
-          execFile(
-            'npx',
-            ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
-            { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
-            (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
-          );
-        });
-      const ops = async (args: string[]) => {
-        const run = await runOps(args);
-        if (run.status !== 0) throw new Error(`ops ${args[0]} exited ${run.status}: ${run.stderr}`);
-        return run.stdout;
-      };
       expect(JSON.parse(await ops(['dlq:list', '--json']))).toEqual([expect.objectContaining({ invoiceId: failedId })]);
       expect(JSON.parse(await ops(['dlq:retry', '--all', '--json']))).toEqual([
         expect.objectContaining({ ok: true, invoiceId: failedId }),
@@ -360,6 +361,76 @@ describe('end to end', () => {
         folioSustitucion: substitute,
       });
       expect((await view(right)).status).toBe('stamped');
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('reconcile --fix repairs a duplicate: the other UUID cancelled (motivo 01, replaced by ours), ours kept', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: `{e${randomBytes(4).toString('hex')}}`,
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 4,
+        relayBatchSize: 50,
+        logger: pino({ level: 'silent' }),
+        csdCredentials: testCsdFiles('EKU9003173C9'),
+        cancelPoll: { baseMs: 100, maxMs: 400 },
+      },
+      { autorun: true },
+    );
+    const auth = { authorization: `Bearer ${API_KEY}` };
+    try {
+      const payment = await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: { externalId: 'E2E-DUP', amount: '232.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+          headers: auth,
+        })
+        .json<{ invoices: { id: string }[] }>();
+      const invoiceId = payment.invoices[0]!.id;
+      await w.relay.drainAll();
+      await eventually(
+        async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } })).status === 'stamped',
+      );
+      const invoice = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+      // What the naive failover does: the same document stamped again at the other PAC.
+      const duplicate = await swClients(sandbox)[1]!.stamp(invoice.frozenXml!, { idempotencyKey: invoice.stampKey });
+      expect(duplicate.uuid).not.toBe(invoice.uuid);
+
+      const ledgerArgs = ['reconcile', '--ledger-url', sandbox.adminUrl, '--admin-token', ADMIN_TOKEN, '--json'];
+      const proposed = await runOps([...ledgerArgs, '--fix']);
+      expect(proposed.status).toBe(1);
+      expect(JSON.parse(proposed.stdout)).toMatchObject({
+        fixes: [{ keep: invoice.uuid, invoiceId, cancel: [duplicate.uuid.toUpperCase()] }],
+        executed: [],
+      });
+      expect(await prisma.cancelRequest.count({ where: { invoiceId } })).toBe(0);
+
+      const executed = JSON.parse((await runOps([...ledgerArgs, '--fix', '--execute'])).stdout) as {
+        executed: { ok: boolean; created: boolean }[];
+      };
+      expect(executed.executed).toEqual([expect.objectContaining({ ok: true, created: true })]);
+      await eventually(async () => {
+        await w.relay.drainAll();
+        return (await prisma.cancelRequest.findFirstOrThrow({ where: { invoiceId } })).status === 'cancelled';
+      }, 20_000);
+      const { stamps } = (await sandbox.admin('ledger', undefined)) as {
+        stamps: { uuid: string; cancellation?: { motivo: string; folioSustitucion?: string } }[];
+      };
+      expect(stamps.find((s) => s.uuid === duplicate.uuid)?.cancellation).toMatchObject({
+        motivo: '01',
+        folioSustitucion: invoice.uuid,
+      });
+      expect(stamps.find((s) => s.uuid === invoice.uuid)?.cancellation).toBeUndefined();
+      expect((await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } })).status).toBe('stamped');
+      // Again: nothing new is queued.
+      const again = JSON.parse((await runOps([...ledgerArgs, '--fix', '--execute'])).stdout) as {
+        executed: { created: boolean }[];
+      };
+      expect(again.executed).toEqual([expect.objectContaining({ created: false })]);
     } finally {
       await w.close();
     }

@@ -103,4 +103,28 @@ describe('reconcile (pure)', () => {
     ]);
     expect(reconcile(ledger.slice(2), new Set(['C', 'D']))).toEqual({ stamps: 2, orphans: [], duplicates: [] });
   });
+
+  it('proposes to keep the UUID our database holds and cancel the others; never both, never a guess', async () => {
+    const { proposeFixes } = await import('../src/reconcile.ts');
+    const invoiceOf = new Map([
+      ['A', 'inv-a'],
+      ['E', 'inv-e'],
+      ['F', 'inv-f'],
+    ]);
+    expect(
+      proposeFixes(
+        [
+          { by: 'cadena', key: 'h1', uuids: ['A', 'B'] },
+          { by: 'stamp_key', key: 'I-1', uuids: ['a', 'b'] },
+          { by: 'cadena', key: 'h2', uuids: ['C', 'D'] },
+          { by: 'cadena', key: 'h3', uuids: ['E', 'F'] },
+        ],
+        invoiceOf,
+      ),
+    ).toEqual([
+      { keep: 'A', invoiceId: 'inv-a', cancel: ['B'] },
+      { skipped: ['C', 'D'], reason: 'none of these UUIDs is in our database' },
+      { skipped: ['E', 'F'], reason: 'more than one is in our database' },
+    ]);
+  });
 });

@@ -30,6 +30,7 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
+export { requestDuplicateCancellation, type DuplicateCancellation } from './duplicates.ts';
 export { purgeExpiredIdempotencyKeys } from './idempotency-keys.ts';
 export { STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from './queues.ts';
 

@@ -3,12 +3,16 @@
 --   requested ─(PAC: 201 / 202)─▶ accepted ─(SAT: Cancelado)─▶ cancelled
 --                                         └─(SAT: Solicitud rechazada)─▶ rejected (the invoice is stamped again)
 --   requested ─(PAC refuses the request)─▶ failed (the invoice is stamped again)
+-- duplicate_uuid: set when the request cancels not the invoice's own CFDI but a duplicate of it (a
+-- second UUID the PAC issued for the same document, found by reconciliation): motivo 01, replaced by
+-- the invoice's UUID; the invoice itself stays stamped.
 
 CREATE TABLE "cancel_requests" (
     "id" UUID NOT NULL,
     "invoice_id" UUID NOT NULL,
     "motivo" TEXT NOT NULL,
     "folio_sustitucion" TEXT,
+    "duplicate_uuid" TEXT,
     "status" TEXT NOT NULL DEFAULT 'requested',
     "pac" TEXT,
     "uuid_code" TEXT,
@@ -24,6 +28,7 @@ CREATE TABLE "cancel_requests" (
     CONSTRAINT "cancel_requests_sustitucion_check" CHECK (("motivo" = '01') = ("folio_sustitucion" IS NOT NULL))
 );
 CREATE INDEX "cancel_requests_invoice_id_idx" ON "cancel_requests"("invoice_id");
+CREATE UNIQUE INDEX "cancel_requests_duplicate_uuid_key" ON "cancel_requests"("duplicate_uuid");
 ALTER TABLE "cancel_requests" ADD CONSTRAINT "cancel_requests_invoice_id_fkey" FOREIGN KEY ("invoice_id") REFERENCES "invoices"("id") ON DELETE RESTRICT ON UPDATE CASCADE;
 
 ALTER TABLE "outbox" ADD COLUMN "cancel_request_id" UUID;
