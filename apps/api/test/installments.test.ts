@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { parseXml } from '@timbra/cfdi-core';
 import { CFDI_XSLT, SchemaValidator, xsltproc } from '@timbra/cfdi-core/testing';
-import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 const schema = new SchemaValidator();
@@ -219,5 +219,60 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
       const res = await post(`/v1/invoices/${invoiceId}/payments`, body);
       expect(res.statusCode).toBe(422);
     }
+  });
+
+  it('from Stripe: metadata payment_terms installments makes a PPD Ingreso; invoice_id makes a payment an installment of it', async () => {
+    const send = (event: object) => {
+      const d = stripeDelivery(event);
+      return got.post(`${api.url}/webhooks/stripe`, {
+        body: d.body,
+        headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
+        throwHttpErrors: false,
+      });
+    };
+    const customer = {
+      rfc: RECEPTOR.rfc,
+      razon_social: RECEPTOR.nombre,
+      regimen_fiscal: RECEPTOR.regimenFiscal,
+      codigo_postal: RECEPTOR.codigoPostal,
+      uso_cfdi: RECEPTOR.usoCfdi,
+    };
+    const sale = paymentIntentSucceeded({ amount: 348000, metadata: { ...customer, payment_terms: 'installments' } });
+    expect((await send(sale)).statusCode).toBe(200);
+    const ingreso = await api.prisma.invoice.findFirstOrThrow({
+      where: { payment: { externalId: sale.data.object.id }, kind: 'I' },
+    });
+    expect(ingreso.frozenXml).toContain('MetodoPago="PPD"');
+
+    const first = paymentIntentSucceeded({ amount: 116000, metadata: { invoice_id: ingreso.id, forma_pago: '03' } });
+    expect((await send(first)).statusCode).toBe(200);
+    expect((await send(first)).statusCode).toBe(200); // redelivered: nothing new
+    const installments = await api.prisma.installment.findMany({
+      where: { invoiceId: ingreso.id },
+      include: { pago: true },
+    });
+    expect(
+      installments.map((i) => [i.amount.toFixed(2), i.numParcialidad, i.formaPago, i.pago?.kind, i.pago?.status]),
+    ).toEqual([['1160.00', 1, '03', 'P', 'waiting']]);
+    // No payment (and no Ingreso) was recorded for the installment's PaymentIntent.
+    expect(await api.prisma.payment.count({ where: { externalId: first.data.object.id } })).toBe(0);
+
+    const tooMuch = paymentIntentSucceeded({ amount: 300000, metadata: { invoice_id: ingreso.id } });
+    expect((await send(tooMuch)).statusCode).toBe(422);
+    const unknown = paymentIntentSucceeded({ amount: 100, metadata: { invoice_id: 'not-an-invoice' } });
+    expect((await send(unknown)).statusCode).toBe(404);
+  });
+
+  it('from Stripe: installments without the customer leave the Ingreso needing data', async () => {
+    const sale = paymentIntentSucceeded({ amount: 10000, metadata: { payment_terms: 'installments' } });
+    const d = stripeDelivery(sale);
+    await got.post(`${api.url}/webhooks/stripe`, {
+      body: d.body,
+      headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
+    });
+    const ingreso = await api.prisma.invoice.findFirstOrThrow({
+      where: { payment: { externalId: sale.data.object.id } },
+    });
+    expect(ingreso).toMatchObject({ status: 'needs_data', problems: [expect.objectContaining({ path: 'receptor' })] });
   });
 });

@@ -44,6 +44,8 @@ export async function recordInstallment(
   deps: RecordPaymentDeps,
   installment: InstallmentToRecord,
 ): Promise<RecordedInstallment> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(installment.invoiceId))
+    throw new ApiError('not_found');
   const [invoice] = await tx.$queryRaw<InvoiceRow[]>`
     SELECT i.id, i.status, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.total::text, i.payment_id,
            p.payment_terms, p.receptor

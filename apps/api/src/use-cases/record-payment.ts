@@ -96,7 +96,10 @@ export async function recordPayments(
     let frozen;
     let problems: { path: string; message: string }[] | null = null;
     try {
-      frozen = freezeComprobante(request, deps.csd);
+      // A sale in installments is paid with Pagos that name the customer: público en general won't do.
+      if (facts.paymentTerms === 'installments' && !facts.receptor)
+        problems = [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }];
+      else frozen = freezeComprobante(request, deps.csd);
     } catch (error) {
       if (error instanceof CfdiValidationError) problems = [...error.issues];
       else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];

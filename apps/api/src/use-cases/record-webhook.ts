@@ -1,6 +1,7 @@
 import type { Prisma } from '@timbra/db';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordPaymentDeps } from './record-payment.ts';
+import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';
 import { recordRefund, type RecordedRefund, type RefundToRecord } from './record-refund.ts';
 
 type Tx = Prisma.TransactionClient;
@@ -16,11 +17,13 @@ export interface WebhookEvent {
 /** A refund a provider reports, of the payment with that provider's id. */
 export type RefundFacts = Omit<RefundToRecord, 'payment'> & { paymentProvider: string; paymentExternalId: string };
 
-/** One webhook delivery: the event, and what it means (a payment, refunds), if anything. */
+/** One webhook delivery: the event, and what it means (a payment, refunds, an installment), if anything. */
 export interface WebhookDelivery {
   event: WebhookEvent;
   payment?: PaymentFacts;
   refunds?: RefundFacts[];
+  /** Money received against a PPD Ingreso of ours (metadata `invoice_id`). */
+  installment?: InstallmentToRecord;
 }
 
 /**
@@ -29,7 +32,8 @@ export interface WebhookDelivery {
  * else is written for it), then the payments of the new ones, then their refunds (after the
  * payments, so a refund of a payment in the same batch finds it).
  *
- * Each refund gets its Egreso (see recordRefund); `onRefund` hears of each one recorded.
+ * Each refund gets its Egreso (see recordRefund), each installment its Pago (see
+ * recordInstallment); `onRefund` hears of each refund recorded.
  *
  * @returns per delivery, in order: true when its event was new.
  * @throws ApiError payment_not_found_yet when a refund's payment is not known yet, or another of
@@ -67,6 +71,7 @@ export async function recordDeliveries(
       });
       onRefund?.(recorded);
     }
+    if (d.installment) await recordInstallment(tx, deps, d.installment);
   }
   return fresh;
 }

@@ -61,39 +61,22 @@ function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDe
   const occurredAt = new Date(event.created * 1000);
   if (event.type === 'payment_intent.succeeded') {
     const pi = event.data.object;
-    const currency = pi.currency.toUpperCase();
-    return {
-      payment: {
-        provider: 'stripe',
-        externalId: pi.id,
-        amount: fromMinorUnits(pi.amount_received || pi.amount, currency),
-        currency,
-        occurredAt,
-        receptor: receptorFromMetadata(pi.metadata),
-        description: pi.description ?? null,
-        formaPago: formaPagoOf(pi.metadata, defaultFormaPago),
-      },
-    };
+    return moneyIn(pi.id, pi.amount_received || pi.amount, pi.currency, pi.metadata, pi.description, occurredAt, {
+      formaPago: defaultFormaPago,
+    });
   }
   if (event.type === 'charge.succeeded') {
     const charge = event.data.object;
-    const currency = charge.currency.toUpperCase();
-    return {
-      payment: {
-        // The PaymentIntent's id when there is one: both events then name the same payment.
-        provider: 'stripe',
-        externalId: idOf(charge.payment_intent) ?? charge.id,
-        amount: fromMinorUnits(charge.amount_captured || charge.amount, currency),
-        currency,
-        occurredAt,
-        receptor: receptorFromMetadata(charge.metadata),
-        description: charge.description ?? null,
-        formaPago: formaPagoOf(
-          charge.metadata,
-          charge.payment_method_details?.card?.funding === 'debit' ? '28' : defaultFormaPago,
-        ),
-      },
-    };
+    // The PaymentIntent's id when there is one: both events then name the same payment.
+    return moneyIn(
+      idOf(charge.payment_intent) ?? charge.id,
+      charge.amount_captured || charge.amount,
+      charge.currency,
+      charge.metadata,
+      charge.description,
+      occurredAt,
+      { formaPago: charge.payment_method_details?.card?.funding === 'debit' ? '28' : defaultFormaPago },
+    );
   }
   if (event.type === 'charge.refunded') {
     const charge = event.data.object;
@@ -110,6 +93,51 @@ function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDe
     };
   }
   return {};
+}
+
+/**
+ * Money received: a payment and its Ingreso — PPD when the metadata says `payment_terms:
+ * installments` — or, when the metadata names `invoice_id` (a PPD Ingreso of ours), an installment
+ * of that invoice and its Pago.
+ */
+function moneyIn(
+  externalId: string,
+  minorUnits: number,
+  rawCurrency: string,
+  metadata: Record<string, string> | null | undefined,
+  description: string | null | undefined,
+  occurredAt: Date,
+  fallback: { formaPago: string },
+): Omit<WebhookDelivery, 'event'> {
+  const currency = rawCurrency.toUpperCase();
+  const amount = fromMinorUnits(minorUnits, currency);
+  const invoiceId = metadata?.invoice_id?.trim();
+  if (invoiceId) {
+    return {
+      installment: {
+        invoiceId,
+        provider: 'stripe',
+        externalId,
+        amount,
+        paidAt: occurredAt,
+        formaPago: formaPagoOf(metadata, fallback.formaPago),
+      },
+    };
+  }
+  const installments = metadata?.payment_terms?.trim() === 'installments';
+  return {
+    payment: {
+      provider: 'stripe',
+      externalId,
+      amount,
+      currency,
+      occurredAt,
+      receptor: receptorFromMetadata(metadata),
+      description: description ?? null,
+      formaPago: installments ? '99' : formaPagoOf(metadata, fallback.formaPago),
+      paymentTerms: installments ? 'installments' : 'single',
+    },
+  };
 }
 
 function idOf(value: string | { id: string } | null | undefined): string | undefined {
