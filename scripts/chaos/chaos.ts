@@ -8,13 +8,15 @@
  * `--postgres shared`, a fresh database on $TEST_DATABASE_URL's server, never restarted. It sends
  * N payments — signed Stripe webhooks (~30% delivered two or three times: at once, later, out of
  * order), signed Mercado Pago notifications, REST payments with Idempotency-Key retried after
- * client-side timeouts — and Stripe refunds of ~10% of the Stripe payments (each an Egreso), while
- * the sandbox injects errors before processing, stamp-then-drop on the primary, an outage of the
- * primary and latency, and while workers are SIGKILLed and restarted. Then it waits for the outbox
- * to drain (and no Egreso to wait) and checks, from the database and the sandbox's ledger: no lost
- * webhook, every payment with exactly one stamped Ingreso, every refund with exactly one stamped
- * Egreso related to it, no orphan stamp, no duplicate, no folio gap in any serie, no frozen XML
- * changed after its first send, no dead letter.
+ * client-side timeouts — Stripe refunds of ~10% of the Stripe payments (each an Egreso), and the
+ * cancellation of ~2% of the invoices (through the API, followed at the SAT), while the sandbox
+ * injects errors before processing, stamp-then-drop on the primary, an outage of the primary and
+ * latency, and while workers are SIGKILLed and restarted. Then it waits for the outbox to drain (no
+ * Egreso waiting, no cancellation in process) and checks, from the database and the sandbox's
+ * ledger: no lost webhook, every payment with exactly one stamped Ingreso, every refund with
+ * exactly one stamped Egreso related to it, every cancellation done once (and nothing else
+ * cancelled), no orphan stamp, no duplicate, no folio gap in any serie, no frozen XML changed after
+ * its first send, no dead letter.
  *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
@@ -123,6 +125,8 @@ const workerEnv = (roles: string) => ({
   STAMP_BACKOFF_MAX_MS: '3000',
   STAMP_ATTEMPTS: '50',
   SWEEPER_INTERVAL_MS: '1000',
+  CANCEL_POLL_BASE_MS: '300',
+  CANCEL_POLL_MAX_MS: '2000',
   SWEEPER_STALE_MS: '4000',
   PAC_CONNECT_TIMEOUT_MS: '1000',
   PAC_RESPONSE_TIMEOUT_MS: '3000',
@@ -276,6 +280,10 @@ try {
     };
   });
   const refundsPlanned = plan.flatMap((p) => (p.refund ? [p.refund.id] : []));
+  // Cancellations: at 70% of the run, ~2% of the invoices stamped by then (not refunded ones: an
+  // Ingreso with Egresos related to it is not cancelled on its own) are cancelled through the API.
+  const cancelsPlanned: string[] = [];
+  const ackedCancels = new Set<string>();
   const ackedRefunds = new Set<string>();
   const acked = new Set<string>();
   const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
@@ -452,6 +460,39 @@ try {
         )
       : []),
   ]);
+  if (!naive)
+    at(durationS * 700, async () => {
+      const db = createPrisma(databaseUrl, { poolSize: 1 });
+      try {
+        const chosen = await db.$queryRaw<{ id: string }[]>`
+          SELECT i.id FROM invoices i
+          WHERE i.kind = 'I' AND i.status = 'stamped' AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = i.payment_id)
+          ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${Math.max(2, Math.round(N * 0.02))}`;
+        cancelsPlanned.push(...chosen.map((c) => c.id));
+      } finally {
+        await db.$disconnect();
+      }
+      log(`cancelling ${cancelsPlanned.length} stamped invoices through the API (motivo 02)`);
+      await Promise.all(
+        cancelsPlanned.map((id) =>
+          deliver(
+            () => void ackedCancels.add(id),
+            () => ({
+              url: `${apiUrl}/v1/invoices/${id}/cancel`,
+              init: {
+                method: 'POST',
+                body: JSON.stringify({ motivo: '02' }),
+                headers: {
+                  'content-type': 'application/json',
+                  authorization: `Bearer ${secrets.apiKey}`,
+                  'idempotency-key': `chaos-cancel-${id}`,
+                },
+              },
+            }),
+          ),
+        ),
+      );
+    });
   await Promise.all(sending);
   const sentAt = Date.now();
   log(
@@ -467,7 +508,8 @@ try {
     const [row] = await prisma.$queryRaw<
       { open: number }[]
     >`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued'))::int
-             + (SELECT count(*) FROM invoices WHERE status = 'waiting')::int AS open`;
+             + (SELECT count(*) FROM invoices WHERE status = 'waiting')::int
+             + (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int AS open`;
     if (row!.open === 0) {
       drainedAt = Date.now();
       break;
@@ -484,7 +526,7 @@ try {
 
   // --- Checks --------------------------------------------------------------------------------------
   const ledger = (await admin('/ledger')) as {
-    stamps: { uuid: string; cadenaHash: string; instance: string; customid?: string }[];
+    stamps: { uuid: string; cadenaHash: string; instance: string; customid?: string; cancellation?: object }[];
     duplicates: { cadenaHash: string; uuids: string[] }[];
     received: { instance: string; customid?: string; xmlSha256: string; outcome: string }[];
   };
@@ -492,7 +534,7 @@ try {
     { provider: string; external_id: string; invoices: number; stamped: number }[]
   >`
     SELECT p.provider, p.external_id,
-           count(i.id)::int AS invoices, count(i.id) FILTER (WHERE i.status = 'stamped' AND i.uuid IS NOT NULL)::int AS stamped
+           count(i.id)::int AS invoices, count(i.id) FILTER (WHERE i.status IN ('stamped', 'cancel_requested', 'cancelled') AND i.uuid IS NOT NULL)::int AS stamped
     FROM payments p LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
     GROUP BY p.provider, p.external_id`;
   const invoices = await prisma.$queryRaw<
@@ -551,6 +593,20 @@ try {
   const stampedCount = invoices.filter((i) => i.uuid).length;
   const runS = ((drainedAt || Date.now()) - loadStart) / 1000;
 
+  // Cancellations: each acknowledged one cancelled once, in our database and at the SAT; nothing else.
+  const cancels = await prisma.$queryRaw<
+    { id: string; uuid: string | null; status: string; requests: number; cancelled: number }[]
+  >`
+    SELECT i.id, i.uuid, i.status, count(c.id)::int AS requests, count(c.id) FILTER (WHERE c.status = 'cancelled')::int AS cancelled
+    FROM invoices i LEFT JOIN cancel_requests c ON c.invoice_id = i.id
+    WHERE i.status IN ('cancel_requested', 'cancelled') OR c.id IS NOT NULL
+    GROUP BY i.id`;
+  const cancelsOk = cancels.filter(
+    (c) => ackedCancels.has(c.id) && c.status === 'cancelled' && c.requests === 1 && c.cancelled === 1,
+  ).length;
+  const cancelledAtSat = new Set(ledger.stamps.filter((st) => st.cancellation).map((st) => st.uuid.toUpperCase()));
+  const askedUuids = new Set(cancels.filter((c) => ackedCancels.has(c.id) && c.uuid).map((c) => c.uuid!.toUpperCase()));
+  const unaskedAtSat = [...cancelledAtSat].filter((u) => !askedUuids.has(u)).length;
   const refundsOk = refunds.filter(
     (r) => ackedRefunds.has(r.external_id) && r.egresos === 1 && r.stamped === 1 && r.related === 1,
   ).length;
@@ -584,6 +640,22 @@ try {
     { figure: 'folio gaps / repeats', value: folioProblems, must: '0', ok: folioProblems === 0 },
     { figure: 'frozen XML changed after first send', value: changed, must: '0', ok: changed === 0 },
     { figure: 'invoices in the dead-letter queue', value: dlq!.failed, must: '0', ok: dlq!.failed === 0 },
+    {
+      figure: 'cancellations acknowledged 2xx',
+      value: ackedCancels.size,
+      must: `= ${cancelsPlanned.length} sent`,
+      ok: ackedCancels.size === cancelsPlanned.length,
+    },
+    {
+      figure: 'cancellations done once (our DB and the SAT agree)',
+      value: `${cancelsOk} of ${cancels.length}; SAT: ${cancelledAtSat.size} cancelled, ${unaskedAtSat} not asked for`,
+      must: `all ${ackedCancels.size}; 0 not asked for`,
+      ok:
+        cancelsOk === ackedCancels.size &&
+        cancels.length === ackedCancels.size &&
+        cancelledAtSat.size === ackedCancels.size &&
+        unaskedAtSat === 0,
+    },
     {
       figure: 'refunds acknowledged 2xx (distinct)',
       value: ackedRefunds.size,
