@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FinkokClient, PacError, SwClient, type PacClient } from '@timbra/cfdi-core';
+import { withConcepto } from '@timbra/cfdi-core/testing';
 import { emisor, FINKOK, freshInvoice, startSandbox, SW, type RunningSandbox } from './helpers.ts';
 
 let run: RunningSandbox;
@@ -52,19 +53,7 @@ describe.each(['sw', 'finkok'])('cancellation and status through the %s client',
 
   it('needs acceptance above the threshold: En proceso, then Cancelado con aceptación', async () => {
     const client = clients[which]!;
-    const frozen = freshInvoice({
-      conceptos: [
-        {
-          claveProdServ: '86121503',
-          cantidad: '1',
-          claveUnidad: 'E48',
-          descripcion: 'Inscripción',
-          valorUnitario: '9000.00',
-          objetoImp: '02',
-          traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
-        },
-      ],
-    });
+    const frozen = freshInvoice(withConcepto('9000.00'));
     const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
     const query = { uuid, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: frozen.total };
     expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('201');
@@ -85,19 +74,7 @@ describe.each(['sw', 'finkok'])('cancellation and status through the %s client',
     const instance = which === 'sw' ? 'primary' : 'backup';
     await run.admin('faults', { rejectCancellationBy: ['CACX7605101P8'] }, instance);
     try {
-      const frozen = freshInvoice({
-        conceptos: [
-          {
-            claveProdServ: '86121503',
-            cantidad: '1',
-            claveUnidad: 'E48',
-            descripcion: 'Inscripción',
-            valorUnitario: '9000.00',
-            objetoImp: '02',
-            traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
-          },
-        ],
-      });
+      const frozen = freshInvoice(withConcepto('9000.00'));
       const { uuid } = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
       const query = { uuid, rfcEmisor: 'EKU9003173C9', rfcReceptor: 'CACX7605101P8', total: frozen.total };
       expect((await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd })).uuidCode).toBe('201');

@@ -1,17 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
-import { pino } from 'pino';
-import { testCsdFiles } from '@timbra/cfdi-core/testing';
+import { withConcepto } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorker } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,
   redisFor,
   startSandboxProcess,
-  swClients,
+  testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -38,43 +34,14 @@ afterAll(async () => {
 });
 
 function worker() {
-  const w = createWorker({
-    prisma,
-    redis,
-    prefix: `{c${randomBytes(4).toString('hex')}}`,
-    chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-    retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 200 },
-    concurrency: 4,
-    relayBatchSize: 50,
-    logger: pino({ level: 'silent' }),
-    csdCredentials: testCsdFiles('EKU9003173C9'),
-    cancelPoll: { baseMs: 100, maxMs: 400 },
-  });
+  const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 200 } });
   closers.push(w.close);
   return w;
 }
 
 /** A stamped invoice (through the worker and the sandbox). Total 1160.00 unless `total9000`. */
 async function stampedInvoice(w: ReturnType<typeof worker>, tag: string, total9000 = false) {
-  const p = await pendingInvoice(
-    prisma,
-    tag,
-    total9000
-      ? {
-          conceptos: [
-            {
-              claveProdServ: '86121503',
-              cantidad: '1',
-              claveUnidad: 'E48',
-              descripcion: 'Inscripción',
-              valorUnitario: '9000.00',
-              objetoImp: '02',
-              traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
-            },
-          ],
-        }
-      : {},
-  );
+  const p = await pendingInvoice(prisma, tag, total9000 ? withConcepto('9000.00') : {});
   await w.relay.drainAll();
   await eventually(
     async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: p.invoiceId } })).status === 'stamped',

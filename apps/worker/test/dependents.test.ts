@@ -1,20 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { pino } from 'pino';
 import { parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
 import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorker } from '../src/create-worker.ts';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
-import { PacChain } from '../src/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,
   redisFor,
   startSandboxProcess,
-  swClients,
+  testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -84,20 +81,9 @@ async function waitingEgreso(originalId: string, sourceId: string) {
 }
 
 function worker(letters?: DeadLetterData[]) {
-  return createWorker(
-    {
-      ...(letters ? { alert: (letter: DeadLetterData) => void letters.push(letter) } : {}),
-      prisma,
-      redis,
-      prefix: `{d${randomBytes(4).toString('hex')}}`,
-      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-      concurrency: 4,
-      relayBatchSize: 50,
-      logger: pino({ level: 'silent' }),
-      csd,
-    },
-    { autorun: true },
+  return testWorker(
+    { prisma, redis, sandbox },
+    letters ? { alert: (letter: DeadLetterData) => void letters.push(letter) } : {},
   );
 }
 

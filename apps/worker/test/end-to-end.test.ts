@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
-import { pino } from 'pino';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/cfdi-core/testing';
+import { freezeSample } from '@timbra/cfdi-core/testing';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorker } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
 import {
   ADMIN_TOKEN,
   eventually,
@@ -18,6 +14,7 @@ import {
   redisFor,
   startSandboxProcess,
   swClients,
+  testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -93,16 +90,7 @@ function freshXml(): string {
 
 describe('end to end', () => {
   it('from POST /v1/payments to a stamped invoice the API serves; a dead letter re-driven with the ops command', async () => {
-    const w = createWorker({
-      prisma,
-      redis,
-      prefix: `{e${randomBytes(4).toString('hex')}}`,
-      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-      concurrency: 4,
-      relayBatchSize: 50,
-      logger: pino({ level: 'silent' }),
-    });
+    const w = testWorker({ prisma, redis, sandbox });
     try {
       const auth = { authorization: `Bearer ${API_KEY}` };
       const payment = await got
@@ -165,20 +153,7 @@ describe('end to end', () => {
   });
 
   it('refunds against the sandbox: one before the Ingreso is stamped, one after — each Egreso stamped once, related to the Ingreso', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: `{e${randomBytes(4).toString('hex')}}`,
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 4,
-        relayBatchSize: 50,
-        logger: pino({ level: 'silent' }),
-        csd: loadTestCsd('EKU9003173C9'),
-      },
-      { autorun: true },
-    );
+    const w = testWorker({ prisma, redis, sandbox });
     const auth = { authorization: `Bearer ${API_KEY}` };
     const invoiceOf = (id: string) =>
       got.get(`${apiUrl}/v1/invoices/${id}`, { headers: auth }).json<{ status: string; uuid: string | null }>();
@@ -227,20 +202,7 @@ describe('end to end', () => {
   });
 
   it('a sale in three installments against the sandbox: the Ingreso (PPD) and three Pagos stamped once each, parcialidades 1..3', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: `{e${randomBytes(4).toString('hex')}}`,
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 4,
-        relayBatchSize: 50,
-        logger: pino({ level: 'silent' }),
-        csd: loadTestCsd('EKU9003173C9'),
-      },
-      { autorun: true },
-    );
+    const w = testWorker({ prisma, redis, sandbox });
     const auth = { authorization: `Bearer ${API_KEY}` };
     const status = async (id: string) =>
       (await got.get(`${apiUrl}/v1/invoices/${id}`, { headers: auth }).json<{ status: string }>()).status;
@@ -303,21 +265,7 @@ describe('end to end', () => {
   });
 
   it('a mistake replaced and cancelled through the API: motivo 01 pointing at the new invoice, cancelled at the SAT', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: `{e${randomBytes(4).toString('hex')}}`,
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 4,
-        relayBatchSize: 50,
-        logger: pino({ level: 'silent' }),
-        csdCredentials: testCsdFiles('EKU9003173C9'),
-        cancelPoll: { baseMs: 100, maxMs: 400 },
-      },
-      { autorun: true },
-    );
+    const w = testWorker({ prisma, redis, sandbox });
     const auth = { authorization: `Bearer ${API_KEY}` };
     const view = (id: string) =>
       got
@@ -367,21 +315,7 @@ describe('end to end', () => {
   });
 
   it('reconcile --fix repairs a duplicate: the other UUID cancelled (motivo 01, replaced by ours), ours kept', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: `{e${randomBytes(4).toString('hex')}}`,
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 4,
-        relayBatchSize: 50,
-        logger: pino({ level: 'silent' }),
-        csdCredentials: testCsdFiles('EKU9003173C9'),
-        cancelPoll: { baseMs: 100, maxMs: 400 },
-      },
-      { autorun: true },
-    );
+    const w = testWorker({ prisma, redis, sandbox });
     const auth = { authorization: `Bearer ${API_KEY}` };
     try {
       const payment = await got

@@ -4,8 +4,12 @@ import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { Redis } from 'ioredis';
 import { SwClient } from '@timbra/cfdi-core';
-import { eventually, freePort, freezeSample } from '@timbra/cfdi-core/testing';
+import { randomBytes } from 'node:crypto';
+import { pino } from 'pino';
+import { eventually, freePort, freezeSample, loadTestCsd, testCsdFiles } from '@timbra/cfdi-core/testing';
 import type { PrismaClient } from '@timbra/db';
+import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
+import { PacChain } from '../src/pac-chain.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const ADMIN_TOKEN = 'worker-test-admin-token';
@@ -126,4 +130,32 @@ export async function pendingInvoice(
     data: { kind: 'stamp', invoiceId: invoice.id, stampKey: frozen.stampKey },
   });
   return { invoiceId: invoice.id, outboxId: outbox.id, stampKey: frozen.stampKey, frozenXml: frozen.xml };
+}
+
+/**
+ * A worker on a queue prefix of its own against the sandbox's PACs, with fast retries and cancel
+ * polls and the SAT test CSD: what most tests need; `overrides` for the rest.
+ */
+export function testWorker(
+  deps: { prisma: PrismaClient; redis: Redis; sandbox: SandboxProcess },
+  overrides: Partial<WorkerDeps> = {},
+  options: { autorun?: boolean } = {},
+) {
+  return createWorker(
+    {
+      prisma: deps.prisma,
+      redis: deps.redis,
+      prefix: `{t${randomBytes(4).toString('hex')}}`,
+      chain: new PacChain(swClients(deps.sandbox), { threshold: 3, coolDownMs: 60_000 }),
+      retry: { attempts: 6, baseDelayMs: 50, maxDelayMs: 200 },
+      concurrency: 4,
+      relayBatchSize: 50,
+      logger: pino({ level: 'silent' }),
+      csd: loadTestCsd('EKU9003173C9'),
+      csdCredentials: testCsdFiles('EKU9003173C9'),
+      cancelPoll: { baseMs: 100, maxMs: 400 },
+      ...overrides,
+    },
+    options,
+  );
 }

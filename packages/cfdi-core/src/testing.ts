@@ -86,6 +86,26 @@ export function sampleIngreso(overrides: Partial<InvoiceRequestInput> = {}): Inv
   };
 }
 
+/**
+ * Overrides for `sampleIngreso` with one concepto of `valorUnitario` (+ 16% IVA): e.g. '9000.00' for
+ * a Total of 10 440.00, above the SAT's threshold where cancelling needs the receptor's acceptance.
+ */
+export function withConcepto(valorUnitario: string): Partial<InvoiceRequestInput> {
+  return {
+    conceptos: [
+      {
+        claveProdServ: '86121503',
+        cantidad: '1',
+        claveUnidad: 'E48',
+        descripcion: 'Inscripción',
+        valorUnitario,
+        objetoImp: '02',
+        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: '0.160000' }],
+      },
+    ],
+  };
+}
+
 /** `sampleIngreso` frozen with the test emisor's CSD. */
 export function freezeSample(overrides: Partial<InvoiceRequestInput> = {}, csd: Csd = defaultCsd()): FrozenCfdi {
   return freezeComprobante(sampleIngreso(overrides), csd);
