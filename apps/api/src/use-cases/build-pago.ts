@@ -1,5 +1,6 @@
 import type { InvoiceRequestInput } from '@timbra/cfdi-core';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
+import type { InstallmentToRecord } from './record-installment.ts';
 
 /** The PPD Ingreso an installment pays (part of), as stored. */
 export interface PaidInvoice {
@@ -9,19 +10,12 @@ export interface PaidInvoice {
   receptor: ReceptorInput;
 }
 
-export interface InstallmentFacts {
-  provider: string;
-  externalId: string;
-  /** Received, as a decimal string. */
-  amount: string;
-  paidAt: Date;
-  /** c_FormaPago of this installment (never 99). */
-  formaPago: string;
-  numOperacion?: string;
+/** An installment as recorded, with its place among the invoice's installments. */
+export type InstallmentFacts = Omit<InstallmentToRecord, 'invoiceId'> & {
   numParcialidad: number;
   /** What was still owed before this installment. */
   saldoAnterior: string;
-}
+};
 
 /**
  * The Pago request (TipoDeComprobante P, complemento de pago 2.0) for one installment of a PPD

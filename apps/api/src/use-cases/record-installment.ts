@@ -13,8 +13,11 @@ export interface InstallmentToRecord {
   invoiceId: string;
   provider: string;
   externalId: string;
+  /** Received, as a decimal string. */
   amount: string;
+  /** FechaPago. */
   paidAt: Date;
+  /** c_FormaPago of this installment (never 99). */
   formaPago: string;
   numOperacion?: string;
 }
