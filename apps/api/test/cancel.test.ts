@@ -107,4 +107,18 @@ describe('POST /v1/invoices/:id/cancel', () => {
     }
     expect((await api.prisma.invoice.findUniqueOrThrow({ where: { id } })).status).toBe('stamped');
   });
+
+  it('refuses to cancel an invoice that an Egreso still relates to (the SAT would too)', async () => {
+    const { id } = await invoice();
+    const { paymentId } = await api.prisma.invoice.findUniqueOrThrow({ where: { id } });
+    const refund = await post(`/v1/payments/${paymentId}/refunds`, { amount: '116.00' });
+    expect(refund.statusCode).toBe(201);
+    const res = await cancel(id, { motivo: '02' });
+    expect(res.statusCode).toBe(409);
+    expect(res.body).toMatchObject({ error: { code: 'not_cancellable', message: expect.stringContaining('related') } });
+    // Once the Egreso is cancelled, the invoice may be.
+    const egresoId = (refund.body as { egreso: { id: string } }).egreso.id;
+    await api.prisma.invoice.update({ where: { id: egresoId }, data: { status: 'cancelled' } });
+    expect((await cancel(id, { motivo: '02' })).statusCode).toBe(202);
+  });
 });

@@ -16,7 +16,8 @@ export interface CancellationInput {
  * its outbox row (kind `cancel`, which the worker carries to the PAC and then follows at the SAT)
  * and the invoice's move to `cancel_requested`, under a lock on the invoice's row.
  *
- * @throws ApiError not_found; not_cancellable (409) unless the invoice is stamped;
+ * @throws ApiError not_found; not_cancellable (409) unless the invoice is stamped and no document
+ *   that relates to it (an Egreso, a Pago) stands;
  *   validation_failed (422) when motivo 01's substitute is not another stamped invoice of ours.
  * @returns the cancel request's id.
  */
@@ -26,6 +27,15 @@ export async function requestCancellation(tx: Tx, input: CancellationInput): Pro
   if (!invoice) throw new ApiError('not_found');
   if (invoice.status !== 'stamped' || !invoice.uuid)
     throw new ApiError('not_cancellable', `Only a stamped invoice can be cancelled; this one is ${invoice.status}.`);
+  // The SAT does not cancel a CFDI that others relate to (an Egreso, a Pago) while they stand.
+  const [{ related }] = (await tx.$queryRaw<{ related: number }[]>`
+    SELECT count(*)::int AS related FROM invoices
+    WHERE related_invoice_id = ${invoice.id}::uuid AND status <> 'cancelled'`) as [{ related: number }];
+  if (related > 0)
+    throw new ApiError(
+      'not_cancellable',
+      `${related} related document(s) (Egresos, Pagos) refer to this invoice: cancel them first.`,
+    );
   if (input.motivo === '01') {
     const [substitute] = await tx.$queryRaw<{ id: string; status: string }[]>`
       SELECT id, status FROM invoices WHERE upper(uuid) = upper(${input.folioSustitucion ?? ''})`;
