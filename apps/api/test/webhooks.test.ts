@@ -186,6 +186,37 @@ describe('Mercado Pago webhooks', () => {
     expect(payment.invoices[0]!.frozenXml).toContain('FormaPago="28"');
   });
 
+  it('maps metadata as for Stripe: payment_terms installments → a PPD Ingreso; invoice_id → an installment and its Pago', async () => {
+    const customer = {
+      rfc: 'CACX7605101P8',
+      razon_social: 'XOCHILT CASAS CHAVEZ',
+      regimen_fiscal: '612',
+      codigo_postal: '36257',
+      uso_cfdi: 'G03',
+    };
+    const withData = (n: ReturnType<typeof mpNotification>, data: object) => ({ ...n, data: { ...n.data, ...data } });
+    const sale = withData(mpNotification('9101', 101), {
+      transaction_amount: 2320,
+      metadata: { ...customer, payment_terms: 'installments' },
+    });
+    expect((await sendMp(sale, mpSign('9101', 'req-101'), 'req-101', '9101')).statusCode).toBe(200);
+    const ingreso = await api.prisma.invoice.findFirstOrThrow({ where: { payment: { externalId: '9101' } } });
+    expect(ingreso.frozenXml).toContain('MetodoPago="PPD"');
+
+    const paid = withData(mpNotification('9102', 102), {
+      transaction_amount: 1160,
+      metadata: { invoice_id: ingreso.id },
+    });
+    expect((await sendMp(paid, mpSign('9102', 'req-102'), 'req-102', '9102')).statusCode).toBe(200);
+    const installment = await api.prisma.installment.findFirstOrThrow({
+      where: { provider: 'mercadopago', externalId: '9102' },
+      include: { pago: true },
+    });
+    expect(installment).toMatchObject({ invoiceId: ingreso.id, numParcialidad: 1, formaPago: '28' });
+    expect(installment.pago?.kind).toBe('P');
+    expect(await api.prisma.payment.count({ where: { externalId: '9102' } })).toBe(0);
+  });
+
   it('answers a repeated notification 200 with nothing new, and ignores a pending payment', async () => {
     await sendMp(mpNotification('9002', 2), mpSign('9002', 'req-2'), 'req-2', '9002');
     const again = await sendMp(mpNotification('9002', 2), mpSign('9002', 'req-2b'), 'req-2b', '9002');

@@ -6,7 +6,7 @@ import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { fromDecimalNumber } from './amounts.ts';
-import { receptorFromMetadata } from './receptor.ts';
+import { moneyIn } from './money-in.ts';
 
 /** The fields of a Mercado Pago payment Timbra uses (GET /v1/payments/{id}). */
 export interface MercadoPagoPayment {
@@ -159,16 +159,16 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
       },
       ...(handled && payment
         ? {
-            payment: {
+            ...moneyIn({
               provider: 'mercadopago',
               externalId: String(payment.id),
               amount: fromDecimalNumber(payment.transaction_amount),
               currency: payment.currency_id.toUpperCase(),
               occurredAt: new Date(payment.date_approved ?? payment.date_created ?? now),
-              receptor: receptorFromMetadata(payment.metadata),
-              description: payment.description ?? null,
+              metadata: payment.metadata,
+              description: payment.description,
               formaPago: FORMA_PAGO[payment.payment_type_id ?? ''] ?? deps.defaultFormaPago,
-            },
+            }),
             refunds: (payment.refunds ?? []).map((refund) => ({
               paymentProvider: 'mercadopago',
               paymentExternalId: String(payment.id),

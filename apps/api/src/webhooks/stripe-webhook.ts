@@ -5,7 +5,7 @@ import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { fromMinorUnits } from './amounts.ts';
-import { receptorFromMetadata } from './receptor.ts';
+import { moneyIn } from './money-in.ts';
 
 export interface StripeWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
@@ -61,14 +61,14 @@ function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDe
   const occurredAt = new Date(event.created * 1000);
   if (event.type === 'payment_intent.succeeded') {
     const pi = event.data.object;
-    return moneyIn(pi.id, pi.amount_received || pi.amount, pi.currency, pi.metadata, pi.description, occurredAt, {
+    return moneyInOf(pi.id, pi.amount_received || pi.amount, pi.currency, pi.metadata, pi.description, occurredAt, {
       formaPago: defaultFormaPago,
     });
   }
   if (event.type === 'charge.succeeded') {
     const charge = event.data.object;
     // The PaymentIntent's id when there is one: both events then name the same payment.
-    return moneyIn(
+    return moneyInOf(
       idOf(charge.payment_intent) ?? charge.id,
       charge.amount_captured || charge.amount,
       charge.currency,
@@ -95,12 +95,8 @@ function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDe
   return {};
 }
 
-/**
- * Money received: a payment and its Ingreso — PPD when the metadata says `payment_terms:
- * installments` — or, when the metadata names `invoice_id` (a PPD Ingreso of ours), an installment
- * of that invoice and its Pago.
- */
-function moneyIn(
+/** A PaymentIntent or a Charge that succeeded: money in (see moneyIn). */
+function moneyInOf(
   externalId: string,
   minorUnits: number,
   rawCurrency: string,
@@ -110,34 +106,16 @@ function moneyIn(
   fallback: { formaPago: string },
 ): Omit<WebhookDelivery, 'event'> {
   const currency = rawCurrency.toUpperCase();
-  const amount = fromMinorUnits(minorUnits, currency);
-  const invoiceId = metadata?.invoice_id?.trim();
-  if (invoiceId) {
-    return {
-      installment: {
-        invoiceId,
-        provider: 'stripe',
-        externalId,
-        amount,
-        paidAt: occurredAt,
-        formaPago: formaPagoOf(metadata, fallback.formaPago),
-      },
-    };
-  }
-  const installments = metadata?.payment_terms?.trim() === 'installments';
-  return {
-    payment: {
-      provider: 'stripe',
-      externalId,
-      amount,
-      currency,
-      occurredAt,
-      receptor: receptorFromMetadata(metadata),
-      description: description ?? null,
-      formaPago: installments ? '99' : formaPagoOf(metadata, fallback.formaPago),
-      paymentTerms: installments ? 'installments' : 'single',
-    },
-  };
+  return moneyIn({
+    provider: 'stripe',
+    externalId,
+    amount: fromMinorUnits(minorUnits, currency),
+    currency,
+    occurredAt,
+    metadata,
+    description,
+    formaPago: formaPagoOf(metadata, fallback.formaPago),
+  });
 }
 
 function idOf(value: string | { id: string } | null | undefined): string | undefined {
