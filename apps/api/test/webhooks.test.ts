@@ -227,7 +227,11 @@ describe('Mercado Pago webhooks', () => {
   });
 
   it.each([
-    ['a tampered signature', () => mpSign('9004', 'req-4').replace(/v1=./, 'v1=0')],
+    // Its first hex digit changed (to another digit: replacing a 0 with a 0 would not tamper).
+    [
+      'a tampered signature',
+      () => mpSign('9004', 'req-4').replace(/v1=(.)/, (_, c: string) => `v1=${c === '0' ? '1' : '0'}`),
+    ],
     ['another secret', () => mpSign('9004', 'req-4', undefined, 'not-the-secret')],
     ['a stale timestamp', () => mpSign('9004', 'req-4', Math.floor(Date.now() / 1000) - 3600)],
     ['a signature for another request id', () => mpSign('9004', 'req-other')],
