@@ -3,11 +3,13 @@
  * machine (as `npm run dev`: migrations, pac-sandbox, API, worker), then a handful of sample payments
  * through the real entrances: two signed Stripe webhooks (one with the customer's RFC, one to público
  * en general), the first one delivered again, a signed Mercado Pago notification, a REST payment
- * with Idempotency-Key sent twice, and a Stripe refund. It waits until every invoice is stamped and
- * prints payment → serie-folio → UUID → status, and the dashboard URL.
+ * with Idempotency-Key sent twice, a Stripe refund (an Egreso), and a sale in installments with its
+ * first installment (a Pago). It waits until every invoice is stamped, cancels the REST one through
+ * the API (motivo 03) and waits for the cancellation, then prints payment → serie-folio → UUID →
+ * status, and the dashboard URL.
  *
  * Then it keeps running (Ctrl-C stops it), or with `--exit` stops everything and exits: 0 when every
- * invoice was stamped in time, 1 otherwise. `--check-secrets` runs the apps at LOG_LEVEL=debug and
+ * invoice was stamped (and the one cancelled) in time, 1 otherwise. `--check-secrets` runs the apps at LOG_LEVEL=debug and
  * fails when any configured secret (API key, webhook secrets, CSD password, PAC and dashboard
  * passwords, sandbox admin token) appears in their logs. `.ci/run` runs it with both flags.
  */

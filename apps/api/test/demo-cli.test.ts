@@ -37,12 +37,13 @@ describe('demo client (compose demo profile)', () => {
     expect(stdout).toMatch(/Idempotent-Replayed: true/);
     expect(stdout).toMatch(/FAILED: not every invoice was stamped in time/);
     const payments = await api.prisma.payment.findMany({ include: { invoices: true, refunds: true } });
-    expect(payments.map((p) => p.provider).sort()).toEqual(['api:pos', 'mercadopago', 'stripe', 'stripe']);
+    expect(payments.map((p) => p.provider).sort()).toEqual(['api:pos', 'api:pos', 'mercadopago', 'stripe', 'stripe']);
     const ingresos = payments.flatMap((p) => p.invoices.filter((i) => i.kind === 'I'));
-    expect(ingresos.map((i) => i.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    expect(ingresos.map((i) => i.status)).toEqual(['pending', 'pending', 'pending', 'pending', 'pending']);
     expect(payments.flatMap((p) => p.refunds)).toHaveLength(1);
-    // The refund's Egreso waits for its Ingreso, which nothing stamps here.
-    expect(payments.flatMap((p) => p.invoices.filter((i) => i.kind === 'E')).map((i) => i.status)).toEqual(['waiting']);
+    // The refund's Egreso and the installment's Pago wait for their Ingresos, which nothing stamps here.
+    const dependents = payments.flatMap((p) => p.invoices.filter((i) => i.kind !== 'I'));
+    expect(dependents.map((i) => `${i.kind} ${i.status}`).sort()).toEqual(['E waiting', 'P waiting']);
   }, 30_000);
 
   it('refuses to start without the API key and the webhook secrets (exit 64)', async () => {

@@ -1,7 +1,7 @@
 /**
  * `node dist/demo/demo-cli.js` — the demo client against a running API (the compose `demo`
- * profile): sample payments in, the table of their stamped invoices out. Exit 0 when every invoice
- * was stamped in time, 1 otherwise.
+ * profile): sample payments in, the table of their invoices out (all stamped, one of them then
+ * cancelled). Exit 0 when that happened in time, 1 otherwise.
  *
  * Environment: DEMO_API_URL (default http://127.0.0.1:3000), DEMO_API_KEY (default: the first key of
  * API_KEYS), STRIPE_WEBHOOK_SECRET, MERCADOPAGO_WEBHOOK_SECRET (the API's), DEMO_TIMEOUT_S (120).

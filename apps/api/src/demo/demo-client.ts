@@ -1,7 +1,8 @@
 /**
  * The demo client: sends a handful of sample payments to a running Timbra API through its real
- * entrances, the way providers and stores do, waits until their invoices are stamped (asking the
- * REST API, like any client) and returns the table to print. Used by `npm run demo` (local
+ * entrances, the way providers and stores do — with a refund and a sale in installments — waits until
+ * their invoices are stamped (asking the REST API, like any client), cancels one, and returns the
+ * table to print. Used by `npm run demo` (local
  * processes) and by the compose `demo` profile (containers).
  */
 import { createHmac, randomUUID } from 'node:crypto';
@@ -183,32 +184,81 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     `[demo] a Stripe refund of 100.00 on ${general} → 200: its Egreso (nota de crédito) is stamped once the Ingreso is`,
   );
 
+  // A sale in three installments (PPD) and its first installment: a Pago (complemento de pago 2.0).
+  const ppd = await post(
+    '/v1/payments',
+    JSON.stringify({
+      externalId: `ppd-${run}`,
+      amount: '3480.00',
+      currency: 'MXN',
+      occurredAt: new Date().toISOString(),
+      description: 'Curso de verano, en tres pagos',
+      paymentTerms: 'installments',
+      receptor: {
+        rfc: CUSTOMER.rfc,
+        nombre: CUSTOMER.razon_social,
+        regimenFiscal: CUSTOMER.regimen_fiscal,
+        codigoPostal: CUSTOMER.codigo_postal,
+        usoCfdi: CUSTOMER.uso_cfdi,
+      },
+    }),
+    auth,
+    201,
+  );
+  const ppdIngreso = (ppd.body.invoices as { id: string }[])[0]!.id;
+  await post(
+    `/v1/invoices/${ppdIngreso}/payments`,
+    JSON.stringify({ amount: '1160.00', paidAt: new Date().toISOString(), formaPago: '03' }),
+    auth,
+    201,
+  );
+  log(
+    '[demo] a sale in three installments (PPD) and its first installment → 201: its Pago is stamped once the Ingreso is',
+  );
+  sent.push({ externalId: `ppd-${run}`, note: 'REST, sale in installments (PPD)' });
+
   // Wait for the stamps, reading what any client reads: the newest payments and their invoices.
-  for (;;) {
+  const mine = async () => {
     const response = await fetch(`${apiUrl}/v1/payments?limit=50`, { headers: auth });
     if (!response.ok) throw new Error(`GET /v1/payments: HTTP ${response.status}`);
     const { data } = (await response.json()) as { data: PaymentView[] };
-    const mine = sent.map((s) => ({ s, p: data.find((p) => p.externalId === s.externalId) }));
-    if (mine.every(({ p }) => p && p.invoices.length > 0 && p.invoices.every((i) => i.status === 'stamped'))) {
-      return mine.flatMap(({ s, p }) =>
-        p!.invoices.map((i) => ({
-          note: i.kind === 'E' ? `  └ its refund's Egreso` : s.note,
-          externalId: s.externalId,
-          amount: i.total,
-          serieFolio: i.serieFolio,
-          uuid: i.uuid,
-          status: i.status,
-        })),
-      );
+    return sent.map((s) => ({ s, p: data.find((p) => p.externalId === s.externalId) }));
+  };
+  const waitFor = async (what: string, done: (invoices: PaymentView['invoices']) => boolean) => {
+    for (;;) {
+      const found = await mine();
+      if (found.every(({ p }) => p && p.invoices.length > 0 && done(p.invoices))) return found;
+      if (Date.now() > deadline) {
+        const states = found.map(
+          ({ s, p }) => `${s.externalId}: ${p?.invoices.map((i) => i.status).join(',') ?? 'missing'}`,
+        );
+        throw new Error(`${what} in time (${states.join('; ')})`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    if (Date.now() > deadline) {
-      const states = mine.map(
-        ({ s, p }) => `${s.externalId}: ${p?.invoices.map((i) => i.status).join(',') ?? 'missing'}`,
-      );
-      throw new Error(`not every invoice was stamped in time (${states.join('; ')})`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  };
+  await waitFor('not every invoice was stamped', (invoices) => invoices.every((i) => i.status === 'stamped'));
+
+  // The REST sale did not happen after all: its invoice is cancelled (motivo 03), through the PAC and the SAT.
+  const restInvoice = (await mine()).find(({ s }) => s.externalId === `pos-${run}`)!.p!.invoices[0]!;
+  await post(`/v1/invoices/${restInvoice.id}/cancel`, JSON.stringify({ motivo: '03' }), auth, 202);
+  log(
+    `[demo] POST /v1/invoices/${restInvoice.id}/cancel (motivo 03) → 202: the worker cancels ${restInvoice.serieFolio} at the PAC`,
+  );
+  const final = await waitFor('the cancellation did not finish', (invoices) =>
+    invoices.every((i) => (i.id === restInvoice.id ? i.status === 'cancelled' : i.status === 'stamped')),
+  );
+  const notes: Record<string, string> = { E: `  └ its refund's Egreso`, P: `  └ its first installment's Pago` };
+  return final.flatMap(({ s, p }) =>
+    p!.invoices.map((i) => ({
+      note: notes[i.kind] ?? s.note,
+      externalId: s.externalId,
+      amount: i.total,
+      serieFolio: i.serieFolio,
+      uuid: i.uuid,
+      status: i.status,
+    })),
+  );
 }
 
 /** The rows as a table. */
