@@ -61,6 +61,25 @@ describe('POST /v1/invoices/:id/cancel', () => {
       error: { code: 'not_cancellable', message: expect.stringContaining('cancel_requested') },
     });
 
+    // The acuse: 404 until the PAC answered, then the XML as the PAC returned it.
+    const requestId = (res.body as { id: string }).id;
+    const acuse = () =>
+      got.get(`${api.url}/v1/invoices/${id}/cancellations/${requestId}/acuse`, {
+        headers: auth,
+        throwHttpErrors: false,
+      });
+    expect((await acuse()).statusCode).toBe(404);
+    await api.prisma.cancelRequest.update({ where: { id: requestId }, data: { acuse: '<Acuse>signed</Acuse>' } });
+    expect(await acuse()).toMatchObject({ statusCode: 200, body: '<Acuse>signed</Acuse>' });
+    expect(
+      (
+        await got.get(`${api.url}/v1/invoices/${randomUUID()}/cancellations/${requestId}/acuse`, {
+          headers: auth,
+          throwHttpErrors: false,
+        })
+      ).statusCode,
+    ).toBe(404);
+
     const view = await got.get(`${api.url}/v1/invoices/${id}`, { headers: auth }).json<{ cancellations: unknown[] }>();
     expect(view.cancellations).toEqual([expect.objectContaining({ motivo: '02', status: 'requested' })]);
   });

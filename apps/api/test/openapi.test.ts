@@ -247,6 +247,12 @@ describe('openapi.yaml', () => {
     expect(cancelled.statusCode).toBe(202);
     conforms(cancelPath, 'post', cancelled);
     conforms('/v1/invoices/{id}', 'get', await request('get', `/v1/invoices/${stampedId}`, { headers: auth }));
+    const acusePath = '/v1/invoices/{id}/cancellations/{cancelId}/acuse';
+    const cancelId = (JSON.parse(cancelled.body) as { id: string }).id;
+    const acuseUrl = `/v1/invoices/${stampedId}/cancellations/${cancelId}/acuse`;
+    conforms(acusePath, 'get', await request('get', acuseUrl, { headers: auth }));
+    await api.prisma.cancelRequest.update({ where: { id: cancelId }, data: { acuse: '<Acuse/>' } });
+    conforms(acusePath, 'get', await request('get', acuseUrl, { headers: auth }));
 
     const outboxId = (await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } })).id;
     conforms('/v1/outbox/{id}/retry', 'post', await request('post', `/v1/outbox/${outboxId}/retry`, { headers: auth }));

@@ -77,6 +77,16 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     });
   });
 
+  /** The acuse de cancelación the PAC returned for a cancellation request (XML), once it has one. */
+  router.get('/invoices/:id/cancellations/:cancelId/acuse', async (req, res) => {
+    const [id, cancelId] = [String(req.params.id), String(req.params.cancelId)];
+    if (!UUID.test(id) || !UUID.test(cancelId)) throw new ApiError('not_found');
+    const request = await prisma.cancelRequest.findFirst({ where: { id: cancelId, invoiceId: id } });
+    if (!request) throw new ApiError('not_found');
+    if (!request.acuse) throw new ApiError('not_found', 'The PAC has not answered this cancellation request yet.');
+    res.type('application/xml; charset=utf-8').send(request.acuse);
+  });
+
   router.get('/invoices', async (req, res) => {
     const { limit, cursor } = listParams(req);
     const status = req.query.status;
