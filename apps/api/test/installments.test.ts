@@ -275,4 +275,20 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     });
     expect(ingreso).toMatchObject({ status: 'needs_data', problems: [expect.objectContaining({ path: 'receptor' })] });
   });
+
+  it('a refund of a sale in installments says how the money went back: else its Egreso needs that (FormaPago 99 is not for an Egreso)', async () => {
+    const invoiceId = await ppdSale('1160.00');
+    await stamp(invoiceId);
+    const { paymentId } = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+    const withForma = await post(`/v1/payments/${paymentId}/refunds`, { amount: '116.00', formaPago: '03' });
+    expect(withForma.body).toMatchObject({ egreso: { status: 'pending' } });
+    const egreso = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: (withForma.body as { egreso: { id: string } }).egreso.id },
+    });
+    expect(egreso.frozenXml).toContain('FormaPago="03"');
+    const without = await post(`/v1/payments/${paymentId}/refunds`, { amount: '116.00' });
+    expect(without.body).toMatchObject({
+      egreso: { status: 'needs_data', problems: [expect.objectContaining({ path: 'formaPago' })] },
+    });
+  });
 });

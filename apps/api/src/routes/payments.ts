@@ -65,6 +65,11 @@ export const createPaymentSchema = z
 export const createRefundSchema = z
   .object({
     amount: amountSchema,
+    /** How the money went back (c_FormaPago, not 99). Default: the payment's; required for a sale in installments. */
+    formaPago: z
+      .string()
+      .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99')
+      .optional(),
     /** Your id for the refund; a second refund with the same id is the same refund. Default: a new UUID. */
     externalId: printable(128).optional(),
     occurredAt: z.iso.datetime({ offset: true }).optional(),
@@ -176,6 +181,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         externalId,
         amount: input.amount,
         occurredAt,
+        ...(input.formaPago ? { formaPago: input.formaPago } : {}),
       });
       const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
       return {

@@ -16,6 +16,8 @@ export interface RefundFacts {
   /** Refunded, IVA included, as a decimal string. */
   amount: string;
   occurredAt: Date;
+  /** How the money went back (c_FormaPago); default the payment's own, unless that was 99 (PPD). */
+  formaPago?: string;
 }
 
 /**
@@ -41,7 +43,7 @@ export function buildEgresoRequest(
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,
     moneda: payment.currency,
-    ...(payment.formaPago ? { formaPago: payment.formaPago } : {}),
+    ...(formaPagoOf(payment, refund) ? { formaPago: formaPagoOf(payment, refund) } : {}),
     metodoPago: 'PUE',
     emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
     receptor: receptorFor(payment.receptor, settings, 'G02'),
@@ -58,6 +60,15 @@ export function buildEgresoRequest(
       },
     ],
   };
+}
+
+/**
+ * The Egreso's FormaPago: the refund's, else the payment's — but never 99 (a sale in installments
+ * says 99 on its Ingreso): without one the Egreso is `needs_data`, and the refund must say it.
+ */
+function formaPagoOf(payment: RefundedPayment, refund: RefundFacts): string | undefined {
+  const formaPago = refund.formaPago ?? payment.formaPago;
+  return formaPago && formaPago !== '99' ? formaPago : undefined;
 }
 
 /** SubTotal and Total of that Egreso before it is frozen (what a waiting invoice shows). */
