@@ -1,14 +1,5 @@
-import {
-  CfdiError,
-  CfdiValidationError,
-  freezeComprobante,
-  withRelatedUuid,
-  type Csd,
-  type InvoiceRequestInput,
-} from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
-
-const OUTBOX_CHANNEL = 'timbra_outbox';
+import { tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { OUTBOX_CHANNEL, type PrismaClient } from '@timbra/db';
 
 /**
  * Freezes, once, the documents waiting for `originalId` to be stamped: each `waiting` invoice gets its
@@ -29,17 +20,12 @@ export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalI
       FOR UPDATE SKIP LOCKED`;
     let frozenCount = 0;
     for (const dependent of waiting) {
-      let problems: { path: string; message: string }[] | undefined;
-      let frozen;
-      try {
-        frozen = freezeComprobante(withRelatedUuid(dependent.request, original.uuid), csd);
-        if (frozen.stampKey !== dependent.stamp_key)
-          problems = [{ path: 'sourceId', message: 'the request no longer derives the stored stamp key' }];
-      } catch (error) {
-        if (error instanceof CfdiValidationError) problems = [...error.issues];
-        else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-        else throw error;
-      }
+      const { frozen, problems: invalid } = tryFreeze(withRelatedUuid(dependent.request, original.uuid), csd);
+      const problems =
+        invalid ??
+        (frozen.stampKey !== dependent.stamp_key
+          ? [{ path: 'sourceId', message: 'the request no longer derives the stored stamp key' }]
+          : undefined);
       if (!frozen || problems) {
         await tx.$executeRaw`UPDATE invoices SET status = 'needs_data', problems = ${JSON.stringify(problems)}::jsonb, updated_at = now() WHERE id = ${dependent.id}::uuid`;
         continue;

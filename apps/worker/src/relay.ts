@@ -1,10 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import pg from 'pg';
-import type { PrismaClient } from '@timbra/db';
+import { OUTBOX_CHANNEL, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
-
-export const OUTBOX_CHANNEL = 'timbra_outbox';
 
 export interface RelayDeps {
   prisma: PrismaClient;

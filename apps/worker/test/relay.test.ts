@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { createPrisma, STAMP_QUEUE, type PrismaClient } from '@timbra/db';
+import { createPrisma, OUTBOX_CHANNEL, STAMP_QUEUE, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { StampJobData } from '../src/jobs.ts';
-import { OUTBOX_CHANNEL, Relay, runRelay } from '../src/relay.ts';
+import { Relay, runRelay } from '../src/relay.ts';
 import { eventually, pendingInvoice, redisFor } from './helpers.ts';
 
 let db: TestDatabase;

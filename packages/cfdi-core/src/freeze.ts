@@ -2,6 +2,7 @@ import { buildComprobante } from './build/build-comprobante.ts';
 import { computePago } from './build/compute-pagos.ts';
 import { computeAmounts } from './build/compute-totals.ts';
 import { cadenaOriginal } from './cadena/cadena-original.ts';
+import { CfdiError, CfdiValidationError, type ValidationIssue } from './errors.ts';
 import { assertCsdUsable, type Csd } from './csd/csd.ts';
 import { sellar } from './csd/sello.ts';
 import { formatFecha, timeZoneForCodigoPostal } from './fecha.ts';
@@ -64,6 +65,24 @@ export function freezeComprobante(input: unknown, csd: Csd): FrozenCfdi {
     moneda: request.moneda,
     request,
   };
+}
+
+/**
+ * `freezeComprobante` for callers that keep an invoice they cannot freeze (status `needs_data`):
+ * the frozen CFDI, or the problems — every validation issue, or the CSD's error as one issue at
+ * `csd`. Anything else (a bug) is thrown.
+ */
+export function tryFreeze(
+  input: unknown,
+  csd: Csd,
+): { frozen: FrozenCfdi; problems?: undefined } | { frozen?: undefined; problems: ValidationIssue[] } {
+  try {
+    return { frozen: freezeComprobante(input, csd) };
+  } catch (error) {
+    if (error instanceof CfdiValidationError) return { problems: [...error.issues] };
+    if (error instanceof CfdiError) return { problems: [{ path: 'csd', message: `${error.code}: ${error.message}` }] };
+    throw error;
+  }
 }
 
 /**

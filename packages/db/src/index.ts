@@ -30,9 +30,9 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
-export { requestDuplicateCancellation, type DuplicateCancellation } from './duplicates.ts';
+export { insertCancelRequest, requestDuplicateCancellation, type DuplicateCancellation } from './cancellations.ts';
 export { purgeExpiredIdempotencyKeys } from './idempotency-keys.ts';
-export { STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from './queues.ts';
+export { OUTBOX_CHANNEL, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from './queues.ts';
 
 /** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {

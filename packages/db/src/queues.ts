@@ -4,6 +4,8 @@
  * same document twice is a no-op.
  */
 export const STAMP_QUEUE = 'stamp';
+/** The Postgres channel a new or re-driven outbox row is announced on (a hint: the relay also polls). */
+export const OUTBOX_CHANNEL = 'timbra_outbox';
 export const STAMP_DLQ = 'stamp-dlq';
 
 /**

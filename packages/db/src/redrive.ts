@@ -1,5 +1,6 @@
 import { assertTransition, type InvoiceStatus } from './invoice-status.ts';
 import type { PrismaClient } from './generated/client.ts';
+import { OUTBOX_CHANNEL } from './queues.ts';
 
 export type RedriveResult =
   { ok: true; outboxId: string; invoiceId: string } | { ok: false; reason: 'not_found' | 'not_failed' };
@@ -25,7 +26,7 @@ export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string): 
       where: { id: row.id },
       data: { status: 'pending', availableAt: new Date(), lastError: null },
     });
-    await tx.$executeRaw`SELECT pg_notify('timbra_outbox', ${row.id})::text`;
+    await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, ${row.id})::text`;
     return { ok: true, outboxId: row.id, invoiceId: row.invoice_id } as const;
   });
 }

@@ -1,15 +1,5 @@
-import {
-  CfdiError,
-  CfdiValidationError,
-  freezeComprobante,
-  stampKeyFor,
-  withRelatedUuid,
-  type Csd,
-  type FrozenCfdi,
-  type InvoiceRequestInput,
-} from '@timbra/cfdi-core';
-import type { Prisma } from '@timbra/db';
-import { OUTBOX_CHANNEL } from './record-payment.ts';
+import { stampKeyFor, tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { OUTBOX_CHANNEL, type Prisma } from '@timbra/db';
 
 type Tx = Prisma.TransactionClient;
 
@@ -60,17 +50,7 @@ export async function writeDependentInvoice(
   },
 ): Promise<{ id: string; status: string }> {
   const stamped = doc.original.status === 'stamped' && doc.original.uuid !== null;
-  let frozen: FrozenCfdi | undefined;
-  let problems: { path: string; message: string }[] | null = null;
-  if (stamped) {
-    try {
-      frozen = freezeComprobante(withRelatedUuid(doc.request, doc.original.uuid!), deps.csd);
-    } catch (error) {
-      if (error instanceof CfdiValidationError) problems = [...error.issues];
-      else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-      else throw error;
-    }
-  }
+  const { frozen, problems } = stamped ? tryFreeze(withRelatedUuid(doc.request, doc.original.uuid!), deps.csd) : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
   const totals = frozen ? { subTotal: frozen.subTotal, total: frozen.total } : doc.totals;
   const stampKey = stampKeyFor(deps.emisorRfc, doc.kind, doc.request.sourceId);

@@ -1,9 +1,6 @@
-import { CfdiError, CfdiValidationError, freezeComprobante, stampKeyFor, type Csd } from '@timbra/cfdi-core';
-import type { Prisma } from '@timbra/db';
+import { stampKeyFor, tryFreeze, type Csd } from '@timbra/cfdi-core';
+import { OUTBOX_CHANNEL, type Prisma } from '@timbra/db';
 import { buildIngresoRequest, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
-
-/** Channel the relay LISTENs on; a notification is a hint to look for pending rows now. */
-export const OUTBOX_CHANNEL = 'timbra_outbox';
 
 export interface RecordPaymentDeps {
   csd: Csd;
@@ -93,18 +90,14 @@ export async function recordPayments(
     const facts = payments[index]!.facts;
     const request = buildIngresoRequest(facts, deps.serieIngreso, folio!, deps.settings);
     const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
-    let frozen;
-    let problems: { path: string; message: string }[] | null = null;
-    try {
-      // A sale in installments is paid with Pagos that name the customer: público en general won't do.
-      if (facts.paymentTerms === 'installments' && !facts.receptor)
-        problems = [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }];
-      else frozen = freezeComprobante(request, deps.csd);
-    } catch (error) {
-      if (error instanceof CfdiValidationError) problems = [...error.issues];
-      else if (error instanceof CfdiError) problems = [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-      else throw error;
-    }
+    // A sale in installments is paid with Pagos that name the customer: público en general won't do.
+    const { frozen, problems } =
+      facts.paymentTerms === 'installments' && !facts.receptor
+        ? {
+            frozen: undefined,
+            problems: [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }],
+          }
+        : tryFreeze(request, deps.csd);
     return { index, paymentId, facts, folio: folio!, stampKey, frozen, problems };
   });
 

@@ -1,6 +1,5 @@
-import { assertTransition, type InvoiceStatus, type Prisma } from '@timbra/db';
+import { assertTransition, insertCancelRequest, type InvoiceStatus, type Prisma } from '@timbra/db';
 import { ApiError } from '../errors.ts';
-import { OUTBOX_CHANNEL } from './record-payment.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -45,21 +44,12 @@ export async function requestCancellation(tx: Tx, input: CancellationInput): Pro
       ]);
   }
   assertTransition(invoice.status, 'cancel_requested');
-  const [request] = (await tx.$queryRaw<{ id: string }[]>`
-    WITH request AS (
-      INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion)
-      VALUES (gen_random_uuid(), ${invoice.id}::uuid, ${input.motivo}, ${input.folioSustitucion?.toUpperCase() ?? null})
-      RETURNING id
-    ), outbox AS (
-      INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
-      SELECT gen_random_uuid(), 'cancel', ${invoice.id}::uuid, 'cancel-' || request.id, request.id FROM request
-      RETURNING id
-    ), moved AS (
-      UPDATE invoices SET status = 'cancel_requested', updated_at = now() WHERE id = ${invoice.id}::uuid
-      RETURNING id
-    )
-    SELECT request.id, (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified,
-           (SELECT count(*) FROM moved) AS moved
-    FROM request`) as [{ id: string }];
-  return request.id;
+  const id = await insertCancelRequest(tx, {
+    invoiceId: invoice.id,
+    motivo: input.motivo,
+    folioSustitucion: input.folioSustitucion?.toUpperCase() ?? null,
+  });
+  if (!id) throw new Error('the cancel request was not written'); // only a duplicate's can conflict
+  await tx.$executeRaw`UPDATE invoices SET status = 'cancel_requested', updated_at = now() WHERE id = ${invoice.id}::uuid`;
+  return id;
 }
