@@ -344,23 +344,20 @@ try {
         },
       },
     });
+  /** A Stripe delivery of `body`, signed when it is sent (each retry gets a fresh timestamp). */
+  const stripeRequest = (body: string) => ({
+    url: `${apiUrl}/webhooks/stripe`,
+    init: {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignatureHeader(body, secrets.stripe) },
+    },
+  });
   const send = (p: (typeof plan)[number]): Promise<void> => {
     const ack = () => void acked.add(`${providerOf(p)}|${p.externalId}`);
     if (p.kind === 'stripe') {
       const body = stripeBody(p);
-      return deliver(ack, () => {
-        return {
-          url: `${apiUrl}/webhooks/stripe`,
-          init: {
-            method: 'POST',
-            body,
-            headers: {
-              'content-type': 'application/json',
-              'stripe-signature': stripeSignatureHeader(body, secrets.stripe),
-            },
-          },
-        };
-      });
+      return deliver(ack, () => stripeRequest(body));
     }
     if (p.kind === 'mercadopago') {
       const body = JSON.stringify({
@@ -436,17 +433,7 @@ try {
     });
     return deliver(
       () => void ackedRefunds.add(refund.id),
-      () => ({
-        url: `${apiUrl}/webhooks/stripe`,
-        init: {
-          method: 'POST',
-          body,
-          headers: {
-            'content-type': 'application/json',
-            'stripe-signature': stripeSignatureHeader(body, secrets.stripe),
-          },
-        },
-      }),
+      () => stripeRequest(body),
     );
   };
   const sending = plan.flatMap((p) => [

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
-import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -10,13 +10,7 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 const auth = { authorization: `Bearer ${KEYS.pos}` };
-const post = (path: string, body: object, headers: Record<string, string> = {}) =>
-  got.post(`${api.url}${path}`, {
-    json: body,
-    headers: { ...auth, ...headers },
-    throwHttpErrors: false,
-    responseType: 'json',
-  });
+const post = jsonPoster(() => api);
 
 /** An Ingreso, stamped (as the worker would) unless `stamped` is false. */
 async function invoice(stamped = true) {

@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Router } from 'express';
+import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
@@ -105,6 +106,20 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
       await db.drop();
     },
   };
+}
+
+/**
+ * POSTs JSON to `api` as the `pos` client (more headers, e.g. Idempotency-Key, merged in) and
+ * returns the parsed answer whatever its status.
+ */
+export function jsonPoster(api: () => TestApi, key = KEYS.pos) {
+  return (path: string, body: object, headers: Record<string, string> = {}) =>
+    got.post(`${api().url}${path}`, {
+      json: body,
+      headers: { authorization: `Bearer ${key}`, ...headers },
+      throwHttpErrors: false,
+      responseType: 'json',
+    });
 }
 
 const stripe = new Stripe('sk_test_unused');

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { parseXml } from '@timbra/cfdi-core';
 import { CFDI_XSLT, SchemaValidator, xsltproc } from '@timbra/cfdi-core/testing';
-import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
+import { jsonPoster, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 const schema = new SchemaValidator();
@@ -15,7 +15,6 @@ afterAll(async () => {
   await api.close();
 });
 
-const auth = { authorization: `Bearer ${KEYS.pos}` };
 const RECEPTOR = {
   rfc: 'CACX7605101P8',
   nombre: 'XOCHILT CASAS CHAVEZ',
@@ -40,13 +39,7 @@ interface InstallmentBody {
   };
 }
 
-const post = (path: string, body: object, headers: Record<string, string> = {}) =>
-  got.post(`${api.url}${path}`, {
-    json: body,
-    headers: { ...auth, ...headers },
-    throwHttpErrors: false,
-    responseType: 'json',
-  });
+const post = jsonPoster(() => api);
 
 /** A sale in installments: its PPD Ingreso's id. */
 async function ppdSale(amount = '11600.00') {

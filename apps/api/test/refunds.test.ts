@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { CFDI_XSLT, SchemaValidator, xsltproc } from '@timbra/cfdi-core/testing';
-import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, STRIPE_SECRET, type TestApi } from './helpers.ts';
+import {
+  jsonPoster,
+  KEYS,
+  paymentIntentSucceeded,
+  startApi,
+  stripeDelivery,
+  STRIPE_SECRET,
+  type TestApi,
+} from './helpers.ts';
 
 let api: TestApi;
 const schema = new SchemaValidator();
@@ -49,13 +57,9 @@ async function payment(amount = '1160.00', receptor?: object) {
   return { paymentId: res.id, ingresoId: res.invoices[0]!.id };
 }
 
+const post = jsonPoster(() => api);
 const refund = (paymentId: string, body: object, headers: Record<string, string> = {}) =>
-  got.post(`${api.url}/v1/payments/${paymentId}/refunds`, {
-    json: body,
-    headers: { ...auth, ...headers },
-    throwHttpErrors: false,
-    responseType: 'json',
-  });
+  post(`/v1/payments/${paymentId}/refunds`, body, headers);
 
 /** What the worker does when the PAC answers: the Ingreso stamped with this UUID. */
 async function stamp(invoiceId: string, status = 'stamped') {

@@ -1,10 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash, randomBytes } from 'node:crypto';
-import { pino } from 'pino';
+import { createHash } from 'node:crypto';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
 import { createPrisma, redriveOutboxRow, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorker } from '../src/create-worker.ts';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { PacChain, stickyPac } from '../src/pac-chain.ts';
 import {
@@ -13,6 +11,7 @@ import {
   redisFor,
   startSandboxProcess,
   swClients,
+  testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -47,19 +46,16 @@ afterAll(async () => {
 /** A worker on its own queue prefix (isolated per test), not autorun until asked. */
 function worker(options: { attempts?: number; letters?: DeadLetterData[] } = {}) {
   const chain = new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 });
-  const w = createWorker({
-    prisma,
-    redis,
-    prefix: `{t${randomBytes(4).toString('hex')}}`,
-    chain,
-    retry: { attempts: options.attempts ?? 6, baseDelayMs: 50, maxDelayMs: 200 },
-    concurrency: 4,
-    relayBatchSize: 50,
-    logger: pino({ level: 'silent' }),
-    alert: (l) => {
-      options.letters?.push(l);
+  const w = testWorker(
+    { prisma, redis, sandbox },
+    {
+      chain,
+      retry: { attempts: options.attempts ?? 6, baseDelayMs: 50, maxDelayMs: 200 },
+      alert: (l) => {
+        options.letters?.push(l);
+      },
     },
-  });
+  );
   closers.push(w.close);
   return { ...w, chain };
 }
