@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoTable, runDemo } from '@timbra/api/demo';
-import { SAT_DIR } from '@timbra/cfdi-core/testing';
+import { SAT_DIR } from '@timbra/test-support';
 import { localEnv, startLocalSystem } from './local-system.ts';
 
 const { values } = parseArgs({

@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { stripeSignatureHeader } from '@timbra/api/demo';
-import { cpuMs, rawVerifySignRate } from '@timbra/cfdi-core/testing';
+import { cpuMs, rawVerifySignRate } from '@timbra/test-support';
 import { createPrisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { privateRedisArgs } from '@timbra/cfdi-core/testing';
+import { privateRedisArgs } from '@timbra/test-support';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

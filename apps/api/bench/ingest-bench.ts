@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
-import { cpuMs, freePort } from '@timbra/cfdi-core/testing';
+import { cpuMs, freePort } from '@timbra/test-support';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const DEFAULT_SAT_DIR = resolve(here, '../../../../shared/sat');
+const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from '@jest/globals';
-import { documentedVariables } from '@timbra/cfdi-core/testing';
+import { documentedVariables } from '@timbra/test-support';
 import { API_VARIABLES } from '../src/config.ts';
 
 const documented = documentedVariables(

@@ -5,7 +5,7 @@ import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { loadTestCsd } from '@timbra/cfdi-core/testing';
+import { loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';

@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SwClient } from '@timbra/cfdi-core';
-import { cpuMs, freePort, rawVerifySignRate } from '@timbra/cfdi-core/testing';
+import { cpuMs, freePort, rawVerifySignRate } from '@timbra/test-support';
 import { freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({

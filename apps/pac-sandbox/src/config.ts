@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 const here = dirname(fileURLToPath(import.meta.url));
-/** `shared/sat` beside the repository (apps/pac-sandbox/src → ../../../../shared/sat). */
-const DEFAULT_SAT_DIR = resolve(here, '../../../../shared/sat');
+/** The repository's `sat/` (apps/pac-sandbox/src → ../../../sat). */
+const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
 
 const port = z.coerce.number().int().min(0).max(65535);
 

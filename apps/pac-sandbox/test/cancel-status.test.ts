@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { FinkokClient, PacError, SwClient, type PacClient } from '@timbra/cfdi-core';
-import { withConcepto } from '@timbra/cfdi-core/testing';
+import { withConcepto } from '@timbra/test-support';
 import { emisor, FINKOK, freshInvoice, startSandbox, SW, type RunningSandbox } from './helpers.ts';
 
 let run: RunningSandbox;

@@ -1,10 +1,10 @@
 import got from 'got';
 import { pino } from 'pino';
 import { PacError, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { freezeSample, loadTestCsd, testCsdFiles, type TestRfc } from '@timbra/cfdi-core/testing';
+import { freezeSample, loadTestCsd, testCsdFiles, type TestRfc } from '@timbra/test-support';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 
-export { SAT_DIR } from '@timbra/cfdi-core/testing';
+export { SAT_DIR } from '@timbra/test-support';
 
 export function testCsd(rfc: TestRfc): { csd: Csd; cer: Buffer; key: Buffer; password: string } {
   const files = testCsdFiles(rfc);

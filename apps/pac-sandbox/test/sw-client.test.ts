@@ -1,19 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseStampedCfdi, SwClient, verifyTfd, type StampResult } from '@timbra/cfdi-core';
-import {
-  freshInvoice,
-  pacCsd,
-  SAT_DIR,
-  startSandbox,
-  SW,
-  type Ledger,
-  type RunningSandbox,
-  pacFailure,
-} from './helpers.ts';
+import { satXslt, TFD_XSLT } from '@timbra/test-support';
+import { freshInvoice, pacCsd, startSandbox, SW, type Ledger, type RunningSandbox, pacFailure } from './helpers.ts';
 
 let run: RunningSandbox;
 let client: SwClient;
@@ -56,18 +44,8 @@ describe('SW client against the sandbox', () => {
   it("computes the TFD cadena as the SAT's TFD XSLT does", async () => {
     const frozen = freshInvoice();
     const result = await client.stamp(frozen.xml, { idempotencyKey: frozen.stampKey });
-    const dir = mkdtempSync(join(tmpdir(), 'timbra-tfd-'));
-    try {
-      writeFileSync(join(dir, 'tfd.xml'), `<?xml version="1.0" encoding="UTF-8"?>${result.tfdXml}`);
-      const xslt = join(SAT_DIR, 'cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt');
-      const expected = execFileSync('xsltproc', [xslt, join(dir, 'tfd.xml')], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
-      expect(parseStampedCfdi(result.stampedXml).tfdCadenaOriginal).toBe(expected);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const expected = satXslt(TFD_XSLT, [`<?xml version="1.0" encoding="UTF-8"?>${result.tfdXml}`]);
+    expect(parseStampedCfdi(result.stampedXml).tfdCadenaOriginal).toBe(expected);
   });
 
   it('answers a resend with the same UUID (307), with the same or another customid', async () => {

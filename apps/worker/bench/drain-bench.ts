@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 
 import { pino } from 'pino';
 import { freezeComprobante } from '@timbra/cfdi-core';
-import { TEST_EMISOR, loadTestCsd } from '@timbra/cfdi-core/testing';
+import { TEST_EMISOR, loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';

@@ -2,7 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
-const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../shared/sat');
+const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/cfdi-core/testing';
+import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';

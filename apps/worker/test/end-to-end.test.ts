@@ -4,7 +4,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { freezeSample } from '@timbra/cfdi-core/testing';
+import { freezeSample } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import {

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { SwClient } from '@timbra/cfdi-core';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { eventually, freePort, freezeSample, loadTestCsd, testCsdFiles } from '@timbra/cfdi-core/testing';
+import { eventually, freePort, freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
 import type { PrismaClient } from '@timbra/db';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { deadLetterAlert } from '../src/alerts.ts';
-import { privateRedisArgs } from '@timbra/cfdi-core/testing';
+import { privateRedisArgs } from '@timbra/test-support';
 import { eventually, freePort } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -32,6 +32,8 @@ function startWorker(prefix: string): ChildProcess {
       DATABASE_URL: db.url,
       QUEUE_PREFIX: prefix,
       PAC_PRIMARY_URL: sandbox.primary,
+      // Port 0: the test must pass while `npm run dev` holds the default port.
+      WORKER_HTTP_PORT: '0',
       STAMP_LOCK_MS: '2000',
       RELAY_POLL_MS: '200',
       STAMP_BACKOFF_BASE_MS: '100',

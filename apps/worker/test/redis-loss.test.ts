@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createPrisma, type PrismaClient } from '@timbra/db';
-import { privateRedisArgs } from '@timbra/cfdi-core/testing';
+import { privateRedisArgs } from '@timbra/test-support';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';

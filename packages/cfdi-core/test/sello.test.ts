@@ -1,9 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { execFileSync, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import forge from 'node-forge';
 import { attr, freezeComprobante, parseXml, verificarSello } from '../src/index.ts';
 import { ingresoRequest, pagoRequest } from './helpers/requests.ts';
 import { loadTestCsd } from './helpers/sat.ts';
@@ -23,35 +20,14 @@ describe('sello', () => {
     }
   });
 
-  it('verifies with openssl (RSA PKCS#1 v1.5, SHA-256 over the UTF-8 cadena)', () => {
+  it('verifies with node-forge, an independent RSA in pure JavaScript (PKCS#1 v1.5, SHA-256 over the UTF-8 cadena)', () => {
     const frozen = freezeComprobante(ingresoRequest(), csd);
-    const dir = mkdtempSync(join(tmpdir(), 'timbra-openssl-'));
-    try {
-      const cert = new X509Certificate(Buffer.from(attr(parseXml(frozen.xml), 'Certificado') ?? '', 'base64'));
-      writeFileSync(join(dir, 'cert.pem'), cert.toString());
-      execFileSync('openssl', [
-        'x509',
-        '-in',
-        join(dir, 'cert.pem'),
-        '-pubkey',
-        '-noout',
-        '-out',
-        join(dir, 'pub.pem'),
-      ]);
-      writeFileSync(join(dir, 'cadena.txt'), frozen.cadenaOriginal, 'utf8');
-      writeFileSync(join(dir, 'sello.bin'), Buffer.from(frozen.sello, 'base64'));
-      const verify = (file: string) =>
-        spawnSync(
-          'openssl',
-          ['dgst', '-sha256', '-verify', join(dir, 'pub.pem'), '-signature', join(dir, 'sello.bin'), file],
-          { encoding: 'utf8' },
-        );
-      const ok = verify(join(dir, 'cadena.txt'));
-      expect(ok.stdout.trim()).toBe('Verified OK');
-      writeFileSync(join(dir, 'tampered.txt'), frozen.cadenaOriginal.replace('6652.95', '6652.96'), 'utf8');
-      expect(verify(join(dir, 'tampered.txt')).status).not.toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const der = Buffer.from(attr(parseXml(frozen.xml), 'Certificado') ?? '', 'base64');
+    const certificate = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
+    const publicKey = certificate.publicKey as forge.pki.rsa.PublicKey;
+    const signature = Buffer.from(frozen.sello, 'base64').toString('binary');
+    const digest = (text: string) => forge.md.sha256.create().update(text, 'utf8').digest().bytes();
+    expect(publicKey.verify(digest(frozen.cadenaOriginal), signature)).toBe(true);
+    expect(publicKey.verify(digest(frozen.cadenaOriginal.replace('6652.95', '6652.96')), signature)).toBe(false);
   });
 });

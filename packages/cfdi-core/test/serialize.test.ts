@@ -15,7 +15,7 @@ const el = (attrs: [string, string][], text?: string): XmlElement => ({
 });
 
 describe('serializeXml', () => {
-  // libxml2 (xsltproc) reads the same documents in the cadena oracle tests: two independent parsers.
+  // SaxonJS reads the same documents in the cadena oracle tests: two independent parsers.
   it('round-trips any attribute and text value exactly (xmldom reads back what was written)', () => {
     fc.assert(
       fc.property(hostileText(200), hostileText(200), (value, text) => {

@@ -15,7 +15,7 @@ const USAGE = `usage: npm run freeze -- <request.json | -> [--json] [--cer FILE 
 
 Freezes an invoice request (JSON, see packages/cfdi-core/README.md) into a sealed CFDI 4.0 and prints
 the XML, then a blank line and the cadena original. Without --cer/--key the SAT test CSD of the
-request's emisor RFC is used from <sat-dir>/csd (default: $SAT_DIR or ../shared/sat beside the repo).
+request's emisor RFC is used from <sat-dir>/csd (default: $SAT_DIR or the repository's sat/).
   --json            print { xml, cadenaOriginal, sello, noCertificado, fecha, timeZone, stampKey, totals } as JSON
 `;
 
@@ -104,7 +104,7 @@ function readCsd(
     );
   }
   const here = dirname(fileURLToPath(import.meta.url));
-  const satDir = values['sat-dir'] ?? process.env.SAT_DIR ?? resolve(here, '../../../../../shared/sat');
+  const satDir = values['sat-dir'] ?? process.env.SAT_DIR ?? resolve(here, '../../../../sat');
   const rfc = (request as { emisor?: { rfc?: unknown } } | null)?.emisor?.rfc;
   if (typeof rfc !== 'string' || !/^[A-Z&Ñ0-9]{12,13}$/u.test(rfc)) {
     throw new UsageError('the request has no emisor.rfc to pick a test CSD for; pass --cer/--key/--password-file');

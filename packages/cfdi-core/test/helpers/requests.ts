@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { InvoiceRequestInput } from '../../src/index.ts';
-import { TEST_EMISOR, TEST_RECEPTOR } from '../../src/testing.ts';
+import { TEST_EMISOR, TEST_RECEPTOR } from '@timbra/test-support';
 
 const fixture = (name: string): InvoiceRequestInput =>
   JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8')) as InvoiceRequestInput;

@@ -4,7 +4,7 @@ export {
   TFD_XSLT,
   loadTestCsd,
   testCsdFiles as csdBytes,
-  xsltproc,
+  satXslt,
   SchemaValidator,
   type TestRfc,
-} from '../../src/testing.ts';
+} from '@timbra/test-support';

@@ -1,0 +1,19 @@
+/**
+ * @timbra/test-support — what every workspace's tests and benchmarks share: the SAT reference files
+ * and test CSDs, the SAT oracles from npm (XSLT with SaxonJS, XSD with libxml2 as WebAssembly),
+ * sample invoices, ports, polling and CPU readings. Never imported by runtime code.
+ */
+export {
+  SAT_DIR,
+  CFDI_XSLT,
+  TFD_XSLT,
+  TEST_EMISOR,
+  TEST_RECEPTOR,
+  loadTestCsd,
+  testCsdFiles,
+  type TestRfc,
+} from './sat-files.ts';
+export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './samples.ts';
+export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables } from './system.ts';
+export { satXslt } from './xslt-oracle.ts';
+export { SchemaValidator } from './xsd-oracle.ts';

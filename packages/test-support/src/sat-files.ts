@@ -1,0 +1,44 @@
+/**
+ * The SAT reference files (XSLTs, schemas, test CSDs, a real stamped CFDI, catálogos), kept in the
+ * repository at `sat/` (verbatim SAT public files; see sat/README.md), or `$SAT_DIR`.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadCsd, type Csd } from '@timbra/cfdi-core';
+
+/** The SAT reference files: `$SAT_DIR`, or the repository's `sat/`. */
+export const SAT_DIR = process.env.SAT_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
+
+if (!existsSync(join(SAT_DIR, 'csd'))) throw new Error(`SAT files not found at ${SAT_DIR}; set SAT_DIR`);
+
+/** The SAT's XSLTs: the oracles for the cadenas originales. */
+export const CFDI_XSLT = join(SAT_DIR, 'cfd/4/cadenaoriginal_4_0/cadenaoriginal_4_0.xslt');
+export const TFD_XSLT = join(SAT_DIR, 'cfd/TimbreFiscalDigital/cadenaoriginal_TFD_1_1.xslt');
+
+export type TestRfc = 'EKU9003173C9' | 'CACX7605101P8';
+
+/** The bytes and password of a SAT test CSD. */
+export function testCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
+  return {
+    cer: readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`)),
+    key: readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`)),
+    password: readFileSync(join(SAT_DIR, 'csd', `${rfc}.password.txt`), 'utf8'),
+  };
+}
+
+/** A SAT test CSD, loaded. */
+export function loadTestCsd(rfc: TestRfc): Csd {
+  const { cer, key, password } = testCsdFiles(rfc);
+  return loadCsd(cer, key, password);
+}
+
+/** The SAT test emisor (persona moral) and receptor (persona física) as invoice-request parties. */
+export const TEST_EMISOR = { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601' } as const;
+export const TEST_RECEPTOR = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  domicilioFiscalReceptor: '36257',
+  regimenFiscalReceptor: '612',
+  usoCFDI: 'G03',
+} as const;

@@ -1,0 +1,72 @@
+/** Processes, ports and polling for tests and benchmarks. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/** A TCP port free on the loopback right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Polls `check` every 50 ms until it is true; fails after `timeoutMs`. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** `redis-server` arguments for a private, throwaway Redis on `port`: loopback only, no persistence. */
+export function privateRedisArgs(port: number, maxmemoryPolicy = 'noeviction'): string[] {
+  return [
+    ...['--port', String(port), '--bind', '127.0.0.1'],
+    ...['--save', '', '--appendonly', 'no', '--maxmemory-policy', maxmemoryPolicy],
+  ];
+}
+
+/**
+ * User + system CPU ms (Linux /proc) of one process, or summed over every process whose command
+ * name is `comm` (all of Postgres's backends, say). A process that is gone counts 0; for the
+ * benchmarks' "where did the cores go" lines.
+ */
+export function cpuMs(filter: { pid: number | undefined } | { comm: string }): number {
+  const pids = 'pid' in filter ? [String(filter.pid)] : readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if ('comm' in filter && stat.slice(stat.indexOf('(') + 1, close) !== filter.comm) continue;
+      const fields = stat.slice(close + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total;
+}
+
+/**
+ * The environment variables a Markdown document lists under `heading`: every backticked
+ * UPPER_CASE name in the first column of the tables up to the next heading of the same or a
+ * higher level. For tests that keep configuration docs and config schemas in step.
+ */
+export function documentedVariables(markdownFile: string, heading: string): Set<string> {
+  const lines = readFileSync(markdownFile, 'utf8').split('\n');
+  const start = lines.findIndex((l) => l.trim() === heading);
+  if (start < 0) throw new Error(`${markdownFile}: no heading "${heading}"`);
+  const level = /^#+/.exec(heading)?.[0].length ?? 1;
+  const names = new Set<string>();
+  for (const line of lines.slice(start + 1)) {
+    const h = /^(#+) /.exec(line);
+    if (h && h[1]!.length <= level) break;
+    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? '';
+    for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
+  }
+  return names;
+}

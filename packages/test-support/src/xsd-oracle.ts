@@ -1,0 +1,63 @@
+/**
+ * XSD validation of CFDI documents with libxml2's xmllint compiled to WebAssembly (`xmllint-wasm`,
+ * from npm: no Debian package, no native build). The SAT schemas come from the SAT folder, with a
+ * stand-in for catCFDI.xsd (not shipped: several MiB) and a wrapper schema that imports CFDI 4.0,
+ * Pagos 2.0 and TFD 1.1 so `xs:any` in Complemento is validated strictly.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { validateXML, type XMLFileInfo } from 'xmllint-wasm';
+import { SAT_DIR } from './sat-files.ts';
+
+const CATALOGUE_STAND_IN = resolve(dirname(fileURLToPath(import.meta.url)), '../xsd/catCFDI.xsd');
+
+const WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:timbra:all" elementFormDefault="qualified">
+  <xs:import namespace="http://www.sat.gob.mx/cfd/4" schemaLocation="cfd/4/cfdv40.xsd"/>
+  <xs:import namespace="http://www.sat.gob.mx/Pagos20" schemaLocation="cfd/Pagos/Pagos20.xsd"/>
+  <xs:import namespace="http://www.sat.gob.mx/TimbreFiscalDigital" schemaLocation="cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"/>
+</xs:schema>
+`;
+
+function schemaFiles(dir: string): XMLFileInfo[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return schemaFiles(path);
+    return name.endsWith('.xsd') ? [{ fileName: relative(SAT_DIR, path), contents: readFileSync(path, 'utf8') }] : [];
+  });
+}
+
+export class SchemaValidator {
+  private readonly preload: XMLFileInfo[];
+
+  constructor() {
+    this.preload = [
+      ...['4', 'tipoDatos', 'Pagos', 'TimbreFiscalDigital', 'catalogos/Pagos'].flatMap((sub) =>
+        schemaFiles(join(SAT_DIR, 'cfd', sub)),
+      ),
+      { fileName: 'cfd/catalogos/catCFDI.xsd', contents: readFileSync(CATALOGUE_STAND_IN, 'utf8') },
+    ];
+  }
+
+  /** Validates documents; returns the errors of each invalid one (empty = all valid). */
+  async validate(xmlDocuments: readonly string[]): Promise<{ index: number; errors: string }[]> {
+    const xml = xmlDocuments.map((contents, i) => ({ fileName: `doc-${i}.xml`, contents }));
+    const result = await validateXML({
+      xml,
+      schema: { fileName: 'all.xsd', contents: WRAPPER },
+      preload: this.preload,
+      maxMemoryPages: 4096, // 256 MiB: a batch of documents with the SAT schemas loaded
+    });
+    if (result.valid) return [];
+    return xml
+      .map(({ fileName }, index) => ({
+        index,
+        errors: result.errors
+          .filter((e) => e.loc?.fileName === fileName || e.rawMessage.startsWith(fileName))
+          .map((e) => e.rawMessage)
+          .join('\n'),
+      }))
+      .filter((r) => r.errors.length > 0);
+  }
+}
