@@ -5,8 +5,9 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
-import { migrationStatus, MIGRATIONS_DIR, type PrismaClient } from '@timbra/db';
-import { API_ERRORS, ApiError } from './errors.ts';
+import { migrationStatus, MIGRATIONS_DIR, pingDatabase, type PrismaClient } from '@timbra/db';
+import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
+import { DomainError } from './use-cases/domain-errors.ts';
 import { apiKeyAuth, hashApiKey } from './http/auth.ts';
 import { DASHBOARD_PATH } from './http/dashboard.ts';
 import type { Metrics } from './http/metrics.ts';
@@ -164,6 +165,7 @@ export function errorHandler(logger: Logger) {
     const e = error as { type?: string; status?: number; message?: string };
     let apiError: ApiError;
     if (error instanceof ApiError) apiError = error;
+    else if (error instanceof DomainError) apiError = fromDomainError(error);
     else if (e.type === 'entity.parse.failed') apiError = new ApiError('malformed_json');
     else if (e.type === 'entity.too.large') apiError = new ApiError('payload_too_large');
     else if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
@@ -194,7 +196,7 @@ function readiness(deps: AppDeps) {
   return async (_req: Request, res: Response) => {
     const checks: Record<string, string> = {};
     try {
-      await deps.prisma.$queryRaw`SELECT 1`;
+      await pingDatabase(deps.prisma);
       checks.postgres = 'ok';
       if (!migrations || Date.now() - migrations.at > 10_000) {
         const s = await migrationStatus(deps.databaseUrl, MIGRATIONS_DIR);

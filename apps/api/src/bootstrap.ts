@@ -1,8 +1,8 @@
-import type { PrismaClient } from '@timbra/db';
+import { ensureSeries, type PrismaClient } from '@timbra/db';
 import { hashApiKey } from './http/auth.ts';
 
 /**
- * Makes the database reflect the configuration: the emisor row, its series (Ingreso, Egreso), and
+ * Makes the database reflect the configuration: the emisor row, its series (Ingreso, Egreso, Pago), and
  * the API clients from API_KEYS (stored hashed). Idempotent; safe with several API replicas.
  */
 export async function bootstrap(
@@ -22,11 +22,7 @@ export async function bootstrap(
       lugarExpedicion: config.emisor.lugarExpedicion,
     },
   });
-  for (const s of config.series) {
-    await prisma.$executeRaw`
-      INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), ${emisor.id}::uuid, ${s.serie}, ${s.kind})
-      ON CONFLICT (emisor_id, serie) DO NOTHING`;
-  }
+  await ensureSeries(prisma, emisor.id, config.series);
   for (const k of config.apiKeys) {
     const keyHash = hashApiKey(k.key);
     await prisma.apiClient.upsert({

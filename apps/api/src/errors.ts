@@ -1,3 +1,5 @@
+import { DOMAIN_ERROR_CODES, type DomainError } from './use-cases/domain-errors.ts';
+
 /**
  * The API's errors: each has a stable `code` and HTTP status. docs/errors.md lists them all (a test
  * fails when this list and the document drift apart).
@@ -30,6 +32,14 @@ export const API_ERRORS = {
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
+
+// Every domain error code is an API error code: the compiler refuses a domain code without its status.
+const _domainCodesAreApiCodes: readonly ApiErrorCode[] = DOMAIN_ERROR_CODES;
+
+/** The HTTP form of a use case's refusal. */
+export function fromDomainError(error: DomainError): ApiError {
+  return new ApiError(error.code, error.hasOwnMessage ? error.message : undefined, error.details);
+}
 
 export class ApiError extends Error {
   readonly status: number;

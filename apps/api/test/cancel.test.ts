@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
+import { walkInvoiceTo } from '@timbra/db/testing';
 import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -131,7 +132,7 @@ describe('POST /v1/invoices/:id/cancel', () => {
     expect(res.body).toMatchObject({ error: { code: 'not_cancellable', message: expect.stringContaining('related') } });
     // Once the Egreso is cancelled, the invoice may be.
     const egresoId = (refund.body as { egreso: { id: string } }).egreso.id;
-    await api.prisma.invoice.update({ where: { id: egresoId }, data: { status: 'cancelled' } });
+    await walkInvoiceTo(api.prisma, egresoId, 'cancelled');
     expect((await cancel(id, { motivo: '02' })).statusCode).toBe(202);
   });
 });

@@ -1,31 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Prisma } from '@timbra/db';
+import { createTxidProbe } from '@timbra/db/testing';
 import { GroupCommit } from '../src/use-cases/group-commit.ts';
 import { startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
+let probe: Awaited<ReturnType<typeof createTxidProbe>>;
 beforeAll(async () => {
   api = await startApi();
-  await api.prisma.$executeRawUnsafe('CREATE TABLE gc_items (item text PRIMARY KEY, txid bigint NOT NULL)');
+  probe = await createTxidProbe(api.prisma);
 });
 afterAll(() => api.close());
 
 /** Records items as rows, set-wise, returning each item's transaction id; "bad…" items fail. */
-async function record(tx: Prisma.TransactionClient, items: string[]): Promise<{ item: string; txid: string }[]> {
-  const rows = await tx.$queryRaw<{ item: string; txid: string }[]>`
-    INSERT INTO gc_items (item, txid) SELECT item, txid_current() FROM unnest(${items}::text[]) AS item
-    RETURNING item, txid::text`;
-  if (items.some((i) => i.startsWith('bad'))) throw new Error(`bad item in ${items.join(',')}`);
-  const txidOf = new Map(rows.map((r) => [r.item, r.txid]));
-  return items.map((item) => ({ item, txid: txidOf.get(item)! }));
-}
-
-const stored = async (prefix: string) =>
-  (
-    await api.prisma.$queryRawUnsafe<{ item: string }[]>(
-      `SELECT item FROM gc_items WHERE item LIKE '${prefix}%' ORDER BY item`,
-    )
-  ).map((r) => r.item);
+const record = (tx: Prisma.TransactionClient, items: string[]) => probe.record(tx, items);
+const stored = (prefix: string) => probe.stored(prefix);
 
 describe('GroupCommit', () => {
   it('records a lone item at once, and items submitted meanwhile together in the next transaction', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
+import { markMigrationsRolledBack } from '@timbra/db/testing';
 import { startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -18,11 +19,11 @@ describe('health, readiness, metrics', () => {
   });
 
   it('is not ready when a migration is missing', async () => {
-    await api.prisma.$executeRawUnsafe(`UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
+    await markMigrationsRolledBack(api.prisma);
     // The readiness check caches the migration state for 10 s: a fresh API sees the change at once.
     const fresh = await startApi();
     try {
-      await fresh.prisma.$executeRawUnsafe(`UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
+      await markMigrationsRolledBack(fresh.prisma);
       const res = await got.get(`${fresh.url}/readyz`, { throwHttpErrors: false });
       expect(res.statusCode).toBe(503);
       expect(JSON.parse(res.body)).toMatchObject({ ok: false, checks: { migrations: 'pending' } });

@@ -6,6 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { walkInvoiceTo } from '@timbra/db/testing';
 import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
 import { cancelInvoiceSchema } from '../src/routes/invoices.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
@@ -234,12 +235,13 @@ describe('openapi.yaml', () => {
           moneda: 'MXN',
           subTotal: '100.00',
           total: '116.00',
-          status: 'stamped',
+          status: 'pending',
           uuid: '11111111-2222-4333-8444-555555555555',
           stampKey: 'oa-stamped',
         },
       })
     ).id;
+    await walkInvoiceTo(api.prisma, stampedId, 'stamped');
     const cancelled = await request('post', `/v1/invoices/${stampedId}/cancel`, {
       json: { motivo: '02' },
       headers: auth,

@@ -61,7 +61,7 @@ const refund = (paymentId: string, body: object, headers: Record<string, string>
   post(`/v1/payments/${paymentId}/refunds`, body, headers);
 
 /** What the worker does when the PAC answers: the Ingreso stamped with this UUID. */
-async function stamp(invoiceId: string, status = 'stamped') {
+async function stamp(invoiceId: string, status: 'stamped' | 'stamp_failed' = 'stamped') {
   const uuid = randomUUID().toUpperCase();
   await api.prisma.invoice.update({
     where: { id: invoiceId },

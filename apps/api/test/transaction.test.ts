@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
+import { failOutboxInserts, ingresosWithTransactions } from '@timbra/db/testing';
 import { recordDeliveries } from '../src/use-cases/record-webhook.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
@@ -21,9 +22,7 @@ const post = (body: unknown, key?: string) =>
 describe('one transaction per payment (or per batch of payments arriving together)', () => {
   it('leaves nothing behind when it fails after the invoice insert, gives the folio back, and stores no key', async () => {
     // A failure injected after the invoice row is written: the outbox insert raises.
-    await api.prisma.$executeRawUnsafe(`
-      CREATE FUNCTION fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END; $$;
-      CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION fail_outbox();`);
+    const restoreOutbox = await failOutboxInserts(api.prisma);
     const before = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
     const body = { externalId: 'X-1', amount: '100.00', currency: 'MXN', occurredAt: recent() };
     const failed = await post(body, 'atomic-key');
@@ -39,7 +38,7 @@ describe('one transaction per payment (or per batch of payments arriving togethe
     expect(await api.prisma.idempotencyKey.count()).toBe(0);
     expect((await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio).toBe(before.nextFolio);
 
-    await api.prisma.$executeRawUnsafe('DROP TRIGGER fail_outbox ON outbox; DROP FUNCTION fail_outbox();');
+    await restoreOutbox();
     const retried = await post(body, 'atomic-key');
     expect(retried.statusCode).toBe(201);
     const invoice = await api.prisma.invoice.findFirstOrThrow();
@@ -98,13 +97,10 @@ describe('one transaction per payment (or per batch of payments arriving togethe
       ids.map((id, i) => sendStripe(stripeDelivery(paymentIntentSucceeded({ id, amount: 10_000 + i })))),
     );
     expect(responses.map((r) => r.statusCode)).toEqual(Array(200).fill(200));
-    const invoices = await api.prisma.$queryRaw<{ folio: number; external_id: string; tx: string; outbox: bigint }[]>`
-      SELECT i.folio, p.external_id, i.xmin::text AS tx, (SELECT count(*) FROM outbox o WHERE o.invoice_id = i.id) AS outbox
-      FROM invoices i JOIN payments p ON p.id = i.payment_id
-      WHERE p.external_id LIKE 'pi_batch_%' ORDER BY i.folio`;
+    const invoices = await ingresosWithTransactions(api.prisma, 'pi_batch_');
     expect(invoices.map((i) => i.folio)).toEqual(Array.from({ length: 200 }, (_, i) => start + i));
     expect(new Set(invoices.map((i) => i.external_id)).size).toBe(200);
-    expect(invoices.every((i) => i.outbox === 1n)).toBe(true);
+    expect(invoices.every((i) => i.outbox === 1)).toBe(true);
     // Fewer transactions than payments: deliveries arriving together were committed together.
     expect(new Set(invoices.map((i) => i.tx)).size).toBeLessThan(200);
   });

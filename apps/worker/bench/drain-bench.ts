@@ -84,7 +84,7 @@ async function load(prisma: PrismaClient, n: number, tag: string): Promise<void>
       moneda: 'MXN',
       subTotal: f.subTotal,
       total: f.total,
-      status: 'pending',
+      status: 'pending' as const,
       stampKey: f.stampKey,
       frozenXml: f.xml,
       cadenaOriginal: f.cadenaOriginal,

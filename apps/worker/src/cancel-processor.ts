@@ -1,7 +1,8 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { PacError, parseXml, type CancelMotivo, type XmlElement } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
+import { PacError, parseXml, type XmlElement } from '@timbra/cfdi-core';
+import { finishCancellation, loadCancelRow, type CancelRow, type PrismaClient } from '@timbra/db';
+import { failureText } from './errors.ts';
 import type { StampJobData } from './jobs.ts';
 import type { PacChain } from './pac-chain.ts';
 
@@ -19,21 +20,6 @@ export interface CancelProcessorDeps {
   logger: Logger;
   /** How often the SAT is asked while a cancellation is in process: base, doubling, capped (ms). */
   poll: { baseMs: number; maxMs: number };
-}
-
-interface LoadedCancel {
-  outbox_status: string;
-  request_id: string;
-  request_status: string;
-  motivo: CancelMotivo;
-  folio_sustitucion: string | null;
-  duplicate_uuid: string | null;
-  polls: number;
-  invoice_id: string;
-  uuid: string;
-  total: string;
-  pac: string | null;
-  frozen_xml: string;
 }
 
 /**
@@ -55,20 +41,18 @@ interface LoadedCancel {
 export function createCancelProcessor(deps: CancelProcessorDeps) {
   return async (job: Job<StampJobData>, token?: string) => {
     const { prisma } = deps;
-    const [row] = await prisma.$queryRaw<LoadedCancel[]>`
-      SELECT o.status AS outbox_status, c.id AS request_id, c.status AS request_status, c.motivo,
-             c.folio_sustitucion, c.duplicate_uuid, c.polls, i.id AS invoice_id, i.uuid, i.total::text, i.pac, i.frozen_xml
-      FROM outbox o JOIN cancel_requests c ON c.id = o.cancel_request_id JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.id = ${job.data.outboxId}::uuid`;
-    if (!row || row.outbox_status === 'done' || row.outbox_status === 'failed')
-      return { skipped: row?.outbox_status ?? 'missing' };
-    const log = deps.logger.child({ jobId: job.id, invoiceId: row.invoice_id, cancelRequestId: row.request_id });
+    const row = await loadCancelRow(prisma, job.data.outboxId);
+    if (!row || row.outboxStatus === 'done' || row.outboxStatus === 'failed')
+      return { skipped: row?.outboxStatus ?? 'missing' };
+    const log = deps.logger.child({ jobId: job.id, invoiceId: row.invoiceId, cancelRequestId: row.requestId });
+    // A request is written only for a stamped invoice (request-cancellation, the duplicate repair).
+    if (!row.uuid || !row.frozenXml) throw new Error(`cancel request ${row.requestId}: its invoice is not stamped`);
     const client = deps.chain.client(row.pac);
-    const { rfcEmisor, rfcReceptor } = partiesOf(row.frozen_xml);
+    const { rfcEmisor, rfcReceptor } = partiesOf(row.frozenXml);
     // A duplicate (same document, another UUID) has the invoice's parties and total.
-    const uuid = row.duplicate_uuid ?? row.uuid;
+    const uuid = row.duplicateUuid ?? row.uuid;
 
-    if (row.request_status === 'requested') {
+    if (row.requestStatus === 'requested') {
       let code: string;
       let acuse: string;
       try {
@@ -76,7 +60,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
           uuid,
           rfcEmisor,
           motivo: row.motivo,
-          ...(row.folio_sustitucion ? { folioSustitucion: row.folio_sustitucion } : {}),
+          ...(row.folioSustitucion ? { folioSustitucion: row.folioSustitucion } : {}),
           csd: deps.csd,
         }));
       } catch (error) {
@@ -91,17 +75,17 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
       }
       if (code === '205') {
         if (lastAttempt(job)) {
-          await finish(deps, row, 'failed', '205: the SAT never found this UUID');
+          await finish(deps, row, 'failed', failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'));
           return { status: 'failed', code };
         }
         throw new Error('205: the SAT does not know this UUID yet; asking again later');
       }
       if (code !== '201' && code !== '202') {
-        await finish(deps, row, 'failed', `the PAC answered ${code}`);
+        await finish(deps, row, 'failed', failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`));
         return { status: 'failed', code };
       }
       await prisma.cancelRequest.update({
-        where: { id: row.request_id },
+        where: { id: row.requestId },
         data: { status: 'accepted', uuidCode: code, acuse, pac: client.name },
       });
       log.info({ code, pac: client.name }, 'cancellation requested');
@@ -114,13 +98,19 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
       return { status: 'cancelled' };
     }
     if (status.estatusCancelacion === 'Solicitud rechazada') {
-      await finish(deps, row, 'rejected', 'Solicitud rechazada: the receptor rejected it', status.estatusCancelacion);
+      await finish(
+        deps,
+        row,
+        'rejected',
+        failureText('RECEPTOR_REJECTED', 'Solicitud rechazada: the receptor rejected it'),
+        status.estatusCancelacion,
+      );
       log.warn('cancellation rejected by the receptor; the invoice stays stamped');
       return { status: 'rejected' };
     }
     // Not final yet (En proceso, or the SAT has not caught up): look again later.
     await prisma.cancelRequest.update({
-      where: { id: row.request_id },
+      where: { id: row.requestId },
       data: { polls: { increment: 1 }, estatusCancelacion: status.estatusCancelacion || status.estado },
     });
     const delay = Math.min(deps.poll.maxMs, deps.poll.baseMs * 2 ** Math.min(row.polls, 20));
@@ -131,35 +121,15 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
 
 const lastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 
-/** Ends a cancellation: its request, the invoice (cancelled, or stamped again) and the outbox row, in one transaction. */
-async function finish(
+/** Ends a cancellation (its request, the invoice and the outbox row, together). */
+function finish(
   deps: CancelProcessorDeps,
-  row: LoadedCancel,
+  row: CancelRow,
   outcome: 'cancelled' | 'rejected' | 'failed',
   reason: string | null,
   estatus?: string,
 ): Promise<void> {
-  const { prisma } = deps;
-  await prisma.$transaction([
-    prisma.cancelRequest.update({
-      where: { id: row.request_id },
-      data: { status: outcome, reason, ...(estatus ? { estatusCancelacion: estatus } : {}) },
-    }),
-    // Cancelling a duplicate leaves the invoice — the kept CFDI — as it is.
-    ...(row.duplicate_uuid
-      ? []
-      : [
-          prisma.invoice.updateMany({
-            where: { id: row.invoice_id, status: 'cancel_requested' },
-            data: { status: outcome === 'cancelled' ? 'cancelled' : 'stamped' },
-          }),
-        ]),
-    prisma.outboxRow.updateMany({
-      where: { cancelRequestId: row.request_id },
-      // Done either way: the request records how it ended; a new cancellation is a new request.
-      data: { status: 'done', ...(reason ? { lastError: reason } : {}) },
-    }),
-  ]);
+  return finishCancellation(deps.prisma, row, outcome, reason, estatus);
 }
 
 /** The emisor's and receptor's RFCs, as the CFDI says them (the SAT's status query needs both). */

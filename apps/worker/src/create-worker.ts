@@ -1,8 +1,9 @@
-import { Queue, Worker } from 'bullmq';
+import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
+import { parseStampJob, type PrismaClient } from '@timbra/db';
+import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
 import {
   backoffDelay,
@@ -86,9 +87,22 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const worker = new Worker<StampJobData>(
     STAMP_QUEUE,
     async (job, token) => {
-      if (job.name !== 'cancel') return stamp(job);
-      if (!cancel) throw new Error('no CSD configured: cancellations cannot be signed');
-      return cancel(job, token);
+      let parsed;
+      try {
+        parsed = parseStampJob(job.name, job.data);
+      } catch (error) {
+        // A job this worker cannot read fails now: retrying would not make it readable.
+        throw new UnrecoverableError(failureText('UNKNOWN_JOB', (error as Error).message));
+      }
+      switch (parsed.name) {
+        case 'stamp':
+          return stamp(job);
+        case 'cancel':
+          if (!cancel) throw new UnrecoverableError(failureText('NO_CSD', 'cancellations cannot be signed'));
+          return cancel(job, token);
+        default:
+          return assertNever(parsed.name);
+      }
     },
     {
       connection,
@@ -114,4 +128,8 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       await dlq.close();
     },
   };
+}
+
+function assertNever(name: never): never {
+  throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${String(name)}`));
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { PrismaClient } from '@timbra/db';
+import { pingDatabase, type PrismaClient } from '@timbra/db';
 
 export interface HealthDeps {
   prisma: PrismaClient;
@@ -32,7 +32,7 @@ export function createHealth(deps: HealthDeps) {
   async function readiness(): Promise<{ ok: boolean; checks: Record<string, string> }> {
     const checks: Record<string, string> = {};
     try {
-      await deps.prisma.$queryRaw`SELECT 1`;
+      await pingDatabase(deps.prisma);
       checks.postgres = 'ok';
     } catch {
       checks.postgres = 'unreachable';

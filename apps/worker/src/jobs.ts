@@ -1,11 +1,13 @@
 import type { JobsOptions } from 'bullmq';
 
 /**
- * The worker's job options and retry policy. The queues and job shapes are shared with the API's
- * dashboard and live in @timbra/db (queues.ts).
+ * The worker's job options and retry policy. The queues and the job registry (names, versions,
+ * payload schemas) are shared with the API's dashboard and live in @timbra/db (queues.ts).
  */
-export { STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db';
+export { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db';
 
+/** The defaults (config.ts): 20 attempts, 2 s doubling to at most 15 min, so a job is stamped or dead-lettered
+ * within about 3 hours — well inside the 72-hour window after which a PAC refuses the Fecha. */
 export interface RetryPolicy {
   /** Attempts before a job is dead-lettered. */
   attempts: number;
@@ -14,12 +16,6 @@ export interface RetryPolicy {
   /** Cap of one delay. */
   maxDelayMs: number;
 }
-
-/**
- * Defaults: 20 attempts, 2 s doubling to at most 15 min: a job is stamped or dead-lettered within
- * about 3 hours — well inside the 72-hour window after which a PAC refuses the Fecha.
- */
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 20, baseDelayMs: 2_000, maxDelayMs: 15 * 60_000 };
 
 export function stampJobOptions(policy: RetryPolicy, stampKey: string): JobsOptions {
   return {

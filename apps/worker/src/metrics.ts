@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { PrismaClient } from '@timbra/db';
+import { oldestOpenOutboxAgeSeconds, outboxCountsByStatus, type PrismaClient } from '@timbra/db';
 import type { PacChain } from './pac-chain.ts';
 
 /**
@@ -33,8 +33,7 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     labelNames: ['status'] as const,
     registers: [registry],
     async collect() {
-      const rows = await deps.prisma.$queryRaw<{ status: string; n: number }[]>`
-        SELECT status, count(*)::int AS n FROM outbox WHERE status <> 'done' GROUP BY status`;
+      const rows = await outboxCountsByStatus(deps.prisma);
       this.reset();
       for (const r of rows) this.set({ status: r.status }, r.n);
     },
@@ -44,9 +43,7 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     help: 'Age of the oldest outbox row not done (0 when none): the first thing to alert on',
     registers: [registry],
     async collect() {
-      const [row] = await deps.prisma.$queryRaw<{ age: number | null }[]>`
-        SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`;
-      this.set(row?.age ?? 0);
+      this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
     },
   });
   new Gauge({

@@ -14,7 +14,14 @@
  * Options: --json. Exit 0 on success, 1 on a problem, 64 on bad usage. Needs DATABASE_URL.
  */
 import { parseArgs } from 'node:util';
-import { createPrisma, purgeExpiredIdempotencyKeys, redriveOutboxRow, requestDuplicateCancellation } from '@timbra/db';
+import {
+  createPrisma,
+  oldestOpenOutboxAgeSeconds,
+  outboxCountsByStatus,
+  purgeExpiredIdempotencyKeys,
+  redriveOutboxRow,
+  requestDuplicateCancellation,
+} from '@timbra/db';
 import { proposeFixes, reconcile, sandboxLedger } from './reconcile.ts';
 
 const { values, positionals } = parseArgs({
@@ -76,14 +83,10 @@ try {
     );
     process.exitCode = failed.length > 0 ? 1 : 0;
   } else if (command === 'outbox:stats') {
-    const rows = await prisma.$queryRaw<
-      { status: string; n: number }[]
-    >`SELECT status, count(*)::int AS n FROM outbox GROUP BY status ORDER BY status`;
-    const [oldest] = await prisma.$queryRaw<{ age: number | null }[]>`
-      SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`;
+    const rows = await outboxCountsByStatus(prisma, { includeDone: true });
     const stats = {
       byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
-      oldestNotDoneSeconds: oldest?.age ?? 0,
+      oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(prisma),
     };
     out(
       stats,

@@ -1,4 +1,5 @@
 import { PacError, type PacClient, type PacOutcome, type StampResult } from '@timbra/cfdi-core';
+import type { WorkerErrorCode } from './errors.ts';
 
 /** One PAC call, as recorded in `pac_attempts`. */
 export interface AttemptRecord {
@@ -97,8 +98,18 @@ export class PacChain {
       const breaker = this.breakers.get(pac.name)!;
       // A sticky PAC is asked even with its circuit open: no other PAC may be.
       if (!sticky && !breaker.allows()) {
-        attempts.push({ pac: pac.name, outcome: 'transient', code: 'CIRCUIT_OPEN', durationMs: 0 });
-        last = new PacError({ outcome: 'transient', pacCode: 'CIRCUIT_OPEN', pac: pac.name, message: 'circuit open' });
+        attempts.push({
+          pac: pac.name,
+          outcome: 'transient',
+          code: 'CIRCUIT_OPEN' satisfies WorkerErrorCode,
+          durationMs: 0,
+        });
+        last = new PacError({
+          outcome: 'transient',
+          pacCode: 'CIRCUIT_OPEN' satisfies WorkerErrorCode,
+          pac: pac.name,
+          message: 'circuit open',
+        });
         continue;
       }
       const id = beforeSend ? await beforeSend(pac.name) : undefined;
@@ -136,7 +147,13 @@ export class PacChain {
     }
     return {
       error:
-        last ?? new PacError({ outcome: 'transient', pacCode: 'NO_PAC', pac: 'none', message: 'no PAC configured' }),
+        last ??
+        new PacError({
+          outcome: 'transient',
+          pacCode: 'NO_PAC' satisfies WorkerErrorCode,
+          pac: 'none',
+          message: 'no PAC configured',
+        }),
       attempts,
     };
   }

@@ -1,7 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import pg from 'pg';
-import { OUTBOX_CHANNEL, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, listenForOutbox, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 
 export interface RelayDeps {
@@ -26,23 +25,20 @@ export class Relay {
   async drainOnce(): Promise<number> {
     return this.deps.prisma.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<{ id: string; stamp_key: string; kind: string }[]>`
-          SELECT id, stamp_key, kind FROM outbox
-          WHERE status = 'pending' AND available_at <= now()
-          ORDER BY available_at
-          LIMIT ${this.deps.batchSize}
-          FOR UPDATE SKIP LOCKED`;
+        const rows = await claimOutboxBatch(tx, this.deps.batchSize);
         if (rows.length === 0) return 0;
         await this.deps.queue.addBulk(
           rows.map((r) => ({
-            // `stamp` or `cancel`: the worker's processor dispatches on it.
-            name: r.kind,
-            data: { outboxId: r.id, stampKey: r.stamp_key },
-            opts: stampJobOptions(this.deps.retry, r.stamp_key),
+            // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
+            name: JOBS[r.kind].name,
+            data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey },
+            opts: stampJobOptions(this.deps.retry, r.stampKey),
           })),
         );
-        const ids = rows.map((r) => r.id);
-        await tx.$executeRaw`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${ids}::uuid[])`;
+        await markOutboxEnqueued(
+          tx,
+          rows.map((r) => r.id),
+        );
         return rows.length;
       },
       { timeout: 30_000 },
@@ -99,60 +95,6 @@ export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: n
       await done;
       await running;
       await listener.close();
-    },
-  };
-}
-
-/**
- * LISTENs on the outbox channel and calls `onNotify` for each NOTIFY. A lost connection (Postgres
- * restarted, the backend terminated) is re-established with backoff (0.25 s doubling to 10 s); in
- * the meantime the relay polls. After each (re)connect `onNotify` is called once: rows may have
- * committed while nobody listened. `ready` resolves after the first attempt, successful or not.
- */
-export function listenForOutbox(databaseUrl: string, logger: Logger, onNotify: () => void) {
-  let closed = false;
-  let client: pg.Client | undefined;
-  let retry: NodeJS.Timeout | undefined;
-  let delayMs = 250;
-  let lost = false;
-
-  const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: databaseUrl });
-    client = c;
-    let dropped = false;
-    const drop = (error?: unknown) => {
-      if (dropped || closed) return;
-      dropped = true;
-      if (!lost) logger.warn({ err: error }, 'relay LISTEN connection lost; polling until it is back');
-      lost = true;
-      c.end().catch(() => undefined);
-      retry = setTimeout(() => void connect(), delayMs);
-      delayMs = Math.min(delayMs * 2, 10_000);
-    };
-    c.on('notification', onNotify);
-    c.on('error', drop);
-    c.on('end', () => drop(new Error('connection ended')));
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${OUTBOX_CHANNEL}`);
-    } catch (error) {
-      drop(error);
-      return;
-    }
-    if (closed) return;
-    delayMs = 250;
-    if (lost) logger.info('relay LISTEN connection re-established');
-    lost = false;
-    onNotify();
-  };
-
-  const ready = connect();
-  return {
-    ready,
-    close: async () => {
-      closed = true;
-      clearTimeout(retry);
-      await client?.end().catch(() => undefined);
     },
   };
 }

@@ -1,7 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { Prisma, type PrismaClient } from '@timbra/db';
+import { PacErrorCode } from '@timbra/cfdi-core';
+import {
+  deadLetterOutboxRow,
+  JOBS,
+  loadStampRow,
+  persistStamp,
+  recordFailedAttempt,
+  recordPacCallInFlight,
+  type PrismaClient,
+} from '@timbra/db';
+import { failureText, type WorkerErrorCode } from './errors.ts';
 import type { DeadLetterData, StampJobData } from './jobs.ts';
 import { stickyPac, type AttemptRecord, type PacChain } from './pac-chain.ts';
 
@@ -26,17 +36,12 @@ export interface StampProcessorDeps {
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { prisma, logger } = deps;
-    // One round trip: the row, its invoice's frozen bytes and the PAC-attempt history.
-    const [row] = await prisma.$queryRaw<LoadedRow[]>`
-      SELECT o.id, o.status, o.stamp_key AS "stampKey", o.invoice_id AS "invoiceId", i.frozen_xml AS "frozenXml",
-             COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
-                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id), '[]'::json) AS history
-      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.id = ${job.data.outboxId}::uuid`;
+    const row = await loadStampRow(prisma, job.data.outboxId);
     if (!row || row.status === 'done' || row.status === 'failed') return { skipped: row?.status ?? 'missing' };
     const log = logger.child({ jobId: job.id, stampKey: row.stampKey, invoiceId: row.invoiceId });
+    const ids = { outboxId: row.id, invoiceId: row.invoiceId };
     if (!row.frozenXml) {
-      await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML');
+      await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML' satisfies WorkerErrorCode);
       throw new UnrecoverableError('no frozen XML');
     }
     // Write-ahead: each PAC call is recorded `in_flight` (committed) before it is made, and updated
@@ -44,9 +49,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     // stays with that PAC (stickyPac), which may have stamped — a second PAC would stamp again.
     const beforeSend = async (pac: string) => {
       const id = randomUUID();
-      await prisma.$executeRaw`
-        INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
-        VALUES (${id}::uuid, ${row.invoiceId}::uuid, ${pac}, 'in_flight', 0)`;
+      await recordPacCallInFlight(prisma, row.invoiceId, pac, id);
       return id;
     };
     const { result, error, attempts } = await deps.chain.stamp(
@@ -56,27 +59,9 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       beforeSend,
     );
     deps.onAttempts?.(attempts);
-
     if (result?.sameDocument) {
-      // One statement, so one transaction: the stamp on the invoice (only from a status that may
-      // become stamped, see invoice-status.ts), the row done, and every PAC call in the ledger.
-      const [written] = await prisma.$queryRaw<{ invoice_id: string | null; waiting: boolean }[]>`
-        WITH stamped AS (
-          UPDATE invoices SET uuid = ${result.uuid}, tfd_xml = ${result.tfdXml}, stamped_xml = ${result.stampedXml},
-                 pac = ${result.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
-          WHERE id = ${row.invoiceId}::uuid AND status IN ('pending', 'stamp_failed')
-          RETURNING id
-        ), done AS (
-          UPDATE outbox SET status = 'done', attempts = attempts + 1, last_error = NULL, updated_at = now()
-          WHERE id = ${row.id}::uuid AND EXISTS (SELECT 1 FROM stamped)
-          RETURNING id
-        ), ledger AS (
-          ${ledgerUpsert(row.invoiceId, attempts)}
-          RETURNING id
-        )
-        SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded, (SELECT count(*) FROM done)::int AS done,
-               EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting`;
-      if (!written?.invoice_id) {
+      const persisted = await persistStamp(prisma, ids, result, attempts);
+      if (!persisted.written) {
         // The invoice moved on (stamped by another job, or cancelled): nothing to write.
         log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');
         return { skipped: 'not_pending', uuid: result.uuid };
@@ -85,22 +70,19 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       // A follow-up step, idempotent on its own, only when documents wait for this one (the statement
       // above says so, sparing every other stamp a transaction): if the worker dies here, or a
       // dependent commits just after that look, the sweeper does it.
-      const dependents = written.waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
+      const dependents =
+        persisted.dependentsWaiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
       if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
       return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
     }
-
-    await prisma.$transaction([
-      prisma.$executeRaw`${ledgerUpsert(row.invoiceId, attempts)}`,
-      prisma.outboxRow.update({
-        where: { id: row.id },
-        data: {
-          attempts: { increment: 1 },
-          lastError: error ? `${error.pac}: ${error.pacCode}: ${error.message}`.slice(0, 2000) : 'foreign stamp',
-        },
-      }),
-    ]);
-
+    await recordFailedAttempt(
+      prisma,
+      ids,
+      attempts,
+      error
+        ? failureText(error.pacCode, `${error.pac}: ${error.message}`)
+        : failureText(PacErrorCode.ForeignStamp, 'foreign stamp'),
+    );
     if (result && !result.sameDocument) {
       // The PAC holds a stamp for this key that belongs to another document: never recorded as this
       // invoice's stamp automatically. Its UUID is in pac_attempts for reconciliation.
@@ -108,7 +90,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
         deps,
         row,
         `the PAC holds stamp ${result.uuid} of another document for this key`,
-        'FOREIGN_STAMP',
+        PacErrorCode.ForeignStamp,
         result.pac,
       );
       throw new UnrecoverableError('foreign stamp');
@@ -128,55 +110,21 @@ export function createStampProcessor(deps: StampProcessorDeps) {
   };
 }
 
-interface LoadedRow {
-  id: string;
-  status: string;
-  stampKey: string;
-  invoiceId: string;
-  frozenXml: string | null;
-  history: { pac: string; outcome: string }[];
-}
-
-/**
- * Writes the PAC calls' outcomes: each call's `in_flight` row (by its id) gets its outcome; a call
- * without one (a circuit-open skip) gets a row of its own.
- */
-function ledgerUpsert(invoiceId: string, attempts: readonly AttemptRecord[]): Prisma.Sql {
-  const entries = attempts.map((a) => ({
-    id: a.id ?? null,
-    pac: a.pac,
-    outcome: a.outcome,
-    uuid: a.uuid ?? null,
-    code: a.code ?? null,
-    duration_ms: a.durationMs,
-  }));
-  return Prisma.sql`
-    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
-    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
-    FROM json_to_recordset(${JSON.stringify(entries)}::json)
-         AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
-    ON CONFLICT (id) DO UPDATE
-      SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
-}
-
 async function deadLetter(
   deps: StampProcessorDeps,
   row: { id: string; stampKey: string; invoiceId: string },
   reason: string,
+  // A WorkerErrorCode, or the PAC's own code.
   code: string,
   pac?: string,
 ): Promise<void> {
-  const waitingDependents = await deps.prisma.$transaction(async (tx) => {
-    await tx.outboxRow.update({
-      where: { id: row.id },
-      data: { status: 'failed', lastError: `${code}: ${reason}`.slice(0, 2000) },
-    });
-    const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoiceId }, select: { status: true } });
-    if (invoice.status === 'pending')
-      await tx.invoice.update({ where: { id: row.invoiceId }, data: { status: 'stamp_failed' } });
-    return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
-  });
+  const waitingDependents = await deadLetterOutboxRow(
+    deps.prisma,
+    { outboxId: row.id, invoiceId: row.invoiceId },
+    failureText(code, reason),
+  );
   const letter: DeadLetterData = {
+    v: JOBS.deadLetter.version,
     outboxId: row.id,
     stampKey: row.stampKey,
     invoiceId: row.invoiceId,
@@ -186,7 +134,7 @@ async function deadLetter(
     failedAt: new Date().toISOString(),
     ...(waitingDependents > 0 ? { waitingDependents } : {}),
   };
-  await deps.dlq.add('dead-letter', letter, {
+  await deps.dlq.add(JOBS.deadLetter.name, letter, {
     jobId: `${row.stampKey}-${Date.now()}`,
     removeOnComplete: false,
     removeOnFail: false,

@@ -7,7 +7,7 @@ import { SwClient } from '@timbra/cfdi-core';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { eventually, freePort, freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
-import type { PrismaClient } from '@timbra/db';
+import { insertInvoices, type PrismaClient } from '@timbra/db';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
 
@@ -110,26 +110,24 @@ export async function pendingInvoice(
     folio: String(folio),
     ...overrides,
   });
-  const invoice = await prisma.invoice.create({
-    data: {
-      emisorId: emisor.id,
-      kind: 'I',
-      serie: 'W',
-      folio,
-      fecha: frozen.fecha,
-      moneda: 'MXN',
-      subTotal: frozen.subTotal,
-      total: frozen.total,
-      status: 'pending',
-      stampKey: frozen.stampKey,
-      frozenXml: frozen.xml,
-      cadenaOriginal: frozen.cadenaOriginal,
-    },
-  });
-  const outbox = await prisma.outboxRow.create({
-    data: { kind: 'stamp', invoiceId: invoice.id, stampKey: frozen.stampKey },
-  });
-  return { invoiceId: invoice.id, outboxId: outbox.id, stampKey: frozen.stampKey, frozenXml: frozen.xml };
+  // Written the way the API writes it: the invoice, its outbox row and the NOTIFY in one statement.
+  const [invoiceId] = await prisma.$transaction((tx) =>
+    insertInvoices(tx, emisor.id, [
+      {
+        kind: 'I',
+        serie: 'W',
+        folio,
+        paymentId: null,
+        stampKey: frozen.stampKey,
+        moneda: 'MXN',
+        status: 'pending',
+        frozen,
+        totals: frozen,
+      },
+    ]),
+  );
+  const outbox = await prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } });
+  return { invoiceId: invoiceId!, outboxId: outbox.id, stampKey: frozen.stampKey, frozenXml: frozen.xml };
 }
 
 /**

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { createPrisma, OUTBOX_CHANNEL, STAMP_QUEUE, type PrismaClient } from '@timbra/db';
-import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createPrisma, notifyOutbox, STAMP_QUEUE, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, outboxListenerPids, terminateBackend, type TestDatabase } from '@timbra/db/testing';
 import type { StampJobData } from '../src/jobs.ts';
 import { Relay, runRelay } from '../src/relay.ts';
 import { eventually, pendingInvoice, redisFor } from './helpers.ts';
@@ -25,7 +25,7 @@ afterAll(async () => {
 /** A committed outbox row announced the way the API announces it. */
 async function announced(externalId: string) {
   const row = await pendingInvoice(prisma, externalId);
-  await prisma.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, ${row.invoiceId})`;
+  await notifyOutbox(prisma, [row.outboxId]);
   return row;
 }
 
@@ -48,8 +48,7 @@ describe('the relay loop', () => {
     // A poll far longer than the test: only a NOTIFY can make the relay publish in time.
     const running = runRelay(relay, { databaseUrl: db.url, pollMs: 600_000, logger: pino({ level: 'silent' }) });
     try {
-      const listening = () => prisma.$queryRaw<{ pid: number }[]>`
-        SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = ${`LISTEN ${OUTBOX_CHANNEL}`}`;
+      const listening = () => outboxListenerPids(prisma);
       await eventually(async () => (await listening()).length === 1, 10_000);
 
       const first = await announced('relay-listen-1');
@@ -57,15 +56,15 @@ describe('the relay loop', () => {
 
       // What a Postgres restart does to the listener: its backend goes away.
       const [before] = await listening();
-      await prisma.$queryRaw`SELECT pg_terminate_backend(${before!.pid}::int)`;
+      await terminateBackend(prisma, before!);
       await eventually(async () => {
         const now = await listening();
-        return now.length === 1 && now[0]!.pid !== before!.pid;
+        return now.length === 1 && now[0] !== before;
       }, 10_000);
 
       const second = await announced('relay-listen-2');
       await eventually(() => enqueued(second.outboxId), 5_000);
-      expect((await listening()).map((l) => l.pid)).not.toContain(before!.pid);
+      expect(await listening()).not.toContain(before);
     } finally {
       await running.stop();
       await queue.close();

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { createPrisma, redriveOutboxRow, type PrismaClient } from '@timbra/db';
+import { createPrisma, recordPacCallInFlight, redriveOutboxRow, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { PacChain, stickyPac } from '../src/pac-chain.ts';
@@ -139,9 +139,7 @@ describe('relay + stamp worker against the sandbox', () => {
     // What a killed worker leaves: the primary stamped the document, our record says only "sent".
     const [primary] = swClients(sandbox);
     const earlier = await primary!.stamp(p.frozenXml, { idempotencyKey: p.stampKey });
-    await prisma.$executeRaw`
-      INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
-      VALUES (gen_random_uuid(), ${p.invoiceId}::uuid, 'primary', 'in_flight', 0)`;
+    await recordPacCallInFlight(prisma, p.invoiceId, 'primary', randomUUID());
     await sandbox.admin('faults', { instance: 'primary', outageUntil: Date.now() + 1_500 });
     const w = worker({ attempts: 50 });
     await w.relay.drainAll();

@@ -1,31 +1,42 @@
-import type { Prisma, PrismaClient } from './generated/client.ts';
-import { OUTBOX_CHANNEL } from './queues.ts';
+/**
+ * Cancel requests: written with the outbox row of kind `cancel` that carries each to the worker, the
+ * row the cancel processor loads, and how a cancellation ends.
+ */
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from './generated/client.ts';
+import { lockInvoice } from './invoices.ts';
+import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
+import { col, queryRows, type Db, type Tx } from './sql.ts';
 
 /**
- * Inserts a cancel request and the outbox row of kind `cancel` that carries it to the worker, and
- * wakes the relay, in the caller's transaction. The one place a cancellation is written: the API's
- * `POST /v1/invoices/:id/cancel` and the repair of duplicates both come here.
+ * Inserts a cancel request and its outbox row, and wakes the relay, in the caller's transaction. The
+ * one place a cancellation is written: the API's `POST /v1/invoices/:id/cancel` and the repair of
+ * duplicates both come here.
  *
  * @returns the request's id, or undefined when one for this `duplicateUuid` exists already.
  */
 export async function insertCancelRequest(
-  tx: Prisma.TransactionClient,
+  tx: Tx,
   request: { invoiceId: string; motivo: string; folioSustitucion?: string | null; duplicateUuid?: string },
 ): Promise<string | undefined> {
-  const [row] = await tx.$queryRaw<{ id: string }[]>`
-    WITH request AS (
-      INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion, duplicate_uuid)
-      VALUES (gen_random_uuid(), ${request.invoiceId}::uuid, ${request.motivo}, ${request.folioSustitucion ?? null},
-              ${request.duplicateUuid ?? null})
-      ON CONFLICT (duplicate_uuid) DO NOTHING
-      RETURNING id
-    ), outbox AS (
-      INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
-      SELECT gen_random_uuid(), 'cancel', ${request.invoiceId}::uuid, 'cancel-' || request.id, request.id FROM request
-      RETURNING id
-    )
-    SELECT request.id, (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified
-    FROM request`;
+  const [row] = await queryRows(
+    tx,
+    z.object({ id: col.uuid }),
+    Prisma.sql`
+      WITH request AS (
+        INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion, duplicate_uuid)
+        VALUES (gen_random_uuid(), ${request.invoiceId}::uuid, ${request.motivo}, ${request.folioSustitucion ?? null},
+                ${request.duplicateUuid ?? null})
+        ON CONFLICT (duplicate_uuid) DO NOTHING
+        RETURNING id
+      ), outbox AS (
+        ${outboxInsertSql(Prisma.sql`
+          SELECT 'cancel' AS kind, ${request.invoiceId}::uuid AS invoice_id, 'cancel-' || request.id AS stamp_key,
+                 request.id AS cancel_request_id
+          FROM request`)}
+      )
+      SELECT request.id, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified FROM request`,
+  );
   return row?.id;
 }
 
@@ -44,8 +55,7 @@ export async function requestDuplicateCancellation(
   input: { invoiceId: string; duplicateUuid: string },
 ): Promise<DuplicateCancellation> {
   return prisma.$transaction(async (tx) => {
-    const [invoice] = await tx.$queryRaw<{ id: string; status: string; uuid: string | null }[]>`
-      SELECT id, status, uuid FROM invoices WHERE id = ${input.invoiceId}::uuid FOR UPDATE`;
+    const invoice = await lockInvoice(tx, input.invoiceId);
     if (!invoice) return { ok: false, reason: 'not_found' } as const;
     if (!invoice.uuid || !['stamped', 'cancel_requested'].includes(invoice.status))
       return { ok: false, reason: 'not_stamped' } as const;
@@ -61,4 +71,96 @@ export async function requestDuplicateCancellation(
     const existing = await tx.cancelRequest.findUniqueOrThrow({ where: { duplicateUuid: duplicate } });
     return { ok: true, cancelRequestId: existing.id, created: false } as const;
   });
+}
+
+/** An outbox row of kind cancel, with its request and the invoice it cancels. */
+export interface CancelRow {
+  outboxStatus: string;
+  requestId: string;
+  requestStatus: string;
+  /** c_Motivo de cancelación (a CHECK constraint allows no other). */
+  motivo: '01' | '02' | '03' | '04';
+  folioSustitucion: string | null;
+  duplicateUuid: string | null;
+  polls: number;
+  invoiceId: string;
+  uuid: string | null;
+  total: string;
+  pac: string | null;
+  frozenXml: string | null;
+}
+
+/** One round trip: the outbox row, its cancel request and the invoice. */
+export async function loadCancelRow(db: Db, outboxId: string): Promise<CancelRow | undefined> {
+  const [row] = await queryRows(
+    db,
+    z.object({
+      outbox_status: col.text,
+      request_id: col.uuid,
+      request_status: col.text,
+      motivo: z.enum(['01', '02', '03', '04']),
+      folio_sustitucion: z.string().nullable(),
+      duplicate_uuid: z.string().nullable(),
+      polls: col.int,
+      invoice_id: col.uuid,
+      uuid: z.string().nullable(),
+      total: col.text,
+      pac: z.string().nullable(),
+      frozen_xml: z.string().nullable(),
+    }),
+    Prisma.sql`
+      SELECT o.status AS outbox_status, c.id AS request_id, c.status AS request_status, c.motivo,
+             c.folio_sustitucion, c.duplicate_uuid, c.polls, i.id AS invoice_id, i.uuid, i.total::text, i.pac, i.frozen_xml
+      FROM outbox o JOIN cancel_requests c ON c.id = o.cancel_request_id JOIN invoices i ON i.id = o.invoice_id
+      WHERE o.id = ${outboxId}::uuid`,
+  );
+  return (
+    row && {
+      outboxStatus: row.outbox_status,
+      requestId: row.request_id,
+      requestStatus: row.request_status,
+      motivo: row.motivo,
+      folioSustitucion: row.folio_sustitucion,
+      duplicateUuid: row.duplicate_uuid,
+      polls: row.polls,
+      invoiceId: row.invoice_id,
+      uuid: row.uuid,
+      total: row.total,
+      pac: row.pac,
+      frozenXml: row.frozen_xml,
+    }
+  );
+}
+
+/**
+ * Ends a cancellation: its request, the invoice (cancelled, or stamped again — from cancel_requested
+ * only) and the outbox row, in one transaction. Cancelling a duplicate leaves the invoice — the kept
+ * CFDI — as it is.
+ */
+export async function finishCancellation(
+  prisma: PrismaClient,
+  row: { requestId: string; invoiceId: string; duplicateUuid: string | null },
+  outcome: 'cancelled' | 'rejected' | 'failed',
+  reason: string | null,
+  estatusCancelacion?: string,
+): Promise<void> {
+  await prisma.$transaction([
+    prisma.cancelRequest.update({
+      where: { id: row.requestId },
+      data: { status: outcome, reason, ...(estatusCancelacion ? { estatusCancelacion } : {}) },
+    }),
+    ...(row.duplicateUuid
+      ? []
+      : [
+          prisma.invoice.updateMany({
+            where: { id: row.invoiceId, status: 'cancel_requested' },
+            data: { status: outcome === 'cancelled' ? 'cancelled' : 'stamped' },
+          }),
+        ]),
+    prisma.outboxRow.updateMany({
+      where: { cancelRequestId: row.requestId },
+      // Done either way: the request records how it ended; a new cancellation is a new request.
+      data: { status: 'done', ...(reason ? { lastError: reason } : {}) },
+    }),
+  ]);
 }

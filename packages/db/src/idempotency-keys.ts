@@ -1,4 +1,6 @@
-import type { PrismaClient } from './generated/client.ts';
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from './generated/client.ts';
+import { col, queryRows, type Tx } from './sql.ts';
 
 /**
  * Forgets Idempotency-Key records past their `expires_at` (the API's IDEMPOTENCY_TTL_HOURS): a request
@@ -8,4 +10,17 @@ import type { PrismaClient } from './generated/client.ts';
 export async function purgeExpiredIdempotencyKeys(prisma: PrismaClient, now = new Date()): Promise<number> {
   const { count } = await prisma.idempotencyKey.deleteMany({ where: { expiresAt: { lt: now } } });
   return count;
+}
+
+/**
+ * Takes the transaction-scoped advisory lock of one client's Idempotency-Key without waiting: false
+ * when another request with the same key holds it (its transaction is still running).
+ */
+export async function tryLockIdempotencyKey(tx: Tx, clientId: string, key: string): Promise<boolean> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ acquired: col.bool }),
+    Prisma.sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${`${clientId}:${key}`}, 0)) AS acquired`,
+  );
+  return row?.acquired ?? false;
 }

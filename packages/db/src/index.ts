@@ -1,6 +1,9 @@
 /**
- * @timbra/db — the Prisma client both apps use, the migrations runner, the invoice state machine and
- * the queue contract between the outbox and the stamp workers.
+ * @timbra/db — the Prisma client both apps use, the migrations runner, the invoice state machine, the
+ * queue contract between the outbox and the workers, and every raw SQL statement of the project: one
+ * typed function per statement, grouped by aggregate (outbox, folios, invoices, payments, …), so the
+ * outbox write, the folio counter and each status write exist once. Apps call these; they never write
+ * SQL themselves.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/client.ts';
@@ -23,16 +26,94 @@ export type {
 export { migrate, migrationStatus, readMigrations, ensureDatabase, type MigrationStatus } from './migrate.ts';
 export {
   INVOICE_STATUSES,
+  INITIAL_STATUSES,
+  TRANSITIONS,
   assertTransition,
   canTransition,
+  statusGuard,
   InvalidTransitionError,
   type InvoiceStatus,
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
+export type { Db, Tx } from './sql.ts';
+export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
+export {
+  OUTBOX_CHANNEL,
+  enqueueOutbox,
+  notifyOutbox,
+  claimOutboxBatch,
+  markOutboxEnqueued,
+  outboxCountsByStatus,
+  oldestOpenOutboxAgeSeconds,
+  listenForOutbox,
+  type OutboxKind,
+  type OutboxRowToWrite,
+  type ClaimedOutboxRow,
+} from './outbox.ts';
+export {
+  insertInvoices,
+  lockInvoice,
+  ingresoOf,
+  invoiceByUuid,
+  standingRelatedCount,
+  markCancelRequested,
+  lockWaitingDependents,
+  markDependentFrozen,
+  markDependentNeedsData,
+  invoicesWithOverdueDependents,
+  type InvoiceKind,
+  type FrozenDocument,
+  type NewInvoice,
+  type InvoiceState,
+  type WaitingDependent,
+} from './invoices.ts';
+export {
+  insertPaymentsTakingFolios,
+  lockPayment,
+  refundedTotal,
+  insertRefund,
+  type NewPayment,
+  type InsertedPayment,
+  type LockedPayment,
+} from './payments.ts';
+export {
+  lockInvoiceForInstallment,
+  installmentsPaid,
+  insertInstallment,
+  type InstallmentInvoice,
+} from './installments.ts';
+export { claimWebhookEvents, type ReceivedEvent } from './webhook-events.ts';
+export {
+  loadStampRow,
+  recordPacCallInFlight,
+  persistStamp,
+  recordFailedAttempt,
+  deadLetterOutboxRow,
+  type StampRow,
+  type PacCallRecord,
+  type PersistedStamp,
+} from './stamping.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
-export { insertCancelRequest, requestDuplicateCancellation, type DuplicateCancellation } from './cancellations.ts';
-export { purgeExpiredIdempotencyKeys } from './idempotency-keys.ts';
-export { OUTBOX_CHANNEL, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from './queues.ts';
+export {
+  insertCancelRequest,
+  requestDuplicateCancellation,
+  loadCancelRow,
+  finishCancellation,
+  type DuplicateCancellation,
+  type CancelRow,
+} from './cancellations.ts';
+export { purgeExpiredIdempotencyKeys, tryLockIdempotencyKey } from './idempotency-keys.ts';
+export { pingDatabase } from './health.ts';
+export {
+  STAMP_DLQ,
+  STAMP_QUEUE,
+  JOBS,
+  parseStampJob,
+  UnknownJobError,
+  type DeadLetterData,
+  type StampJobData,
+  type StampJobName,
+} from './queues.ts';
 
 /** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {

@@ -1,28 +1,67 @@
 /**
- * The BullMQ queues between the outbox and the stamp workers, and their job shapes: the worker
- * publishes and consumes them, the API's dashboard shows them. Job ids are stamp keys: adding the
- * same document twice is a no-op.
+ * The BullMQ contract between the outbox and the workers, declared once: the queues, and a registry
+ * of the jobs on them — name, version and zod schema of the payload. The relay (producer), the
+ * processors (consumers) and the API's dashboard all use it. Job ids are stamp keys: adding the same
+ * document twice is a no-op.
  */
+import { z } from 'zod';
+
 export const STAMP_QUEUE = 'stamp';
-/** The Postgres channel a new or re-driven outbox row is announced on (a hint: the relay also polls). */
-export const OUTBOX_CHANNEL = 'timbra_outbox';
 export const STAMP_DLQ = 'stamp-dlq';
 
+const outboxJob = z.object({
+  /** Payload version: a consumer refuses a version it does not know instead of misreading it. */
+  v: z.literal(1).default(1),
+  outboxId: z.uuid(),
+  stampKey: z.string().min(1),
+});
+
+const deadLetter = z.object({
+  v: z.literal(1).default(1),
+  outboxId: z.uuid(),
+  stampKey: z.string().min(1),
+  invoiceId: z.uuid(),
+  reason: z.string(),
+  /** A worker error code (docs/errors.md, "Worker"), or the PAC's own code. */
+  code: z.string(),
+  pac: z.string().optional(),
+  failedAt: z.string(),
+  /** Documents (a refund's Egreso, a Pago) waiting for this invoice to be stamped: blocked with it. */
+  waitingDependents: z.number().int().positive().optional(),
+});
+
 /**
- * A job of the stamp queue: the outbox row it carries. Its name is the row's kind — `stamp` (send
- * the frozen XML) or `cancel` (request the cancellation, then follow it at the SAT).
+ * Every job Timbra puts on a queue. `stamp` sends a frozen document; `cancel` requests a cancellation
+ * and follows it at the SAT (both carry their outbox row); `dead-letter` records a job that failed
+ * for good (the DLQ is a view: Postgres holds the failure).
  */
-export interface StampJobData {
-  outboxId: string;
-  stampKey: string;
+export const JOBS = {
+  stamp: { queue: STAMP_QUEUE, name: 'stamp', version: 1, data: outboxJob },
+  cancel: { queue: STAMP_QUEUE, name: 'cancel', version: 1, data: outboxJob },
+  deadLetter: { queue: STAMP_DLQ, name: 'dead-letter', version: 1, data: deadLetter },
+} as const;
+
+/** The names of the jobs on the stamp queue: an outbox row's kind. */
+export type StampJobName = typeof JOBS.stamp.name | typeof JOBS.cancel.name;
+export type StampJobData = z.input<typeof outboxJob>;
+export type DeadLetterData = z.input<typeof deadLetter>;
+
+export class UnknownJobError extends Error {
+  readonly code = 'UNKNOWN_JOB';
+  constructor(name: string, detail: string) {
+    super(`job ${name}: ${detail}`);
+    this.name = 'UnknownJobError';
+  }
 }
 
-export interface DeadLetterData extends StampJobData {
-  invoiceId: string;
-  reason: string;
-  code: string;
-  pac?: string;
-  failedAt: string;
-  /** Documents (a refund's Egreso, a Pago) waiting for this invoice to be stamped: blocked with it. */
-  waitingDependents?: number;
+/**
+ * A job of the stamp queue, checked: its name is one of the registry's and its payload parses.
+ * @throws UnknownJobError
+ */
+export function parseStampJob(name: string, data: unknown): { name: StampJobName; data: z.output<typeof outboxJob> } {
+  if (name !== JOBS.stamp.name && name !== JOBS.cancel.name)
+    throw new UnknownJobError(name, 'not a job of the stamp queue');
+  const parsed = JOBS[name].data.safeParse(data);
+  if (!parsed.success) throw new UnknownJobError(name, z.prettifyError(parsed.error));
+  return { name, data: parsed.data };
 }

@@ -1,6 +1,6 @@
-import { assertTransition, type InvoiceStatus } from './invoice-status.ts';
 import type { PrismaClient } from './generated/client.ts';
-import { OUTBOX_CHANNEL } from './queues.ts';
+import { assertTransition } from './invoice-status.ts';
+import { lockOutboxRow, notifyOutbox } from './outbox.ts';
 
 export type RedriveResult =
   { ok: true; outboxId: string; invoiceId: string } | { ok: false; reason: 'not_found' | 'not_failed' };
@@ -12,21 +12,19 @@ export type RedriveResult =
  */
 export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string): Promise<RedriveResult> {
   return prisma.$transaction(async (tx) => {
-    const rows = await tx.$queryRaw<{ id: string; status: string; invoice_id: string }[]>`
-      SELECT id, status, invoice_id FROM outbox WHERE id = ${outboxId}::uuid FOR UPDATE`;
-    const row = rows[0];
+    const row = await lockOutboxRow(tx, outboxId);
     if (!row) return { ok: false, reason: 'not_found' } as const;
     if (row.status !== 'failed') return { ok: false, reason: 'not_failed' } as const;
-    const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoice_id }, select: { status: true } });
+    const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoiceId }, select: { status: true } });
     if (invoice.status !== 'pending') {
-      assertTransition(invoice.status as InvoiceStatus, 'pending');
-      await tx.invoice.update({ where: { id: row.invoice_id }, data: { status: 'pending' } });
+      assertTransition(invoice.status, 'pending');
+      await tx.invoice.update({ where: { id: row.invoiceId }, data: { status: 'pending' } });
     }
     await tx.outboxRow.update({
       where: { id: row.id },
       data: { status: 'pending', availableAt: new Date(), lastError: null },
     });
-    await tx.$executeRaw`SELECT pg_notify(${OUTBOX_CHANNEL}, ${row.id})::text`;
-    return { ok: true, outboxId: row.id, invoiceId: row.invoice_id } as const;
+    await notifyOutbox(tx, [row.id]);
+    return { ok: true, outboxId: row.id, invoiceId: row.invoiceId } as const;
   });
 }

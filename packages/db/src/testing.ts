@@ -1,6 +1,7 @@
 /**
- * Test support: a fresh, migrated database per test file on the local Postgres, dropped afterwards.
- * Not part of the runtime API (exported as `@timbra/db/testing`).
+ * Test support: a fresh, migrated database per test file on the local Postgres, dropped afterwards,
+ * the pgbench reference of the benchmarks, and probes that look at the database from below. Not part
+ * of the runtime API (exported as `@timbra/db/testing`).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -8,6 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from './generated/client.ts';
+import { TRANSITIONS, type InvoiceStatus } from './invoice-status.ts';
+import { OUTBOX_CHANNEL } from './outbox.ts';
+import { queryRows } from './sql.ts';
 import { ensureDatabase, migrate } from './migrate.ts';
 import { MIGRATIONS_DIR } from './paths.ts';
 
@@ -99,4 +105,106 @@ export async function pgbenchPaymentShape(options: { clients: number; seconds: n
     rmSync(dir, { recursive: true, force: true });
     await db.drop();
   }
+}
+
+// --- Probes for tests that look at the database from below ------------------------------------------
+
+/**
+ * A scratch table that records items with the id of the transaction that wrote them: for tests of
+ * batching (which items shared a transaction). `record` fails, after writing, when an item starts
+ * with "bad" (a batch member that fails its transaction).
+ */
+export async function createTxidProbe(prisma: PrismaClient) {
+  await prisma.$executeRawUnsafe('CREATE TABLE IF NOT EXISTS tx_probe (item text PRIMARY KEY, txid bigint NOT NULL)');
+  return {
+    record: async (tx: Prisma.TransactionClient, items: string[]): Promise<{ item: string; txid: string }[]> => {
+      const rows = await queryRows(
+        tx,
+        z.object({ item: z.string(), txid: z.string() }),
+        Prisma.sql`INSERT INTO tx_probe (item, txid) SELECT item, txid_current() FROM unnest(${items}::text[]) AS item
+                   RETURNING item, txid::text`,
+      );
+      if (items.some((i) => i.startsWith('bad'))) throw new Error(`bad item in ${items.join(',')}`);
+      const txidOf = new Map(rows.map((r) => [r.item, r.txid]));
+      return items.map((item) => ({ item, txid: txidOf.get(item)! }));
+    },
+    stored: async (prefix: string): Promise<string[]> =>
+      (
+        await queryRows(
+          prisma,
+          z.object({ item: z.string() }),
+          Prisma.sql`SELECT item FROM tx_probe WHERE item LIKE ${`${prefix}%`} ORDER BY item`,
+        )
+      ).map((r) => r.item),
+  };
+}
+
+/** Marks every applied migration rolled back, as if the schema were behind the code (readiness tests). */
+export async function markMigrationsRolledBack(prisma: PrismaClient): Promise<void> {
+  await prisma.$executeRawUnsafe(`UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
+}
+
+/**
+ * Makes every INSERT into the outbox fail (a trigger) until the returned function is called: proves
+ * a payment's rows commit together or not at all.
+ */
+export async function failOutboxInserts(prisma: PrismaClient): Promise<() => Promise<void>> {
+  await prisma.$executeRawUnsafe(`
+    CREATE FUNCTION fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END; $$;
+    CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION fail_outbox();`);
+  return async () => {
+    await prisma.$executeRawUnsafe('DROP TRIGGER fail_outbox ON outbox; DROP FUNCTION fail_outbox();');
+  };
+}
+
+/**
+ * The Ingresos of payments whose external id starts with `prefix`, by folio: the transaction that
+ * wrote each (xmin) and how many outbox rows it has.
+ */
+export async function ingresosWithTransactions(prisma: PrismaClient, prefix: string) {
+  return queryRows(
+    prisma,
+    z.object({ folio: z.number(), external_id: z.string(), tx: z.string(), outbox: z.number() }),
+    Prisma.sql`
+      SELECT i.folio, p.external_id, i.xmin::text AS tx, (SELECT count(*) FROM outbox o WHERE o.invoice_id = i.id)::int AS outbox
+      FROM invoices i JOIN payments p ON p.id = i.payment_id
+      WHERE p.external_id LIKE ${`${prefix}%`} ORDER BY i.folio`,
+  );
+}
+
+/** Backend pids of the connections LISTENing on the outbox channel in this database. */
+export async function outboxListenerPids(prisma: PrismaClient): Promise<number[]> {
+  const rows = await queryRows(
+    prisma,
+    z.object({ pid: z.number() }),
+    Prisma.sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = ${`LISTEN ${OUTBOX_CHANNEL}`}`,
+  );
+  return rows.map((r) => r.pid);
+}
+
+/** Terminates a backend (a dropped connection, as a Postgres restart would drop it). */
+export async function terminateBackend(prisma: PrismaClient, pid: number): Promise<void> {
+  await prisma.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+}
+
+/**
+ * Moves an invoice to `target` through legal transitions only (the shortest path in TRANSITIONS), as
+ * the worker would: for tests that need an invoice in a state without running a PAC.
+ */
+export async function walkInvoiceTo(prisma: PrismaClient, invoiceId: string, target: InvoiceStatus): Promise<void> {
+  const { status } = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId }, select: { status: true } });
+  const previous = new Map<InvoiceStatus, InvoiceStatus>();
+  const queue: InvoiceStatus[] = [status];
+  while (queue.length > 0 && !previous.has(target) && target !== status) {
+    const at = queue.shift()!;
+    for (const next of TRANSITIONS[at]) {
+      if (next === status || previous.has(next)) continue;
+      previous.set(next, at);
+      queue.push(next);
+    }
+  }
+  if (target !== status && !previous.has(target)) throw new Error(`no legal path from ${status} to ${target}`);
+  const path: InvoiceStatus[] = [];
+  for (let at = target; at !== status; at = previous.get(at)!) path.unshift(at);
+  for (const next of path) await prisma.invoice.update({ where: { id: invoiceId }, data: { status: next } });
 }

@@ -110,13 +110,19 @@ describe('the migrated database matches the Prisma schema', () => {
 
   it('rejects what the constraints forbid: unknown statuses, duplicate stamp keys and folios, non-positive amounts', async () => {
     const invoice = await prisma.invoice.findFirstOrThrow();
-    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'lost' } })).rejects.toThrow();
+    await expect(
+      prisma.$executeRaw`UPDATE invoices SET status = 'lost' WHERE id = ${invoice.id}::uuid`,
+    ).rejects.toThrow(/invalid input value for enum invoice_status/);
     const { id: _id, createdAt: _c, updatedAt: _u, request: _r, ...copy } = invoice;
     await expect(
-      prisma.invoice.create({ data: { ...copy, problems: copy.problems ?? [], uuid: null, folio: 2 } }),
+      prisma.invoice.create({
+        data: { ...copy, status: 'pending', problems: copy.problems ?? [], uuid: null, folio: 2 },
+      }),
     ).rejects.toThrow(/stamp_key/);
     await expect(
-      prisma.invoice.create({ data: { ...copy, problems: copy.problems ?? [], uuid: null, stampKey: 'I-new' } }),
+      prisma.invoice.create({
+        data: { ...copy, status: 'pending', problems: copy.problems ?? [], uuid: null, stampKey: 'I-new' },
+      }),
     ).rejects.toThrow(/folio/);
     await expect(
       prisma.payment.create({

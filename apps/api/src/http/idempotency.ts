@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { Prisma, PrismaClient } from '@timbra/db';
+import { tryLockIdempotencyKey, type Prisma, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -53,9 +53,8 @@ export async function withIdempotency(
   key: { clientId: string; key: string; fingerprint: string; ttlHours: number },
   run: () => Promise<{ status: number; body: unknown }>,
 ): Promise<StoredResponse> {
-  const [lock] = await tx.$queryRaw<{ acquired: boolean }[]>`
-    SELECT pg_try_advisory_xact_lock(hashtextextended(${`${key.clientId}:${key.key}`}, 0)) AS acquired`;
-  if (!lock?.acquired) throw new ApiError('idempotency_key_in_use', undefined, undefined, { 'Retry-After': '1' });
+  if (!(await tryLockIdempotencyKey(tx, key.clientId, key.key)))
+    throw new ApiError('idempotency_key_in_use', undefined, undefined, { 'Retry-After': '1' });
 
   const existing = await tx.idempotencyKey.findUnique({
     where: { clientId_key: { clientId: key.clientId, key: key.key } },

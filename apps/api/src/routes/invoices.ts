@@ -89,18 +89,15 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
 
   router.get('/invoices', async (req, res) => {
     const { limit, cursor } = listParams(req);
-    const status = req.query.status;
-    if (
-      status !== undefined &&
-      (typeof status !== 'string' || !(INVOICE_STATUSES as readonly string[]).includes(status))
-    ) {
+    const status = INVOICE_STATUSES.find((s) => s === req.query.status);
+    if (req.query.status !== undefined && !status) {
       throw new ApiError('validation_failed', undefined, [
         { path: 'status', message: `one of ${INVOICE_STATUSES.join(', ')}` },
       ]);
     }
     const rows = await prisma.invoice.findMany({
       where: {
-        ...(typeof status === 'string' ? { status } : {}),
+        ...(status ? { status } : {}),
         ...(cursor
           ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
           : {}),

@@ -1,14 +1,8 @@
 import { stampKeyFor, tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { OUTBOX_CHANNEL, type Prisma } from '@timbra/db';
-
-type Tx = Prisma.TransactionClient;
+import { insertInvoices, type InvoiceState, type Tx } from '@timbra/db';
 
 /** The invoice a dependent document relates to (an Egreso's or a Pago's Ingreso). */
-export interface OriginalInvoice {
-  id: string;
-  status: string;
-  uuid: string | null;
-}
+export type OriginalInvoice = InvoiceState;
 
 /** Where a document waiting for `original` stands; `blocked` when `original` cannot be stamped as it is. */
 export function waitingFor(original: OriginalInvoice) {
@@ -17,16 +11,6 @@ export function waitingFor(original: OriginalInvoice) {
     status: original.status,
     blocked: original.status === 'stamp_failed' || original.status === 'needs_data',
   };
-}
-
-/** Takes the next folio of `serie` (its counter row stays locked until commit: gapless). */
-export async function takeFolio(tx: Tx, emisorId: string, serie: string): Promise<number> {
-  const [counter] = await tx.$queryRaw<{ folio: number }[]>`
-    UPDATE series SET next_folio = next_folio + 1
-    WHERE emisor_id = ${emisorId}::uuid AND serie = ${serie}
-    RETURNING next_folio - 1 AS folio`;
-  if (!counter) throw new Error(`serie ${serie} is not configured`);
-  return counter.folio;
 }
 
 /**
@@ -52,26 +36,23 @@ export async function writeDependentInvoice(
   const stamped = doc.original.status === 'stamped' && doc.original.uuid !== null;
   const { frozen, problems } = stamped ? tryFreeze(withRelatedUuid(doc.request, doc.original.uuid!), deps.csd) : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
-  const totals = frozen ? { subTotal: frozen.subTotal, total: frozen.total } : doc.totals;
-  const stampKey = stampKeyFor(deps.emisorRfc, doc.kind, doc.request.sourceId);
-  const refundId = 'refundId' in doc.link ? doc.link.refundId : null;
-  const installmentId = 'installmentId' in doc.link ? doc.link.installmentId : null;
-  const [row] = await tx.$queryRaw<{ id: string }[]>`
-    WITH invoice AS (
-      INSERT INTO invoices (id, emisor_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio,
-                            fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request)
-      VALUES (gen_random_uuid(), ${deps.emisorId}::uuid, ${doc.paymentId}::uuid, ${refundId}::uuid, ${installmentId}::uuid,
-              ${doc.original.id}::uuid, ${doc.kind}, ${doc.request.serie}, ${doc.folio}, ${frozen?.fecha ?? null},
-              ${doc.request.moneda}, ${totals.subTotal}::numeric, ${totals.total}::numeric, ${status},
-              ${problems ? JSON.stringify(problems) : null}::jsonb, ${stampKey}, ${frozen?.xml ?? null},
-              ${frozen?.cadenaOriginal ?? null}, ${frozen ? null : JSON.stringify(doc.request)}::jsonb)
-      RETURNING id, stamp_key, status
-    ), outbox AS (
-      INSERT INTO outbox (id, kind, invoice_id, stamp_key)
-      SELECT gen_random_uuid(), 'stamp', id, stamp_key FROM invoice WHERE status = 'pending'
-      RETURNING id
-    )
-    SELECT invoice.id, (SELECT count(pg_notify(${OUTBOX_CHANNEL}, outbox.id::text)) FROM outbox) AS notified
-    FROM invoice`;
-  return { id: row!.id, status };
+  const [id] = await insertInvoices(tx, deps.emisorId, [
+    {
+      kind: doc.kind,
+      serie: doc.request.serie!, // the build-* functions always set it
+      folio: doc.folio,
+      paymentId: doc.paymentId,
+      refundId: 'refundId' in doc.link ? doc.link.refundId : null,
+      installmentId: 'installmentId' in doc.link ? doc.link.installmentId : null,
+      relatedInvoiceId: doc.original.id,
+      stampKey: stampKeyFor(deps.emisorRfc, doc.kind, doc.request.sourceId),
+      moneda: doc.request.moneda ?? 'MXN',
+      status,
+      frozen,
+      totals: doc.totals,
+      problems,
+      request: frozen ? undefined : doc.request,
+    },
+  ]);
+  return { id: id!, status };
 }

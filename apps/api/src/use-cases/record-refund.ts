@@ -1,12 +1,10 @@
 import { BigNumber } from 'bignumber.js';
-import type { Prisma } from '@timbra/db';
-import { ApiError } from '../errors.ts';
+import { ingresoOf, insertRefund, lockPayment, refundedTotal, takeFolio, type Tx } from '@timbra/db';
 import { buildEgresoRequest, egresoTotals, type RefundFacts } from './build-egreso.ts';
 import type { ReceptorInput } from './build-ingreso.ts';
-import { takeFolio, waitingFor, writeDependentInvoice, type OriginalInvoice } from './dependent-invoice.ts';
+import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
+import { DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
-
-type Tx = Prisma.TransactionClient;
 
 /** A refund to record: of the payment with this id, or with this provider and external id. */
 export interface RefundToRecord extends RefundFacts {
@@ -33,22 +31,14 @@ export interface RecordedRefund {
  * stamped, the Egreso is frozen now — related to its UUID — with its outbox row; otherwise it waits
  * (status `waiting`, its request stored) and the worker freezes it when the Ingreso is stamped.
  *
- * @throws ApiError payment_not_found_yet (409) when the payment is not known (yet);
+ * @throws DomainError payment_not_found_yet (409) when the payment is not known (yet);
  *   refund_conflict (409) when this refund was recorded with another payment or amount;
  *   refund_exceeds_payment (422) when the refunds would add up to more than the payment.
  */
 export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: RefundToRecord): Promise<RecordedRefund> {
-  const where = refund.payment;
-  const [payment] =
-    'id' in where
-      ? await tx.$queryRaw<PaymentRow[]>`
-          SELECT id, amount::text, currency, receptor, forma_pago FROM payments WHERE id = ${where.id}::uuid FOR UPDATE`
-      : await tx.$queryRaw<PaymentRow[]>`
-          SELECT id, amount::text, currency, receptor, forma_pago FROM payments
-          WHERE provider = ${where.provider} AND external_id = ${where.externalId} FOR UPDATE`;
-  if (!payment) throw new ApiError('payment_not_found_yet');
-  const [ingreso] = await tx.$queryRaw<OriginalInvoice[]>`
-    SELECT id, status, uuid FROM invoices WHERE payment_id = ${payment.id}::uuid AND kind = 'I'`;
+  const payment = await lockPayment(tx, refund.payment);
+  if (!payment) throw new DomainError('payment_not_found_yet');
+  const ingreso = await ingresoOf(tx, payment.id);
   if (!ingreso) throw new Error(`payment ${payment.id} has no Ingreso`);
 
   const existing = await tx.refund.findUnique({
@@ -57,7 +47,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   });
   if (existing) {
     if (existing.paymentId !== payment.id || !existing.amount.equals(refund.amount))
-      throw new ApiError('refund_conflict');
+      throw new DomainError('refund_conflict');
     if (!existing.egreso) throw new Error(`refund ${existing.id} has no Egreso`);
     return {
       refundId: existing.id,
@@ -68,13 +58,10 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     };
   }
 
-  const [{ refunded }] = (await tx.$queryRaw<{ refunded: string }[]>`
-    SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${payment.id}::uuid`) as [
-    { refunded: string },
-  ];
+  const refunded = await refundedTotal(tx, payment.id);
   const after = new BigNumber(refunded).plus(refund.amount);
   if (after.isGreaterThan(payment.amount)) {
-    throw new ApiError('refund_exceeds_payment', undefined, [
+    throw new DomainError('refund_exceeds_payment', undefined, [
       {
         path: 'amount',
         message: `paid ${payment.amount}, refunded before ${new BigNumber(refunded).toFixed(2)}: at most ${new BigNumber(payment.amount).minus(refunded).toFixed(2)} more`,
@@ -82,13 +69,20 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     ]);
   }
 
-  const [inserted] = (await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
-    VALUES (gen_random_uuid(), ${payment.id}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric, ${refund.occurredAt})
-    RETURNING id`) as [{ id: string }];
+  const refundId = await insertRefund(tx, {
+    paymentId: payment.id,
+    provider: refund.provider,
+    externalId: refund.externalId,
+    amount: refund.amount,
+    occurredAt: refund.occurredAt,
+  });
   const folio = await takeFolio(tx, deps.emisorId, deps.serieEgreso);
   const request = buildEgresoRequest(
-    { currency: payment.currency, formaPago: payment.forma_pago ?? undefined, receptor: payment.receptor },
+    {
+      currency: payment.currency,
+      formaPago: payment.formaPago ?? undefined,
+      receptor: payment.receptor as ReceptorInput | null,
+    },
     refund,
     deps.serieEgreso,
     folio,
@@ -104,22 +98,14 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
       paymentId: payment.id,
       original: ingreso,
       totals: egresoTotals(refund.amount, deps.settings.ivaTasa),
-      link: { refundId: inserted.id },
+      link: { refundId },
     },
   );
   return {
-    refundId: inserted.id,
+    refundId,
     paymentId: payment.id,
     egresoId: egreso.id,
     created: true,
     ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
   };
-}
-
-interface PaymentRow {
-  id: string;
-  amount: string;
-  currency: string;
-  receptor: ReceptorInput | null;
-  forma_pago: string | null;
 }

@@ -1,10 +1,8 @@
-import type { Prisma } from '@timbra/db';
+import { claimWebhookEvents, type Tx } from '@timbra/db';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordPaymentDeps } from './record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';
 import { recordRefund, type RecordedRefund, type RefundToRecord } from './record-refund.ts';
-
-type Tx = Prisma.TransactionClient;
 
 export interface WebhookEvent {
   provider: string;
@@ -36,7 +34,7 @@ export interface WebhookDelivery {
  * recordInstallment); `onRefund` hears of each refund recorded.
  *
  * @returns per delivery, in order: true when its event was new.
- * @throws ApiError payment_not_found_yet when a refund's payment is not known yet, or another of
+ * @throws DomainError payment_not_found_yet when a refund's payment is not known yet, or another of
  *   recordRefund's errors.
  */
 export async function recordDeliveries(
@@ -46,19 +44,8 @@ export async function recordDeliveries(
   onRefund?: (refund: RecordedRefund) => void,
 ): Promise<boolean[]> {
   const events = deliveries.map((d) => d.event);
-  const inserted = await tx.$queryRaw<{ provider: string; event_id: string }[]>`
-    INSERT INTO webhook_events (id, provider, event_id, type, result, payload)
-    SELECT gen_random_uuid(), provider, event_id, type, result, payload
-    FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => e.eventId)}::text[],
-                ${events.map((e) => e.type)}::text[], ${events.map((e) => e.result)}::text[],
-                ${events.map((e) => JSON.stringify(e.payload))}::jsonb[]) WITH ORDINALITY
-         AS e(provider, event_id, type, result, payload, ord)
-    ORDER BY ord
-    ON CONFLICT (provider, event_id) DO NOTHING
-    RETURNING provider, event_id`;
-  const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
-  // The first delivery of an event claims it; a second one in the same batch is a duplicate.
-  const fresh = events.map((e) => unclaimed.delete(`${e.provider}\u0000${e.eventId}`));
+  // The first delivery of an event claims it; a second one (before, or in the same batch) is a duplicate.
+  const fresh = await claimWebhookEvents(tx, events);
 
   const payments = deliveries.flatMap((d, i) => (fresh[i] && d.payment ? [{ facts: d.payment }] : []));
   await recordPayments(tx, deps, payments);

@@ -1,7 +1,13 @@
-import { assertTransition, insertCancelRequest, type InvoiceStatus, type Prisma } from '@timbra/db';
-import { ApiError } from '../errors.ts';
-
-type Tx = Prisma.TransactionClient;
+import {
+  assertTransition,
+  insertCancelRequest,
+  invoiceByUuid,
+  lockInvoice,
+  markCancelRequested,
+  standingRelatedCount,
+  type Tx,
+} from '@timbra/db';
+import { DomainError } from './domain-errors.ts';
 
 export interface CancellationInput {
   invoiceId: string;
@@ -15,31 +21,27 @@ export interface CancellationInput {
  * its outbox row (kind `cancel`, which the worker carries to the PAC and then follows at the SAT)
  * and the invoice's move to `cancel_requested`, under a lock on the invoice's row.
  *
- * @throws ApiError not_found; not_cancellable (409) unless the invoice is stamped and no document
+ * @throws DomainError not_found; not_cancellable (409) unless the invoice is stamped and no document
  *   that relates to it (an Egreso, a Pago) stands;
  *   validation_failed (422) when motivo 01's substitute is not another stamped invoice of ours.
  * @returns the cancel request's id.
  */
 export async function requestCancellation(tx: Tx, input: CancellationInput): Promise<string> {
-  const [invoice] = await tx.$queryRaw<{ id: string; status: InvoiceStatus; uuid: string | null }[]>`
-    SELECT id, status, uuid FROM invoices WHERE id = ${input.invoiceId}::uuid FOR UPDATE`;
-  if (!invoice) throw new ApiError('not_found');
+  const invoice = await lockInvoice(tx, input.invoiceId);
+  if (!invoice) throw new DomainError('not_found');
   if (invoice.status !== 'stamped' || !invoice.uuid)
-    throw new ApiError('not_cancellable', `Only a stamped invoice can be cancelled; this one is ${invoice.status}.`);
+    throw new DomainError('not_cancellable', `Only a stamped invoice can be cancelled; this one is ${invoice.status}.`);
   // The SAT does not cancel a CFDI that others relate to (an Egreso, a Pago) while they stand.
-  const [{ related }] = (await tx.$queryRaw<{ related: number }[]>`
-    SELECT count(*)::int AS related FROM invoices
-    WHERE related_invoice_id = ${invoice.id}::uuid AND status <> 'cancelled'`) as [{ related: number }];
+  const related = await standingRelatedCount(tx, invoice.id);
   if (related > 0)
-    throw new ApiError(
+    throw new DomainError(
       'not_cancellable',
       `${related} related document(s) (Egresos, Pagos) refer to this invoice: cancel them first.`,
     );
   if (input.motivo === '01') {
-    const [substitute] = await tx.$queryRaw<{ id: string; status: string }[]>`
-      SELECT id, status FROM invoices WHERE upper(uuid) = upper(${input.folioSustitucion ?? ''})`;
+    const substitute = await invoiceByUuid(tx, input.folioSustitucion ?? '');
     if (!substitute || substitute.status !== 'stamped' || substitute.id === invoice.id)
-      throw new ApiError('validation_failed', undefined, [
+      throw new DomainError('validation_failed', undefined, [
         { path: 'folioSustitucion', message: 'must be the UUID of another stamped invoice of this emisor' },
       ]);
   }
@@ -50,6 +52,6 @@ export async function requestCancellation(tx: Tx, input: CancellationInput): Pro
     folioSustitucion: input.folioSustitucion?.toUpperCase() ?? null,
   });
   if (!id) throw new Error('the cancel request was not written'); // only a duplicate's can conflict
-  await tx.$executeRaw`UPDATE invoices SET status = 'cancel_requested', updated_at = now() WHERE id = ${invoice.id}::uuid`;
+  if (!(await markCancelRequested(tx, invoice.id))) throw new Error('the invoice did not move to cancel_requested');
   return id;
 }

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { Prisma } from './generated/client.ts';
+import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
+
+/**
+ * The folio counter, and the only statement that moves it. A serie's folios are gapless: the counter
+ * row is locked and incremented inside the transaction that writes the invoices (a rollback gives
+ * the numbers back; no Postgres sequence, which would leave gaps).
+ *
+ * As a fragment, for a set-wise statement that takes `count` folios only when `count` > 0 (no lock
+ * otherwise): `RETURNING first_folio`, the first of the `count` consecutive folios taken.
+ */
+export function takeFoliosSql(emisorId: string, serie: string, count: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    UPDATE series SET next_folio = next_folio + taken.n
+    FROM (SELECT (${count})::int AS n) AS taken
+    WHERE emisor_id = ${emisorId}::uuid AND serie = ${serie} AND taken.n > 0
+    RETURNING next_folio - taken.n AS first_folio`;
+}
+
+export class SerieNotConfiguredError extends Error {
+  readonly code = 'SERIE_NOT_CONFIGURED';
+  constructor(readonly serie: string) {
+    super(`serie ${serie} is not configured`);
+    this.name = 'SerieNotConfiguredError';
+  }
+}
+
+/**
+ * Takes the next folio of `serie` in the caller's transaction (its counter row stays locked until
+ * commit). @throws SerieNotConfiguredError
+ */
+export async function takeFolio(tx: Tx, emisorId: string, serie: string): Promise<number> {
+  const [counter] = await queryRows(
+    tx,
+    z.object({ first_folio: col.int }),
+    takeFoliosSql(emisorId, serie, Prisma.sql`1`),
+  );
+  if (!counter) throw new SerieNotConfiguredError(serie);
+  return counter.first_folio;
+}
+
+/** Makes sure each configured serie has its counter row (start-up; idempotent). */
+export async function ensureSeries(
+  db: Db,
+  emisorId: string,
+  series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[],
+): Promise<void> {
+  for (const s of series) {
+    await execute(
+      db,
+      Prisma.sql`
+        INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), ${emisorId}::uuid, ${s.serie}, ${s.kind})
+        ON CONFLICT (emisor_id, serie) DO NOTHING`,
+    );
+  }
+}

@@ -1,0 +1,96 @@
+/** Installments of a sale in parcialidades (PPD), each documented by a Pago. */
+import { z } from 'zod';
+import { Prisma } from './generated/client.ts';
+import { INVOICE_STATUSES, type InvoiceStatus } from './invoice-status.ts';
+import { col, queryRows, type Tx } from './sql.ts';
+
+/** An Ingreso locked for an installment, with its payment's terms and receptor. */
+export interface InstallmentInvoice {
+  id: string;
+  status: InvoiceStatus;
+  uuid: string | null;
+  kind: string;
+  serie: string;
+  folio: number;
+  moneda: string;
+  total: string;
+  paymentId: string;
+  paymentTerms: string;
+  receptor: unknown;
+}
+
+/** Locks an invoice's row until commit (installments are numbered once, balances stay consistent). */
+export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Promise<InstallmentInvoice | undefined> {
+  const [row] = await queryRows(
+    tx,
+    z.object({
+      id: col.uuid,
+      status: z.enum(INVOICE_STATUSES),
+      uuid: z.string().nullable(),
+      kind: col.text,
+      serie: col.text,
+      folio: col.int,
+      moneda: col.text,
+      total: col.text,
+      payment_id: col.uuid,
+      payment_terms: col.text,
+      receptor: col.json,
+    }),
+    Prisma.sql`
+      SELECT i.id, i.status::text, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.total::text, i.payment_id,
+             p.payment_terms, p.receptor
+      FROM invoices i JOIN payments p ON p.id = i.payment_id
+      WHERE i.id = ${invoiceId}::uuid
+      FOR UPDATE OF i`,
+  );
+  return (
+    row && {
+      id: row.id,
+      status: row.status,
+      uuid: row.uuid,
+      kind: row.kind,
+      serie: row.serie,
+      folio: row.folio,
+      moneda: row.moneda,
+      total: row.total,
+      paymentId: row.payment_id,
+      paymentTerms: row.payment_terms,
+      receptor: row.receptor,
+    }
+  );
+}
+
+/** What was paid of an invoice in installments so far (decimal string), and how many. */
+export async function installmentsPaid(tx: Tx, invoiceId: string): Promise<{ sum: string; count: number }> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ sum: col.text, count: col.int }),
+    Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS sum, count(*)::int AS count FROM installments WHERE invoice_id = ${invoiceId}::uuid`,
+  );
+  return row!;
+}
+
+/** Inserts an installment row. @returns its id. */
+export async function insertInstallment(
+  tx: Tx,
+  i: {
+    invoiceId: string;
+    provider: string;
+    externalId: string;
+    amount: string;
+    paidAt: Date;
+    formaPago: string;
+    numParcialidad: number;
+  },
+): Promise<string> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ id: col.uuid }),
+    Prisma.sql`
+      INSERT INTO installments (id, invoice_id, provider, external_id, amount, paid_at, forma_pago, num_parcialidad)
+      VALUES (gen_random_uuid(), ${i.invoiceId}::uuid, ${i.provider}, ${i.externalId}, ${i.amount}::numeric, ${i.paidAt},
+              ${i.formaPago}, ${i.numParcialidad})
+      RETURNING id`,
+  );
+  return row!.id;
+}

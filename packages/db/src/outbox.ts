@@ -1,0 +1,187 @@
+/**
+ * The outbox: the only place rows are written to it and the relay is woken. A row carries one
+ * document's stamp (`stamp`) or one cancel request (`cancel`) to the worker; it is written in the
+ * same transaction as what it carries, and announced with a NOTIFY on OUTBOX_CHANNEL whose payload
+ * is always the outbox row's id (a hint only: the relay also polls).
+ */
+import pg from 'pg';
+import { z } from 'zod';
+import { Prisma } from './generated/client.ts';
+import { col, queryRows, type Db, type Tx } from './sql.ts';
+
+/** The Postgres channel a new or re-driven outbox row is announced on. */
+export const OUTBOX_CHANNEL = 'timbra_outbox';
+
+export type OutboxKind = 'stamp' | 'cancel';
+
+/**
+ * The outbox INSERT, as a statement to put in a CTE: one row per row of `source`, a relation with the
+ * columns (kind, invoice_id, stamp_key, cancel_request_id). A stamp key already in the outbox is
+ * skipped (the document has its row). `RETURNING id`.
+ */
+export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`
+    INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
+    SELECT gen_random_uuid(), s.kind, s.invoice_id, s.stamp_key, s.cancel_request_id FROM (${source}) AS s
+    ON CONFLICT (stamp_key) DO NOTHING
+    RETURNING id`;
+}
+
+/** The NOTIFY of every outbox row id in `relation` (a CTE name or subquery with an `id` column), as an expression. */
+export function notifyOutboxSql(relation: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, r.id::text)) FROM ${relation} AS r)`;
+}
+
+export interface OutboxRowToWrite {
+  kind: OutboxKind;
+  invoiceId: string;
+  stampKey: string;
+  cancelRequestId?: string | null;
+}
+
+/** Writes outbox rows and announces them, in the caller's transaction. @returns the new rows' ids. */
+export async function enqueueOutbox(tx: Tx, rows: readonly OutboxRowToWrite[]): Promise<string[]> {
+  if (rows.length === 0) return [];
+  const source = Prisma.sql`
+    SELECT * FROM unnest(${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.invoiceId)}::uuid[],
+                         ${rows.map((r) => r.stampKey)}::text[], ${rows.map((r) => r.cancelRequestId ?? null)}::uuid[])
+      AS i(kind, invoice_id, stamp_key, cancel_request_id)`;
+  const written = await queryRows(
+    tx,
+    z.object({ id: col.uuid }),
+    Prisma.sql`
+      WITH outbox AS (${outboxInsertSql(source)})
+      SELECT outbox.id, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified FROM outbox`,
+  );
+  return written.map((r) => r.id);
+}
+
+/** Announces existing outbox rows (a re-drive), delivered at the caller's commit. */
+export async function notifyOutbox(db: Db, outboxIds: readonly string[]): Promise<void> {
+  await queryRows(
+    db,
+    z.object({ notified: col.bigint }),
+    Prisma.sql`SELECT ${notifyOutboxSql(Prisma.sql`(SELECT unnest(${[...outboxIds]}::uuid[]) AS id)`)} AS notified`,
+  );
+}
+
+/** An outbox row claimed by the relay. */
+export interface ClaimedOutboxRow {
+  id: string;
+  stampKey: string;
+  kind: OutboxKind;
+}
+
+/**
+ * Claims up to `limit` pending rows that are due, oldest first, in the caller's transaction (FOR
+ * UPDATE SKIP LOCKED: several relays never claim the same row). Never walks an id cursor: ids commit
+ * out of order, so it asks for what is pending now.
+ */
+export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOutboxRow[]> {
+  const rows = await queryRows(
+    tx,
+    z.object({ id: col.uuid, stamp_key: col.text, kind: z.enum(['stamp', 'cancel']) }),
+    Prisma.sql`
+      SELECT id, stamp_key, kind FROM outbox
+      WHERE status = 'pending' AND available_at <= now()
+      ORDER BY available_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED`,
+  );
+  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, kind: r.kind }));
+}
+
+/** Marks claimed rows `enqueued` (their jobs are in the queue), in the claiming transaction. */
+export async function markOutboxEnqueued(tx: Tx, ids: readonly string[]): Promise<void> {
+  await tx.$executeRaw`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${[...ids]}::uuid[])`;
+}
+
+/** Outbox rows by status (without `done` unless asked: it grows for ever). */
+export async function outboxCountsByStatus(db: Db, options: { includeDone?: boolean } = {}) {
+  return queryRows(
+    db,
+    z.object({ status: col.text, n: col.int }),
+    options.includeDone
+      ? Prisma.sql`SELECT status, count(*)::int AS n FROM outbox GROUP BY status ORDER BY status`
+      : Prisma.sql`SELECT status, count(*)::int AS n FROM outbox WHERE status <> 'done' GROUP BY status ORDER BY status`,
+  );
+}
+
+/** Seconds since the oldest row still pending or enqueued was written (0 when none). */
+export async function oldestOpenOutboxAgeSeconds(db: Db): Promise<number> {
+  const [row] = await queryRows(
+    db,
+    z.object({ age: z.number().nullable() }),
+    Prisma.sql`SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`,
+  );
+  return row?.age ?? 0;
+}
+
+/**
+ * LISTENs on the outbox channel and calls `onNotify` for each NOTIFY. A lost connection (Postgres
+ * restarted, the backend terminated) is re-established with backoff (0.25 s doubling to 10 s); in
+ * the meantime the caller polls. After each (re)connect `onNotify` is called once: rows may have
+ * committed while nobody listened. `ready` resolves after the first attempt, successful or not.
+ */
+export function listenForOutbox(
+  databaseUrl: string,
+  logger: { warn: (fields: object, message: string) => void; info: (message: string) => void },
+  onNotify: () => void,
+) {
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let delayMs = 250;
+  let lost = false;
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: databaseUrl });
+    client = c;
+    let dropped = false;
+    const drop = (error?: unknown) => {
+      if (dropped || closed) return;
+      dropped = true;
+      if (!lost) logger.warn({ err: error }, 'relay LISTEN connection lost; polling until it is back');
+      lost = true;
+      c.end().catch(() => undefined);
+      retry = setTimeout(() => void connect(), delayMs);
+      delayMs = Math.min(delayMs * 2, 10_000);
+    };
+    c.on('notification', onNotify);
+    c.on('error', drop);
+    c.on('end', () => drop(new Error('connection ended')));
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    } catch (error) {
+      drop(error);
+      return;
+    }
+    if (closed) return;
+    delayMs = 250;
+    if (lost) logger.info('relay LISTEN connection re-established');
+    lost = false;
+    onNotify();
+  };
+  const ready = connect();
+  return {
+    ready,
+    close: async () => {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => undefined);
+    },
+  };
+}
+
+/** Locks an outbox row until commit and returns it, or undefined. */
+export async function lockOutboxRow(
+  tx: Tx,
+  outboxId: string,
+): Promise<{ id: string; status: string; invoiceId: string } | undefined> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ id: col.uuid, status: col.text, invoice_id: col.uuid }),
+    Prisma.sql`SELECT id, status, invoice_id FROM outbox WHERE id = ${outboxId}::uuid FOR UPDATE`,
+  );
+  return row && { id: row.id, status: row.status, invoiceId: row.invoice_id };
+}

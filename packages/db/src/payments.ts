@@ -1,0 +1,137 @@
+/** Payments and refunds: the set-wise payment insert that takes the folios, and the refund rows. */
+import { z } from 'zod';
+import { Prisma } from './generated/client.ts';
+import { SerieNotConfiguredError, takeFoliosSql } from './folios.ts';
+import { col, queryRows, type Tx } from './sql.ts';
+
+export interface NewPayment {
+  provider: string;
+  externalId: string;
+  /** Decimal string. */
+  amount: string;
+  currency: string;
+  occurredAt: Date;
+  receptor: unknown;
+  description: string | null | undefined;
+  clientId?: string | null;
+  formaPago: string | null | undefined;
+  paymentTerms: 'single' | 'installments';
+}
+
+/** A payment the insert created: its position in the input (0-based) and the folio taken for its invoice. */
+export interface InsertedPayment {
+  id: string;
+  index: number;
+  folio: number;
+}
+
+/**
+ * Inserts payments — those already known (same provider + external id, also twice in one batch) are
+ * skipped — and, in the same statement, takes one folio of `serie` per new payment, in input order
+ * (the counter row is locked only when some payment is new). @returns the new payments.
+ * @throws SerieNotConfiguredError
+ */
+export async function insertPaymentsTakingFolios(
+  tx: Tx,
+  serie: { emisorId: string; serie: string },
+  payments: readonly NewPayment[],
+): Promise<InsertedPayment[]> {
+  if (payments.length === 0) return [];
+  const c = <T>(f: (p: NewPayment) => T): T[] => payments.map(f);
+  const rows = await queryRows(
+    tx,
+    z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() }),
+    Prisma.sql`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${c((p) => p.provider)}::text[], ${c((p) => p.externalId)}::text[], ${c((p) => p.amount)}::numeric[],
+          ${c((p) => p.currency)}::text[], ${c((p) => p.occurredAt.toISOString())}::timestamptz[],
+          ${c((p) => (p.receptor ? JSON.stringify(p.receptor) : null))}::jsonb[], ${c((p) => p.description ?? null)}::text[],
+          ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[]
+        ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
+                               payment_terms, ord)
+      ), payment AS (
+        INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
+                              forma_pago, payment_terms)
+        SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
+               forma_pago, payment_terms
+        FROM input ORDER BY ord
+        ON CONFLICT (provider, external_id) DO NOTHING
+        RETURNING id, provider, external_id
+      ), numbered AS (
+        -- A payment named twice in the batch is inserted once: it takes the folio of its first mention.
+        SELECT id, ord, row_number() OVER (ORDER BY ord) AS n
+        FROM (SELECT payment.id, min(input.ord) AS ord FROM payment JOIN input USING (provider, external_id) GROUP BY payment.id) AS firsts
+      ), counter AS (
+        ${takeFoliosSql(serie.emisorId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`)}
+      )
+      SELECT numbered.id, numbered.ord, (counter.first_folio + numbered.n - 1)::int AS folio
+      FROM numbered LEFT JOIN counter ON true`,
+  );
+  if (rows.some((r) => r.folio === null)) throw new SerieNotConfiguredError(serie.serie);
+  return rows.map((r) => ({ id: r.id, index: r.ord - 1, folio: r.folio! }));
+}
+
+/** A payment locked for a refund: what the Egreso needs. */
+export interface LockedPayment {
+  id: string;
+  amount: string;
+  currency: string;
+  receptor: unknown;
+  formaPago: string | null;
+}
+
+/**
+ * Locks a payment's row until commit (refunds of one payment are serialised, so they never add up to
+ * more than was paid), by id or by the provider's id. @returns undefined when unknown.
+ */
+export async function lockPayment(
+  tx: Tx,
+  where: { id: string } | { provider: string; externalId: string },
+): Promise<LockedPayment | undefined> {
+  const condition =
+    'id' in where
+      ? Prisma.sql`id = ${where.id}::uuid`
+      : Prisma.sql`provider = ${where.provider} AND external_id = ${where.externalId}`;
+  const [row] = await queryRows(
+    tx,
+    z.object({
+      id: col.uuid,
+      amount: col.text,
+      currency: col.text,
+      receptor: col.json,
+      forma_pago: z.string().nullable(),
+    }),
+    Prisma.sql`SELECT id, amount::text, currency, receptor, forma_pago FROM payments WHERE ${condition} FOR UPDATE`,
+  );
+  return (
+    row && { id: row.id, amount: row.amount, currency: row.currency, receptor: row.receptor, formaPago: row.forma_pago }
+  );
+}
+
+/** What was refunded of a payment so far (decimal string). */
+export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ refunded: col.text }),
+    Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${paymentId}::uuid`,
+  );
+  return row!.refunded;
+}
+
+/** Inserts a refund row. @returns its id. */
+export async function insertRefund(
+  tx: Tx,
+  refund: { paymentId: string; provider: string; externalId: string; amount: string; occurredAt: Date },
+): Promise<string> {
+  const [row] = await queryRows(
+    tx,
+    z.object({ id: col.uuid }),
+    Prisma.sql`
+      INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
+      VALUES (gen_random_uuid(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,
+              ${refund.occurredAt})
+      RETURNING id`,
+  );
+  return row!.id;
+}

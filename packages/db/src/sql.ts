@@ -1,0 +1,32 @@
+/**
+ * The one way this package runs a raw statement: its rows are checked against a zod schema, never
+ * asserted, so a column renamed in a migration fails loudly at the statement that reads it.
+ */
+import { z } from 'zod';
+import type { Prisma, PrismaClient } from './generated/client.ts';
+
+/** A transaction or the client itself: statements that need no transaction of their own take either. */
+export type Db = PrismaClient | Prisma.TransactionClient;
+export type Tx = Prisma.TransactionClient;
+
+/** Runs `query` and parses its rows with `row`. */
+export async function queryRows<T extends z.ZodType>(db: Db, row: T, query: Prisma.Sql): Promise<z.infer<T>[]> {
+  return z.array(row).parse(await db.$queryRaw<unknown[]>(query));
+}
+
+/** Runs `query` for its effect; returns the rows affected. */
+export function execute(db: Db, query: Prisma.Sql): Promise<number> {
+  return db.$executeRaw(query);
+}
+
+/** Column parsers for what Postgres sends back through the driver adapter. */
+export const col = {
+  uuid: z.string(),
+  text: z.string(),
+  int: z.number().int(),
+  /** `count(*)` and other bigint results. */
+  bigint: z.union([z.bigint(), z.number(), z.string()]).transform((v) => Number(v)),
+  bool: z.boolean(),
+  json: z.unknown(),
+  date: z.date(),
+} as const;

@@ -1,0 +1,176 @@
+/**
+ * The stamp processor's statements: load an outbox row with its frozen bytes and PAC history, the
+ * write-ahead record of each PAC call, and the two endings — the stamp persisted with the row done and
+ * the ledger in one statement (so one transaction), or the failure recorded / dead-lettered.
+ */
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from './generated/client.ts';
+import { statusGuard } from './invoice-status.ts';
+import { col, queryRows, type Db } from './sql.ts';
+
+/** An outbox row of kind stamp, with what stamping it needs. */
+export interface StampRow {
+  id: string;
+  status: string;
+  stampKey: string;
+  invoiceId: string;
+  frozenXml: string | null;
+  /** Every PAC call made for this invoice so far, oldest first. */
+  history: { pac: string; outcome: string }[];
+}
+
+/** One round trip: the row, its invoice's frozen bytes and the PAC-attempt history. */
+export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow | undefined> {
+  const [row] = await queryRows(
+    db,
+    z.object({
+      id: col.uuid,
+      status: col.text,
+      stamp_key: col.text,
+      invoice_id: col.uuid,
+      frozen_xml: z.string().nullable(),
+      history: z.array(z.object({ pac: col.text, outcome: col.text })),
+    }),
+    Prisma.sql`
+      SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml,
+             COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
+                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id), '[]'::json) AS history
+      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
+      WHERE o.id = ${outboxId}::uuid`,
+  );
+  return (
+    row && {
+      id: row.id,
+      status: row.status,
+      stampKey: row.stamp_key,
+      invoiceId: row.invoice_id,
+      frozenXml: row.frozen_xml,
+      history: row.history,
+    }
+  );
+}
+
+/** A PAC call as the ledger keeps it. `id` is the write-ahead row's, when one was written. */
+export interface PacCallRecord {
+  id?: string;
+  pac: string;
+  outcome: string;
+  uuid?: string;
+  code?: string;
+  durationMs: number;
+}
+
+/**
+ * Write-ahead: records a PAC call `in_flight` (committed) before it is made; its outcome is written on
+ * the same row after. A worker killed during the call leaves the row, so the next attempt stays with
+ * that PAC, which may have stamped.
+ */
+export async function recordPacCallInFlight(db: Db, invoiceId: string, pac: string, id: string): Promise<void> {
+  await db.$executeRaw`
+    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
+    VALUES (${id}::uuid, ${invoiceId}::uuid, ${pac}, 'in_flight', 0)`;
+}
+
+/**
+ * The ledger write: each call's `in_flight` row (by its id) gets its outcome; a call without one (a
+ * circuit-open skip) gets a row of its own.
+ */
+function ledgerUpsertSql(invoiceId: string, calls: readonly PacCallRecord[]): Prisma.Sql {
+  const entries = calls.map((a) => ({
+    id: a.id ?? null,
+    pac: a.pac,
+    outcome: a.outcome,
+    uuid: a.uuid ?? null,
+    code: a.code ?? null,
+    duration_ms: a.durationMs,
+  }));
+  return Prisma.sql`
+    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
+    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
+    FROM json_to_recordset(${JSON.stringify(entries)}::json)
+         AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
+    ON CONFLICT (id) DO UPDATE
+      SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
+}
+
+// A stamp lands on an invoice waiting for one (or dead-lettered meanwhile and re-driven); never on an
+// invoice whose cancellation is under way.
+const STAMPED = statusGuard(['pending', 'stamp_failed'], 'stamped');
+
+export interface PersistedStamp {
+  /** False when the invoice had moved on (stamped by another job, or cancelled): nothing written. */
+  written: boolean;
+  /** Whether documents (Egresos, Pagos) wait for this invoice. */
+  dependentsWaiting: boolean;
+}
+
+/**
+ * Persists a stamp: UUID, TFD and stamped XML on the invoice, the outbox row done, and every PAC call
+ * in the ledger — one statement, so one transaction (invariant 7).
+ */
+export async function persistStamp(
+  db: Db,
+  row: { outboxId: string; invoiceId: string },
+  stamp: { uuid: string; tfdXml: string; stampedXml: string; pac: string },
+  calls: readonly PacCallRecord[],
+): Promise<PersistedStamp> {
+  const [written] = await queryRows(
+    db,
+    z.object({ invoice_id: z.string().nullable(), waiting: col.bool }),
+    Prisma.sql`
+      WITH stamped AS (
+        UPDATE invoices SET uuid = ${stamp.uuid}, tfd_xml = ${stamp.tfdXml}, stamped_xml = ${stamp.stampedXml},
+               pac = ${stamp.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
+        WHERE id = ${row.invoiceId}::uuid AND ${STAMPED}
+        RETURNING id
+      ), done AS (
+        UPDATE outbox SET status = 'done', attempts = attempts + 1, last_error = NULL, updated_at = now()
+        WHERE id = ${row.outboxId}::uuid AND EXISTS (SELECT 1 FROM stamped)
+        RETURNING id
+      ), ledger AS (
+        ${ledgerUpsertSql(row.invoiceId, calls)}
+        RETURNING id
+      )
+      SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded,
+             (SELECT count(*) FROM done)::int AS done,
+             EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting`,
+  );
+  return { written: Boolean(written?.invoice_id), dependentsWaiting: written?.waiting ?? false };
+}
+
+/** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */
+export async function recordFailedAttempt(
+  prisma: PrismaClient,
+  row: { outboxId: string; invoiceId: string },
+  calls: readonly PacCallRecord[],
+  lastError: string,
+): Promise<void> {
+  await prisma.$transaction([
+    prisma.$executeRaw`${ledgerUpsertSql(row.invoiceId, calls)}`,
+    prisma.outboxRow.update({
+      where: { id: row.outboxId },
+      data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },
+    }),
+  ]);
+}
+
+const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
+
+/**
+ * Dead-letters an outbox row: the row `failed`, its invoice `stamp_failed` (from pending), in one
+ * transaction. @returns how many documents wait for this invoice (blocked with it).
+ */
+export async function deadLetterOutboxRow(
+  prisma: PrismaClient,
+  row: { outboxId: string; invoiceId: string },
+  lastError: string,
+): Promise<number> {
+  return prisma.$transaction(async (tx) => {
+    await tx.outboxRow.update({
+      where: { id: row.outboxId },
+      data: { status: 'failed', lastError: lastError.slice(0, 2000) },
+    });
+    await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
+    return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
+  });
+}

@@ -1,0 +1,36 @@
+/** Received provider events: one row per (provider, event id), the claim that makes a delivery once. */
+import { z } from 'zod';
+import { Prisma } from './generated/client.ts';
+import { col, queryRows, type Tx } from './sql.ts';
+
+export interface ReceivedEvent {
+  provider: string;
+  eventId: string;
+  type: string;
+  result: string;
+  payload: unknown;
+}
+
+/**
+ * Inserts events in order; one already recorded (or named twice in the batch) is skipped.
+ * @returns for each input event, whether this call recorded it (the first delivery claims it).
+ */
+export async function claimWebhookEvents(tx: Tx, events: readonly ReceivedEvent[]): Promise<boolean[]> {
+  if (events.length === 0) return [];
+  const inserted = await queryRows(
+    tx,
+    z.object({ provider: col.text, event_id: col.text }),
+    Prisma.sql`
+      INSERT INTO webhook_events (id, provider, event_id, type, result, payload)
+      SELECT gen_random_uuid(), provider, event_id, type, result, payload
+      FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => e.eventId)}::text[],
+                  ${events.map((e) => e.type)}::text[], ${events.map((e) => e.result)}::text[],
+                  ${events.map((e) => JSON.stringify(e.payload))}::jsonb[]) WITH ORDINALITY
+           AS e(provider, event_id, type, result, payload, ord)
+      ORDER BY ord
+      ON CONFLICT (provider, event_id) DO NOTHING
+      RETURNING provider, event_id`,
+  );
+  const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
+  return events.map((e) => unclaimed.delete(`${e.provider}\u0000${e.eventId}`));
+}
