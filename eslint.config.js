@@ -1,8 +1,31 @@
 // ESLint flat config for every workspace: typescript-eslint's type-checked rules (no-floating-promises
-// matters in queue code), Prettier owns formatting.
+// matters in queue code), the project's boundaries (below), Prettier owns formatting.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+
+// Where each kind of code may reach. Apps import packages, never each other; packages never import
+// apps; HTTP through `got` is the PAC clients' business (packages/cfdi-core/src/pac), nobody else's
+// at run time — tests, benchmarks and scripts may use it as a test client.
+const apps = ['@timbra/api', '@timbra/worker', '@timbra/pac-sandbox'];
+const noAppsFrom = (self) => ({
+  group: apps.filter((a) => a !== self).flatMap((a) => [a, `${a}/*`]),
+  message: 'apps never import each other (ARCHITECTURE.md); share code through packages/*.',
+});
+const noApps = {
+  group: apps.flatMap((a) => [a, `${a}/*`]),
+  message: 'packages never import apps (ARCHITECTURE.md).',
+};
+const noGot = {
+  name: 'got',
+  message: 'HTTP through got lives in packages/cfdi-core/src/pac only; use fetch or a PAC client.',
+};
+const noTestSupport = {
+  group: ['@timbra/test-support', '@timbra/db/testing'],
+  message: 'test kits are for tests, benchmarks and scripts, never runtime code.',
+};
+const restrict = (patterns, paths = []) => ['error', { patterns, paths }];
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**', '**/generated/**'] },
@@ -12,6 +35,12 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.js'] })],
+      'import-x/extensions': ['.ts', '.js'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+    },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
@@ -20,7 +49,42 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
       ],
       'no-console': 'error',
+      // A cycle makes initialisation order matter and hides which module owns what.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
     },
+  },
+  // Runtime sources, by where they live.
+  {
+    files: ['apps/api/src/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/api'), noTestSupport], [noGot]) },
+  },
+  {
+    files: ['apps/worker/src/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/worker'), noTestSupport], [noGot]) },
+  },
+  {
+    files: ['apps/pac-sandbox/src/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/pac-sandbox'), noTestSupport], [noGot]) },
+  },
+  { files: ['packages/*/src/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps, noTestSupport], [noGot]) } },
+  {
+    files: ['packages/cfdi-core/src/pac/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noApps, noTestSupport]) },
+  },
+  { files: ['packages/db/src/testing.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
+  { files: ['packages/test-support/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
+  // Tests, benchmarks and scripts of an app may use test kits and got, never another app.
+  {
+    files: ['apps/api/{test,bench}/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/api')]) },
+  },
+  {
+    files: ['apps/worker/{test,bench}/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/worker')]) },
+  },
+  {
+    files: ['apps/pac-sandbox/{test,bench,scripts}/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/pac-sandbox')]) },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   prettier,

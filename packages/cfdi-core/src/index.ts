@@ -52,6 +52,7 @@ export { DEFAULT_TIMEOUTS, type PacTimeouts } from './pac/http.ts';
 export { SwClient, type SwClientConfig } from './pac/sw-client.ts';
 export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
 export { SatStatusClient } from './pac/sat-status-client.ts';
+export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
 export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
 export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
 export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';

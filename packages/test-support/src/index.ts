@@ -17,3 +17,4 @@ export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './
 export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables } from './system.ts';
 export { satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
+export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';

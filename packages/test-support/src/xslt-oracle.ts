@@ -1,3 +1,4 @@
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference -- saxon-js ships no types; this declares the part used, for every workspace that compiles this file
 /// <reference path="./saxon-js.d.ts" />
 /**
  * The SAT's XSLT run by SaxonJS (a conformant XSLT 3.0 processor from npm): the oracle every cadena

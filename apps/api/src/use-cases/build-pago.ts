@@ -1,6 +1,20 @@
 import type { InvoiceRequestInput } from '@timbra/cfdi-core';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
-import type { InstallmentToRecord } from './record-installment.ts';
+
+/** An amount received against a PPD Ingreso, to record with its Pago. */
+export interface InstallmentToRecord {
+  /** The PPD Ingreso paid (in part). */
+  invoiceId: string;
+  provider: string;
+  externalId: string;
+  /** Received, as a decimal string. */
+  amount: string;
+  /** FechaPago. */
+  paidAt: Date;
+  /** c_FormaPago of this installment (never 99). */
+  formaPago: string;
+  numOperacion?: string;
+}
 
 /** The PPD Ingreso an installment pays (part of), as stored. */
 export interface PaidInvoice {

@@ -1,6 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import got from 'got';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
@@ -42,22 +41,30 @@ export const paymentsFromNotification: MercadoPagoPayments = {
   },
 };
 
-/** Production: `GET {apiUrl}/v1/payments/{id}` with the access token. */
+/**
+ * Production: `GET {apiUrl}/v1/payments/{id}` with the access token (10 s a try; a network failure
+ * or a 5xx/429 is tried twice more).
+ */
 export function paymentsFromApi(apiUrl: string, accessToken: string): MercadoPagoPayments {
-  const http = got.extend({ prefixUrl: apiUrl, timeout: { request: 10_000 }, retry: { limit: 2 } });
+  const url = (id: string) => `${apiUrl.replace(/\/$/, '')}/v1/payments/${encodeURIComponent(id)}`;
   return {
     get: async (id) => {
-      try {
-        return await http
-          .get(`v1/payments/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${accessToken}` } })
-          .json<MercadoPagoPayment>();
-      } catch (error) {
-        // Never the token: only what failed.
-        throw new ApiError(
-          'unavailable',
-          `Mercado Pago payment ${id} could not be fetched (${(error as { code?: string }).code ?? 'error'})`,
-        );
+      let failure = 'error';
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        try {
+          const response = await fetch(url(id), {
+            headers: { authorization: `Bearer ${accessToken}` },
+            signal: AbortSignal.timeout(10_000),
+          });
+          if (response.ok) return (await response.json()) as MercadoPagoPayment;
+          failure = `HTTP ${response.status}`;
+          if (response.status < 500 && response.status !== 429) break;
+        } catch (error) {
+          failure = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+        }
       }
+      // Never the token: only what failed.
+      throw new ApiError('unavailable', `Mercado Pago payment ${id} could not be fetched (${failure})`);
     },
   };
 }

@@ -1,0 +1,21 @@
+import { describe, expect, it } from '@jest/globals';
+import type { PrismaClient } from '@timbra/db';
+import { alertDrift, alertRules, exportedSeries } from '@timbra/test-support';
+import { createWorkerMetrics } from '../src/metrics.ts';
+
+const registry = () =>
+  createWorkerMetrics({
+    prisma: {} as PrismaClient,
+    dlqSize: () => Promise.resolve(0),
+    chain: { breakers: new Map() } as unknown as Parameters<typeof createWorkerMetrics>[0]['chain'],
+  }).registry;
+
+describe('docs/alerts.md, the worker’s rules', () => {
+  it('has rules labelled component: worker', () => {
+    expect(alertRules().filter((r) => r.labels?.component === 'worker').length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('names only metrics (and labels) the worker exports in the rules labelled component: worker', () => {
+    expect(alertDrift('worker', exportedSeries(registry()))).toEqual([]);
+  });
+});
