@@ -9,6 +9,8 @@ import { ensureDatabase, migrate, MIGRATIONS_DIR } from '@timbra/db';
 /** Defaults that make a fresh checkout work; every app variable from the environment wins. */
 export function localEnv(): Record<string, string> {
   return {
+    // The sandbox profile: the local sandbox PAC and the SAT's test emisor and CSD (no accounts needed).
+    TIMBRA_PROFILE: 'sandbox',
     DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/timbra',
     REDIS_URL: 'redis://127.0.0.1:6379',
     API_KEYS: 'demo:demo-key-change-me-0000',

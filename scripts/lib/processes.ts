@@ -40,6 +40,8 @@ export class Proc {
   static app(name: string, entry: string, env: Record<string, string>): Proc {
     return new Proc(name, process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', `${ROOT}${entry}`], {
       ...(process.env as Record<string, string>),
+      // The harnesses run against the sandbox PAC with the SAT test CSD.
+      TIMBRA_PROFILE: 'sandbox',
       ...env,
     });
   }

@@ -66,6 +66,7 @@ const child = spawn(
   {
     env: {
       ...process.env,
+      TIMBRA_PROFILE: 'sandbox',
       DATABASE_URL: apiDb.url,
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -22,14 +23,16 @@ const schema = z.object({
   /** Group commit of payments in: most payments in one transaction, and transactions open at once. */
   INGEST_BATCH_MAX: z.coerce.number().int().positive().default(32),
   INGEST_TRANSACTIONS: z.coerce.number().int().positive().default(1),
-  // Emisor and CSD
-  EMISOR_RFC: z.string().default('EKU9003173C9'),
-  EMISOR_NOMBRE: z.string().default('ESCUELA KEMPER URGATE'),
-  EMISOR_REGIMEN_FISCAL: z.string().default('601'),
-  EMISOR_LUGAR_EXPEDICION: z
-    .string()
-    .regex(/^\d{5}$/)
-    .default('42501'),
+  /**
+   * `production` (default): the emisor, its CSD and its password must be configured. `sandbox`: the
+   * SAT's test emisor and CSD from SAT_DIR (npm run dev/demo, the compose file, tests).
+   */
+  TIMBRA_PROFILE: z.enum(['production', 'sandbox']).default('production'),
+  // Emisor and CSD (no defaults in production)
+  EMISOR_RFC: z.string().min(1),
+  EMISOR_NOMBRE: z.string().min(1),
+  EMISOR_REGIMEN_FISCAL: z.string().min(1),
+  EMISOR_LUGAR_EXPEDICION: z.string().regex(/^\d{5}$/),
   SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
   CSD_CER_PATH: z.string().optional(),
   CSD_KEY_PATH: z.string().optional(),
@@ -78,8 +81,22 @@ export type ApiConfig = z.output<typeof schema>;
 
 /** Reads the API configuration from `env`; throws listing every problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
-  const parsed = schema.safeParse(env);
-  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+  const sandbox = env.TIMBRA_PROFILE === 'sandbox';
+  const parsed = schema.safeParse(sandbox ? { ...SANDBOX_EMISOR, ...env } : env);
+  const problems = sandbox
+    ? []
+    : productionEmisorProblems(env, [
+        'EMISOR_RFC',
+        'EMISOR_NOMBRE',
+        'EMISOR_REGIMEN_FISCAL',
+        'EMISOR_LUGAR_EXPEDICION',
+      ]);
+  if (!parsed.success)
+    problems.push(
+      ...parsed.error.issues
+        .filter((i) => sandbox || !String(i.path[0]).startsWith('EMISOR_') || env[String(i.path[0])] !== undefined)
+        .map((i) => `  ${i.path.join('.')}: ${i.message}`),
+    );
   if (parsed.success) {
     const c = parsed.data;
     if (c.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && !c.MERCADOPAGO_ACCESS_TOKEN) {
@@ -88,7 +105,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
     if (Boolean(c.DASHBOARD_USER) !== Boolean(c.DASHBOARD_PASSWORD)) {
       problems.push('  DASHBOARD_USER, DASHBOARD_PASSWORD: set both (dashboard on) or neither (off)');
     }
-    if (!c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE && (c.CSD_CER_PATH || c.CSD_KEY_PATH)) {
+    if (sandbox && !c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE && (c.CSD_CER_PATH || c.CSD_KEY_PATH)) {
       problems.push('  CSD_PASSWORD: required (or CSD_PASSWORD_FILE) with CSD_CER_PATH/CSD_KEY_PATH');
     }
   }

@@ -20,7 +20,15 @@ export const REDACT = [
   'req.headers.cookie',
 ];
 
-const config = loadConfig(process.env);
+const config = (() => {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    // The list of what is missing or wrong, and nothing else: no stack for a configuration mistake.
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(1);
+  }
+})();
 const logger = pino({ level: config.LOG_LEVEL, name: 'api', redact: { paths: REDACT, censor: '[redacted]' } });
 
 const cerPath = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);

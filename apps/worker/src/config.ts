@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -39,7 +40,8 @@ const schema = z.object({
   PAC_RESPONSE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   CIRCUIT_THRESHOLD: z.coerce.number().int().positive().default(5),
   CIRCUIT_COOLDOWN_MS: z.coerce.number().int().positive().default(30_000),
-  SAT_STATUS_URL: z.string().url().default('http://127.0.0.1:4010/ConsultaCFDIService.svc'),
+  /** The SAT's CFDI status service (production default) — the sandbox's in the sandbox profile. */
+  SAT_STATUS_URL: z.string().url().default('https://consultaqr.facturaelectronica.sat.gob.mx/ConsultaCFDIService.svc'),
   ...pac('PRIMARY'),
   ...pac('BACKUP'),
   /** Allow a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
@@ -49,8 +51,13 @@ const schema = z.object({
   /** Not ready when jobs wait and none was consumed for this long. */
   WORKER_STALL_MS: z.coerce.number().int().positive().default(120_000),
   ALERT_WEBHOOK_URL: z.string().url().optional(),
-  /** The emisor's CSD, to freeze dependent documents (Egreso, Pago) once their invoice is stamped. */
-  EMISOR_RFC: z.string().default('EKU9003173C9'),
+  /**
+   * `production` (default): the PAC, the emisor and its CSD must be configured. `sandbox`: the local
+   * sandbox PAC and the SAT's test emisor and CSD from SAT_DIR (npm run dev/demo, compose, tests).
+   */
+  TIMBRA_PROFILE: z.enum(['production', 'sandbox']).default('production'),
+  /** The emisor's CSD, to freeze dependent documents (Egreso, Pago) and sign cancellations. */
+  EMISOR_RFC: z.string().min(1),
   SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
   CSD_CER_PATH: z.string().optional(),
   CSD_KEY_PATH: z.string().optional(),
@@ -72,24 +79,42 @@ export interface PacConfig {
   password: string;
 }
 
+/** What the sandbox profile fills in: the local sandbox PAC (its default account) and the SAT test emisor. */
+const SANDBOX_DEFAULTS = {
+  PAC_PRIMARY_KIND: 'sw',
+  PAC_PRIMARY_URL: 'http://127.0.0.1:4010',
+  PAC_PRIMARY_USER: 'timbra',
+  PAC_PRIMARY_PASSWORD: 'timbra-sandbox',
+  SAT_STATUS_URL: 'http://127.0.0.1:4010/ConsultaCFDIService.svc',
+  EMISOR_RFC: SANDBOX_EMISOR.EMISOR_RFC,
+};
+
 /**
- * Reads the worker's configuration. The primary PAC defaults to the local sandbox (so a fresh setup
- * works with no accounts); the backup is optional. Throws listing every problem.
+ * Reads the worker's configuration. In production the primary PAC, the emisor RFC and its CSD are
+ * required; the sandbox profile (`TIMBRA_PROFILE=sandbox`) defaults them to the local sandbox PAC and
+ * the SAT test CSD. The backup PAC is optional. Throws listing every problem.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): { config: WorkerConfig; pacs: PacConfig[] } {
-  const withDefaults = {
-    PAC_PRIMARY_KIND: 'sw',
-    PAC_PRIMARY_URL: 'http://127.0.0.1:4010',
-    PAC_PRIMARY_USER: 'timbra',
-    PAC_PRIMARY_PASSWORD: 'timbra-sandbox',
-    ...env,
-  };
-  const parsed = schema.safeParse(withDefaults);
-  if (!parsed.success) {
-    throw new Error(
-      `invalid worker configuration:\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`,
+  const sandbox = env.TIMBRA_PROFILE === 'sandbox';
+  const parsed = schema.safeParse(sandbox ? { ...SANDBOX_DEFAULTS, ...env } : env);
+  const problems = sandbox
+    ? []
+    : [
+        ...productionEmisorProblems(env),
+        ...['PAC_PRIMARY_KIND', 'PAC_PRIMARY_URL', 'PAC_PRIMARY_USER', 'PAC_PRIMARY_PASSWORD']
+          .filter((name) => !env[name])
+          .map(
+            (name) =>
+              `  ${name}: required (TIMBRA_PROFILE=production; TIMBRA_PROFILE=sandbox uses the local sandbox PAC)`,
+          ),
+      ];
+  if (!parsed.success)
+    problems.push(
+      ...parsed.error.issues
+        .filter((i) => sandbox || i.path[0] !== 'EMISOR_RFC' || env.EMISOR_RFC !== undefined)
+        .map((i) => `  ${i.path.join('.')}: ${i.message}`),
     );
-  }
+  if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);
   const c = parsed.data as WorkerConfig & Record<string, string | undefined>;
   const pacs: PacConfig[] = [];
   for (const name of ['primary', 'backup'] as const) {

@@ -15,7 +15,15 @@ import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
 
-const { config, pacs } = loadConfig(process.env);
+const { config, pacs } = (() => {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    // The list of what is missing or wrong, and nothing else: no stack for a configuration mistake.
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(1);
+  }
+})();
 // Nothing logs these today; redacted anyway, so a future `logger.info({ pac })` cannot leak them.
 const logger = pino({
   level: config.LOG_LEVEL,

@@ -41,6 +41,7 @@ beforeAll(async () => {
       env: {
         ...process.env,
         NODE_OPTIONS: '',
+        TIMBRA_PROFILE: 'sandbox',
         DATABASE_URL: db.url,
         PORT: String(port),
         HOST: '127.0.0.1',

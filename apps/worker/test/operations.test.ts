@@ -66,6 +66,7 @@ describe('start-up checks', () => {
           env: {
             ...process.env,
             NODE_OPTIONS: '',
+            TIMBRA_PROFILE: 'sandbox',
             DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/postgres',
             REDIS_URL: `redis://127.0.0.1:${port}`,
             WORKER_HTTP_PORT: '0',

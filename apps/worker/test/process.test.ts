@@ -29,6 +29,7 @@ function startWorker(prefix: string): ChildProcess {
     env: {
       ...process.env,
       NODE_OPTIONS: '',
+      TIMBRA_PROFILE: 'sandbox',
       DATABASE_URL: db.url,
       QUEUE_PREFIX: prefix,
       PAC_PRIMARY_URL: sandbox.primary,

@@ -56,3 +56,4 @@ export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-cl
 export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
 export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
 export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';
+export { SAT_TEST_RFCS, SANDBOX_EMISOR, productionEmisorProblems } from './sandbox-profile.ts';

@@ -1,0 +1,54 @@
+import { describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../src/config.ts';
+
+const base = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' };
+
+describe('configuration profiles', () => {
+  it('production (the default) has no PAC credentials and no test emisor: each missing one is named', () => {
+    expect(() => loadConfig(base)).toThrow(
+      /EMISOR_RFC: required[\s\S]*CSD_CER_PATH, CSD_KEY_PATH[\s\S]*PAC_PRIMARY_KIND: required[\s\S]*PAC_PRIMARY_PASSWORD: required/,
+    );
+  });
+
+  it('production with a PAC, an emisor and its CSD: the SAT status service is the SAT’s', () => {
+    const { config, pacs } = loadConfig({
+      ...base,
+      EMISOR_RFC: 'AAA010101AAA',
+      CSD_CER_PATH: '/c.cer',
+      CSD_KEY_PATH: '/c.key',
+      CSD_PASSWORD: 'secret',
+      PAC_PRIMARY_KIND: 'finkok',
+      PAC_PRIMARY_URL: 'https://facturacion.finkok.com',
+      PAC_PRIMARY_USER: 'u',
+      PAC_PRIMARY_PASSWORD: 'p',
+    });
+    expect(pacs).toEqual([
+      { name: 'primary', kind: 'finkok', url: 'https://facturacion.finkok.com', user: 'u', password: 'p' },
+    ]);
+    expect(config.SAT_STATUS_URL).toMatch(/^https:\/\/consultaqr\.facturaelectronica\.sat\.gob\.mx\//);
+  });
+
+  it('the sandbox profile, chosen explicitly, is the local sandbox PAC and the SAT test emisor', () => {
+    const { config, pacs } = loadConfig({ ...base, TIMBRA_PROFILE: 'sandbox' });
+    expect(config).toMatchObject({
+      EMISOR_RFC: 'EKU9003173C9',
+      SAT_STATUS_URL: expect.stringContaining('127.0.0.1:4010'),
+    });
+    expect(pacs).toEqual([expect.objectContaining({ name: 'primary', kind: 'sw', url: 'http://127.0.0.1:4010' })]);
+  });
+
+  it('a production start without them exits 1 with the list, no stack trace', () => {
+    const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', main], {
+      env: { PATH: process.env.PATH, ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/^invalid worker configuration:\n/);
+    expect(run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
+    expect(run.stderr).not.toContain('do-not-print-me');
+  });
+});
