@@ -9,9 +9,11 @@ import type { XmlElement } from './xml-node.ts';
  * references, so a parser reads back exactly the string we sealed (a literal LF in an attribute
  * would come back as a space). Names come from the builder, never from input.
  *
- * Why not xmlbuilder2 here: it costs ~270 µs per invoice (more than the RSA signature itself) and
- * leaves entity-like text such as "&amp;" unescaped; this serialiser is ~15 µs and exact. The tests
- * cross-check its output against xmlbuilder2's parser.
+ * Why not xmlbuilder2 (the design card's choice; ARCHITECTURE.md has the evidence): it writes
+ * entity-like text such as "&amp;" unescaped and TAB, LF, CR in attributes raw, so a conformant parser
+ * — the PAC's — reads back another string than the one sealed; and it costs ~150–270 µs a document,
+ * more than the RSA signature. The tests read this serialiser's output back with saxes (parse-xml.ts)
+ * and with SaxonJS (the cadena oracle): two independent parsers.
  */
 export function serializeXml(root: XmlElement): string {
   const out: string[] = ['<?xml version="1.0" encoding="UTF-8"?>'];
