@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runEntryPoint } from '@timbra/test-support';
 import { loadConfig } from '../src/config.ts';
 
 const base = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' };
@@ -41,11 +41,7 @@ describe('configuration profiles', () => {
 
   it('a production start without them exits 1 with the list, no stack trace', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', main], {
-      env: { PATH: process.env.PATH, ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
+    const run = runEntryPoint(main, { ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' });
     expect(run.status).toBe(1);
     expect(run.stderr).toMatch(/^invalid worker configuration:\n/);
     expect(run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);

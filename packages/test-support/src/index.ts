@@ -14,7 +14,7 @@ export {
   type TestRfc,
 } from './sat-files.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './samples.ts';
-export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables } from './system.ts';
+export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, runEntryPoint } from './system.ts';
 export { satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';

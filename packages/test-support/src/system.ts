@@ -1,4 +1,5 @@
 /** Processes, ports and polling for tests and benchmarks. */
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
@@ -69,4 +70,17 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
     for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
   }
   return names;
+}
+
+/**
+ * Runs an app's entry point (TypeScript sources, as `npm run dev` does) with only `env` (and PATH)
+ * until it exits: for start-up checks. @returns its exit status and what it wrote to stderr.
+ */
+export function runEntryPoint(mainTs: string, env: Record<string, string>): { status: number | null; stderr: string } {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', mainTs], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { status: run.status, stderr: run.stderr };
 }
