@@ -8,6 +8,23 @@ import { lockInvoice } from './invoices.ts';
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
 import { col, queryRows, type Db, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const insertCancelRequestRow = z.object({ id: col.uuid });
+const cancelRowColumns = z.object({
+  outbox_status: col.text,
+  request_id: col.uuid,
+  request_status: col.text,
+  motivo: z.enum(['01', '02', '03', '04']),
+  folio_sustitucion: z.string().nullable(),
+  duplicate_uuid: z.string().nullable(),
+  polls: col.int,
+  invoice_id: col.uuid,
+  uuid: z.string().nullable(),
+  total: col.text,
+  pac: z.string().nullable(),
+  frozen_xml: z.string().nullable(),
+});
+
 /**
  * Inserts a cancel request and its outbox row, and wakes the relay, in the caller's transaction. The
  * one place a cancellation is written: the API's `POST /v1/invoices/:id/cancel` and the repair of
@@ -21,7 +38,7 @@ export async function insertCancelRequest(
 ): Promise<string | undefined> {
   const [row] = await queryRows(
     tx,
-    z.object({ id: col.uuid }),
+    insertCancelRequestRow,
     Prisma.sql`
       WITH request AS (
         INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion, duplicate_uuid)
@@ -94,20 +111,7 @@ export interface CancelRow {
 export async function loadCancelRow(db: Db, outboxId: string): Promise<CancelRow | undefined> {
   const [row] = await queryRows(
     db,
-    z.object({
-      outbox_status: col.text,
-      request_id: col.uuid,
-      request_status: col.text,
-      motivo: z.enum(['01', '02', '03', '04']),
-      folio_sustitucion: z.string().nullable(),
-      duplicate_uuid: z.string().nullable(),
-      polls: col.int,
-      invoice_id: col.uuid,
-      uuid: z.string().nullable(),
-      total: col.text,
-      pac: z.string().nullable(),
-      frozen_xml: z.string().nullable(),
-    }),
+    cancelRowColumns,
     Prisma.sql`
       SELECT o.status AS outbox_status, c.id AS request_id, c.status AS request_status, c.motivo,
              c.folio_sustitucion, c.duplicate_uuid, c.polls, i.id AS invoice_id, i.uuid, i.total::text, i.pac, i.frozen_xml

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const takeFolioRow = z.object({ first_folio: col.int });
+
 /**
  * The folio counter, and the only statement that moves it. A serie's folios are gapless: the counter
  * row is locked and incremented inside the transaction that writes the invoices (a rollback gives
@@ -31,11 +34,7 @@ export class SerieNotConfiguredError extends Error {
  * commit). @throws SerieNotConfiguredError
  */
 export async function takeFolio(tx: Tx, emisorId: string, serie: string): Promise<number> {
-  const [counter] = await queryRows(
-    tx,
-    z.object({ first_folio: col.int }),
-    takeFoliosSql(emisorId, serie, Prisma.sql`1`),
-  );
+  const [counter] = await queryRows(tx, takeFolioRow, takeFoliosSql(emisorId, serie, Prisma.sql`1`));
   if (!counter) throw new SerieNotConfiguredError(serie);
   return counter.first_folio;
 }

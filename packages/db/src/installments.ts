@@ -4,6 +4,23 @@ import { Prisma } from './generated/client.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from './invoice-status.ts';
 import { col, queryRows, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const lockInvoiceForInstallmentRow = z.object({
+  id: col.uuid,
+  status: z.enum(INVOICE_STATUSES),
+  uuid: z.string().nullable(),
+  kind: col.text,
+  serie: col.text,
+  folio: col.int,
+  moneda: col.text,
+  total: col.text,
+  payment_id: col.uuid,
+  payment_terms: col.text,
+  receptor: col.json,
+});
+const installmentsPaidRow = z.object({ sum: col.text, count: col.int });
+const insertInstallmentRow = z.object({ id: col.uuid });
+
 /** An Ingreso locked for an installment, with its payment's terms and receptor. */
 export interface InstallmentInvoice {
   id: string;
@@ -23,19 +40,7 @@ export interface InstallmentInvoice {
 export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Promise<InstallmentInvoice | undefined> {
   const [row] = await queryRows(
     tx,
-    z.object({
-      id: col.uuid,
-      status: z.enum(INVOICE_STATUSES),
-      uuid: z.string().nullable(),
-      kind: col.text,
-      serie: col.text,
-      folio: col.int,
-      moneda: col.text,
-      total: col.text,
-      payment_id: col.uuid,
-      payment_terms: col.text,
-      receptor: col.json,
-    }),
+    lockInvoiceForInstallmentRow,
     Prisma.sql`
       SELECT i.id, i.status::text, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.total::text, i.payment_id,
              p.payment_terms, p.receptor
@@ -64,7 +69,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
 export async function installmentsPaid(tx: Tx, invoiceId: string): Promise<{ sum: string; count: number }> {
   const [row] = await queryRows(
     tx,
-    z.object({ sum: col.text, count: col.int }),
+    installmentsPaidRow,
     Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS sum, count(*)::int AS count FROM installments WHERE invoice_id = ${invoiceId}::uuid`,
   );
   return row!;
@@ -85,7 +90,7 @@ export async function insertInstallment(
 ): Promise<string> {
   const [row] = await queryRows(
     tx,
-    z.object({ id: col.uuid }),
+    insertInstallmentRow,
     Prisma.sql`
       INSERT INTO installments (id, invoice_id, provider, external_id, amount, paid_at, forma_pago, num_parcialidad)
       VALUES (gen_random_uuid(), ${i.invoiceId}::uuid, ${i.provider}, ${i.externalId}, ${i.amount}::numeric, ${i.paidAt},

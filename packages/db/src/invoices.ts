@@ -15,6 +15,13 @@ import {
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
 import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
+const standingRelatedCountRow = z.object({ n: col.int });
+const lockWaitingDependentsRow = z.object({ uuid: z.string().nullable(), status: col.text });
+const lockWaitingDependentsRow2 = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
+const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
+
 export type InvoiceKind = 'I' | 'E' | 'P';
 
 /** A document as frozen by cfdi-core (the fields stored). */
@@ -63,7 +70,7 @@ export async function insertInvoices(tx: Tx, emisorId: string, invoices: readonl
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
   const rows = await queryRows(
     tx,
-    z.object({ id: col.uuid, stamp_key: col.text }),
+    insertInvoicesRow,
     Prisma.sql`
       WITH input AS (
         SELECT * FROM unnest(
@@ -141,7 +148,7 @@ export async function invoiceByUuid(db: Db, uuid: string): Promise<InvoiceState 
 export async function standingRelatedCount(db: Db, invoiceId: string): Promise<number> {
   const [row] = await queryRows(
     db,
-    z.object({ n: col.int }),
+    standingRelatedCountRow,
     Prisma.sql`SELECT count(*)::int AS n FROM invoices WHERE related_invoice_id = ${invoiceId}::uuid AND status <> 'cancelled'`,
   );
   return row?.n ?? 0;
@@ -179,13 +186,13 @@ export async function lockWaitingDependents(
 ): Promise<{ originalUuid: string; dependents: WaitingDependent[] } | undefined> {
   const [original] = await queryRows(
     tx,
-    z.object({ uuid: z.string().nullable(), status: col.text }),
+    lockWaitingDependentsRow,
     Prisma.sql`SELECT uuid, status::text FROM invoices WHERE id = ${originalId}::uuid`,
   );
   if (!original?.uuid || original.status !== 'stamped') return undefined;
   const rows = await queryRows(
     tx,
-    z.object({ id: col.uuid, request: col.json, stamp_key: col.text }),
+    lockWaitingDependentsRow2,
     Prisma.sql`
       SELECT id, request, stamp_key FROM invoices
       WHERE related_invoice_id = ${originalId}::uuid AND status = 'waiting'
@@ -226,7 +233,7 @@ export async function markDependentNeedsData(tx: Tx, invoiceId: string, problems
 export async function invoicesWithOverdueDependents(db: Db, limit: number): Promise<string[]> {
   const rows = await queryRows(
     db,
-    z.object({ id: col.uuid }),
+    invoicesWithOverdueDependentsRow,
     Prisma.sql`
       SELECT DISTINCT o.id FROM invoices d JOIN invoices o ON o.id = d.related_invoice_id
       WHERE d.status = 'waiting' AND o.status = 'stamped' LIMIT ${limit}`,

@@ -9,6 +9,14 @@ import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { col, queryRows, type Db, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const enqueueOutboxRow = z.object({ id: col.uuid });
+const notifyOutboxRow = z.object({ notified: col.bigint });
+const claimOutboxBatchRow = z.object({ id: col.uuid, stamp_key: col.text, kind: z.enum(['stamp', 'cancel']) });
+const outboxCountsByStatusRow = z.object({ status: col.text, n: col.int });
+const oldestOpenOutboxAgeSecondsRow = z.object({ age: z.number().nullable() });
+const lockedOutboxColumns = z.object({ id: col.uuid, status: col.text, invoice_id: col.uuid });
+
 /** The Postgres channel a new or re-driven outbox row is announced on. */
 export const OUTBOX_CHANNEL = 'timbra_outbox';
 
@@ -48,7 +56,7 @@ export async function enqueueOutbox(tx: Tx, rows: readonly OutboxRowToWrite[]): 
       AS i(kind, invoice_id, stamp_key, cancel_request_id)`;
   const written = await queryRows(
     tx,
-    z.object({ id: col.uuid }),
+    enqueueOutboxRow,
     Prisma.sql`
       WITH outbox AS (${outboxInsertSql(source)})
       SELECT outbox.id, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified FROM outbox`,
@@ -60,7 +68,7 @@ export async function enqueueOutbox(tx: Tx, rows: readonly OutboxRowToWrite[]): 
 export async function notifyOutbox(db: Db, outboxIds: readonly string[]): Promise<void> {
   await queryRows(
     db,
-    z.object({ notified: col.bigint }),
+    notifyOutboxRow,
     Prisma.sql`SELECT ${notifyOutboxSql(Prisma.sql`(SELECT unnest(${[...outboxIds]}::uuid[]) AS id)`)} AS notified`,
   );
 }
@@ -80,7 +88,7 @@ export interface ClaimedOutboxRow {
 export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOutboxRow[]> {
   const rows = await queryRows(
     tx,
-    z.object({ id: col.uuid, stamp_key: col.text, kind: z.enum(['stamp', 'cancel']) }),
+    claimOutboxBatchRow,
     Prisma.sql`
       SELECT id, stamp_key, kind FROM outbox
       WHERE status = 'pending' AND available_at <= now()
@@ -100,7 +108,7 @@ export async function markOutboxEnqueued(tx: Tx, ids: readonly string[]): Promis
 export async function outboxCountsByStatus(db: Db, options: { includeDone?: boolean } = {}) {
   return queryRows(
     db,
-    z.object({ status: col.text, n: col.int }),
+    outboxCountsByStatusRow,
     options.includeDone
       ? Prisma.sql`SELECT status, count(*)::int AS n FROM outbox GROUP BY status ORDER BY status`
       : Prisma.sql`SELECT status, count(*)::int AS n FROM outbox WHERE status <> 'done' GROUP BY status ORDER BY status`,
@@ -111,7 +119,7 @@ export async function outboxCountsByStatus(db: Db, options: { includeDone?: bool
 export async function oldestOpenOutboxAgeSeconds(db: Db): Promise<number> {
   const [row] = await queryRows(
     db,
-    z.object({ age: z.number().nullable() }),
+    oldestOpenOutboxAgeSecondsRow,
     Prisma.sql`SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`,
   );
   return row?.age ?? 0;
@@ -180,7 +188,7 @@ export async function lockOutboxRow(
 ): Promise<{ id: string; status: string; invoiceId: string } | undefined> {
   const [row] = await queryRows(
     tx,
-    z.object({ id: col.uuid, status: col.text, invoice_id: col.uuid }),
+    lockedOutboxColumns,
     Prisma.sql`SELECT id, status, invoice_id FROM outbox WHERE id = ${outboxId}::uuid FOR UPDATE`,
   );
   return row && { id: row.id, status: row.status, invoiceId: row.invoice_id };

@@ -4,6 +4,18 @@ import { Prisma } from './generated/client.ts';
 import { SerieNotConfiguredError, takeFoliosSql } from './folios.ts';
 import { col, queryRows, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const insertPaymentsTakingFoliosRow = z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() });
+const lockPaymentRow = z.object({
+  id: col.uuid,
+  amount: col.text,
+  currency: col.text,
+  receptor: col.json,
+  forma_pago: z.string().nullable(),
+});
+const refundedTotalRow = z.object({ refunded: col.text });
+const insertRefundRow = z.object({ id: col.uuid });
+
 export interface NewPayment {
   provider: string;
   externalId: string;
@@ -40,7 +52,7 @@ export async function insertPaymentsTakingFolios(
   const c = <T>(f: (p: NewPayment) => T): T[] => payments.map(f);
   const rows = await queryRows(
     tx,
-    z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() }),
+    insertPaymentsTakingFoliosRow,
     Prisma.sql`
       WITH input AS (
         SELECT * FROM unnest(
@@ -95,13 +107,7 @@ export async function lockPayment(
       : Prisma.sql`provider = ${where.provider} AND external_id = ${where.externalId}`;
   const [row] = await queryRows(
     tx,
-    z.object({
-      id: col.uuid,
-      amount: col.text,
-      currency: col.text,
-      receptor: col.json,
-      forma_pago: z.string().nullable(),
-    }),
+    lockPaymentRow,
     Prisma.sql`SELECT id, amount::text, currency, receptor, forma_pago FROM payments WHERE ${condition} FOR UPDATE`,
   );
   return (
@@ -113,7 +119,7 @@ export async function lockPayment(
 export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> {
   const [row] = await queryRows(
     tx,
-    z.object({ refunded: col.text }),
+    refundedTotalRow,
     Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${paymentId}::uuid`,
   );
   return row!.refunded;
@@ -126,7 +132,7 @@ export async function insertRefund(
 ): Promise<string> {
   const [row] = await queryRows(
     tx,
-    z.object({ id: col.uuid }),
+    insertRefundRow,
     Prisma.sql`
       INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
       VALUES (gen_random_uuid(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,

@@ -1,6 +1,8 @@
 /**
  * The one way this package runs a raw statement: its rows are checked against a zod schema, never
- * asserted, so a column renamed in a migration fails loudly at the statement that reads it.
+ * asserted, so a column renamed in a migration fails loudly at the statement that reads it. Row
+ * schemas are module constants (zod compiles a schema on its first parse: building one per call
+ * would compile it per call).
  */
 import { z } from 'zod';
 import type { Prisma, PrismaClient } from './generated/client.ts';
@@ -9,9 +11,10 @@ import type { Prisma, PrismaClient } from './generated/client.ts';
 export type Db = PrismaClient | Prisma.TransactionClient;
 export type Tx = Prisma.TransactionClient;
 
-/** Runs `query` and parses its rows with `row`. */
+/** Runs `query` and parses each row with `row` (a schema built once, at module level). */
 export async function queryRows<T extends z.ZodType>(db: Db, row: T, query: Prisma.Sql): Promise<z.infer<T>[]> {
-  return z.array(row).parse(await db.$queryRaw<unknown[]>(query));
+  const rows = await db.$queryRaw<unknown[]>(query);
+  return rows.map((r) => row.parse(r));
 }
 
 /** Runs `query` for its effect; returns the rows affected. */

@@ -8,6 +8,17 @@ import { Prisma, type PrismaClient } from './generated/client.ts';
 import { statusGuard } from './invoice-status.ts';
 import { col, queryRows, type Db } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const stampRowColumns = z.object({
+  id: col.uuid,
+  status: col.text,
+  stamp_key: col.text,
+  invoice_id: col.uuid,
+  frozen_xml: z.string().nullable(),
+  history: z.array(z.object({ pac: col.text, outcome: col.text })),
+});
+const persistStampRow = z.object({ invoice_id: z.string().nullable(), waiting: col.bool });
+
 /** An outbox row of kind stamp, with what stamping it needs. */
 export interface StampRow {
   id: string;
@@ -23,14 +34,7 @@ export interface StampRow {
 export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow | undefined> {
   const [row] = await queryRows(
     db,
-    z.object({
-      id: col.uuid,
-      status: col.text,
-      stamp_key: col.text,
-      invoice_id: col.uuid,
-      frozen_xml: z.string().nullable(),
-      history: z.array(z.object({ pac: col.text, outcome: col.text })),
-    }),
+    stampRowColumns,
     Prisma.sql`
       SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml,
              COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
@@ -116,7 +120,7 @@ export async function persistStamp(
 ): Promise<PersistedStamp> {
   const [written] = await queryRows(
     db,
-    z.object({ invoice_id: z.string().nullable(), waiting: col.bool }),
+    persistStampRow,
     Prisma.sql`
       WITH stamped AS (
         UPDATE invoices SET uuid = ${stamp.uuid}, tfd_xml = ${stamp.tfdXml}, stamped_xml = ${stamp.stampedXml},

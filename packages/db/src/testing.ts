@@ -17,6 +17,17 @@ import { queryRows } from './sql.ts';
 import { ensureDatabase, migrate } from './migrate.ts';
 import { MIGRATIONS_DIR } from './paths.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const recordRow = z.object({ item: z.string(), txid: z.string() });
+const storedRow = z.object({ item: z.string() });
+const ingresosWithTransactionsRow = z.object({
+  folio: z.number(),
+  external_id: z.string(),
+  tx: z.string(),
+  outbox: z.number(),
+});
+const outboxListenerPidsRow = z.object({ pid: z.number() });
+
 /** Server the test databases are created on: `$TEST_DATABASE_URL`, default the local trust-auth Postgres. */
 export const TEST_SERVER_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
@@ -120,7 +131,7 @@ export async function createTxidProbe(prisma: PrismaClient) {
     record: async (tx: Prisma.TransactionClient, items: string[]): Promise<{ item: string; txid: string }[]> => {
       const rows = await queryRows(
         tx,
-        z.object({ item: z.string(), txid: z.string() }),
+        recordRow,
         Prisma.sql`INSERT INTO tx_probe (item, txid) SELECT item, txid_current() FROM unnest(${items}::text[]) AS item
                    RETURNING item, txid::text`,
       );
@@ -132,7 +143,7 @@ export async function createTxidProbe(prisma: PrismaClient) {
       (
         await queryRows(
           prisma,
-          z.object({ item: z.string() }),
+          storedRow,
           Prisma.sql`SELECT item FROM tx_probe WHERE item LIKE ${`${prefix}%`} ORDER BY item`,
         )
       ).map((r) => r.item),
@@ -164,7 +175,7 @@ export async function failOutboxInserts(prisma: PrismaClient): Promise<() => Pro
 export async function ingresosWithTransactions(prisma: PrismaClient, prefix: string) {
   return queryRows(
     prisma,
-    z.object({ folio: z.number(), external_id: z.string(), tx: z.string(), outbox: z.number() }),
+    ingresosWithTransactionsRow,
     Prisma.sql`
       SELECT i.folio, p.external_id, i.xmin::text AS tx, (SELECT count(*) FROM outbox o WHERE o.invoice_id = i.id)::int AS outbox
       FROM invoices i JOIN payments p ON p.id = i.payment_id
@@ -176,7 +187,7 @@ export async function ingresosWithTransactions(prisma: PrismaClient, prefix: str
 export async function outboxListenerPids(prisma: PrismaClient): Promise<number[]> {
   const rows = await queryRows(
     prisma,
-    z.object({ pid: z.number() }),
+    outboxListenerPidsRow,
     Prisma.sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = ${`LISTEN ${OUTBOX_CHANNEL}`}`,
   );
   return rows.map((r) => r.pid);

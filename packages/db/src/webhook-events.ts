@@ -3,6 +3,9 @@ import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { col, queryRows, type Tx } from './sql.ts';
 
+// Row schemas, built once: zod compiles a schema on its first parse.
+const claimWebhookEventsRow = z.object({ provider: col.text, event_id: col.text });
+
 export interface ReceivedEvent {
   provider: string;
   eventId: string;
@@ -19,7 +22,7 @@ export async function claimWebhookEvents(tx: Tx, events: readonly ReceivedEvent[
   if (events.length === 0) return [];
   const inserted = await queryRows(
     tx,
-    z.object({ provider: col.text, event_id: col.text }),
+    claimWebhookEventsRow,
     Prisma.sql`
       INSERT INTO webhook_events (id, provider, event_id, type, result, payload)
       SELECT gen_random_uuid(), provider, event_id, type, result, payload
