@@ -18,8 +18,8 @@ import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
 const standingRelatedCountRow = z.object({ n: col.int });
-const lockWaitingDependentsRow = z.object({ uuid: z.string().nullable(), status: col.text });
-const lockWaitingDependentsRow2 = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
+const originalStateColumns = z.object({ uuid: z.string().nullable(), status: col.text });
+const waitingDependentColumns = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
 const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
 
 export type InvoiceKind = 'I' | 'E' | 'P';
@@ -186,13 +186,13 @@ export async function lockWaitingDependents(
 ): Promise<{ originalUuid: string; dependents: WaitingDependent[] } | undefined> {
   const [original] = await queryRows(
     tx,
-    lockWaitingDependentsRow,
+    originalStateColumns,
     Prisma.sql`SELECT uuid, status::text FROM invoices WHERE id = ${originalId}::uuid`,
   );
   if (!original?.uuid || original.status !== 'stamped') return undefined;
   const rows = await queryRows(
     tx,
-    lockWaitingDependentsRow2,
+    waitingDependentColumns,
     Prisma.sql`
       SELECT id, request, stamp_key FROM invoices
       WHERE related_invoice_id = ${originalId}::uuid AND status = 'waiting'
