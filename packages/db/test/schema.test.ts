@@ -130,4 +130,24 @@ describe('the migrated database matches the Prisma schema', () => {
       }),
     ).rejects.toThrow();
   });
+
+  it('refuses NaN money in every table, whatever writes it (NaN passes `amount > 0`)', async () => {
+    const payment = await prisma.payment.findFirstOrThrow();
+    const invoice = await prisma.invoice.findFirstOrThrow();
+    await expect(
+      prisma.$executeRaw`INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at)
+                         VALUES (gen_random_uuid(), 'api', 'nan', 'NaN', 'MXN', now())`,
+    ).rejects.toThrow(/payments_amount_finite/);
+    await expect(
+      prisma.$executeRaw`INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
+                         VALUES (gen_random_uuid(), ${payment.id}::uuid, 'api', 'nan', 'NaN', now())`,
+    ).rejects.toThrow(/refunds_amount_finite/);
+    await expect(
+      prisma.$executeRaw`INSERT INTO installments (id, invoice_id, provider, external_id, amount, paid_at, forma_pago, num_parcialidad)
+                         VALUES (gen_random_uuid(), ${invoice.id}::uuid, 'api', 'nan', 'NaN', now(), '03', 9)`,
+    ).rejects.toThrow(/installments_amount_finite/);
+    await expect(prisma.$executeRaw`UPDATE invoices SET total = 'NaN' WHERE id = ${invoice.id}::uuid`).rejects.toThrow(
+      /invoices_totals_finite/,
+    );
+  });
 });
