@@ -245,6 +245,30 @@ const cases: Case[] = [
     code: 'not_found',
   },
   { name: 'unknown route', method: 'GET', path: '/v1/nothing', status: 404, code: 'not_found' },
+  // 36 characters of the UUID alphabet that are not a UUID: once a cast error (500) on every /:id route.
+  ...[
+    ['GET', '/v1/payments/<built-in function id>'],
+    ['GET', '/v1/invoices/<built-in function id>'],
+    ['GET', '/v1/invoices/<built-in function id>/xml'],
+    ['POST', '/v1/invoices/<built-in function id>/cancel'],
+    ['POST', '/v1/payments/<built-in function id>/refunds'],
+    ['POST', '/v1/invoices/<built-in function id>/payments'],
+    ['POST', '/v1/outbox/<built-in function id>/retry'],
+    ['GET', '/v1/invoices/00000000-0000-4000-8000-000000000000/cancellations/<built-in function id>/acuse'],
+  ].flatMap(([method, path]) =>
+    [
+      '------------------------------------',
+      '0000000000000000000000000000000000ab',
+      'abcdef01-2345-6789-abcd-ef0123456789x'.slice(0, 36).replace('-', 'g'),
+    ].map((id): Case => ({
+      name: `${method} ${path} with id ${id}`,
+      method: method as 'GET' | 'POST',
+      path: path!.replace('{id}', id),
+      ...(method === 'POST' ? { body: '{}' } : {}),
+      status: 404,
+      code: 'not_found',
+    })),
+  ),
   { name: 'bad limit', method: 'GET', path: '/v1/payments?limit=1000', status: 422, code: 'validation_failed' },
   { name: 'bad cursor', method: 'GET', path: '/v1/payments?cursor=%27%3B--', status: 422, code: 'validation_failed' },
   {

@@ -35,7 +35,7 @@ export {
   type InvoiceStatus,
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
-export type { Db, Tx } from './sql.ts';
+export { isUuid, type Db, type Tx } from './sql.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
 export {
   OUTBOX_CHANNEL,

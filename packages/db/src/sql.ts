@@ -33,3 +33,8 @@ export const col = {
   json: z.unknown(),
   date: z.date(),
 } as const;
+
+/** Whether `value` is a UUID in canonical text form (any version): the only shape our ids have. */
+export function isUuid(value: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+}

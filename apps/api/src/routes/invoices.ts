@@ -2,6 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { INVOICE_STATUSES, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
@@ -33,9 +34,9 @@ export interface InvoiceRoutesDeps {
 export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   const { prisma } = deps;
   const router = Router();
+  uuidParams(router, 'id', 'cancelId');
   const respondOnce = idempotentResponder(deps);
   const find = async (id: string) => {
-    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ApiError('not_found');
     const invoice = await prisma.invoice.findUnique({
       where: { id },
       include: {
@@ -67,7 +68,6 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
    */
   router.post('/invoices/:id/cancel', async (req: Request, res: Response) => {
     const invoiceId = String(req.params.id);
-    if (!/^[0-9a-f-]{36}$/i.test(invoiceId)) throw new ApiError('not_found');
     const parsed = cancelInvoiceSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;

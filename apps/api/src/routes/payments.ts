@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { catalogs, rfcKind } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
@@ -114,6 +115,7 @@ type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
 
 export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   const router = Router();
+  uuidParams(router, 'id');
 
   const respondOnce = idempotentResponder(deps);
 
@@ -165,7 +167,6 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   router.post('/payments/:id/refunds', async (req: Request, res: Response) => {
     const client = req.client!;
     const paymentId = String(req.params.id);
-    if (!/^[0-9a-f-]{36}$/i.test(paymentId)) throw new ApiError('not_found');
     const parsed = createRefundSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
@@ -199,7 +200,6 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   router.post('/invoices/:id/payments', async (req: Request, res: Response) => {
     const client = req.client!;
     const invoiceId = String(req.params.id);
-    if (!/^[0-9a-f-]{36}$/i.test(invoiceId)) throw new ApiError('not_found');
     const parsed = createInstallmentSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
@@ -242,7 +242,6 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
 
   router.get('/payments/:id', async (req, res) => {
     const id = String(req.params.id);
-    if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ApiError('not_found');
     const payment = await deps.prisma.payment.findUnique({ where: { id }, include: { invoices: true } });
     if (!payment) throw new ApiError('not_found');
     res.json(paymentView(payment, payment.invoices));

@@ -1,4 +1,13 @@
-import type { CancelRequest, Installment, Invoice, OutboxRow, PacAttempt, Payment, Refund } from '@timbra/db';
+import {
+  isUuid,
+  type CancelRequest,
+  type Installment,
+  type Invoice,
+  type OutboxRow,
+  type PacAttempt,
+  type Payment,
+  type Refund,
+} from '@timbra/db';
 
 /** JSON shapes the API answers with. Money as decimal strings, never numbers. */
 export function invoiceSummary(
@@ -138,7 +147,7 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
     const createdAt = new Date(at);
-    if (Number.isNaN(createdAt.getTime()) || typeof id !== 'string' || !/^[0-9a-f-]{36}$/.test(id)) return null;
+    if (Number.isNaN(createdAt.getTime()) || typeof id !== 'string' || !isUuid(id)) return null;
     return { createdAt, id };
   } catch {
     return null;

@@ -1,5 +1,5 @@
 import { BigNumber } from 'bignumber.js';
-import { insertInstallment, installmentsPaid, lockInvoiceForInstallment, takeFolio, type Tx } from '@timbra/db';
+import { insertInstallment, installmentsPaid, isUuid, lockInvoiceForInstallment, takeFolio, type Tx } from '@timbra/db';
 import type { ReceptorInput } from './build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
@@ -33,8 +33,8 @@ export async function recordInstallment(
   deps: RecordPaymentDeps,
   installment: InstallmentToRecord,
 ): Promise<RecordedInstallment> {
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(installment.invoiceId))
-    throw new DomainError('not_found');
+  // The invoice id may come from a provider's metadata: a malformed one names nothing.
+  if (!isUuid(installment.invoiceId)) throw new DomainError('not_found');
   const invoice = await lockInvoiceForInstallment(tx, installment.invoiceId);
   if (!invoice) throw new DomainError('not_found');
   if (invoice.kind !== 'I' || invoice.paymentTerms !== 'installments' || !invoice.receptor)
