@@ -81,6 +81,7 @@ export {
   installmentsPaid,
   insertInstallment,
   type InstallmentInvoice,
+  type NewInstallment,
 } from './installments.ts';
 export { claimWebhookEvents, type ReceivedEvent } from './webhook-events.ts';
 export {

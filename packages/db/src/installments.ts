@@ -75,19 +75,24 @@ export async function installmentsPaid(tx: Tx, invoiceId: string): Promise<{ sum
   return row!;
 }
 
+/** An amount received against a PPD Ingreso. */
+export interface NewInstallment {
+  /** The PPD Ingreso paid (in part). */
+  invoiceId: string;
+  provider: string;
+  externalId: string;
+  /** Received, as a decimal string. */
+  amount: string;
+  /** FechaPago. */
+  paidAt: Date;
+  /** c_FormaPago of this installment (never 99). */
+  formaPago: string;
+  /** Its place among the invoice's installments (1, 2, …). */
+  numParcialidad: number;
+}
+
 /** Inserts an installment row. @returns its id. */
-export async function insertInstallment(
-  tx: Tx,
-  i: {
-    invoiceId: string;
-    provider: string;
-    externalId: string;
-    amount: string;
-    paidAt: Date;
-    formaPago: string;
-    numParcialidad: number;
-  },
-): Promise<string> {
+export async function insertInstallment(tx: Tx, i: NewInstallment): Promise<string> {
   const [row] = await queryRows(
     tx,
     insertInstallmentRow,

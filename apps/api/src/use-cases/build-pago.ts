@@ -1,18 +1,10 @@
 import type { InvoiceRequestInput } from '@timbra/cfdi-core';
+import type { NewInstallment } from '@timbra/db';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 
-/** An amount received against a PPD Ingreso, to record with its Pago. */
-export interface InstallmentToRecord {
-  /** The PPD Ingreso paid (in part). */
-  invoiceId: string;
-  provider: string;
-  externalId: string;
-  /** Received, as a decimal string. */
-  amount: string;
-  /** FechaPago. */
-  paidAt: Date;
-  /** c_FormaPago of this installment (never 99). */
-  formaPago: string;
+/** An amount received against a PPD Ingreso, to record with its Pago (NumParcialidad comes from the record). */
+export interface InstallmentToRecord extends Omit<NewInstallment, 'numParcialidad'> {
+  /** The payer's operation number (NumOperacion), when the provider gives one. */
   numOperacion?: string;
 }
 
