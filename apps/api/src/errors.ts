@@ -7,6 +7,10 @@ import { DOMAIN_ERROR_CODES, type DomainError } from './use-cases/domain-errors.
 export const API_ERRORS = {
   malformed_json: { status: 400, message: 'The body is not valid JSON.' },
   invalid_idempotency_key: { status: 400, message: 'Idempotency-Key must be 1–255 printable ASCII characters.' },
+  idempotency_required: {
+    status: 400,
+    message: 'Send an Idempotency-Key header or an externalId: without either, a retry would record this twice.',
+  },
   unauthorized: { status: 401, message: 'A valid API key is required.' },
   invalid_signature: { status: 401, message: 'The webhook signature is missing, invalid or too old.' },
   forbidden: { status: 403, message: 'This API key may not do that.' },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Router } from 'express';
@@ -113,10 +114,12 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
  * returns the parsed answer whatever its status.
  */
 export function jsonPoster(api: () => TestApi, key = KEYS.pos) {
+  // As a careful client does: every creating POST carries an Idempotency-Key (a fresh one unless the
+  // test gives its own), so a request without externalId is still recorded once.
   return (path: string, body: object, headers: Record<string, string> = {}) =>
     got.post(`${api().url}${path}`, {
       json: body,
-      headers: { authorization: `Bearer ${key}`, ...headers },
+      headers: { authorization: `Bearer ${key}`, 'idempotency-key': randomUUID(), ...headers },
       throwHttpErrors: false,
       responseType: 'json',
     });

@@ -190,6 +190,29 @@ describe('POST /v1/payments/:id/refunds', () => {
     expect(other.body).toMatchObject({ error: { code: 'refund_conflict' } });
   });
 
+  it('a refund with neither an Idempotency-Key nor an externalId → 400 idempotency_required, nothing written (a retry would refund twice)', async () => {
+    const { paymentId } = await payment();
+    const before = await api.prisma.refund.count();
+    const bare = await got.post(`${api.url}/v1/payments/${paymentId}/refunds`, {
+      json: { amount: '10.00' },
+      headers: auth,
+      throwHttpErrors: false,
+      responseType: 'json',
+    });
+    expect(bare.statusCode).toBe(400);
+    expect(bare.body).toMatchObject({ error: { code: 'idempotency_required' } });
+    expect(await api.prisma.refund.count()).toBe(before);
+    // Its own externalId is enough: sent twice, it is one refund.
+    const once = () =>
+      got.post(`${api.url}/v1/payments/${paymentId}/refunds`, {
+        json: { amount: '10.00', externalId: `r-${paymentId}` },
+        headers: auth,
+        throwHttpErrors: false,
+      });
+    expect([(await once()).statusCode, (await once()).statusCode]).toEqual([201, 200]);
+    expect(await api.prisma.refund.count()).toBe(before + 1);
+  });
+
   it('refuses bad input with stable codes: unknown payment 404, bad amounts and fields 422', async () => {
     const { paymentId } = await payment();
     expect((await refund(randomUUID(), { amount: '1.00' })).statusCode).toBe(404);

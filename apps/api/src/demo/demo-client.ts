@@ -208,7 +208,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   const ppdIngreso = (ppd.body.invoices as { id: string }[])[0]!.id;
   await post(
     `/v1/invoices/${ppdIngreso}/payments`,
-    JSON.stringify({ amount: '1160.00', paidAt: new Date().toISOString(), formaPago: '03' }),
+    JSON.stringify({
+      externalId: `ppd-${run}-1`,
+      amount: '1160.00',
+      paidAt: new Date().toISOString(),
+      formaPago: '03',
+    }),
     auth,
     201,
   );

@@ -170,6 +170,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     const parsed = createRefundSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
+    requireIdempotency(req, input.externalId);
     const externalId = input.externalId ?? randomUUID();
     const occurredAt = input.occurredAt ? new Date(input.occurredAt) : new Date();
 
@@ -203,6 +204,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     const parsed = createInstallmentSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
+    requireIdempotency(req, input.externalId);
     const externalId = input.externalId ?? randomUUID();
 
     const create = async (tx: Tx) => {
@@ -280,4 +282,14 @@ export function listParams(req: Request): { limit: number; cursor: ReturnType<ty
   if (!cursor)
     throw new ApiError('validation_failed', undefined, [{ path: 'cursor', message: 'not a cursor this API returned' }]);
   return { limit, cursor };
+}
+
+/**
+ * A creating request that names no id of its own (`externalId`) must carry an Idempotency-Key: with
+ * neither, a client's retry after a timeout would record the refund (installment) twice.
+ *
+ * @throws ApiError idempotency_required (400)
+ */
+function requireIdempotency(req: Request, externalId: string | undefined): void {
+  if (externalId === undefined && !req.get('idempotency-key')) throw new ApiError('idempotency_required');
 }
