@@ -71,7 +71,7 @@ export const createRefundSchema = z
       .string()
       .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99')
       .optional(),
-    /** Your id for the refund; a second refund with the same id is the same refund. Default: a new UUID. */
+    /** Your id for the refund; a second refund with the same id is the same refund. Without it, an Idempotency-Key is required. */
     externalId: printable(128).optional(),
     occurredAt: z.iso.datetime({ offset: true }).optional(),
   })
@@ -85,7 +85,7 @@ export const createInstallmentSchema = z
     formaPago: z
       .string()
       .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99'),
-    /** Your id for the installment; the same id again is the same installment. Default: a new UUID. */
+    /** Your id for the installment; the same id again is the same installment. Without it, an Idempotency-Key is required. */
     externalId: printable(128).optional(),
     /** The bank's operation number (NumOperacion), e.g. a SPEI tracking key. */
     numOperacion: z
