@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { parseXml } from '@timbra/cfdi-core';
-import { CFDI_XSLT, SchemaValidator, satXslt } from '@timbra/test-support';
+import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
 import { jsonPoster, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 const schema = new SchemaValidator();
 beforeAll(async () => {
+  prepareSatXslt(CFDI_XSLT); // before the server: compiling blocks the first time
   api = await startApi();
 });
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
-import { CFDI_XSLT, SchemaValidator, satXslt } from '@timbra/test-support';
+import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
 import {
   jsonPoster,
   KEYS,
@@ -15,6 +15,7 @@ import {
 let api: TestApi;
 const schema = new SchemaValidator();
 beforeAll(async () => {
+  prepareSatXslt(CFDI_XSLT); // before the server: compiling blocks the first time
   api = await startApi();
 });
 afterAll(async () => {

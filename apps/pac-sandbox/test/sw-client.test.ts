@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { parseStampedCfdi, SwClient, verifyTfd, type StampResult } from '@timbra/cfdi-core';
-import { satXslt, TFD_XSLT } from '@timbra/test-support';
+import { prepareSatXslt, satXslt, TFD_XSLT } from '@timbra/test-support';
 import { freshInvoice, pacCsd, startSandbox, SW, type Ledger, type RunningSandbox, pacFailure } from './helpers.ts';
 
 let run: RunningSandbox;
@@ -19,6 +19,7 @@ function swClient(overrides: Partial<ConstructorParameters<typeof SwClient>[0]> 
 }
 
 beforeAll(async () => {
+  prepareSatXslt(TFD_XSLT); // before the sandbox: compiling blocks the first time
   run = await startSandbox();
   client = swClient();
 });

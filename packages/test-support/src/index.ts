@@ -15,6 +15,6 @@ export {
 } from './sat-files.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './samples.ts';
 export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, runEntryPoint } from './system.ts';
-export { satXslt } from './xslt-oracle.ts';
+export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';

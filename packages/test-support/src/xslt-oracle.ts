@@ -60,16 +60,30 @@ function compiled(xslt: string): string {
 
 const stylesheets = new Map<string, unknown>();
 
-/**
- * Runs a SAT XSLT (`CFDI_XSLT`, `TFD_XSLT`) over each document and returns the outputs concatenated
- * (compare with the concatenation of Timbra's own results).
- */
-export function satXslt(xslt: string, xmlDocuments: readonly string[]): string {
+function stylesheetOf(xslt: string): unknown {
   let stylesheet = stylesheets.get(xslt);
   if (!stylesheet) {
     stylesheet = JSON.parse(readFileSync(compiled(xslt), 'utf8')) as unknown;
     stylesheets.set(xslt, stylesheet);
   }
+  return stylesheet;
+}
+
+/**
+ * Compiles (first time on a machine: ~10 s, blocking) and loads SAT XSLTs now. Call it in `beforeAll`
+ * before starting servers: a 10-second block in the middle of a test outlives the servers' keep-alive
+ * timeout, and the next request on a reused socket is reset (ECONNRESET).
+ */
+export function prepareSatXslt(...xslts: string[]): void {
+  for (const xslt of xslts) stylesheetOf(xslt);
+}
+
+/**
+ * Runs a SAT XSLT (`CFDI_XSLT`, `TFD_XSLT`) over each document and returns the outputs concatenated
+ * (compare with the concatenation of Timbra's own results).
+ */
+export function satXslt(xslt: string, xmlDocuments: readonly string[]): string {
+  const stylesheet = stylesheetOf(xslt);
   return xmlDocuments
     .map(
       (sourceText) =>
