@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -168,7 +169,10 @@ describe('end to end', () => {
       const ingresoId = payment.invoices[0]!.id;
       const refund = (amount: string) =>
         got
-          .post(`${apiUrl}/v1/payments/${payment.id}/refunds`, { json: { amount }, headers: auth })
+          .post(`${apiUrl}/v1/payments/${payment.id}/refunds`, {
+            json: { amount },
+            headers: { ...auth, 'idempotency-key': randomUUID() },
+          })
           .json<{ egreso: { id: string; status: string } }>();
       // Before: nothing has stamped the Ingreso yet (the relay has not run).
       const before = await refund('116.00');
@@ -232,7 +236,7 @@ describe('end to end', () => {
         got
           .post(`${apiUrl}/v1/invoices/${ingresoId}/payments`, {
             json: { amount, paidAt: new Date().toISOString(), formaPago: '03' },
-            headers: auth,
+            headers: { ...auth, 'idempotency-key': randomUUID() },
           })
           .json<{ numParcialidad: number; pago: { id: string } }>();
       const first = await pay('1160.00'); // before the Ingreso is stamped: waits
