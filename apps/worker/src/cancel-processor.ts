@@ -1,7 +1,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { PacError, parseXml, type XmlElement } from '@timbra/cfdi-core';
-import { finishCancellation, loadCancelRow, type CancelRow, type PrismaClient } from '@timbra/db';
+import { finishCancellation, loadCancelRow, type PrismaClient } from '@timbra/db';
 import { failureText } from './errors.ts';
 import type { StampJobData } from './jobs.ts';
 import type { PacChain } from './pac-chain.ts';
@@ -67,7 +67,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
         const pacError = error instanceof PacError ? error : undefined;
         if (pacError?.outcome === 'permanent' || lastAttempt(job)) {
           const reason = pacError ? `${pacError.pacCode}: ${pacError.message}` : String(error);
-          await finish(deps, row, 'failed', reason);
+          await finishCancellation(deps.prisma, row, 'failed', reason);
           log.warn({ reason }, 'cancellation failed; the invoice stays stamped');
           return { status: 'failed' };
         }
@@ -75,13 +75,23 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
       }
       if (code === '205') {
         if (lastAttempt(job)) {
-          await finish(deps, row, 'failed', failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'));
+          await finishCancellation(
+            deps.prisma,
+            row,
+            'failed',
+            failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'),
+          );
           return { status: 'failed', code };
         }
         throw new Error('205: the SAT does not know this UUID yet; asking again later');
       }
       if (code !== '201' && code !== '202') {
-        await finish(deps, row, 'failed', failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`));
+        await finishCancellation(
+          deps.prisma,
+          row,
+          'failed',
+          failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`),
+        );
         return { status: 'failed', code };
       }
       await prisma.cancelRequest.update({
@@ -93,13 +103,13 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
 
     const status = await client.status({ uuid, rfcEmisor, rfcReceptor, total: row.total });
     if (status.estado === 'Cancelado') {
-      await finish(deps, row, 'cancelled', null, status.estatusCancelacion);
+      await finishCancellation(deps.prisma, row, 'cancelled', null, status.estatusCancelacion);
       log.info({ estatus: status.estatusCancelacion }, 'invoice cancelled');
       return { status: 'cancelled' };
     }
     if (status.estatusCancelacion === 'Solicitud rechazada') {
-      await finish(
-        deps,
+      await finishCancellation(
+        deps.prisma,
         row,
         'rejected',
         failureText('RECEPTOR_REJECTED', 'Solicitud rechazada: the receptor rejected it'),
@@ -120,17 +130,6 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
 }
 
 const lastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-
-/** Ends a cancellation (its request, the invoice and the outbox row, together). */
-function finish(
-  deps: CancelProcessorDeps,
-  row: CancelRow,
-  outcome: 'cancelled' | 'rejected' | 'failed',
-  reason: string | null,
-  estatus?: string,
-): Promise<void> {
-  return finishCancellation(deps.prisma, row, outcome, reason, estatus);
-}
 
 /** The emisor's and receptor's RFCs, as the CFDI says them (the SAT's status query needs both). */
 function partiesOf(xml: string): { rfcEmisor: string; rfcReceptor: string } {

@@ -31,7 +31,6 @@ export const col = {
   bigint: z.union([z.bigint(), z.number(), z.string()]).transform((v) => Number(v)),
   bool: z.boolean(),
   json: z.unknown(),
-  date: z.date(),
 } as const;
 
 /** Whether `value` is a UUID in canonical text form (any version): the only shape our ids have. */
