@@ -57,3 +57,11 @@ export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
 export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
 export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';
 export { SAT_TEST_RFCS, SANDBOX_EMISOR, productionEmisorProblems } from './sandbox-profile.ts';
+export {
+  parseAmount,
+  parseMinorUnits,
+  amountDecimals,
+  MAX_AMOUNT,
+  type AmountResult,
+  type AmountProblem,
+} from './amount.ts';
