@@ -29,6 +29,10 @@ export const API_ERRORS = {
   validation_failed: { status: 422, message: 'The request has invalid fields.' },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },
+  occurred_in_future: {
+    status: 422,
+    message: 'The time given is in the future (more than 5 minutes ahead of our clock).',
+  },
   rate_limited: { status: 429, message: 'Too many requests.' },
   webhook_not_configured: { status: 503, message: 'This webhook is not configured.' },
   unavailable: { status: 503, message: 'A dependency is unavailable.' },

@@ -69,7 +69,7 @@ await sw('302', freshInvoice().xml.replace('Colegiatura', 'Colegiaturas'), 'k302
   outcome: 'permanent',
   code: '302',
 });
-await sw('401', freshInvoice({ occurredAt: new Date(Date.now() - 80 * 3600_000).toISOString() }).xml, 'k401', {
+await sw('401', freshInvoice({ issuedAt: new Date(Date.now() - 80 * 3600_000).toISOString() }).xml, 'k401', {
   outcome: 'permanent',
   code: '401',
 });

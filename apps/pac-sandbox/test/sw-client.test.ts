@@ -118,7 +118,7 @@ describe('SW client against the sandbox', () => {
     ['a tampered document (302)', () => freshInvoice().xml.replace('Colegiatura', 'Colegiaturas'), '302'],
     [
       'a document older than 72 hours (401)',
-      () => freshInvoice({ occurredAt: new Date(Date.now() - 73 * 3600_000).toISOString() }).xml,
+      () => freshInvoice({ issuedAt: new Date(Date.now() - 73 * 3600_000).toISOString() }).xml,
       '401',
     ],
     ['something that is not a CFDI (301)', () => '<?xml version="1.0"?><x/>', '301'],

@@ -35,7 +35,7 @@ function freeze(i: number, tag: string) {
     {
       tipoDeComprobante: 'I',
       sourceId: `drain-${tag}-${i}`,
-      occurredAt: new Date(Date.now() - 60_000).toISOString(),
+      issuedAt: new Date(Date.now() - 60_000).toISOString(),
       serie: 'D',
       folio: String(i + 1),
       lugarExpedicion: '42501',

@@ -42,7 +42,7 @@ async function waitingEgreso(originalId: string, sourceId: string) {
   const request: InvoiceRequestInput = {
     tipoDeComprobante: 'E',
     sourceId,
-    occurredAt: new Date(Date.now() - 30_000).toISOString(),
+    issuedAt: new Date(Date.now() - 30_000).toISOString(),
     serie: 'NC',
     folio: String(folio),
     lugarExpedicion: '42501',

@@ -91,11 +91,11 @@ export function tryFreeze(
  */
 export function prepareComprobante(input: unknown, csd: Csd) {
   const request = validateInvoiceRequest(input);
-  const occurredAt = new Date(request.occurredAt);
-  assertCsdUsable(csd, request.emisor.rfc, occurredAt);
+  const issuedAt = new Date(request.issuedAt);
+  assertCsdUsable(csd, request.emisor.rfc, issuedAt);
 
   const timeZone = request.timeZone ?? timeZoneForCodigoPostal(request.lugarExpedicion);
-  const fecha = formatFecha(occurredAt, timeZone);
+  const fecha = formatFecha(issuedAt, timeZone);
   const amounts = computeAmounts(request);
   const pago = request.pago
     ? { amounts: computePago(request.pago), fechaPago: formatFecha(new Date(request.pago.fechaPago), timeZone) }

@@ -51,7 +51,7 @@ describe('determinism', () => {
   const cadenaFields: [string, (r: Mutable) => void][] = [
     ['serie', (r) => (r.serie = 'B')],
     ['folio', (r) => (r.folio = '1025')],
-    ['occurredAt (Fecha)', (r) => (r.occurredAt = '2026-11-29T18:30:16Z')],
+    ['issuedAt (Fecha)', (r) => (r.issuedAt = '2026-11-29T18:30:16Z')],
     ['lugarExpedicion', (r) => (r.lugarExpedicion = '42502')],
     ['formaPago', (r) => (r.formaPago = '03')],
     ['emisor.nombre', (r) => ((r.emisor as { nombre: string }).nombre = 'ESCUELA KEMPER URGATES')],

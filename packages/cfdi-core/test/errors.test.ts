@@ -36,7 +36,7 @@ describe('every error code has a trigger', () => {
     [CfdiErrorCode.CsdKeyMismatch, () => loadCsd(eku.cer, cacx.key, cacx.password)],
     [
       CfdiErrorCode.CsdExpired,
-      () => freezeComprobante({ ...ingresoRequest(), occurredAt: '2027-06-01T12:00:00Z' }, loadTestCsd('EKU9003173C9')),
+      () => freezeComprobante({ ...ingresoRequest(), issuedAt: '2027-06-01T12:00:00Z' }, loadTestCsd('EKU9003173C9')),
     ],
     [CfdiErrorCode.CsdRfcMismatch, () => freezeComprobante(ingresoRequest(), loadTestCsd('CACX7605101P8'))],
     [CfdiErrorCode.CsdUnreadable, () => loadCsd(Buffer.from('not a certificate'), eku.key, eku.password)],

@@ -100,7 +100,7 @@ describe('validation', () => {
       withIngreso((r) => (r.conceptos[0]!.descripcion = 'x'.repeat(1001))),
       'conceptos.0.descripcion',
     ],
-    ['occurredAt without offset', withIngreso((r) => (r.occurredAt = '2026-11-29T18:30:15')), 'occurredAt'],
+    ['issuedAt without offset', withIngreso((r) => (r.issuedAt = '2026-11-29T18:30:15')), 'issuedAt'],
     ['zero cantidad', withIngreso((r) => (r.conceptos[0]!.cantidad = '0')), 'conceptos.0.cantidad'],
     ['zero taxable base', withIngreso((r) => (r.conceptos[1]!.descuento = '868.50')), 'conceptos.1'],
     ['absurd amount', withIngreso((r) => (r.conceptos[0]!.valorUnitario = '999999999999999999')), 'conceptos.0'],

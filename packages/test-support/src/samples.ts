@@ -14,7 +14,7 @@ export function sampleIngreso(overrides: Partial<InvoiceRequestInput> = {}): Inv
   return {
     tipoDeComprobante: 'I',
     sourceId: `sample_${process.pid}_${sequence}_${Date.now()}`,
-    occurredAt: new Date(Date.now() - 60_000).toISOString(),
+    issuedAt: new Date(Date.now() - 60_000).toISOString(),
     serie: 'T',
     folio: String(sequence),
     lugarExpedicion: '42501',

@@ -25,7 +25,8 @@ export interface RefundFacts {
  * 84111506, ClaveUnidad ACT, "Devolución"), its base chosen as for the Ingreso so that base + IVA is
  * the refunded amount, the payment's receptor with UsoCFDI G02 (S01 for público en general or
  * régimen 616) and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
- * it is frozen, once the Ingreso is stamped (`withRelatedUuid`).
+ * it is frozen, once the Ingreso is stamped (`withRelatedUuid`). Fecha is `issuedAt`; when the Egreso
+ * waits for its Ingreso, the worker sets it again at the freeze.
  */
 export function buildEgresoRequest(
   payment: RefundedPayment,
@@ -33,12 +34,13 @@ export function buildEgresoRequest(
   serie: string,
   folio: number,
   settings: InvoiceSettings,
+  issuedAt: Date,
 ): InvoiceRequestInput {
   return {
     tipoDeComprobante: 'E',
     // The refund, not our row id: every freeze of this Egreso derives the same stamp key.
     sourceId: `${refund.provider}:refund:${refund.externalId}`,
-    occurredAt: refund.occurredAt.toISOString(),
+    issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,

@@ -42,13 +42,14 @@ export interface PaymentFacts {
  * chosen among round(amount / (1 + tasa)) and its neighbours ±0.01 so that base + IVA equals the
  * amount exactly (when no neighbour does, the closest is used and the invoice total may differ by a
  * cent). Without receptor data the CFDI goes to público en general, with InformacionGlobal for the
- * day of the payment.
+ * month of the payment. Fecha is `issuedAt` — when the document is frozen — not the payment's time.
  */
 export function buildIngresoRequest(
   facts: PaymentFacts,
   serie: string,
   folio: number,
   settings: InvoiceSettings,
+  issuedAt: Date,
 ): InvoiceRequestInput {
   const base = baseFor(facts.amount, settings.ivaTasa);
   const zone = timeZoneForCodigoPostal(settings.emisor.lugarExpedicion);
@@ -58,7 +59,7 @@ export function buildIngresoRequest(
     tipoDeComprobante: 'I',
     // The business event, not our row id: the stamp key must be the same for every retry.
     sourceId: `${facts.provider}:${facts.externalId}`,
-    occurredAt: facts.occurredAt.toISOString(),
+    issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,

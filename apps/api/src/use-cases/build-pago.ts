@@ -42,7 +42,7 @@ export function buildPagoRequest(
   return {
     tipoDeComprobante: 'P',
     sourceId: `${installment.provider}:installment:${installment.externalId}`,
-    occurredAt: issuedAt.toISOString(),
+    issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,

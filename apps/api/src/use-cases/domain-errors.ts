@@ -12,8 +12,24 @@ export const DOMAIN_ERROR_CODES = [
   'installment_exceeds_balance',
   'not_cancellable',
   'validation_failed',
+  'occurred_in_future',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
+
+/** How far ahead of our clock a business event's time may be (clocks differ): 5 minutes. */
+export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * The rule for business times (a payment's, a refund's, an installment's): not in the future beyond
+ * the clock skew. An old time is fine — the CFDI's Fecha is the issue time, not this one.
+ * @throws DomainError occurred_in_future
+ */
+export function assertNotInFuture(path: string, at: Date, now = Date.now()): void {
+  if (Number.isNaN(at.getTime()) || at.getTime() > now + MAX_CLOCK_SKEW_MS)
+    throw new DomainError('occurred_in_future', undefined, [
+      { path, message: `${Number.isNaN(at.getTime()) ? 'not a time' : at.toISOString()} is in the future` },
+    ]);
+}
 
 export class DomainError extends Error {
   constructor(

@@ -3,7 +3,7 @@ import { insertInstallment, installmentsPaid, isUuid, lockInvoiceForInstallment,
 import type { ReceptorInput } from './build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
-import { DomainError } from './domain-errors.ts';
+import { assertNotInFuture, DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 export type { InstallmentToRecord };
@@ -35,6 +35,7 @@ export async function recordInstallment(
 ): Promise<RecordedInstallment> {
   // The invoice id may come from a provider's metadata: a malformed one names nothing.
   if (!isUuid(installment.invoiceId)) throw new DomainError('not_found');
+  assertNotInFuture('paidAt', installment.paidAt);
   const invoice = await lockInvoiceForInstallment(tx, installment.invoiceId);
   if (!invoice) throw new DomainError('not_found');
   if (invoice.kind !== 'I' || invoice.paymentTerms !== 'installments' || !invoice.receptor)

@@ -1,5 +1,6 @@
 import { stampKeyFor, tryFreeze, type Csd } from '@timbra/cfdi-core';
 import { insertInvoices, insertPaymentsTakingFolios, type Tx } from '@timbra/db';
+import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
 
 export interface RecordPaymentDeps {
@@ -35,7 +36,7 @@ export interface PaymentToRecord {
  *    batch) are found instead, and nothing else is written for them — and, in the same statement,
  *    lock the serie's counter row and take one folio per new payment, in the given order (a
  *    rollback gives the numbers back);
- * 2. freeze each CFDI with Fecha from its payment's time; invalid fiscal data leaves that invoice in
+ * 2. freeze each CFDI with Fecha = now (the issue time; the payment's own time stays on the payment); invalid fiscal data leaves that invoice in
  *    `needs_data` with the reasons, and no outbox row;
  * 3. insert the invoices and the outbox rows, and NOTIFY the relay (delivered at commit).
  *
@@ -47,6 +48,9 @@ export async function recordPayments(
   payments: readonly PaymentToRecord[],
 ): Promise<RecordedPayment[]> {
   if (payments.length === 0) return [];
+  // Fecha of every Ingreso in this batch: the time it is frozen, once.
+  const issuedAt = new Date();
+  for (const { facts } of payments) assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
   const inserted = await insertPaymentsTakingFolios(
     tx,
     { emisorId: deps.emisorId, serie: deps.serieIngreso },
@@ -67,7 +71,7 @@ export async function recordPayments(
   const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
     const facts = payments[index]!.facts;
-    const request = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings);
+    const request = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
     const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
     // A sale in installments is paid with Pagos that name the customer: público en general won't do.
     const { frozen, problems } =

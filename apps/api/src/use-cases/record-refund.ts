@@ -3,7 +3,7 @@ import { ingresoOf, insertRefund, lockPayment, refundedTotal, takeFolio, type Tx
 import { buildEgresoRequest, egresoTotals, type RefundFacts } from './build-egreso.ts';
 import type { ReceptorInput } from './build-ingreso.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
-import { DomainError } from './domain-errors.ts';
+import { assertNotInFuture, DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 /** A refund to record: of the payment with this id, or with this provider and external id. */
@@ -36,6 +36,7 @@ export interface RecordedRefund {
  *   refund_exceeds_payment (422) when the refunds would add up to more than the payment.
  */
 export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: RefundToRecord): Promise<RecordedRefund> {
+  assertNotInFuture('occurredAt', refund.occurredAt);
   const payment = await lockPayment(tx, refund.payment);
   if (!payment) throw new DomainError('payment_not_found_yet');
   const ingreso = await ingresoOf(tx, payment.id);
@@ -87,6 +88,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     deps.serieEgreso,
     folio,
     deps.settings,
+    new Date(),
   );
   const egreso = await writeDependentInvoice(
     tx,

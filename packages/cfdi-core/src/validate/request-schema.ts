@@ -96,8 +96,12 @@ export const invoiceRequestSchema = z.object({
    * against a PPD invoice). Feeds the stamp key; never appears in the XML.
    */
   sourceId: z.string().min(1).max(255),
-  /** When the business event happened: ISO 8601 with an offset (`Z` or `±hh:mm`). */
-  occurredAt: z.iso.datetime({ offset: true }),
+  /**
+   * When the document is issued — its Fecha: ISO 8601 with an offset (`Z` or `±hh:mm`). The time of
+   * freezing, not of the business event (a payment's own time goes on the payment, and in a Pago's
+   * FechaPago); a PAC refuses a Fecha older than 72 hours or in the future.
+   */
+  issuedAt: z.iso.datetime({ offset: true }),
   serie: satText(25).optional(),
   folio: satText(40).optional(),
   lugarExpedicion: codigoPostal,

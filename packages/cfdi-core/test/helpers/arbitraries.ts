@@ -139,7 +139,7 @@ export function ingresoArbitrary(maxConceptos = 100): fc.Arbitrary<InvoiceReques
   return fc
     .record({
       sourceId: fc.string({ minLength: 1, maxLength: 60 }),
-      occurredAt: fc.date({
+      issuedAt: fc.date({
         min: new Date('2024-01-01T00:00:00Z'),
         max: new Date('2027-05-01T00:00:00Z'),
         noInvalidDate: true,
@@ -154,7 +154,7 @@ export function ingresoArbitrary(maxConceptos = 100): fc.Arbitrary<InvoiceReques
     .map((g) => ({
       tipoDeComprobante: 'I' as const,
       sourceId: g.sourceId,
-      occurredAt: g.occurredAt.toISOString(),
+      issuedAt: g.issuedAt.toISOString(),
       ...(g.serie !== undefined ? { serie: g.serie } : {}),
       ...(g.folio !== undefined ? { folio: g.folio } : {}),
       lugarExpedicion: g.lugarExpedicion,

@@ -15,7 +15,7 @@ export function publicoGeneralRequest(): InvoiceRequestInput {
   return {
     tipoDeComprobante: 'I',
     sourceId: 'ch_public_0001',
-    occurredAt: '2026-11-30T02:15:00Z',
+    issuedAt: '2026-11-30T02:15:00Z',
     serie: 'PG',
     folio: '77',
     lugarExpedicion: '06600',
@@ -49,7 +49,7 @@ export function egresoRequest(originalUuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E
   return {
     tipoDeComprobante: 'E',
     sourceId: 're_3OqL2mJ9xYz',
-    occurredAt: '2026-11-30T16:00:00Z',
+    issuedAt: '2026-11-30T16:00:00Z',
     serie: 'NC',
     folio: '12',
     lugarExpedicion: '42501',
@@ -77,7 +77,7 @@ export function pagoRequest(originalUuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F
   return {
     tipoDeComprobante: 'P',
     sourceId: 'pay_2nd_installment_42',
-    occurredAt: '2026-11-30T17:45:10Z',
+    issuedAt: '2026-11-30T17:45:10Z',
     serie: 'P',
     folio: '5',
     lugarExpedicion: '42501',
