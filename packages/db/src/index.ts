@@ -71,6 +71,7 @@ export {
   insertPaymentsTakingFolios,
   lockPayment,
   refundedTotal,
+  reverseRefund,
   insertRefund,
   type NewPayment,
   type InsertedPayment,

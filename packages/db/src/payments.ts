@@ -115,12 +115,12 @@ export async function lockPayment(
   );
 }
 
-/** What was refunded of a payment so far (decimal string). */
+/** What was refunded of a payment so far (decimal string): the refunds that stand (not reversed). */
 export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> {
   const [row] = await queryRows(
     tx,
     refundedTotalRow,
-    Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${paymentId}::uuid`,
+    Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${paymentId}::uuid AND status = 'succeeded'`,
   );
   return row!.refunded;
 }
@@ -140,4 +140,34 @@ export async function insertRefund(
       RETURNING id`,
   );
   return row!.id;
+}
+
+const reverseRefundRow = z.object({ id: col.uuid, egreso_id: col.uuid.nullable(), egreso_status: col.text.nullable() });
+
+/**
+ * Marks a refund `reversed` (the provider reported it failed or canceled after it had succeeded):
+ * it no longer counts against its payment. Only a `succeeded` refund moves.
+ * @returns the refund and its Egreso (id, status) when this call reversed it; undefined when the
+ *   refund is unknown or was reversed before.
+ */
+export async function reverseRefund(
+  tx: Tx,
+  refund: { provider: string; externalId: string },
+): Promise<{ id: string; egreso: { id: string; status: string } | undefined } | undefined> {
+  const [row] = await queryRows(
+    tx,
+    reverseRefundRow,
+    Prisma.sql`
+      UPDATE refunds r SET status = 'reversed', reversed_at = now()
+      WHERE r.provider = ${refund.provider} AND r.external_id = ${refund.externalId} AND r.status = 'succeeded'
+      RETURNING r.id,
+        (SELECT i.id FROM invoices i WHERE i.refund_id = r.id) AS egreso_id,
+        (SELECT i.status::text FROM invoices i WHERE i.refund_id = r.id) AS egreso_status`,
+  );
+  return (
+    row && {
+      id: row.id,
+      egreso: row.egreso_id && row.egreso_status ? { id: row.egreso_id, status: row.egreso_status } : undefined,
+    }
+  );
 }

@@ -10,9 +10,21 @@ export interface ReceivedEvent {
   provider: string;
   eventId: string;
   type: string;
-  result: string;
+  /** `accepted`, `ignored`, or `failed` (with `reason`): signed, but it could not be recorded. */
+  result: 'accepted' | 'ignored' | 'failed';
+  /** Why a failed event failed: a stable code, a colon, a sentence. */
+  reason?: string;
   payload: unknown;
 }
+
+/**
+ * Postgres text and jsonb cannot hold U+0000 nor a lone surrogate; a provider's payload may (hostile
+ * or broken). What is stored shows U+FFFD in their place — the event is kept, as received otherwise.
+ * (JSON.stringify writes both, and only them, as `\\u` escapes; an escaped backslash before is kept.)
+ */
+const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g;
+const storableText = (text: string) => text.replace(/\u0000|[\ud800-\udfff]/gu, '\ufffd');
+const storableJson = (payload: unknown) => (JSON.stringify(payload) ?? 'null').replace(NUL_ESCAPE, '$1\\ufffd');
 
 /**
  * Inserts events in order; one already recorded (or named twice in the batch) is skipped.
@@ -24,16 +36,17 @@ export async function claimWebhookEvents(tx: Tx, events: readonly ReceivedEvent[
     tx,
     claimWebhookEventsRow,
     Prisma.sql`
-      INSERT INTO webhook_events (id, provider, event_id, type, result, payload)
-      SELECT gen_random_uuid(), provider, event_id, type, result, payload
-      FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => e.eventId)}::text[],
-                  ${events.map((e) => e.type)}::text[], ${events.map((e) => e.result)}::text[],
-                  ${events.map((e) => JSON.stringify(e.payload))}::jsonb[]) WITH ORDINALITY
-           AS e(provider, event_id, type, result, payload, ord)
+      INSERT INTO webhook_events (id, provider, event_id, type, result, reason, payload)
+      SELECT gen_random_uuid(), provider, event_id, type, result, reason, payload
+      FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => storableText(e.eventId))}::text[],
+                  ${events.map((e) => storableText(e.type))}::text[], ${events.map((e) => e.result)}::text[],
+                  ${events.map((e) => (e.reason === undefined ? null : storableText(e.reason)))}::text[],
+                  ${events.map((e) => storableJson(e.payload))}::jsonb[]) WITH ORDINALITY
+           AS e(provider, event_id, type, result, reason, payload, ord)
       ORDER BY ord
       ON CONFLICT (provider, event_id) DO NOTHING
       RETURNING provider, event_id`,
   );
   const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
-  return events.map((e) => unclaimed.delete(`${e.provider}\u0000${e.eventId}`));
+  return events.map((e) => unclaimed.delete(`${e.provider}\u0000${storableText(e.eventId)}`));
 }

@@ -150,4 +150,39 @@ describe('the migrated database matches the Prisma schema', () => {
       /invoices_totals_finite/,
     );
   });
+
+  it("refuses amounts above the grammar's maximum, and refunds that add up to more than the payment", async () => {
+    await expect(
+      prisma.$executeRaw`INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at)
+                         VALUES (gen_random_uuid(), 'api', 'huge', 1000000000000, 'MXN', now())`,
+    ).rejects.toThrow(/payments_amount_max/);
+    const payment = await prisma.payment.create({
+      data: { provider: 'api', externalId: 'refunded', amount: '100.00', currency: 'MXN', occurredAt: new Date() },
+    });
+    const refund = (externalId: string, amount: string) =>
+      prisma.refund.create({
+        data: { paymentId: payment.id, provider: 'api', externalId, amount, occurredAt: new Date() },
+      });
+    const first = await refund('cap-1', '60.00');
+    await expect(refund('cap-2', '40.01')).rejects.toThrow(/refunds_within_payment/);
+    // A reversed refund no longer counts: its money is the payment's again.
+    await prisma.refund.update({ where: { id: first.id }, data: { status: 'reversed', reversedAt: new Date() } });
+    await refund('cap-3', '100.00');
+    await expect(
+      prisma.refund.update({ where: { id: first.id }, data: { status: 'succeeded', reversedAt: null } }),
+    ).rejects.toThrow(/refunds_within_payment/);
+  });
+
+  it('stores a failed webhook event only with its reason', async () => {
+    const event = { provider: 'stripe', type: 't', payload: {} };
+    await expect(
+      prisma.webhookEvent.create({ data: { ...event, eventId: 'evt_failed_1', result: 'failed' } }),
+    ).rejects.toThrow(/webhook_events_reason_check/);
+    await expect(prisma.webhookEvent.create({ data: { ...event, eventId: 'evt_odd', result: 'odd' } })).rejects.toThrow(
+      /webhook_events_result_check/,
+    );
+    await prisma.webhookEvent.create({
+      data: { ...event, eventId: 'evt_failed_2', result: 'failed', reason: 'invalid_amount: must be greater than 0' },
+    });
+  });
 });
