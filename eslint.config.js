@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 // Where each kind of code may reach. Apps import packages, never each other; packages never import
 // apps; HTTP through `got` is the PAC clients' business (packages/cfdi-core/src/pac), nobody else's
 // at run time — tests, benchmarks and scripts may use it as a test client.
-const apps = ['@timbra/api', '@timbra/worker', '@timbra/pac-sandbox'];
+const apps = ['@timbra/api', '@timbra/worker', '@timbra/pac-sandbox', '@timbra/provider-sandbox'];
 const noAppsFrom = (self) => ({
   group: apps.filter((a) => a !== self).flatMap((a) => [a, `${a}/*`]),
   message: 'apps never import each other (ARCHITECTURE.md); share code through packages/*.',
@@ -66,6 +66,10 @@ export default tseslint.config(
     files: ['apps/pac-sandbox/src/**/*.ts'],
     rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/pac-sandbox'), noTestSupport], [noGot]) },
   },
+  {
+    files: ['apps/provider-sandbox/src/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/provider-sandbox'), noTestSupport], [noGot]) },
+  },
   { files: ['packages/*/src/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps, noTestSupport], [noGot]) } },
   {
     files: ['packages/cfdi-core/src/pac/**/*.ts'],
@@ -85,6 +89,10 @@ export default tseslint.config(
   {
     files: ['apps/pac-sandbox/{test,bench,scripts}/**/*.ts'],
     rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/pac-sandbox')]) },
+  },
+  {
+    files: ['apps/provider-sandbox/test/**/*.ts'],
+    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/provider-sandbox')]) },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   prettier,

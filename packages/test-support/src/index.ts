@@ -18,3 +18,14 @@ export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, run
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';
+export {
+  startProviderSandbox,
+  providerSandboxEnv,
+  providerSecrets,
+  ProviderSandboxClient,
+  type ProviderSandboxSettings,
+  type RunningProviderSandbox,
+  type DeliveryRecord,
+  type StripePaymentInput,
+  type MercadoPagoPaymentInput,
+} from './provider-sandbox.ts';
