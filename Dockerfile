@@ -11,6 +11,8 @@ COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY apps/pac-sandbox/package.json apps/pac-sandbox/
 COPY packages/test-support/package.json packages/test-support/
+COPY packages/provider-client/package.json packages/provider-client/
+COPY apps/provider-sandbox/package.json apps/provider-sandbox/
 # npm ci's postinstall generates the Prisma client: it needs the schema and the generator's stub.
 COPY prisma.config.ts ./
 COPY prisma ./prisma

@@ -71,6 +71,8 @@ const child = spawn(
       PORT: String(port),
       HOST: '127.0.0.1',
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      // payment_intent.succeeded without a charge to read: no call reaches Stripe's API.
+      STRIPE_API_KEY: 'sk_test_bench_unused',
       LOG_LEVEL: 'error',
       RATE_LIMIT_PER_MINUTE: '10000000',
       DATABASE_POOL_SIZE: String(Math.min(concurrency, 20)),

@@ -14,11 +14,13 @@ import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import { paymentRoutes } from './routes/payments.ts';
+import { webhookEventRoutes } from './routes/webhook-events.ts';
 import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
 import type { RecordedRefund } from './use-cases/record-refund.ts';
-import { recordDeliveries, type WebhookDelivery } from './use-cases/record-webhook.ts';
-import { mercadoPagoWebhook, type MercadoPagoPayments } from './webhooks/mercadopago-webhook.ts';
+import { recordDeliveries, type ReversedRefund, type WebhookDelivery } from './use-cases/record-webhook.ts';
+import { mercadoPagoWebhook, type FetchMercadoPagoPayment } from './webhooks/mercadopago-webhook.ts';
+import type Stripe from 'stripe';
 import { stripeWebhook } from './webhooks/stripe-webhook.ts';
 
 export interface AppDeps {
@@ -37,8 +39,12 @@ export interface AppDeps {
   trustProxy: boolean;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
-  stripe: { secret: string | undefined; toleranceSeconds: number };
-  mercadoPago: { secret: string | undefined; toleranceSeconds: number; source: MercadoPagoPayments };
+  stripe: { secret: string | undefined; toleranceSeconds: number; api: Stripe | undefined };
+  mercadoPago: {
+    secret: string | undefined;
+    toleranceSeconds: number;
+    fetchPayment: FetchMercadoPagoPayment | undefined;
+  };
 }
 
 /** The API as an Express app; every dependency injected (the composition root is main.ts). */
@@ -52,9 +58,18 @@ export function createApp(deps: AppDeps) {
         "a refund's Egreso waits for an Ingreso that cannot be stamped as it is",
       );
   };
+  // A refund reversed at the provider: its Egreso is cancelled, or an operator must cancel it.
+  const reportReversal = (reversal: ReversedRefund) =>
+    deps.logger.warn(
+      { alert: reversal.cancellationRequested ? undefined : 'reversed_refund_egreso_stands', ...reversal },
+      reversal.cancellationRequested
+        ? "a refund was reversed at the provider: its Egreso's cancellation is requested"
+        : 'a refund was reversed at the provider and its Egreso is not stamped yet: cancel it once stamped',
+    );
   const ingest = new GroupCommit(
     deps.prisma,
-    (tx, deliveries: WebhookDelivery[]) => recordDeliveries(tx, deps.payments, deliveries, reportBlocked),
+    (tx, deliveries: WebhookDelivery[]) =>
+      recordDeliveries(tx, deps.payments, deliveries, { onRefund: reportBlocked, onReversal: reportReversal }),
     deps.ingest,
   );
   app.disable('x-powered-by');
@@ -110,6 +125,7 @@ export function createApp(deps: AppDeps) {
       ingest,
       secret: deps.stripe.secret,
       toleranceSeconds: deps.stripe.toleranceSeconds,
+      api: deps.stripe.api,
       defaultFormaPago: deps.defaultFormaPago,
       metrics: deps.metrics,
     }),
@@ -121,7 +137,7 @@ export function createApp(deps: AppDeps) {
     express.json({ limit: deps.bodyLimit }),
     mercadoPagoWebhook({
       ingest,
-      source: deps.mercadoPago.source,
+      fetchPayment: deps.mercadoPago.fetchPayment,
       secret: deps.mercadoPago.secret,
       toleranceSeconds: deps.mercadoPago.toleranceSeconds,
       defaultFormaPago: deps.defaultFormaPago,
@@ -145,6 +161,7 @@ export function createApp(deps: AppDeps) {
   );
   v1.use(invoiceRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
   v1.use(outboxRoutes(deps.prisma));
+  v1.use(webhookEventRoutes(deps.prisma));
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);
 

@@ -56,13 +56,15 @@ const schema = z.object({
     .regex(/^\d{2}$/)
     .default('04'),
   PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).default('01'),
-  // Providers
+  // Providers: each webhook needs its secret (to check signatures) and its API key (to fetch what
+  // the event does not say); without both it answers 503 webhook_not_configured.
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
   STRIPE_TOLERANCE_SECONDS: z.coerce.number().int().positive().default(300),
+  /** A restricted key with read access to Charges, PaymentIntents and Refunds is enough. */
+  STRIPE_API_KEY: z.string().optional(),
+  STRIPE_API_URL: z.string().url().default('https://api.stripe.com'),
   MERCADOPAGO_WEBHOOK_SECRET: z.string().optional(),
   MERCADOPAGO_TOLERANCE_SECONDS: z.coerce.number().int().positive().default(300),
-  /** `body`: payment details come in the notification (tests, sandbox); `api`: fetched from Mercado Pago. */
-  MERCADOPAGO_PAYMENTS_SOURCE: z.enum(['body', 'api']).default('body'),
   MERCADOPAGO_ACCESS_TOKEN: z.string().optional(),
   MERCADOPAGO_API_URL: z.string().url().default('https://api.mercadopago.com'),
   TRUST_PROXY: bool.default(false),
@@ -99,9 +101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
     );
   if (parsed.success) {
     const c = parsed.data;
-    if (c.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && !c.MERCADOPAGO_ACCESS_TOKEN) {
-      problems.push('  MERCADOPAGO_ACCESS_TOKEN: required when MERCADOPAGO_PAYMENTS_SOURCE is api');
-    }
+    if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
+      problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
+    if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
+      problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
     if (Boolean(c.DASHBOARD_USER) !== Boolean(c.DASHBOARD_PASSWORD)) {
       problems.push('  DASHBOARD_USER, DASHBOARD_PASSWORD: set both (dashboard on) or neither (off)');
     }

@@ -10,7 +10,7 @@ import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
 import { dashboard } from './http/dashboard.ts';
 import { createMetrics } from './http/metrics.ts';
-import { paymentsFromApi, paymentsFromNotification } from './webhooks/mercadopago-webhook.ts';
+import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
 
 export const REDACT = [
   'req.headers.authorization',
@@ -105,14 +105,17 @@ const app = createApp({
   bodyLimit: config.BODY_LIMIT,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,
-  stripe: { secret: config.STRIPE_WEBHOOK_SECRET, toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS },
+  stripe: {
+    secret: config.STRIPE_WEBHOOK_SECRET,
+    toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS,
+    api: config.STRIPE_API_KEY ? stripeApi(config.STRIPE_API_URL, config.STRIPE_API_KEY) : undefined,
+  },
   mercadoPago: {
     secret: config.MERCADOPAGO_WEBHOOK_SECRET,
     toleranceSeconds: config.MERCADOPAGO_TOLERANCE_SECONDS,
-    source:
-      config.MERCADOPAGO_PAYMENTS_SOURCE === 'api' && config.MERCADOPAGO_ACCESS_TOKEN
-        ? paymentsFromApi(config.MERCADOPAGO_API_URL, config.MERCADOPAGO_ACCESS_TOKEN)
-        : paymentsFromNotification,
+    fetchPayment: config.MERCADOPAGO_ACCESS_TOKEN
+      ? mercadoPagoPayments(config.MERCADOPAGO_API_URL, config.MERCADOPAGO_ACCESS_TOKEN)
+      : undefined,
   },
 });
 

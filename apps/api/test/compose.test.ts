@@ -46,6 +46,7 @@ describe('docker-compose.yml: the whole file', () => {
       'migrate',
       'pac-sandbox',
       'postgres',
+      'provider-sandbox',
       'redis',
       'worker',
     ]);
@@ -62,7 +63,24 @@ describe('docker-compose.yml: the whole file', () => {
     }
   });
 
-  it('has a demo profile whose client talks to the api service with its key and webhook secrets', () => {
+  it('has a provider sandbox whose secrets, keys and webhook URLs are the api service’s', () => {
+    const providers = compose.services['provider-sandbox']!.environment!;
+    const api = compose.services.api!.environment!;
+    expect(compose.services['provider-sandbox']!.command).toEqual(['node', 'apps/provider-sandbox/dist/main.js']);
+    expect(existsSync(new URL('apps/provider-sandbox/src/main.ts', root))).toBe(true);
+    expect(providers).toMatchObject({
+      PROVIDER_SANDBOX_STRIPE_SECRET_KEY: api.STRIPE_API_KEY,
+      PROVIDER_SANDBOX_STRIPE_WEBHOOK_SECRET: api.STRIPE_WEBHOOK_SECRET,
+      PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL: `http://api:${api.PORT}/webhooks/stripe`,
+      PROVIDER_SANDBOX_MP_ACCESS_TOKEN: api.MERCADOPAGO_ACCESS_TOKEN,
+      PROVIDER_SANDBOX_MP_WEBHOOK_SECRET: api.MERCADOPAGO_WEBHOOK_SECRET,
+      PROVIDER_SANDBOX_MP_WEBHOOK_URL: `http://api:${api.PORT}/webhooks/mercadopago`,
+    });
+    expect(api.STRIPE_API_URL).toBe(`http://provider-sandbox:${providers.PROVIDER_SANDBOX_PORT}`);
+    expect(api.MERCADOPAGO_API_URL).toBe(`http://provider-sandbox:${providers.PROVIDER_SANDBOX_PORT}/mercadopago`);
+  });
+
+  it('has a demo profile whose client talks to the api service with its key, and to the provider sandbox', () => {
     const demo = compose.services.demo! as ComposeService & { profiles?: string[] };
     const api = compose.services.api!;
     expect(demo.profiles).toEqual(['demo']);
@@ -70,8 +88,7 @@ describe('docker-compose.yml: the whole file', () => {
     expect(existsSync(new URL('apps/api/src/demo/demo-cli.ts', root))).toBe(true);
     expect(demo.environment).toMatchObject({
       DEMO_API_URL: 'http://api:3000',
-      STRIPE_WEBHOOK_SECRET: api.environment!.STRIPE_WEBHOOK_SECRET,
-      MERCADOPAGO_WEBHOOK_SECRET: api.environment!.MERCADOPAGO_WEBHOOK_SECRET,
+      DEMO_PROVIDERS_URL: api.environment!.STRIPE_API_URL,
     });
     expect(api.environment!.API_KEYS!.split(',').map((k) => k.split(':')[1])).toContain(demo.environment!.DEMO_API_KEY);
   });

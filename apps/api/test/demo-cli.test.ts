@@ -2,14 +2,14 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { KEYS, MP_SECRET, startApi, STRIPE_SECRET, type TestApi } from './helpers.ts';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 const run = promisify(execFile);
 const cli = fileURLToPath(new URL('../src/demo/demo-cli.ts', import.meta.url));
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi();
+  api = await startApi({ providers: true });
 });
 afterAll(() => api.close());
 
@@ -28,25 +28,33 @@ describe('demo client (compose demo profile)', () => {
     const { code, stdout } = await demo({
       DEMO_API_URL: api.url,
       DEMO_API_KEY: KEYS.pos,
-      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
-      MERCADOPAGO_WEBHOOK_SECRET: MP_SECRET,
+      DEMO_PROVIDERS_URL: api.providers.url,
       DEMO_TIMEOUT_S: '3',
     });
     expect(code).toBe(1);
-    expect(stdout).toMatch(/duplicate: true/);
+    expect(stdout).toMatch(/the same Stripe event delivered again → HTTP 200/);
+    expect(stdout).toMatch(/captured for 1200.00/);
     expect(stdout).toMatch(/Idempotent-Replayed: true/);
     expect(stdout).toMatch(/FAILED: not every invoice was stamped in time/);
     const payments = await api.prisma.payment.findMany({ include: { invoices: true, refunds: true } });
-    expect(payments.map((p) => p.provider).sort()).toEqual(['api:pos', 'api:pos', 'mercadopago', 'stripe', 'stripe']);
+    expect(payments.map((p) => p.provider).sort()).toEqual([
+      'api:pos',
+      'api:pos',
+      'mercadopago',
+      'stripe',
+      'stripe',
+      'stripe',
+    ]);
+    expect(payments.find((p) => p.amount.toFixed(2) === '1200.00')?.provider).toBe('stripe');
     const ingresos = payments.flatMap((p) => p.invoices.filter((i) => i.kind === 'I'));
-    expect(ingresos.map((i) => i.status)).toEqual(['pending', 'pending', 'pending', 'pending', 'pending']);
+    expect(ingresos.map((i) => i.status)).toEqual(Array(6).fill('pending'));
     expect(payments.flatMap((p) => p.refunds)).toHaveLength(1);
     // The refund's Egreso and the installment's Pago wait for their Ingresos, which nothing stamps here.
     const dependents = payments.flatMap((p) => p.invoices.filter((i) => i.kind !== 'I'));
     expect(dependents.map((i) => `${i.kind} ${i.status}`).sort()).toEqual(['E waiting', 'P waiting']);
   }, 30_000);
 
-  it('refuses to start without the API key and the webhook secrets (exit 64)', async () => {
+  it('refuses to start without the API key (exit 64)', async () => {
     const { code, stdout } = await demo({ DEMO_API_URL: api.url });
     expect(code).toBe(64);
     expect(stdout).toMatch(/set DEMO_API_KEY/);

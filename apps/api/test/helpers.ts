@@ -6,17 +6,19 @@ import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { loadTestCsd } from '@timbra/test-support';
+import { freePort, loadTestCsd, startProviderSandbox, type ProviderSandboxClient } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
-import { paymentsFromNotification } from '../src/webhooks/mercadopago-webhook.ts';
+import { mercadoPagoPayments, stripeApi } from '../src/webhooks/providers.ts';
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
 export const MP_SECRET = 'mp-test-secret-0123456789';
+export const STRIPE_KEY = 'sk_test_timbra_api_tests';
+export const MP_TOKEN = 'TEST-timbra-api-tests';
 export const KEYS = {
   pos: 'pos-key-0123456789abcdef',
   other: 'other-key-0123456789abcdef',
@@ -35,11 +37,20 @@ export interface TestApi {
   db: TestDatabase;
   /** What the API records payments with (CSD, emisor, serie, settings). */
   payments: RecordPaymentDeps;
+  /** The provider sandbox (Stripe and Mercado Pago), when asked for: it sends its webhooks to this API. */
+  providers: ProviderSandboxClient;
   close: () => Promise<void>;
 }
 
-/** The API on a free port over a fresh migrated database and the local Redis. */
-export async function startApi(options: { rateLimitPerMinute?: number; dashboard?: Router } = {}): Promise<TestApi> {
+/**
+ * The API on a free port over a fresh migrated database and the local Redis. Its Stripe and Mercado
+ * Pago clients point at a provider sandbox port; with `providers: true` the sandbox runs there (a
+ * process of its own, ~1 s to start) and sends its signed webhooks to this API.
+ */
+export async function startApi(
+  options: { rateLimitPerMinute?: number; dashboard?: Router; providers?: boolean } = {},
+): Promise<TestApi> {
+  const providerUrl = `http://127.0.0.1:${await freePort()}`;
   const db = await createTestDatabase();
   const prisma = createPrisma(db.url, { poolSize: 10 });
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
@@ -88,18 +99,39 @@ export async function startApi(options: { rateLimitPerMinute?: number; dashboard
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     trustProxy: false,
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
-    stripe: { secret: STRIPE_SECRET, toleranceSeconds: 300 },
-    mercadoPago: { secret: MP_SECRET, toleranceSeconds: 300, source: paymentsFromNotification },
+    stripe: { secret: STRIPE_SECRET, toleranceSeconds: 300, api: stripeApi(providerUrl, STRIPE_KEY) },
+    mercadoPago: {
+      secret: MP_SECRET,
+      toleranceSeconds: 300,
+      fetchPayment: mercadoPagoPayments(`${providerUrl}/mercadopago`, MP_TOKEN),
+    },
   });
   const server: Server = await new Promise((r) => {
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sandbox = options.providers
+    ? await startProviderSandbox({
+        port: Number(new URL(providerUrl).port),
+        stripeWebhookUrl: `${url}/webhooks/stripe`,
+        mercadoPagoWebhookUrl: `${url}/webhooks/mercadopago`,
+        stripeWebhookSecret: STRIPE_SECRET,
+        mercadoPagoWebhookSecret: MP_SECRET,
+        stripeSecretKey: STRIPE_KEY,
+        mercadoPagoAccessToken: MP_TOKEN,
+      })
+    : undefined;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     prisma,
     db,
     payments,
+    get providers(): ProviderSandboxClient {
+      if (!sandbox) throw new Error('startApi({ providers: true }) runs the provider sandbox');
+      return sandbox.client;
+    },
     close: async () => {
+      await sandbox?.stop();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
       await prisma.$disconnect();

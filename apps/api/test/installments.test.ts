@@ -250,10 +250,20 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     // No payment (and no Ingreso) was recorded for the installment's PaymentIntent.
     expect(await api.prisma.payment.count({ where: { externalId: first.data.object.id } })).toBe(0);
 
+    // Signed, but impossible to record: answered 200 (or Stripe would retry for days), stored as failed.
     const tooMuch = paymentIntentSucceeded({ amount: 300000, metadata: { invoice_id: ingreso.id } });
-    expect((await send(tooMuch)).statusCode).toBe(422);
     const unknown = paymentIntentSucceeded({ amount: 100, metadata: { invoice_id: 'not-an-invoice' } });
-    expect((await send(unknown)).statusCode).toBe(404);
+    for (const [event, code] of [
+      [tooMuch, 'installment_exceeds_balance'],
+      [unknown, 'not_found'],
+    ] as const) {
+      expect((await send(event)).statusCode).toBe(200);
+      expect(await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: event.id } })).toMatchObject({
+        result: 'failed',
+        reason: expect.stringContaining(`rejected: ${code}`),
+      });
+    }
+    expect(await api.prisma.installment.count({ where: { invoiceId: ingreso.id } })).toBe(1);
   });
 
   it('from Stripe: installments without the customer leave the Ingreso needing data', async () => {

@@ -271,6 +271,12 @@ describe('openapi.yaml', () => {
       await request('post', `/v1/outbox/${outboxId}/retry`, { headers: { authorization: `Bearer ${KEYS.admin}` } }),
     );
 
+    const events = '/v1/webhook-events';
+    conforms(events, 'get', await request('get', `${events}?result=failed`, { headers: auth }));
+    const admin = { authorization: `Bearer ${KEYS.admin}` };
+    conforms(events, 'get', await request('get', `${events}?result=nope`, { headers: admin }));
+    conforms(events, 'get', await request('get', `${events}?limit=1`, { headers: admin }));
+
     const delivery = stripeDelivery(paymentIntentSucceeded());
     const stripe = (signature: string) =>
       request('post', '/webhooks/stripe', {

@@ -2,15 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
-import {
-  jsonPoster,
-  KEYS,
-  paymentIntentSucceeded,
-  startApi,
-  stripeDelivery,
-  STRIPE_SECRET,
-  type TestApi,
-} from './helpers.ts';
+import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 const schema = new SchemaValidator();
@@ -231,56 +223,5 @@ describe('POST /v1/payments/:id/refunds', () => {
       expect(res.body).toMatchObject({ error: { code: 'validation_failed' } });
     }
     expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(0);
-  });
-});
-
-describe('refunds from Stripe (charge.refunded)', () => {
-  it('each refund listed once gets one Egreso, however often the charge is redelivered or re-listed', async () => {
-    const pi = paymentIntentSucceeded({ id: `pi_rf_${randomUUID()}` });
-    const pay = stripeDelivery(pi);
-    const send = (d: { body: string; signature: string }) =>
-      got.post(`${api.url}/webhooks/stripe`, {
-        body: d.body,
-        headers: { 'content-type': 'application/json', 'stripe-signature': d.signature },
-        throwHttpErrors: false,
-      });
-    expect((await send(pay)).statusCode).toBe(200);
-    const charge = (eventId: string, refunds: { id: string; amount: number }[]) =>
-      stripeDelivery(
-        {
-          id: eventId,
-          object: 'event',
-          type: 'charge.refunded',
-          created: Math.floor(Date.now() / 1000),
-          data: {
-            object: {
-              id: `ch_${pi.data.object.id}`,
-              object: 'charge',
-              payment_intent: pi.data.object.id,
-              currency: 'mxn',
-              amount: 116000,
-              refunds: { data: refunds.map((r) => ({ ...r, created: Math.floor(Date.now() / 1000) })) },
-            },
-          },
-        },
-        { secret: STRIPE_SECRET },
-      );
-    const first = charge(`evt_rf1_${pi.data.object.id}`, [{ id: `re_a_${pi.data.object.id}`, amount: 10000 }]);
-    expect((await send(first)).statusCode).toBe(200);
-    expect((await send(first)).statusCode).toBe(200);
-    // A second refund: Stripe's event lists both.
-    const second = charge(`evt_rf2_${pi.data.object.id}`, [
-      { id: `re_a_${pi.data.object.id}`, amount: 10000 },
-      { id: `re_b_${pi.data.object.id}`, amount: 20000 },
-    ]);
-    expect((await send(second)).statusCode).toBe(200);
-    const stored = await api.prisma.payment.findFirstOrThrow({
-      where: { externalId: pi.data.object.id },
-      include: { refunds: { include: { egreso: true }, orderBy: { amount: 'asc' } } },
-    });
-    expect(stored.refunds.map((r) => [r.amount.toFixed(2), r.egreso?.kind, r.egreso?.status])).toEqual([
-      ['100.00', 'E', 'waiting'],
-      ['200.00', 'E', 'waiting'],
-    ]);
   });
 });

@@ -6,7 +6,7 @@ import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } 
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi();
+  api = await startApi({ providers: true });
 });
 afterAll(() => api.close());
 
@@ -106,35 +106,29 @@ describe('one transaction per payment (or per batch of payments arriving togethe
   });
 
   it('a refund of an unknown payment fails alone (409) among concurrent deliveries; the others commit', async () => {
-    const refund = stripeDelivery({
-      id: 'evt_refund_unknown_batch',
-      object: 'event',
-      type: 'charge.refunded',
-      created: Math.floor(Date.now() / 1000),
-      data: {
-        object: {
-          id: 'ch_unknown_batch',
-          object: 'charge',
-          payment_intent: 'pi_unknown_batch',
-          currency: 'mxn',
-          amount: 116000,
-          refunds: { data: [{ id: 're_unknown_batch', amount: 100, created: Math.floor(Date.now() / 1000) }] },
-        },
-      },
+    // A refund whose payment's events the provider has not delivered yet (held).
+    const made = await api.providers.stripePayment({ amount: 116000, deliver: 'hold' });
+    const refunded = await api.providers.stripeRefund({
+      paymentIntent: made.paymentIntent.id,
+      amount: 100,
+      deliver: 'hold',
     });
+    const chargeRefunded = refunded.events[1]!;
     const payments = Array.from({ length: 30 }, (_, i) =>
       stripeDelivery(paymentIntentSucceeded({ id: `pi_beside_refund_${i}` })),
     );
     // In the middle, so it most likely shares a batch with payments.
-    const deliveries = [...payments.slice(0, 15), refund, ...payments.slice(15)];
-    const responses = await Promise.all(deliveries.map(sendStripe));
-    const refundResponse = responses[15];
-    const paymentResponses = responses.filter((_, i) => i !== 15);
-    expect(refundResponse!.statusCode).toBe(409);
-    expect(JSON.parse(refundResponse!.body)).toMatchObject({ error: { code: 'payment_not_found_yet' } });
+    const responses = await Promise.all([
+      ...payments.slice(0, 15).map(sendStripe),
+      api.providers.deliver(chargeRefunded),
+      ...payments.slice(15).map(sendStripe),
+    ]);
+    const refundDelivery = responses[15] as Awaited<ReturnType<typeof api.providers.deliver>>;
+    const paymentResponses = responses.filter((_, i) => i !== 15) as Awaited<ReturnType<typeof sendStripe>>[];
+    expect(refundDelivery.attempts[0]!.status).toBe(409);
     expect(paymentResponses.map((r) => r.statusCode)).toEqual(Array(30).fill(200));
     expect(await api.prisma.payment.count({ where: { externalId: { startsWith: 'pi_beside_refund_' } } })).toBe(30);
-    expect(await api.prisma.webhookEvent.count({ where: { eventId: 'evt_refund_unknown_batch' } })).toBe(0);
+    expect(await api.prisma.webhookEvent.count({ where: { eventId: chargeRefunded } })).toBe(0);
   });
 
   it('records a batch set-wise: duplicates inside it, two events of one payment, a refund of a payment in it', async () => {

@@ -5,6 +5,8 @@
  *   dlq:retry <outboxId> | --all     put dead-lettered rows back to pending (same frozen bytes)
  *   invoice:show <id|uuid|serie-folio>  an invoice and its history (outbox rows, PAC attempts)
  *   keys:purge                       delete expired Idempotency-Key records
+ *   webhooks:failed [--since ISO]    signed provider events that could not be recorded (poison
+ *                                    events, stored as failed), newest first, with their reasons
  *   reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]
  *                                    compare a PAC ledger (the sandbox's) with our invoices:
  *                                    orphan stamps and duplicates; exit 1 when any. --fix proposes
@@ -46,7 +48,26 @@ const prisma = createPrisma(url, { poolSize: 2 });
 const [command, target] = positionals;
 
 try {
-  if (command === 'dlq:list') {
+  const since = values.since ? new Date(values.since) : undefined;
+  if (command === 'webhooks:failed' && since && Number.isNaN(since.getTime())) {
+    process.stderr.write('--since must be an ISO 8601 time\n');
+    process.exitCode = 64;
+  } else if (command === 'webhooks:failed') {
+    const rows = await prisma.webhookEvent.findMany({
+      where: { result: 'failed', ...(since ? { receivedAt: { gte: since } } : {}) },
+      orderBy: { receivedAt: 'desc' },
+      take: 500,
+      select: { provider: true, eventId: true, type: true, reason: true, receivedAt: true },
+    });
+    out(
+      rows,
+      rows.length === 0
+        ? 'no failed webhook events'
+        : rows
+            .map((r) => `${r.receivedAt.toISOString()}  ${r.provider}  ${r.eventId}  ${r.type}  ${r.reason ?? ''}`)
+            .join('\n'),
+    );
+  } else if (command === 'dlq:list') {
     const rows = await prisma.outboxRow.findMany({
       where: { status: 'failed' },
       orderBy: { updatedAt: 'desc' },
@@ -169,7 +190,7 @@ try {
     process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
   } else {
     process.stderr.write(
-      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
+      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
     );
     process.exitCode = 64;
   }

@@ -22,10 +22,8 @@ export {
   startProviderSandbox,
   providerSandboxEnv,
   providerSecrets,
-  ProviderSandboxClient,
+  stripeSignatureHeader,
   type ProviderSandboxSettings,
   type RunningProviderSandbox,
-  type DeliveryRecord,
-  type StripePaymentInput,
-  type MercadoPagoPaymentInput,
 } from './provider-sandbox.ts';
+export { ProviderSandboxClient, type DeliveryRecord } from '@timbra/provider-client';

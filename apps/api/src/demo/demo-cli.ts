@@ -4,7 +4,7 @@
  * cancelled). Exit 0 when that happened in time, 1 otherwise.
  *
  * Environment: DEMO_API_URL (default http://127.0.0.1:3000), DEMO_API_KEY (default: the first key of
- * API_KEYS), STRIPE_WEBHOOK_SECRET, MERCADOPAGO_WEBHOOK_SECRET (the API's), DEMO_TIMEOUT_S (120).
+ * API_KEYS), DEMO_PROVIDERS_URL (the provider sandbox, default http://127.0.0.1:4020), DEMO_TIMEOUT_S (120).
  */
 import { demoTable, runDemo } from './demo-client.ts';
 
@@ -13,8 +13,8 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 const apiUrl = env.DEMO_API_URL ?? 'http://127.0.0.1:3000';
 const apiKey = env.DEMO_API_KEY ?? (env.API_KEYS ?? '').split(',')[0]?.split(':')[1];
 const timeoutMs = Number(env.DEMO_TIMEOUT_S ?? 120) * 1000;
-if (!apiKey || !env.STRIPE_WEBHOOK_SECRET || !env.MERCADOPAGO_WEBHOOK_SECRET) {
-  out('demo: set DEMO_API_KEY (or API_KEYS), STRIPE_WEBHOOK_SECRET and MERCADOPAGO_WEBHOOK_SECRET as the API has them');
+if (!apiKey) {
+  out('demo: set DEMO_API_KEY (or API_KEYS)');
   process.exit(64);
 }
 
@@ -22,8 +22,7 @@ try {
   const rows = await runDemo({
     apiUrl,
     apiKey,
-    stripeSecret: env.STRIPE_WEBHOOK_SECRET,
-    mercadoPagoSecret: env.MERCADOPAGO_WEBHOOK_SECRET,
+    providersUrl: env.DEMO_PROVIDERS_URL ?? 'http://127.0.0.1:4020',
     timeoutMs,
     log: out,
   });

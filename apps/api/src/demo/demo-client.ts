@@ -1,19 +1,20 @@
 /**
- * The demo client: sends a handful of sample payments to a running Timbra API through its real
- * entrances, the way providers and stores do — with a refund and a sale in installments — waits until
+ * The demo client: makes a handful of sample payments happen — at the provider sandbox's Stripe and
+ * Mercado Pago, which send their signed webhooks to the API and answer its API calls, and through
+ * the REST API as a store does — with a refund and a sale in installments — waits until
  * their invoices are stamped (asking the REST API, like any client), cancels one, and returns the
  * table to print. Used by `npm run demo` (local
  * processes) and by the compose `demo` profile (containers).
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { ProviderSandboxClient } from '@timbra/provider-client';
 
 export interface DemoOptions {
   /** The API, e.g. http://127.0.0.1:3000. */
   apiUrl: string;
   /** An API key the API accepts (REST payments and reading invoices). */
   apiKey: string;
-  stripeSecret: string;
-  mercadoPagoSecret: string;
+  /** The provider sandbox (apps/provider-sandbox), whose webhooks go to this API. */
+  providersUrl: string;
   /** Give up waiting for stamps after this long. */
   timeoutMs: number;
   /** Progress lines. */
@@ -27,22 +28,6 @@ export interface DemoRow {
   serieFolio: string;
   uuid: string | null;
   status: string;
-}
-
-/** `Stripe-Signature` for a body, as Stripe computes it: `t=<unix s>,v1=<HMAC-SHA256(secret, "t.body")>`. */
-export function stripeSignatureHeader(body: string, secret: string, t = Math.floor(Date.now() / 1000)): string {
-  return `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
-}
-
-/** Mercado Pago's `x-signature`: HMAC-SHA256 of `id:<data.id>;request-id:<x-request-id>;ts:<ts>;`. */
-export function mercadoPagoSignatureHeader(
-  dataId: string,
-  requestId: string,
-  secret: string,
-  ts = Math.floor(Date.now() / 1000),
-): string {
-  const manifest = `id:${dataId.toLowerCase()};request-id:${requestId};ts:${ts};`;
-  return `ts=${ts},v1=${createHmac('sha256', secret).update(manifest).digest('hex')}`;
 }
 
 /** A customer with fiscal data: the SAT's test persona física. */
@@ -89,72 +74,57 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     }
     return { headers: response.headers, body: (await response.json()) as Record<string, unknown> };
   };
-  const stripe = (type: string, object: object) => {
-    const body = JSON.stringify({
-      id: `evt_demo_${run}_${randomUUID().slice(0, 8)}`,
-      object: 'event',
-      type,
-      created: Math.floor(Date.now() / 1000) - 5,
-      data: { object },
-    });
-    return { body, headers: { 'stripe-signature': stripeSignatureHeader(body, options.stripeSecret) } };
+  const sandbox = new ProviderSandboxClient(options.providersUrl);
+  // Each provider call answers once its webhooks were sent; the API must have taken every one (2xx).
+  const accepted = async <T extends { events: string[] }>(made: Promise<T>): Promise<T> => {
+    const result = await made;
+    for (const id of result.events) {
+      const record = await sandbox.delivery(id);
+      if (!record.delivered)
+        throw new Error(
+          `the API did not accept ${record.provider} event ${id}: HTTP ${record.attempts.at(-1)?.status}`,
+        );
+    }
+    return result;
   };
-
+  const providers = {
+    stripePayment: (input: Parameters<ProviderSandboxClient['stripePayment']>[0]) =>
+      accepted(sandbox.stripePayment(input)),
+    capture: (id: string, input: { amount: number }) => accepted(sandbox.capture(id, input)),
+    stripeRefund: (input: Parameters<ProviderSandboxClient['stripeRefund']>[0]) =>
+      accepted(sandbox.stripeRefund(input)),
+    mercadoPagoPayment: (input: Parameters<ProviderSandboxClient['mercadoPagoPayment']>[0]) =>
+      accepted(sandbox.mercadoPagoPayment(input)),
+    deliver: (id: string) => sandbox.deliver(id),
+  };
   const sent: { externalId: string; note: string }[] = [];
 
-  const withRfc = `pi_demo_${run}_1`;
-  const first = stripe('payment_intent.succeeded', {
-    id: withRfc,
-    object: 'payment_intent',
+  // Stripe: a card payment with the customer's RFC in its metadata (charge.succeeded and
+  // payment_intent.succeeded, one payment), then one of its events delivered again.
+  const withRfc = await providers.stripePayment({
     amount: 116000,
-    amount_received: 116000,
-    currency: 'mxn',
+    method: 'card_credit',
     description: 'Colegiatura de diciembre',
     metadata: CUSTOMER,
   });
-  await post('/webhooks/stripe', first.body, first.headers, 200);
-  sent.push({ externalId: withRfc, note: 'Stripe, customer RFC in metadata' });
-  const again = await post('/webhooks/stripe', first.body, first.headers, 200);
-  log(`[demo] the same Stripe event again → 200, duplicate: ${String(again.body.duplicate)} (nothing new written)`);
-
-  const general = `pi_demo_${run}_2`;
-  const second = stripe('payment_intent.succeeded', {
-    id: general,
-    object: 'payment_intent',
-    amount: 49900,
-    amount_received: 49900,
-    currency: 'mxn',
-    metadata: {},
-  });
-  await post('/webhooks/stripe', second.body, second.headers, 200);
-  sent.push({ externalId: general, note: 'Stripe, público en general' });
-
-  const mpId = String(Date.now());
-  const requestId = randomUUID();
-  await post(
-    `/webhooks/mercadopago?data.id=${mpId}&type=payment`,
-    JSON.stringify({
-      id: Number(mpId),
-      type: 'payment',
-      action: 'payment.updated',
-      data: {
-        id: mpId,
-        status: 'approved',
-        transaction_amount: 580.5,
-        currency_id: 'MXN',
-        date_approved: new Date(Date.now() - 5000).toISOString(),
-        payment_type_id: 'debit_card',
-        description: 'Libros',
-        metadata: {},
-      },
-    }),
-    {
-      'x-request-id': requestId,
-      'x-signature': mercadoPagoSignatureHeader(mpId, requestId, options.mercadoPagoSecret),
-    },
-    200,
+  sent.push({ externalId: withRfc.paymentIntent.id, note: 'Stripe card, customer RFC' });
+  const again = await providers.deliver(withRfc.events[1]!);
+  log(
+    `[demo] the same Stripe event delivered again → HTTP ${again.attempts.at(-1)?.status ?? '?'} (nothing new written)`,
   );
-  sent.push({ externalId: mpId, note: 'Mercado Pago, debit card' });
+
+  const general = await providers.stripePayment({ amount: 49900, method: 'oxxo' });
+  sent.push({ externalId: general.paymentIntent.id, note: 'Stripe OXXO, público en general' });
+
+  // An authorization captured for less: invoiced once, for what was captured.
+  const authorized = await providers.stripePayment({ amount: 150000, capture: 'manual', metadata: CUSTOMER });
+  await providers.capture(authorized.paymentIntent.id, { amount: 120000 });
+  log('[demo] a Stripe authorization of 1500.00 captured for 1200.00 → invoiced once, for 1200.00');
+  sent.push({ externalId: authorized.paymentIntent.id, note: 'Stripe, captured for less' });
+
+  // Mercado Pago: the notification carries ids only; the API fetches the payment.
+  const mp = await providers.mercadoPagoPayment({ amount: 580.5, paymentType: 'debit_card', description: 'Libros' });
+  sent.push({ externalId: String(mp.payment.id), note: 'Mercado Pago, debit card' });
 
   const pos = JSON.stringify({
     externalId: `pos-${run}`,
@@ -171,17 +141,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   );
   sent.push({ externalId: `pos-${run}`, note: 'REST, Idempotency-Key' });
 
-  const refund = stripe('charge.refunded', {
-    id: `ch_demo_${run}_2`,
-    object: 'charge',
-    payment_intent: general,
-    currency: 'mxn',
-    amount: 49900,
-    refunds: { data: [{ id: `re_demo_${run}`, amount: 10000, created: Math.floor(Date.now() / 1000) }] },
-  });
-  await post('/webhooks/stripe', refund.body, refund.headers, 200);
+  await providers.stripeRefund({ paymentIntent: general.paymentIntent.id, amount: 10000 });
   log(
-    `[demo] a Stripe refund of 100.00 on ${general} → 200: its Egreso (nota de crédito) is stamped once the Ingreso is`,
+    `[demo] a Stripe refund of 100.00 on ${general.paymentIntent.id} (charge.refunded, read from Stripe's API): its Egreso is stamped once the Ingreso is`,
   );
 
   // A sale in three installments (PPD) and its first installment: a Pago (complemento de pago 2.0).

@@ -15,8 +15,14 @@ export function createMetrics() {
     }),
     webhooks: new Counter({
       name: 'timbra_webhooks_total',
-      help: 'Webhook deliveries by provider and result (accepted, duplicate, ignored, bad_signature)',
+      help: 'Webhook deliveries by provider and result (accepted, duplicate, ignored, failed, bad_signature)',
       labelNames: ['provider', 'result'] as const,
+      registers: [registry],
+    }),
+    webhookEventsFailed: new Counter({
+      name: 'timbra_webhook_events_failed_total',
+      help: 'Signed webhook events that could not be recorded (stored as failed), by provider and reason',
+      labelNames: ['provider', 'reason'] as const,
       registers: [registry],
     }),
     idempotentReplays: new Counter({

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { catalogs, rfcKind } from '@timbra/cfdi-core';
+import { catalogs, parseAmount, rfcKind } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -15,10 +15,11 @@ import { decodeCursor, encodeCursor, installmentView, paymentView, refundView } 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
 
-const amountSchema = z
-  .string()
-  .regex(/^\d{1,12}(\.\d{1,2})?$/, 'a positive decimal string with at most 2 decimals, e.g. "1160.00"')
-  .refine((a) => Number(a) > 0, 'must be greater than 0');
+/** The money grammar (cfdi-core parseAmount), as a string; the payment's currency narrows the decimals. */
+const amountSchema = z.string().superRefine((a, ctx) => {
+  const parsed = parseAmount(a, 'MXN');
+  if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.problem.message });
+});
 
 export const createPaymentSchema = z
   .object({
@@ -48,6 +49,9 @@ export const createPaymentSchema = z
   })
   .strict()
   .superRefine((p, ctx) => {
+    const inCurrency = Object.hasOwn(catalogs.MONEDA, p.currency) ? parseAmount(p.amount, p.currency) : undefined;
+    if (inCurrency && !inCurrency.ok)
+      ctx.addIssue({ code: 'custom', path: ['amount'], message: inCurrency.problem.message });
     if (p.paymentTerms !== 'installments') return;
     if (!p.receptor)
       ctx.addIssue({
@@ -148,10 +152,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         where: { id: recorded.paymentId },
         include: { invoices: true },
       });
-      if (
-        !recorded.created &&
-        (payment.amount.toFixed(2) !== Number(input.amount).toFixed(2) || payment.currency !== input.currency)
-      ) {
+      if (!recorded.created && (!payment.amount.equals(input.amount) || payment.currency !== input.currency)) {
         throw new ApiError('payment_conflict');
       }
       return { status: recorded.created ? 201 : 200, body: paymentView(payment, payment.invoices) };

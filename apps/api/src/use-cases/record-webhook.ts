@@ -1,15 +1,29 @@
-import { claimWebhookEvents, type Tx } from '@timbra/db';
+import { claimWebhookEvents, reverseRefund, type ReceivedEvent, type Tx } from '@timbra/db';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordPaymentDeps } from './record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';
 import { recordRefund, type RecordedRefund, type RefundToRecord } from './record-refund.ts';
+import { requestCancellation } from './request-cancellation.ts';
 
-export interface WebhookEvent {
+export type WebhookEvent = ReceivedEvent;
+
+/** A refund the provider now says failed or was canceled, after it had succeeded. */
+export interface RefundReversal {
   provider: string;
-  eventId: string;
-  type: string;
-  result: 'accepted' | 'ignored';
-  payload: unknown;
+  externalId: string;
+}
+
+/** What became of a reversed refund's Egreso. */
+export interface ReversedRefund {
+  refundId: string;
+  egreso: { id: string; status: string } | undefined;
+  /** True when its Egreso was stamped and its cancellation (motivo 02) is now requested. */
+  cancellationRequested: boolean;
+}
+
+export interface DeliveryHooks {
+  onRefund?: (refund: RecordedRefund) => void;
+  onReversal?: (reversal: ReversedRefund) => void;
 }
 
 /** A refund a provider reports, of the payment with that provider's id. */
@@ -22,6 +36,8 @@ export interface WebhookDelivery {
   refunds?: RefundFacts[];
   /** Money received against a PPD Ingreso of ours (metadata `invoice_id`). */
   installment?: InstallmentToRecord;
+  /** Refunds recorded before that the provider now reports failed or canceled. */
+  reversals?: RefundReversal[];
 }
 
 /**
@@ -31,7 +47,8 @@ export interface WebhookDelivery {
  * payments, so a refund of a payment in the same batch finds it).
  *
  * Each refund gets its Egreso (see recordRefund), each installment its Pago (see
- * recordInstallment); `onRefund` hears of each refund recorded.
+ * recordInstallment). A reversal (see reverseRefundOf) marks the refund reversed and, when its
+ * Egreso is stamped, requests that Egreso's cancellation. `hooks` hear of each refund and reversal.
  *
  * @returns per delivery, in order: true when its event was new.
  * @throws DomainError payment_not_found_yet when a refund's payment is not known yet, or another of
@@ -41,7 +58,7 @@ export async function recordDeliveries(
   tx: Tx,
   deps: RecordPaymentDeps,
   deliveries: readonly WebhookDelivery[],
-  onRefund?: (refund: RecordedRefund) => void,
+  hooks: DeliveryHooks = {},
 ): Promise<boolean[]> {
   const events = deliveries.map((d) => d.event);
   // The first delivery of an event claims it; a second one (before, or in the same batch) is a duplicate.
@@ -56,9 +73,30 @@ export async function recordDeliveries(
         ...refund,
         payment: { provider: paymentProvider, externalId: paymentExternalId },
       });
-      onRefund?.(recorded);
+      hooks.onRefund?.(recorded);
     }
     if (d.installment) await recordInstallment(tx, deps, d.installment);
+    for (const reversal of d.reversals ?? []) {
+      const reversed = await reverseRefundOf(tx, reversal);
+      if (reversed) hooks.onReversal?.(reversed);
+    }
   }
   return fresh;
+}
+
+/**
+ * A refund that succeeded (and got its Egreso) and then failed or was canceled at the provider: the
+ * money did not go back, so the Egreso must not stand. The refund is marked `reversed` (it no longer
+ * counts against the payment); its Egreso, if stamped, gets a cancellation request with motivo 02
+ * (comprobante emitido con errores sin relación) — the worker carries it to the PAC like any other.
+ * An Egreso not stamped yet (waiting, pending, stamp_failed) is left to an operator, who cancels it
+ * once stamped: the worker's gauge `timbra_reversed_refunds_standing` counts them and alerts.
+ * @returns undefined when the refund is unknown (it never succeeded here) or was reversed before.
+ */
+async function reverseRefundOf(tx: Tx, reversal: RefundReversal): Promise<ReversedRefund | undefined> {
+  const reversed = await reverseRefund(tx, reversal);
+  if (!reversed) return undefined;
+  const stamped = reversed.egreso?.status === 'stamped';
+  if (stamped) await requestCancellation(tx, { invoiceId: reversed.egreso!.id, motivo: '02' });
+  return { refundId: reversed.id, egreso: reversed.egreso, cancellationRequested: stamped };
 }

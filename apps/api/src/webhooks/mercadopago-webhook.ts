@@ -1,88 +1,23 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { MPNotFoundError, WebhookSignatureValidator } from 'mercadopago';
+import type { PaymentResponse } from 'mercadopago/dist/clients/payment/commonTypes.js';
+import { parseAmount } from '@timbra/cfdi-core';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
-import { fromDecimalNumber } from './amounts.ts';
+import { formaPagoOf, mercadoPagoFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
+import { hasUnstorableText, PoisonEvent, recordProviderEvent } from './record-event.ts';
 
-/** The fields of a Mercado Pago payment Timbra uses (GET /v1/payments/{id}). */
-export interface MercadoPagoPayment {
-  id: string | number;
-  status: string;
-  transaction_amount: number | string;
-  currency_id: string;
-  date_approved?: string | null;
-  date_created?: string;
-  payment_type_id?: string;
-  description?: string | null;
-  metadata?: Record<string, unknown> | null;
-  refunds?: { id: string | number; amount: number | string; date_created: string }[];
-}
-
-/** Where payment details come from: the notification itself (sandbox, tests) or Mercado Pago's API. */
-export interface MercadoPagoPayments {
-  get(id: string, notification: unknown): Promise<MercadoPagoPayment>;
-}
-
-/** Test and sandbox setups: the notification's `data` carries the payment. */
-export const paymentsFromNotification: MercadoPagoPayments = {
-  get: (id, notification) => {
-    const data = (notification as { data?: MercadoPagoPayment } | null)?.data;
-    if (!data || String(data.id) !== id || typeof data.status !== 'string') {
-      return Promise.reject(
-        new ApiError('validation_failed', 'the notification does not carry the payment', [
-          { path: 'data', message: 'missing payment fields' },
-        ]),
-      );
-    }
-    return Promise.resolve(data);
-  },
-};
-
-/**
- * Production: `GET {apiUrl}/v1/payments/{id}` with the access token (10 s a try; a network failure
- * or a 5xx/429 is tried twice more).
- */
-export function paymentsFromApi(apiUrl: string, accessToken: string): MercadoPagoPayments {
-  const url = (id: string) => `${apiUrl.replace(/\/$/, '')}/v1/payments/${encodeURIComponent(id)}`;
-  return {
-    get: async (id) => {
-      let failure = 'error';
-      for (let attempt = 1; attempt <= 3; attempt++) {
-        try {
-          const response = await fetch(url(id), {
-            headers: { authorization: `Bearer ${accessToken}` },
-            signal: AbortSignal.timeout(10_000),
-          });
-          if (response.ok) return (await response.json()) as MercadoPagoPayment;
-          failure = `HTTP ${response.status}`;
-          if (response.status < 500 && response.status !== 429) break;
-        } catch (error) {
-          failure = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
-        }
-      }
-      // Never the token: only what failed.
-      throw new ApiError('unavailable', `Mercado Pago payment ${id} could not be fetched (${failure})`);
-    },
-  };
-}
-
-const FORMA_PAGO: Readonly<Record<string, string>> = {
-  credit_card: '04',
-  debit_card: '28',
-  prepaid_card: '28',
-  account_money: '05',
-  bank_transfer: '03',
-  ticket: '01',
-  atm: '01',
-};
+/** Reads a payment from Mercado Pago's API (`GET /v1/payments/{id}`, the official SDK's Payment.get). */
+export type FetchMercadoPagoPayment = (id: string) => Promise<PaymentResponse>;
 
 export interface MercadoPagoWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
   ingest: GroupCommit<WebhookDelivery, boolean>;
-  source: MercadoPagoPayments;
+  /** Undefined when MERCADOPAGO_ACCESS_TOKEN is not set (the webhook is then not configured). */
+  fetchPayment: FetchMercadoPagoPayment | undefined;
   secret: string | undefined;
   toleranceSeconds: number;
   defaultFormaPago: string;
@@ -90,107 +25,129 @@ export interface MercadoPagoWebhookDeps {
   now?: () => number;
 }
 
-/**
- * Checks `x-signature` (`ts=…,v1=…`): v1 must be HMAC-SHA256(secret) of the manifest
- * `id:<data.id>;request-id:<x-request-id>;ts:<ts>;` (parts without a value are left out, and an
- * alphanumeric data.id is lowercased, as Mercado Pago builds it), and ts within the tolerance.
- */
-export function verifyMercadoPagoSignature(
-  header: string | undefined,
-  requestId: string | undefined,
-  dataId: string | undefined,
-  secret: string,
-  toleranceSeconds: number,
-  nowMs: number,
-): boolean {
-  if (!header) return false;
-  const parts = Object.fromEntries(
-    header.split(',').map((p) => {
-      const [k, ...v] = p.trim().split('=');
-      return [k ?? '', v.join('=')];
-    }),
-  );
-  const ts = parts.ts;
-  const v1 = parts.v1;
-  if (!ts || !v1 || !/^\d+$/.test(ts) || !/^[0-9a-f]{64}$/i.test(v1)) return false;
-  // Mercado Pago's ts is in seconds in its docs and milliseconds in some deliveries: accept both.
-  const tsMs = ts.length > 11 ? Number(ts) : Number(ts) * 1000;
-  if (Math.abs(nowMs - tsMs) > toleranceSeconds * 1000) return false;
-  const id = dataId && /^[a-z0-9]+$/i.test(dataId) ? dataId.toLowerCase() : dataId;
-  const manifest = `${id ? `id:${id};` : ''}${requestId ? `request-id:${requestId};` : ''}ts:${ts};`;
-  const expected = createHmac('sha256', secret).update(manifest).digest();
-  const given = Buffer.from(v1, 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
-}
+/** Payments in these statuses are money received; any other (pending, rejected, …) is not yet. */
+const RECEIVED = new Set(['approved', 'partially_refunded', 'refunded']);
 
 /**
- * POST /webhooks/mercadopago. Verifies the signature, records the notification (dedupe on its id)
- * and, for an approved payment, the payment and its Ingreso; refunds listed on the payment are
- * recorded. One transaction; 2xx only after commit.
+ * POST /webhooks/mercadopago. The notification is only a trigger: its `x-signature` covers
+ * `data.id`, `x-request-id` and a timestamp — not the body — so nothing is read from the body.
+ * The signature is checked with the official SDK's validator (manifest
+ * `id:<data.id>;request-id:<x-request-id>;ts:<ts>;`, timestamp within MERCADOPAGO_TOLERANCE_SECONDS);
+ * then the payment is fetched from Mercado Pago's API with the access token, and what the API says
+ * is recorded: an approved payment and its Ingreso, its approved refunds (each once, with its
+ * Egreso), and refunds recorded before that are now rejected or cancelled are reversed.
+ *
+ * The event id is `payment:<data.id>:<x-request-id>` — signed parts only, so a replayed signature
+ * with a forged body cannot claim another notification's id. Effects are idempotent (payment and
+ * refund ids), so a redelivery with a new request id records nothing new.
  */
 export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
   return async (req: Request, res: Response) => {
-    if (!deps.secret) throw new ApiError('webhook_not_configured');
-    const body = (req.body ?? {}) as { id?: unknown; type?: unknown; action?: unknown; data?: { id?: unknown } };
-    const scalar = (v: unknown): string | undefined =>
-      typeof v === 'string' || typeof v === 'number' ? String(v) : undefined;
-    const queryId = typeof req.query['data.id'] === 'string' ? req.query['data.id'] : undefined;
-    const dataId = queryId ?? scalar(body.data?.id);
-    const now = deps.now?.() ?? Date.now();
-    if (
-      !verifyMercadoPagoSignature(
-        req.get('x-signature'),
-        req.get('x-request-id'),
+    if (!deps.secret || !deps.fetchPayment) throw new ApiError('webhook_not_configured');
+    const fetchPayment = deps.fetchPayment;
+    const dataId = typeof req.query['data.id'] === 'string' ? req.query['data.id'] : undefined;
+    const requestId = req.get('x-request-id');
+    try {
+      WebhookSignatureValidator.validate({
+        xSignature: req.get('x-signature'),
+        xRequestId: requestId,
         dataId,
-        deps.secret,
-        deps.toleranceSeconds,
-        now,
-      )
-    ) {
+        secret: deps.secret,
+        toleranceSeconds: deps.toleranceSeconds,
+        ...(deps.now ? { now: deps.now } : {}),
+      });
+    } catch {
       deps.metrics.webhooks.inc({ provider: 'mercadopago', result: 'bad_signature' });
       throw new ApiError('invalid_signature');
     }
-    const type =
-      typeof body.type === 'string' ? body.type : typeof req.query.type === 'string' ? req.query.type : 'unknown';
-    const eventId = scalar(body.id) ?? `${type}:${dataId ?? ''}:${req.get('x-request-id') ?? ''}`;
-    const payment = type === 'payment' && dataId ? await deps.source.get(dataId, body) : undefined;
-    const handled = payment !== undefined && ['approved', 'refunded', 'partially_refunded'].includes(payment.status);
-
-    const fresh = await deps.ingest.submit({
-      event: {
+    const type = typeof req.query.type === 'string' ? req.query.type : 'unknown';
+    const outcome = await recordProviderEvent(
+      deps,
+      {
         provider: 'mercadopago',
-        eventId,
-        type: `${type}${typeof body.action === 'string' ? `:${body.action}` : ''}`,
-        result: handled ? 'accepted' : 'ignored',
-        payload: body,
+        eventId: `${type}:${dataId ?? ''}:${requestId ?? ''}`,
+        type,
+        payload: req.body ?? null,
       },
-      ...(handled && payment
-        ? {
-            ...moneyIn({
-              provider: 'mercadopago',
-              externalId: String(payment.id),
-              amount: fromDecimalNumber(payment.transaction_amount),
-              currency: payment.currency_id.toUpperCase(),
-              occurredAt: new Date(payment.date_approved ?? payment.date_created ?? now),
-              metadata: payment.metadata,
-              description: payment.description,
-              formaPago: FORMA_PAGO[payment.payment_type_id ?? ''] ?? deps.defaultFormaPago,
-            }),
-            refunds: (payment.refunds ?? []).map((refund) => ({
-              paymentProvider: 'mercadopago',
-              paymentExternalId: String(payment.id),
-              provider: 'mercadopago',
-              externalId: String(refund.id),
-              amount: fromDecimalNumber(refund.amount),
-              occurredAt: new Date(refund.date_created),
-            })),
-          }
-        : {}),
-    });
-    deps.metrics.webhooks.inc({
-      provider: 'mercadopago',
-      result: !fresh ? 'duplicate' : handled ? 'accepted' : 'ignored',
-    });
-    res.status(200).json({ received: true, duplicate: !fresh });
+      async () => {
+        if (type !== 'payment' || !dataId) return { handled: false };
+        if (!/^\d{1,20}$/.test(dataId)) throw new PoisonEvent('malformed_payload', 'data.id is not a payment id');
+        return effectOf(await fromApi(() => fetchPayment(dataId)), dataId, deps.defaultFormaPago);
+      },
+    );
+    res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
   };
+}
+
+function effectOf(
+  payment: PaymentResponse,
+  dataId: string,
+  defaultFormaPago: string,
+): Omit<WebhookDelivery, 'event'> & { handled: boolean } {
+  if (hasUnstorableText(payment)) throw new PoisonEvent('malformed_payload', 'NUL or a lone surrogate in the payment');
+  if (String(payment.id) !== dataId)
+    throw new PoisonEvent('malformed_payload', `the API answered payment ${String(payment.id)} for ${dataId}`);
+  if (!RECEIVED.has(payment.status ?? '')) return { handled: false };
+  const currency = (payment.currency_id ?? '').toUpperCase();
+  const refunds = payment.refunds ?? [];
+  return {
+    handled: true,
+    ...moneyIn({
+      provider: 'mercadopago',
+      externalId: dataId,
+      amount: amountOf(payment.transaction_amount, currency),
+      currency,
+      occurredAt: dateOf(payment.date_approved ?? payment.date_created),
+      metadata: payment.metadata as Record<string, unknown> | null | undefined,
+      description: payment.description ?? null,
+      formaPago: formaPagoOf(
+        payment.metadata as Record<string, unknown> | undefined,
+        mercadoPagoFormaPago(payment.payment_type_id),
+        defaultFormaPago,
+      ),
+    }),
+    refunds: refunds
+      .filter((r) => r.status === 'approved')
+      .map((refund) => ({
+        paymentProvider: 'mercadopago',
+        paymentExternalId: dataId,
+        provider: 'mercadopago',
+        externalId: String(refund.id),
+        amount: amountOf(refund.amount, currency),
+        occurredAt: dateOf(refund.date_created),
+      })),
+    reversals: refunds
+      .filter((r) => r.status === 'rejected' || r.status === 'cancelled')
+      .map((refund) => ({ provider: 'mercadopago', externalId: String(refund.id) })),
+  };
+}
+
+/**
+ * A call to Mercado Pago's API: a payment it does not have is a poison event; anything else
+ * (network, 5xx, rate limit, a bad token) is answered 503, so that Mercado Pago notifies again.
+ */
+async function fromApi<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof MPNotFoundError)
+      throw new PoisonEvent('provider_object_missing', 'the payment does not exist');
+    // Never the token: only what failed.
+    throw new ApiError('unavailable', `Mercado Pago's API did not answer (${(error as Error).name})`);
+  }
+}
+
+function amountOf(value: unknown, currency: string): string {
+  const parsed = parseAmount(value, currency);
+  if (parsed.ok) return parsed.amount;
+  throw new PoisonEvent(
+    parsed.problem.code === 'unknown_currency' ? 'unsupported_currency' : 'invalid_amount',
+    `${currency || 'no currency'}: ${parsed.problem.message}`,
+  );
+}
+
+function dateOf(value: string | undefined): Date {
+  const date = new Date(value ?? Number.NaN);
+  if (Number.isNaN(date.getTime())) throw new PoisonEvent('malformed_payload', 'the payment has no valid date');
+  return date;
 }

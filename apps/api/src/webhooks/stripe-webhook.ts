@@ -1,37 +1,56 @@
+import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import Stripe from 'stripe';
+import { parseMinorUnits } from '@timbra/cfdi-core';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
-import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
-import { fromMinorUnits } from './amounts.ts';
+import type { RefundFacts, WebhookDelivery } from '../use-cases/record-webhook.ts';
+import { formaPagoOf, stripeFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
+import { hasUnstorableText, PoisonEvent, recordProviderEvent } from './record-event.ts';
 
 export interface StripeWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
   ingest: GroupCommit<WebhookDelivery, boolean>;
   secret: string | undefined;
   toleranceSeconds: number;
+  /** The Stripe API (official library, STRIPE_API_KEY, pointed at STRIPE_API_URL). */
+  api: Stripe | undefined;
   defaultFormaPago: string;
   metrics: Metrics;
 }
 
-// Only used for signature checks (no API calls): the key is never sent anywhere.
-const stripe = new Stripe('sk_timbra_signature_checks_only');
+type Effect = Omit<WebhookDelivery, 'event'> & { handled: boolean };
+
+const IGNORED: Effect = { handled: false };
 
 /**
- * POST /webhooks/stripe. Verifies `Stripe-Signature` on the raw body (HMAC-SHA256, timestamp
- * tolerance) with the official library; records the event and its effect in one transaction; 2xx
- * only after commit. payment_intent.succeeded / charge.succeeded → payment + Ingreso;
- * charge.refunded → refunds; anything else → recorded as ignored.
+ * POST /webhooks/stripe. Verifies `Stripe-Signature` on the raw body with the official library
+ * (HMAC-SHA256, timestamp tolerance), works out what the event means — asking Stripe's API where the
+ * event alone does not say — and records it (recordProviderEvent: once per event id, 2xx only after
+ * commit; a signed event that cannot be recorded is stored as failed).
+ *
+ * - `payment_intent.succeeded` → the payment (amount received; FormaPago from its charge's method);
+ * - `charge.succeeded` / `charge.captured` of a captured charge → the same payment (the
+ *   PaymentIntent's id names both, so the two events never make two payments); an uncaptured charge
+ *   (an authorization) is ignored until it is captured, and then invoiced for the captured amount;
+ * - `charge.refunded` → every succeeded refund of the charge, listed from the API (since API version
+ *   2022-11-15 the event does not carry them);
+ * - `refund.created`, `refund.updated`, `refund.failed`, `charge.refund.updated` → the refund as the
+ *   API shows it now: succeeded → recorded (once per refund id, with its Egreso); failed or canceled
+ *   → reversed if it had been recorded; pending → nothing yet;
+ * - anything else → recorded as ignored.
  */
 export function stripeWebhook(deps: StripeWebhookDeps) {
+  const signatures = new Stripe('sk_timbra_signature_checks_only');
   return async (req: Request, res: Response) => {
-    if (!deps.secret) throw new ApiError('webhook_not_configured');
-    let event: Stripe.Event;
+    if (!deps.secret || !deps.api) throw new ApiError('webhook_not_configured');
+    const api = deps.api;
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     try {
-      event = stripe.webhooks.constructEvent(
-        req.body as Buffer,
+      signatures.webhooks.signature!.verifyHeader(
+        body,
         req.get('stripe-signature') ?? '',
         deps.secret,
         deps.toleranceSeconds,
@@ -40,90 +59,182 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
       deps.metrics.webhooks.inc({ provider: 'stripe', result: 'bad_signature' });
       throw new ApiError('invalid_signature');
     }
-    const handled = ['payment_intent.succeeded', 'charge.succeeded', 'charge.refunded'].includes(event.type);
-    const fresh = await deps.ingest.submit({
-      event: {
+    // Signed: from here on, whatever it says is Stripe's (or our endpoint secret's holder's) word.
+    const event = parseEvent(body);
+    const outcome = await recordProviderEvent(
+      deps,
+      {
         provider: 'stripe',
         eventId: event.id,
         type: event.type,
-        result: handled ? 'accepted' : 'ignored',
-        payload: event,
+        payload: event.payload,
       },
-      ...effectOf(event, deps.defaultFormaPago),
-    });
-    deps.metrics.webhooks.inc({ provider: 'stripe', result: !fresh ? 'duplicate' : handled ? 'accepted' : 'ignored' });
-    res.status(200).json({ received: true, duplicate: !fresh });
+      async () => {
+        if (event.malformed) throw new PoisonEvent('malformed_payload', event.malformed);
+        if (hasUnstorableText(event.payload))
+          throw new PoisonEvent('malformed_payload', 'NUL or a lone surrogate in a string');
+        return effectOf(event.payload as Stripe.Event, api, deps.defaultFormaPago);
+      },
+    );
+    res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
   };
 }
 
-/** What a Stripe event means for us: a payment, refunds, or nothing. */
-function effectOf(event: Stripe.Event, defaultFormaPago: string): Omit<WebhookDelivery, 'event'> {
-  const occurredAt = new Date(event.created * 1000);
-  if (event.type === 'payment_intent.succeeded') {
-    const pi = event.data.object;
-    return moneyInOf(pi.id, pi.amount_received || pi.amount, pi.currency, pi.metadata, pi.description, occurredAt, {
-      formaPago: defaultFormaPago,
-    });
-  }
-  if (event.type === 'charge.succeeded') {
-    const charge = event.data.object;
-    // The PaymentIntent's id when there is one: both events then name the same payment.
-    return moneyInOf(
-      idOf(charge.payment_intent) ?? charge.id,
-      charge.amount_captured || charge.amount,
-      charge.currency,
-      charge.metadata,
-      charge.description,
-      occurredAt,
-      { formaPago: charge.payment_method_details?.card?.funding === 'debit' ? '28' : defaultFormaPago },
-    );
-  }
-  if (event.type === 'charge.refunded') {
-    const charge = event.data.object;
-    const currency = charge.currency.toUpperCase();
+/** The event's id and type, or why its payload is not an event (it is then stored as failed). */
+function parseEvent(body: Buffer): { id: string; type: string; payload: unknown; malformed?: string } {
+  const fallbackId = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
     return {
-      refunds: (charge.refunds?.data ?? []).map((refund) => ({
-        paymentProvider: 'stripe',
-        paymentExternalId: idOf(charge.payment_intent) ?? charge.id,
-        provider: 'stripe',
-        externalId: refund.id,
-        amount: fromMinorUnits(refund.amount, currency),
-        occurredAt: new Date(refund.created * 1000),
-      })),
+      id: fallbackId,
+      type: 'unknown',
+      payload: { raw: body.toString('utf8').slice(0, 10_000) },
+      malformed: 'not JSON',
     };
   }
-  return {};
+  const e = payload as { id?: unknown; type?: unknown; data?: { object?: unknown } } | null;
+  const id = typeof e?.id === 'string' && e.id.length > 0 && e.id.length <= 255 ? e.id : undefined;
+  const type = typeof e?.type === 'string' && e.type.length <= 255 ? e.type : undefined;
+  if (!id || !type) return { id: id ?? fallbackId, type: type ?? 'unknown', payload, malformed: 'no event id or type' };
+  if (typeof e?.data?.object !== 'object' || e.data.object === null || Array.isArray(e.data.object))
+    return { id, type, payload, malformed: 'data.object is not an object' };
+  return { id, type, payload };
 }
 
-/** A PaymentIntent or a Charge that succeeded: money in (see moneyIn). */
+async function effectOf(event: Stripe.Event, api: Stripe, defaultFormaPago: string): Promise<Effect> {
+  switch (event.type) {
+    case 'payment_intent.succeeded': {
+      const pi = event.data.object;
+      const charge = await chargeOf(api, pi.latest_charge);
+      return moneyInOf(
+        { id: text(pi.id, 'id'), amount: pi.amount_received, currency: pi.currency, metadata: pi.metadata },
+        pi.description,
+        stripeFormaPago(charge?.payment_method_details),
+        event.created,
+        defaultFormaPago,
+      );
+    }
+    case 'charge.succeeded':
+    case 'charge.captured': {
+      const charge = event.data.object;
+      if (charge.captured !== true) return IGNORED; // an authorization: invoiced when captured, for what is captured
+      return moneyInOf(
+        {
+          id: idOf(charge.payment_intent) ?? text(charge.id, 'id'),
+          amount: charge.amount_captured,
+          currency: charge.currency,
+          metadata: charge.metadata,
+        },
+        charge.description,
+        stripeFormaPago(charge.payment_method_details),
+        event.created,
+        defaultFormaPago,
+      );
+    }
+    case 'charge.refunded': {
+      const charge = event.data.object;
+      const refunds: Stripe.Refund[] = [];
+      await fromApi(async () => {
+        for await (const refund of api.refunds.list({ charge: text(charge.id, 'id'), limit: 100 }))
+          refunds.push(refund);
+      });
+      return refundsEffect(refunds);
+    }
+    case 'refund.created':
+    case 'refund.updated':
+    case 'refund.failed':
+    case 'charge.refund.updated': {
+      // Events arrive in any order: what counts is the refund as it is now.
+      const refund = await fromApi(() => api.refunds.retrieve(text(event.data.object.id, 'id')));
+      return refundsEffect([refund]);
+    }
+    default:
+      return IGNORED;
+  }
+}
+
+/** Succeeded refunds → recorded (each with its Egreso); failed or canceled → reversed if recorded. */
+function refundsEffect(refunds: readonly Stripe.Refund[]): Effect {
+  const recorded: RefundFacts[] = [];
+  const reversals: { provider: string; externalId: string }[] = [];
+  for (const refund of refunds) {
+    if (refund.status === 'succeeded') {
+      const currency = text(refund.currency, 'currency').toUpperCase();
+      recorded.push({
+        paymentProvider: 'stripe',
+        paymentExternalId: idOf(refund.payment_intent) ?? text(idOf(refund.charge), 'charge'),
+        provider: 'stripe',
+        externalId: text(refund.id, 'id'),
+        amount: amountOf(parseMinorUnits(refund.amount, currency), currency),
+        occurredAt: new Date(refund.created * 1000),
+      });
+    } else if (refund.status === 'failed' || refund.status === 'canceled') {
+      reversals.push({ provider: 'stripe', externalId: refund.id });
+    }
+  }
+  return { handled: recorded.length + reversals.length > 0, refunds: recorded, reversals };
+}
+
 function moneyInOf(
-  externalId: string,
-  minorUnits: number,
-  rawCurrency: string,
-  metadata: Record<string, string> | null | undefined,
+  source: { id: string; amount: unknown; currency: unknown; metadata: Record<string, string> | null | undefined },
   description: string | null | undefined,
-  occurredAt: Date,
-  fallback: { formaPago: string },
-): Omit<WebhookDelivery, 'event'> {
-  const currency = rawCurrency.toUpperCase();
-  return moneyIn({
-    provider: 'stripe',
-    externalId,
-    amount: fromMinorUnits(minorUnits, currency),
-    currency,
-    occurredAt,
-    metadata,
-    description,
-    formaPago: formaPagoOf(metadata, fallback.formaPago),
-  });
+  fromMethod: string | undefined,
+  created: number,
+  defaultFormaPago: string,
+): Effect {
+  const currency = text(source.currency, 'currency').toUpperCase();
+  return {
+    handled: true,
+    ...moneyIn({
+      provider: 'stripe',
+      externalId: source.id,
+      amount: amountOf(parseMinorUnits(source.amount, currency), currency),
+      currency,
+      occurredAt: new Date(created * 1000),
+      metadata: source.metadata,
+      description: typeof description === 'string' ? description : null,
+      formaPago: formaPagoOf(source.metadata, fromMethod, defaultFormaPago),
+    }),
+  };
+}
+
+/** The charge behind a PaymentIntent (for its payment method), from the event or the API. */
+async function chargeOf(api: Stripe, charge: string | Stripe.Charge | null): Promise<Stripe.Charge | undefined> {
+  if (!charge) return undefined;
+  if (typeof charge !== 'string') return charge;
+  return fromApi(() => api.charges.retrieve(charge));
+}
+
+/**
+ * A call to Stripe's API: an object Stripe does not have is a poison event; anything else (network,
+ * 5xx, rate limit, a bad key) is answered 503 so that Stripe redelivers later.
+ */
+async function fromApi<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404)
+      throw new PoisonEvent('provider_object_missing', error.message);
+    throw new ApiError('unavailable', `Stripe's API did not answer (${(error as Error).name})`);
+  }
+}
+
+function amountOf(parsed: ReturnType<typeof parseMinorUnits>, currency: string): string {
+  if (parsed.ok) return parsed.amount;
+  throw new PoisonEvent(
+    parsed.problem.code === 'unknown_currency' ? 'unsupported_currency' : 'invalid_amount',
+    `${currency}: ${parsed.problem.message}`,
+  );
+}
+
+function text(value: unknown, field: string): string {
+  if (typeof value === 'string' && value.length > 0 && value.length <= 255) return value;
+  throw new PoisonEvent('malformed_payload', `${field} is missing or not a string`);
 }
 
 function idOf(value: string | { id: string } | null | undefined): string | undefined {
   if (!value) return undefined;
   return typeof value === 'string' ? value : value.id;
-}
-
-function formaPagoOf(metadata: Record<string, string> | null | undefined, fallback: string): string {
-  const value = metadata?.forma_pago?.trim();
-  return value && /^\d{2}$/.test(value) ? value : fallback;
 }

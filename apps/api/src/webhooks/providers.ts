@@ -1,0 +1,33 @@
+/**
+ * The payment providers' APIs, through their official libraries: Stripe's (`stripe`) and Mercado
+ * Pago's (`mercadopago`), each pointed at a configurable URL — the real one in production, the
+ * provider sandbox (apps/provider-sandbox) in the sandbox profile and in tests.
+ */
+import { MercadoPagoConfig, Payment } from 'mercadopago';
+import { AppConfig } from 'mercadopago/dist/utils/config/index.js';
+import Stripe from 'stripe';
+import type { FetchMercadoPagoPayment } from './mercadopago-webhook.ts';
+
+/** Stripe's API at `apiUrl` (e.g. https://api.stripe.com), 10 s a call, retried twice by the library. */
+export function stripeApi(apiUrl: string, secretKey: string): Stripe {
+  const url = new URL(apiUrl);
+  return new Stripe(secretKey, {
+    host: url.hostname,
+    port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
+    protocol: url.protocol === 'http:' ? 'http' : 'https',
+    timeout: 10_000,
+    maxNetworkRetries: 2,
+    appInfo: { name: 'Timbra' },
+  });
+}
+
+/**
+ * Mercado Pago's `GET /v1/payments/{id}` at `apiUrl`, with the access token: 10 s a call, retried
+ * twice on 429/5xx. The SDK has no option for its URL — only the static AppConfig.BASE_URL, which
+ * this sets (one Mercado Pago per process; ARCHITECTURE.md, "Providers").
+ */
+export function mercadoPagoPayments(apiUrl: string, accessToken: string): FetchMercadoPagoPayment {
+  (AppConfig as { BASE_URL: string }).BASE_URL = apiUrl.replace(/\/$/, '');
+  const payments = new Payment(new MercadoPagoConfig({ accessToken, options: { timeout: 10_000 } }));
+  return (id) => payments.get({ id, requestOptions: { maxRetries: 2, initialDelay: 200, maxDelay: 2_000 } });
+}
