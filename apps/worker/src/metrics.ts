@@ -1,5 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { oldestOpenOutboxAgeSeconds, outboxCountsByStatus, type PrismaClient } from '@timbra/db';
+import {
+  oldestOpenOutboxAgeSeconds,
+  outboxCountsByStatus,
+  reversedRefundsStanding,
+  type PrismaClient,
+} from '@timbra/db';
 import type { PacChain } from './pac-chain.ts';
 
 /**
@@ -44,6 +49,14 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     registers: [registry],
     async collect() {
       this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
+    },
+  });
+  new Gauge({
+    name: 'timbra_reversed_refunds_standing',
+    help: 'Refunds reversed at the provider whose Egreso still stands: an operator cancels it once stamped',
+    registers: [registry],
+    async collect() {
+      this.set(await reversedRefundsStanding(deps.prisma));
     },
   });
   new Gauge({

@@ -43,7 +43,8 @@ export function parseAmount(value: unknown, currency: string): AmountResult {
   if (decimals === undefined) return refuse('unknown_currency', `${currency} is not a supported currency`);
   const text = typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
   const match = text === undefined ? null : DECIMAL.exec(text);
-  if (!match) return refuse('not_a_decimal', 'a decimal like "1160.00": digits, an optional point, no sign or exponent');
+  if (!match)
+    return refuse('not_a_decimal', 'a decimal like "1160.00": digits, an optional point, no sign or exponent');
   if ((match[2]?.length ?? 0) > decimals)
     return refuse('too_many_decimals', `at most ${decimals} decimal${decimals === 1 ? '' : 's'} in ${currency}`);
   return checked(new BigNumber(text!), decimals);

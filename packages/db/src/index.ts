@@ -72,6 +72,7 @@ export {
   lockPayment,
   refundedTotal,
   reverseRefund,
+  reversedRefundsStanding,
   insertRefund,
   type NewPayment,
   type InsertedPayment,

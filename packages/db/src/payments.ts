@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { SerieNotConfiguredError, takeFoliosSql } from './folios.ts';
-import { col, queryRows, type Tx } from './sql.ts';
+import { col, queryRows, type Db, type Tx } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertPaymentsTakingFoliosRow = z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() });
@@ -170,4 +170,21 @@ export async function reverseRefund(
       egreso: row.egreso_id && row.egreso_status ? { id: row.egreso_id, status: row.egreso_status } : undefined,
     }
   );
+}
+
+const reversedRefundsStandingRow = z.object({ n: col.int });
+
+/**
+ * Refunds reversed at the provider whose Egreso still stands (not cancelled, no cancellation in
+ * process): each waits for an operator to cancel that Egreso once it is stamped (docs/webhooks.md).
+ */
+export async function reversedRefundsStanding(db: Db): Promise<number> {
+  const [row] = await queryRows(
+    db,
+    reversedRefundsStandingRow,
+    Prisma.sql`
+      SELECT count(*)::int AS n FROM refunds r JOIN invoices e ON e.refund_id = r.id
+      WHERE r.status = 'reversed' AND e.status NOT IN ('cancel_requested', 'cancelled')`,
+  );
+  return row!.n;
 }

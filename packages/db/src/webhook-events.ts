@@ -23,6 +23,7 @@ export interface ReceivedEvent {
  * (JSON.stringify writes both, and only them, as `\\u` escapes; an escaped backslash before is kept.)
  */
 const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g;
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what must go
 const storableText = (text: string) => text.replace(/\u0000|[\ud800-\udfff]/gu, '\ufffd');
 const storableJson = (payload: unknown) => (JSON.stringify(payload) ?? 'null').replace(NUL_ESCAPE, '$1\\ufffd');
 
