@@ -1,9 +1,11 @@
 /**
  * `npm run demo [-- --exit] [--check-secrets] [--verbose] [--timeout S]` — the whole system on this
- * machine (as `npm run dev`: migrations, pac-sandbox, API, worker), then a handful of sample payments
- * through the real entrances: two signed Stripe webhooks (one with the customer's RFC, one to público
- * en general), the first one delivered again, a signed Mercado Pago notification, a REST payment
- * with Idempotency-Key sent twice, a Stripe refund (an Egreso), and a sale in installments with its
+ * machine (as `npm run dev`: migrations, pac-sandbox, provider sandbox, API, worker), then a handful
+ * of sample payments through the real entrances: made to happen at the provider sandbox's Stripe
+ * (a card payment with the customer's RFC, one of its events delivered again, an OXXO payment to
+ * público en general, an authorization captured for less) and Mercado Pago (a debit card payment,
+ * fetched by the API), a REST payment with Idempotency-Key sent twice, a Stripe refund (an Egreso,
+ * read from Stripe's API), and a sale in installments with its
  * first installment (a Pago). It waits until every invoice is stamped, cancels the REST one through
  * the API (motivo 03) and waits for the cancellation, then prints payment → serie-folio → UUID →
  * status, and the dashboard URL.
@@ -55,12 +57,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let ok = false;
 try {
-  out('[demo] starting the sandbox PAC, the API and the worker…');
+  out('[demo] starting the sandbox PAC, the provider sandbox, the API and the worker…');
   const rows = await runDemo({
     apiUrl: api,
     apiKey,
-    stripeSecret: env.STRIPE_WEBHOOK_SECRET!,
-    mercadoPagoSecret: env.MERCADOPAGO_WEBHOOK_SECRET!,
+    providersUrl: env.STRIPE_API_URL!,
     timeoutMs: Math.max(1000, deadline - Date.now()),
     log: out,
   });
@@ -89,6 +90,8 @@ if (values['check-secrets']) {
     'API key': apiKey,
     'Stripe webhook secret': env.STRIPE_WEBHOOK_SECRET!,
     'Mercado Pago webhook secret': env.MERCADOPAGO_WEBHOOK_SECRET!,
+    'Stripe API key': env.STRIPE_API_KEY!,
+    'Mercado Pago access token': env.MERCADOPAGO_ACCESS_TOKEN!,
     'CSD password': env.CSD_PASSWORD ?? csdPassword,
     'PAC password': pacPassword,
     'dashboard password': env.DASHBOARD_PASSWORD!,

@@ -1,6 +1,7 @@
 /**
- * The whole system as local processes — pac-sandbox, API, worker — on Postgres and Redis from the
- * environment, with the sandbox as the PAC. Used by `npm run dev` (scripts/run-local.ts) and
+ * The whole system as local processes — pac-sandbox, provider-sandbox, API, worker — on Postgres and
+ * Redis from the environment, with the sandbox as the PAC and the provider sandbox as Stripe and
+ * Mercado Pago. Used by `npm run dev` (scripts/run-local.ts) and
  * `npm run demo` (scripts/demo.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,7 +9,7 @@ import { ensureDatabase, migrate, MIGRATIONS_DIR } from '@timbra/db';
 
 /** Defaults that make a fresh checkout work; every app variable from the environment wins. */
 export function localEnv(): Record<string, string> {
-  return {
+  const base: Record<string, string> = {
     // The sandbox profile: the local sandbox PAC and the SAT's test emisor and CSD (no accounts needed).
     TIMBRA_PROFILE: 'sandbox',
     DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/timbra',
@@ -19,7 +20,24 @@ export function localEnv(): Record<string, string> {
     SANDBOX_ADMIN_TOKEN: 'dev-admin-token',
     DASHBOARD_USER: 'admin',
     DASHBOARD_PASSWORD: 'dev-dashboard-local-only',
+    // The provider sandbox (local Stripe and Mercado Pago) on :4020, and the API's keys for it.
+    STRIPE_API_KEY: 'sk_test_timbra_sandbox',
+    STRIPE_API_URL: 'http://127.0.0.1:4020',
+    MERCADOPAGO_ACCESS_TOKEN: 'TEST-timbra-sandbox-token',
+    MERCADOPAGO_API_URL: 'http://127.0.0.1:4020/mercadopago',
     ...(process.env as Record<string, string>),
+  };
+  // The provider sandbox follows the API's settings (its port, secrets and keys), whatever they are.
+  const api = `http://127.0.0.1:${base.PORT ?? '3000'}`;
+  return {
+    PROVIDER_SANDBOX_PORT: new URL(base.STRIPE_API_URL!).port || '4020',
+    PROVIDER_SANDBOX_STRIPE_SECRET_KEY: base.STRIPE_API_KEY!,
+    PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL: `${api}/webhooks/stripe`,
+    PROVIDER_SANDBOX_STRIPE_WEBHOOK_SECRET: base.STRIPE_WEBHOOK_SECRET!,
+    PROVIDER_SANDBOX_MP_ACCESS_TOKEN: base.MERCADOPAGO_ACCESS_TOKEN!,
+    PROVIDER_SANDBOX_MP_WEBHOOK_URL: `${api}/webhooks/mercadopago`,
+    PROVIDER_SANDBOX_MP_WEBHOOK_SECRET: base.MERCADOPAGO_WEBHOOK_SECRET!,
+    ...base,
   };
 }
 
@@ -67,6 +85,7 @@ export async function startLocalSystem(
     children.set(name, child);
   };
   start('sandbox', '@timbra/pac-sandbox');
+  start('providers', '@timbra/provider-sandbox');
   start('api', '@timbra/api');
   start('worker', '@timbra/worker');
 

@@ -1,7 +1,7 @@
 /**
  * `npm run dev` — the whole system on this machine, with the sandbox as the PAC (no accounts needed):
- * creates and migrates the database, then runs the pac-sandbox, the API and the worker, prefixing
- * their logs. Ctrl-C stops all three. Needs local Postgres and Redis (see README).
+ * creates and migrates the database, then runs the pac-sandbox, the provider sandbox (a local Stripe
+ * and Mercado Pago), the API and the worker, prefixing their logs. Ctrl-C stops them all. Needs local Postgres and Redis (see README).
  *
  * Settings come from the environment (each app's variables, see README); the defaults (localEnv in
  * scripts/local-system.ts) make a fresh checkout work: DATABASE_URL=postgresql://postgres@127.0.0.1:5432/timbra,
@@ -27,7 +27,13 @@ process.on('SIGINT', () => void stop());
 process.on('SIGTERM', () => void stop());
 
 out(`[timbra] queue dashboard: http://localhost:3000/admin/queues (user ${env.DASHBOARD_USER})`);
-out('[timbra] API on http://localhost:3000 — try:');
+out(
+  '[timbra] API on http://localhost:3000 — try a Stripe payment at the provider sandbox (its webhooks go to the API):',
+);
+out(
+  `[timbra]   curl -X POST localhost:${env.PROVIDER_SANDBOX_PORT}/_sandbox/stripe/payments -H 'content-type: application/json' -d '{"amount":116000,"method":"card_debit"}'`,
+);
+out('[timbra] or a REST payment:');
 out(
   `[timbra]   curl -X POST localhost:3000/v1/payments -H 'authorization: Bearer ${env.API_KEYS!.split(':')[1] ?? ''}' -H 'content-type: application/json' -d '{"externalId":"demo-1","amount":"1160.00","currency":"MXN","occurredAt":"'$(date -u +%FT%TZ)'"}'`,
 );

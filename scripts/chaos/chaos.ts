@@ -5,16 +5,19 @@
  * the pac-sandbox (primary + backup), the API, two workers (one relay + sweeper + stamper, one
  * stamper), a private redis-server (killed once and restarted empty) and a private Postgres cluster
  * (initdb; crashed once with SIGKILL and restarted through crash recovery) — or, with
- * `--postgres shared`, a fresh database on $TEST_DATABASE_URL's server, never restarted. It sends
- * N payments — signed Stripe webhooks (~30% delivered two or three times: at once, later, out of
- * order), signed Mercado Pago notifications, REST payments with Idempotency-Key retried after
- * client-side timeouts — Stripe refunds of ~10% of the Stripe payments (each an Egreso), and the
+ * `--postgres shared`, a fresh database on $TEST_DATABASE_URL's server, never restarted. It makes N
+ * payments happen — at the provider sandbox's Stripe (card, OXXO and SPEI payments; ~10% authorized
+ * and captured later, some for less, a few never; their signed events of the current API version
+ * delivered out of order, ~30% again) and Mercado Pago (id-only notifications the API must fetch),
+ * and REST payments with Idempotency-Key retried after client-side timeouts — Stripe refunds of
+ * ~10% of the Stripe payments (each an Egreso; a few fail, which must get none), and the
  * cancellation of ~2% of the invoices (through the API, followed at the SAT), while the sandbox
  * injects errors before processing, stamp-then-drop on the primary, an outage of the primary and
  * latency, and while workers are SIGKILLed and restarted. Then it waits for the outbox to drain (no
  * Egreso waiting, no cancellation in process) and checks, from the database and the sandbox's
- * ledger: no lost webhook, every payment with exactly one stamped Ingreso, every refund with
- * exactly one stamped Egreso related to it, every cancellation done once (and nothing else
+ * ledger: no lost webhook, every payment with exactly one stamped Ingreso (for the captured amount),
+ * no uncaptured authorization invoiced, every succeeded refund with exactly one stamped Egreso
+ * related to it, no failed refund recorded, every cancellation done once (and nothing else
  * cancelled), no orphan stamp, no duplicate, no folio gap in any serie, no frozen XML changed after
  * its first send, no dead letter.
  *
@@ -28,9 +31,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { mercadoPagoSignatureHeader, stripeSignatureHeader } from '@timbra/api/demo';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
+import { ProviderSandboxClient } from '@timbra/provider-client';
+import { providerSandboxEnv, providerSecrets } from '@timbra/test-support';
 import { freePort, privatePostgres, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
@@ -65,11 +69,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const started = Date.now();
 
 // --- The system -------------------------------------------------------------------------------
-const secrets = {
-  stripe: `whsec_chaos_${randomUUID()}`,
-  mp: `mp_chaos_${randomUUID()}`,
-  apiKey: `chaos-${randomUUID()}`,
-};
+const secrets = { ...providerSecrets('chaos'), apiKey: `chaos-${randomUUID()}` };
 const adminToken = `chaos-admin-${randomUUID()}`;
 const pacPassword = `chaos-pac-${randomUUID()}`;
 // A fresh, migrated database of its own: in a private cluster (removed at the end), or on
@@ -82,9 +82,10 @@ if (cluster) {
 const database = await createTestDatabase(cluster ? { serverUrl: cluster.serverUrl } : {});
 const databaseUrl = database.url;
 
-const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await Promise.all(
-  Array.from({ length: 5 }, () => freePort()),
-)) as [number, number, number, number, number];
+const [redisPort, apiPort, primaryPort, backupPort, adminPort, providersPort] = (await Promise.all(
+  Array.from({ length: 6 }, () => freePort()),
+)) as [number, number, number, number, number, number];
+const providersUrl = `http://127.0.0.1:${providersPort}`;
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
 const redis = privateRedis(redisPort);
 const sandbox = Proc.app('sandbox', 'apps/pac-sandbox/src/main.ts', {
@@ -102,11 +103,28 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   PORT: String(apiPort),
   HOST: '127.0.0.1',
   API_KEYS: `chaos:${secrets.apiKey}`,
-  STRIPE_WEBHOOK_SECRET: secrets.stripe,
-  MERCADOPAGO_WEBHOOK_SECRET: secrets.mp,
+  STRIPE_WEBHOOK_SECRET: secrets.stripeWebhookSecret,
+  STRIPE_API_KEY: secrets.stripeSecretKey,
+  STRIPE_API_URL: providersUrl,
+  MERCADOPAGO_WEBHOOK_SECRET: secrets.mercadoPagoWebhookSecret,
+  MERCADOPAGO_ACCESS_TOKEN: secrets.mercadoPagoAccessToken,
+  MERCADOPAGO_API_URL: `${providersUrl}/mercadopago`,
   RATE_LIMIT_PER_MINUTE: '10000000',
   LOG_LEVEL: 'warn',
 });
+// The provider sandbox: Stripe and Mercado Pago, retrying each delivery for ~2 minutes as the API
+// restarts and Postgres recovers (Stripe retries for three days).
+const providers = Proc.app('providers', 'apps/provider-sandbox/src/main.ts', {
+  ...(providerSandboxEnv({
+    ...secrets,
+    port: providersPort,
+    stripeWebhookUrl: `http://127.0.0.1:${apiPort}/webhooks/stripe`,
+    mercadoPagoWebhookUrl: `http://127.0.0.1:${apiPort}/webhooks/mercadopago`,
+    retryDelaysMs: [200, 500, 1000, 2000, 3000, ...Array<number>(20).fill(5000)],
+  }) as Record<string, string>),
+  LOG_LEVEL: 'warn',
+});
+const providerClient = new ProviderSandboxClient(providersUrl);
 const pacEnv = (prefix: 'PRIMARY' | 'BACKUP', port: number) => ({
   [`PAC_${prefix}_KIND`]: 'sw',
   [`PAC_${prefix}_URL`]: `http://127.0.0.1:${port}`,
@@ -151,7 +169,7 @@ const workers = naive
       Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper')),
       Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper')),
     ];
-const all = [...(cluster ? [cluster.proc] : []), redis, sandbox, api, ...workers];
+const all = [...(cluster ? [cluster.proc] : []), redis, sandbox, providers, api, ...workers];
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;
@@ -183,6 +201,7 @@ try {
   redis.start();
   await sleep(300);
   sandbox.start();
+  providers.start();
   api.start();
   for (const w of workers) w.start();
   supervisor = (async () => {
@@ -192,6 +211,7 @@ try {
     }
   })();
   await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
+  await until('the provider sandbox', () => providerClient.healthy(), 30_000);
   await until(
     'the sandbox admin API',
     async () =>
@@ -256,35 +276,51 @@ try {
 
   // --- Load --------------------------------------------------------------------------------------
   type Kind = 'stripe' | 'mercadopago' | 'rest';
+  const METHODS = ['card_credit', 'card_debit', 'card_prepaid', 'oxxo', 'customer_balance'] as const;
   const plan = Array.from({ length: N }, (_, i) => {
     const r = random();
     const kind: Kind = r < 0.7 ? 'stripe' : r < 0.85 ? 'mercadopago' : 'rest';
+    const centavos = 10_000 + Math.floor(random() * 500_000);
+    // ~10% of Stripe payments are authorizations (manual capture): most captured later — a third of
+    // those for less — and ~1 in 5 never (nothing may be invoiced for them).
+    const manual = kind === 'stripe' && random() < 0.1;
+    const capture = !manual
+      ? undefined
+      : random() < 0.2
+        ? { never: true as const }
+        : { centavos: random() < 0.33 ? Math.floor(centavos * 0.7) : centavos, delayMs: Math.floor(random() * 2000) };
     return {
       i,
       kind,
-      externalId: kind === 'mercadopago' ? String(9_000_000 + i) : kind === 'rest' ? `rest-${i}` : `pi_chaos_${i}`,
-      centavos: 10_000 + Math.floor(random() * 500_000),
-      copies: random() < 0.3 ? 2 + Math.floor(random() * 2) : 1,
+      /** The provider's id: known once the sandbox made the payment (REST: ours). */
+      externalId: kind === 'rest' ? `rest-${i}` : '',
+      method: METHODS[Math.floor(random() * METHODS.length)]!,
+      centavos,
+      capture,
+      /** Events of the payment, as made; delivered in order or reversed, ~30% of them twice. */
+      events: [] as string[],
+      reverse: random() < 0.3,
+      again: random() < 0.3,
       startMs: Math.floor(random() * sendWindowMs),
-      // ~10% of Stripe payments are partly refunded (charge.refunded), delivered once or twice, up
-      // to 4 s after the payment — sometimes before it has arrived (409, redelivered).
+      // ~10% of captured Stripe payments are partly refunded up to 4 s after the payment was made —
+      // sometimes before its events have arrived (409, redelivered); ~1 in 6 refunds fails at once.
       refund:
-        kind === 'stripe' && !naive && random() < 0.1
+        kind === 'stripe' && !naive && !capture?.never && random() < 0.1
           ? {
-              id: `re_chaos_${i}`,
-              centavos: 100 + Math.floor(random() * 9_000),
-              copies: random() < 0.3 ? 2 : 1,
-              delayMs: Math.floor(random() * 4000) - 500,
+              id: '',
+              centavos: 100 + Math.floor(random() * 5_000),
+              fails: random() < 0.15,
+              again: random() < 0.3,
+              delayMs: Math.floor(random() * 4000),
+              events: [] as string[],
             }
           : undefined,
     };
   });
-  const refundsPlanned = plan.flatMap((p) => (p.refund ? [p.refund.id] : []));
   // Cancellations: at 70% of the run, ~2% of the invoices stamped by then (not refunded ones: an
   // Ingreso with Egresos related to it is not cancelled on its own) are cancelled through the API.
   const cancelsPlanned: string[] = [];
   const ackedCancels = new Set<string>();
-  const ackedRefunds = new Set<string>();
   const acked = new Set<string>();
   const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
 
@@ -301,7 +337,7 @@ try {
     waiting.shift()?.();
   };
 
-  /** Sends until a 2xx, as providers and careful clients do; `onAck` on the 2xx. */
+  /** Sends until a 2xx, as careful clients do; `onAck` on the 2xx. */
   async function deliver(onAck: () => void, build: () => { url: string; init: RequestInit }, timeoutMs?: number) {
     for (let attempt = 0; ; attempt++) {
       counters.deliveries++;
@@ -327,68 +363,59 @@ try {
       await sleep(200 + attempt * 200);
     }
   }
-  const stripeBody = (p: (typeof plan)[number]) =>
-    JSON.stringify({
-      id: `evt_chaos_${p.i}`,
-      object: 'event',
-      type: 'payment_intent.succeeded',
-      created: Math.floor(started / 1000) - 10,
-      data: {
-        object: {
-          id: p.externalId,
-          object: 'payment_intent',
-          amount: p.centavos,
-          amount_received: p.centavos,
-          currency: 'mxn',
-          metadata: {},
-        },
-      },
-    });
-  /** A Stripe delivery of `body`, signed when it is sent (each retry gets a fresh timestamp). */
-  const stripeRequest = (body: string) => ({
-    url: `${apiUrl}/webhooks/stripe`,
-    init: {
-      method: 'POST',
-      body,
-      headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignatureHeader(body, secrets.stripe) },
-    },
-  });
-  const send = (p: (typeof plan)[number]): Promise<void> => {
-    const ack = () => void acked.add(`${providerOf(p)}|${p.externalId}`);
+  /** A call to the provider sandbox (never down; its deliveries retry on their own). */
+  const atProvider = async <T>(call: () => Promise<T>): Promise<T> => {
+    await slot();
+    try {
+      return await call();
+    } finally {
+      release();
+    }
+  };
+  /** Sends a held event; the sandbox retries it until the API answers 2xx. */
+  const sendEvent = (id: string) => atProvider(() => providerClient.deliver(id));
+  const sendEvents = async (ids: readonly string[], reverse: boolean, again: boolean) => {
+    for (const id of reverse ? [...ids].reverse() : ids) await sendEvent(id);
+    if (again) {
+      await sleep(Math.floor(random() * 3000));
+      await sendEvent(ids[0]!);
+    }
+  };
+
+  const send = async (p: (typeof plan)[number]): Promise<void> => {
     if (p.kind === 'stripe') {
-      const body = stripeBody(p);
-      return deliver(ack, () => stripeRequest(body));
+      const made = await atProvider(() =>
+        providerClient.stripePayment({
+          amount: p.centavos,
+          method: p.method,
+          capture: p.capture ? 'manual' : 'automatic',
+          deliver: 'hold',
+        }),
+      );
+      p.externalId = made.paymentIntent.id;
+      p.events.push(...made.events);
+      const sent = sendEvents(made.events, p.reverse, p.again);
+      const refunded = p.refund ? sendRefund(p, p.refund) : Promise.resolve();
+      if (p.capture && !p.capture.never) {
+        await sleep(p.capture.delayMs);
+        const amount = p.capture.centavos;
+        const captured = await atProvider(() =>
+          providerClient.capture(made.paymentIntent.id, { amount, deliver: 'hold' }),
+        );
+        p.events.push(...captured.events);
+        await sendEvents(captured.events, p.reverse, p.again);
+      }
+      await Promise.all([sent, refunded]);
+      return;
     }
     if (p.kind === 'mercadopago') {
-      const body = JSON.stringify({
-        id: 50_000_000 + p.i,
-        type: 'payment',
-        action: 'payment.updated',
-        data: {
-          id: p.externalId,
-          status: 'approved',
-          transaction_amount: p.centavos / 100,
-          currency_id: 'MXN',
-          date_approved: new Date(started - 10_000).toISOString(),
-          payment_type_id: 'credit_card',
-          metadata: {},
-        },
-      });
-      return deliver(ack, () => {
-        const requestId = randomUUID();
-        return {
-          url: `${apiUrl}/webhooks/mercadopago?data.id=${p.externalId}&type=payment`,
-          init: {
-            method: 'POST',
-            body,
-            headers: {
-              'content-type': 'application/json',
-              'x-request-id': requestId,
-              'x-signature': mercadoPagoSignatureHeader(p.externalId, requestId, secrets.mp),
-            },
-          },
-        };
-      });
+      const made = await atProvider(() =>
+        providerClient.mercadoPagoPayment({ amount: p.centavos / 100, paymentType: 'credit_card', deliver: 'hold' }),
+      );
+      p.externalId = String(made.payment.id);
+      p.events.push(...made.events);
+      await sendEvents(made.events, false, p.again);
+      return;
     }
     const body = JSON.stringify({
       externalId: p.externalId,
@@ -398,7 +425,7 @@ try {
     });
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
     return deliver(
-      ack,
+      () => void acked.add(`${providerOf(p)}|${p.externalId}`),
       () => ({
         url: `${apiUrl}/v1/payments`,
         init: {
@@ -414,39 +441,26 @@ try {
       random() < 0.5 ? 5 : undefined,
     );
   };
-  const sendRefund = (p: (typeof plan)[number], refund: NonNullable<(typeof plan)[number]['refund']>) => {
-    const body = JSON.stringify({
-      id: `evt_chaos_refund_${p.i}`,
-      object: 'event',
-      type: 'charge.refunded',
-      created: Math.floor(started / 1000),
-      data: {
-        object: {
-          id: `ch_chaos_${p.i}`,
-          object: 'charge',
-          payment_intent: p.externalId,
-          currency: 'mxn',
-          amount: p.centavos,
-          refunds: { data: [{ id: refund.id, amount: refund.centavos, created: Math.floor(started / 1000) }] },
-        },
-      },
-    });
-    return deliver(
-      () => void ackedRefunds.add(refund.id),
-      () => stripeRequest(body),
+  /** A refund made at Stripe a little after its payment (whose events may not have arrived yet). */
+  const sendRefund = async (p: (typeof plan)[number], refund: NonNullable<(typeof plan)[number]['refund']>) => {
+    await sleep(refund.delayMs);
+    if (p.capture && !p.capture.never) {
+      // An authorization is refundable once captured: wait for it.
+      while (p.events.length < 4) await sleep(100);
+    }
+    const made = await atProvider(() =>
+      providerClient.stripeRefund({
+        paymentIntent: p.externalId,
+        amount: refund.centavos,
+        status: refund.fails ? 'failed' : 'succeeded',
+        deliver: 'hold',
+      }),
     );
+    refund.id = made.refund.id;
+    refund.events.push(...made.events);
+    await sendEvents(made.events, p.reverse, refund.again);
   };
-  const sending = plan.flatMap((p) => [
-    ...Array.from({ length: p.copies }, (_, copy) =>
-      // Copies: the first two at once, a third after a delay (out of order with later payments).
-      sleep(p.startMs + (copy === 2 ? 500 + Math.floor(random() * 3000) : 0)).then(() => send(p)),
-    ),
-    ...(p.refund
-      ? Array.from({ length: p.refund.copies }, () =>
-          sleep(Math.max(0, p.startMs + p.refund!.delayMs)).then(() => sendRefund(p, p.refund!)),
-        )
-      : []),
-  ]);
+  const sending = plan.map((p) => sleep(p.startMs).then(() => send(p)));
   if (!naive)
     at(durationS * 700, async () => {
       const db = createPrisma(databaseUrl, { poolSize: 1 });
@@ -481,9 +495,31 @@ try {
       );
     });
   await Promise.all(sending);
+  // The provider's retries: wait until every event was delivered (2xx) or gave up.
+  let deliveries = await providerClient.deliveries();
+  for (const deadline = Date.now() + 180_000; deliveries.some((d) => d.pending) && Date.now() < deadline;) {
+    await sleep(500);
+    deliveries = await providerClient.deliveries();
+  }
   const sentAt = Date.now();
+  const delivered = new Set(deliveries.filter((d) => d.delivered).map((d) => d.id));
+  const providerAttempts = deliveries.reduce((n, d) => n + d.attempts.length, 0);
+  counters.deliveries += providerAttempts;
+  counters.deliveryRetries += providerAttempts - deliveries.filter((d) => d.attempts.length > 0).length;
+  // A provider payment is acknowledged when every one of its events was (uncaptured ones: not counted
+  // as payments — they must have no rows).
+  for (const p of plan)
+    if (p.kind !== 'rest' && !p.capture?.never && p.events.length > 0 && p.events.every((e) => delivered.has(e)))
+      acked.add(`${providerOf(p)}|${p.externalId}`);
+  const refundsPlanned = plan.flatMap((p) => (p.refund && !p.refund.fails ? [p.refund] : []));
+  const ackedRefunds = new Set(
+    refundsPlanned.filter((r) => r.events.length > 0 && r.events.every((e) => delivered.has(e))).map((r) => r.id),
+  );
+  const failedRefunds = new Set(plan.flatMap((p) => (p.refund?.fails ? [p.refund.id] : [])));
+  const uncaptured = plan.filter((p) => p.capture?.never).map((p) => p.externalId);
+  const paymentsExpected = plan.filter((p) => !p.capture?.never).length;
   log(
-    `sent ${N} payments and ${refundsPlanned.length} refunds in ${plan.reduce((n, p) => n + p.copies + (p.refund?.copies ?? 0), 0)} deliveries (${counters.deliveryRetries} retried); ${acked.size} payments and ${ackedRefunds.size} refunds acknowledged`,
+    `made ${N} payments (${uncaptured.length} authorizations never captured) and ${refundsPlanned.length + failedRefunds.size} refunds (${failedRefunds.size} failed); ${providerAttempts} provider deliveries, ${counters.deliveryRetries} retried; ${acked.size} payments and ${ackedRefunds.size} refunds acknowledged`,
   );
   await Promise.all([killing, ...timers]);
 
@@ -518,12 +554,12 @@ try {
     received: { instance: string; customid?: string; xmlSha256: string; outcome: string }[];
   };
   const payments = await prisma.$queryRaw<
-    { provider: string; external_id: string; invoices: number; stamped: number }[]
+    { provider: string; external_id: string; amount: string; invoices: number; stamped: number }[]
   >`
-    SELECT p.provider, p.external_id,
+    SELECT p.provider, p.external_id, p.amount::text AS amount,
            count(i.id)::int AS invoices, count(i.id) FILTER (WHERE i.status IN ('stamped', 'cancel_requested', 'cancelled') AND i.uuid IS NOT NULL)::int AS stamped
     FROM payments p LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
-    GROUP BY p.provider, p.external_id`;
+    GROUP BY p.provider, p.external_id, p.amount`;
   const invoices = await prisma.$queryRaw<
     { serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
   >`
@@ -545,6 +581,15 @@ try {
   await prisma.$disconnect();
 
   const inDb = new Map(payments.map((p) => [`${p.provider}|${p.external_id}`, p]));
+  // What each payment must be recorded for: what was received (an authorization: what was captured).
+  const wrongAmount = plan.filter((p) => {
+    if (p.capture?.never) return false;
+    const row = inDb.get(`${providerOf(p)}|${p.externalId}`);
+    const expected = ((p.capture && !p.capture.never ? p.capture.centavos : p.centavos) / 100).toFixed(2);
+    return row !== undefined && row.amount !== expected;
+  }).length;
+  const uncapturedInvoiced = uncaptured.filter((id) => inDb.has(`stripe|${id}`)).length;
+  const failedRefundsRecorded = refunds.filter((r) => failedRefunds.has(r.external_id)).length;
   const lost = [...acked].filter((k) => !inDb.has(k));
   const exactlyOne = [...acked].filter((k) => inDb.get(k)?.invoices === 1 && inDb.get(k)?.stamped === 1).length;
   const ourUuids = new Set(invoices.flatMap((i) => (i.uuid ? [i.uuid.toUpperCase()] : [])));
@@ -601,8 +646,20 @@ try {
     {
       figure: 'webhooks/requests acknowledged 2xx (distinct payments)',
       value: acked.size,
-      must: `= ${N} sent, all with rows`,
-      ok: acked.size === N && lost.length === 0,
+      must: `= ${paymentsExpected} made (and captured), all with rows`,
+      ok: acked.size === paymentsExpected && lost.length === 0,
+    },
+    {
+      figure: 'payments recorded for another amount than received (captured)',
+      value: wrongAmount,
+      must: '0',
+      ok: wrongAmount === 0,
+    },
+    {
+      figure: 'authorizations never captured that were recorded or invoiced',
+      value: `${uncapturedInvoiced} of ${uncaptured.length}`,
+      must: '0',
+      ok: uncapturedInvoiced === 0,
     },
     { figure: 'acknowledged payments without rows (lost)', value: lost.length, must: '0', ok: lost.length === 0 },
     {
@@ -650,10 +707,16 @@ try {
       ok: ackedRefunds.size === refundsPlanned.length,
     },
     {
-      figure: 'refunds with exactly one stamped Egreso, related to the Ingreso',
+      figure: 'succeeded refunds with exactly one stamped Egreso, related to the Ingreso',
       value: `${refundsOk} of ${refunds.length} recorded`,
       must: `all ${ackedRefunds.size} acknowledged`,
       ok: refundsOk === ackedRefunds.size && refunds.length === ackedRefunds.size,
+    },
+    {
+      figure: 'failed refunds recorded (or with an Egreso)',
+      value: `${failedRefundsRecorded} of ${failedRefunds.size}`,
+      must: '0',
+      ok: failedRefundsRecorded === 0,
     },
   ];
   const stats = {
