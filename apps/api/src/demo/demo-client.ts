@@ -217,14 +217,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   );
   const notes: Record<string, string> = { E: `  └ its refund's Egreso`, P: `  └ its first installment's Pago` };
   return final.flatMap(({ s, p }) =>
-    p!.invoices.map((i) => ({
-      note: notes[i.kind] ?? s.note,
-      externalId: s.externalId,
-      amount: i.total,
-      serieFolio: i.serieFolio,
-      uuid: i.uuid,
-      status: i.status,
-    })),
+    [...p!.invoices]
+      .sort((a, b) => Number(b.kind === 'I') - Number(a.kind === 'I'))
+      .map((i) => ({
+        note: notes[i.kind] ?? s.note,
+        externalId: s.externalId,
+        amount: i.total,
+        serieFolio: i.serieFolio,
+        uuid: i.uuid,
+        status: i.status,
+      })),
   );
 }
 
