@@ -74,6 +74,11 @@ const cases: Case[] = [
     '1,000.00',
     ' 100.00',
     '9999999999999.00',
+    '1e20',
+    1e20,
+    '100000000000000000000',
+    '1000000000000.00',
+    '0.000',
     'NaN',
     'Infinity',
     '',
@@ -100,6 +105,30 @@ const cases: Case[] = [
   ...['2026-11-29', '2026-11-29T12:00:00', 'yesterday', '2026-13-01T00:00:00Z', 1732881600, '', null].map((v) => ({
     name: `occurredAt ${JSON.stringify(v)}`,
     body: withField('occurredAt', v),
+    status: 422,
+    code: 'validation_failed',
+  })),
+  // A time in the future (beyond 5 minutes of clock skew): refused, never invoiced with a Fecha to come
+  ...['2099-01-01T00:00:00Z', new Date(Date.now() + 3600_000).toISOString()].map((v) => ({
+    name: `occurredAt in the future ${v}`,
+    body: withField('occurredAt', v),
+    status: 422,
+    code: 'occurred_in_future',
+  })),
+  // NUL and lone surrogates: no text column can hold them (once a 500)
+  ...[
+    ['description', 'a\u0000b'],
+    ['description', '\ud800'],
+    ['externalId', 'H-\u0000'],
+  ].map(([k, v]) => ({
+    name: `${k} with ${JSON.stringify(v)}`,
+    body: withField(k!, v),
+    status: 422,
+    code: 'validation_failed',
+  })),
+  ...['X\u0000Y', '\udfff'].map((v) => ({
+    name: `receptor.nombre with ${JSON.stringify(v)}`,
+    body: withReceptor('nombre', v),
     status: 422,
     code: 'validation_failed',
   })),
@@ -270,6 +299,23 @@ const cases: Case[] = [
     })),
   ),
   { name: 'bad limit', method: 'GET', path: '/v1/payments?limit=1000', status: 422, code: 'validation_failed' },
+  {
+    name: 'webhook events with a non-admin key',
+    method: 'GET',
+    path: '/v1/webhook-events',
+    status: 403,
+    code: 'forbidden',
+  },
+  ...['/v1/webhook-events?result=lost', '/v1/webhook-events?limit=abc', "/v1/webhook-events?provider=' OR 1=1"].map(
+    (path): Case => ({
+      name: `admin ${path}`,
+      method: 'GET',
+      path,
+      headers: { authorization: `Bearer ${KEYS.admin}` },
+      status: 422,
+      code: 'validation_failed',
+    }),
+  ),
   { name: 'bad cursor', method: 'GET', path: '/v1/payments?cursor=%27%3B--', status: 422, code: 'validation_failed' },
   {
     name: 'bad status filter',

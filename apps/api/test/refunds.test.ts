@@ -212,15 +212,24 @@ describe('POST /v1/payments/:id/refunds', () => {
     expect((await refund('not-a-uuid', { amount: '1.00' })).statusCode).toBe(404);
     for (const body of [
       { amount: '0' },
+      { amount: '0.00' },
       { amount: '-1.00' },
       { amount: 5 },
       { amount: '1.001' },
+      { amount: 'NaN' },
+      { amount: 'Infinity' },
+      { amount: '1e2' },
+      { amount: '1e20' },
+      { amount: '100000000000000000000' },
+      { amount: '1.00', occurredAt: '2099-01-01T00:00:00Z' },
       {},
       { amount: '1.00', extra: 1 },
     ]) {
       const res = await refund(paymentId, body);
       expect([JSON.stringify(body), res.statusCode]).toEqual([JSON.stringify(body), 422]);
-      expect(res.body).toMatchObject({ error: { code: 'validation_failed' } });
+      expect(res.body).toMatchObject({
+        error: { code: 'occurredAt' in body ? 'occurred_in_future' : 'validation_failed' },
+      });
     }
     expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(0);
   });

@@ -15,6 +15,15 @@ import { decodeCursor, encodeCursor, installmentView, paymentView, refundView } 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
 
+/** Text a column can store: no U+0000, no lone surrogate (Postgres refuses both). */
+const storableText = (min: number, max: number) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    // eslint-disable-next-line no-control-regex -- U+0000 is exactly what is refused
+    .refine((t) => !/\u0000|[\ud800-\udfff]/u.test(t), 'no NUL character or lone surrogate');
+
 /** The money grammar (cfdi-core parseAmount), as a string; the payment's currency narrows the decimals. */
 const amountSchema = z.string().superRefine((a, ctx) => {
   const parsed = parseAmount(a, 'MXN');
@@ -29,7 +38,7 @@ export const createPaymentSchema = z
       .string()
       .refine((c) => Object.hasOwn(catalogs.MONEDA, c) && c !== 'XXX', 'a supported currency (c_Moneda)'),
     occurredAt: z.iso.datetime({ offset: true }),
-    description: z.string().min(1).max(1000).optional(),
+    description: storableText(1, 1000).optional(),
     formaPago: z
       .string()
       .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99')
@@ -37,7 +46,7 @@ export const createPaymentSchema = z
     receptor: z
       .object({
         rfc: z.string().refine((r) => rfcKind(r) !== null, 'an RFC (12 or 13 characters)'),
-        nombre: z.string().min(1).max(300),
+        nombre: storableText(1, 300),
         regimenFiscal: z.string().regex(/^\d{3}$/),
         codigoPostal: z.string().regex(/^\d{5}$/),
         usoCfdi: z.string().regex(/^[A-Z]{1,2}\d{2}$/),
