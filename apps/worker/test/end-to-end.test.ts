@@ -319,6 +319,28 @@ describe('end to end', () => {
     }
   });
 
+  it('ops webhooks:failed lists the poison events with their reasons; a bad --since is a usage error', async () => {
+    await prisma.webhookEvent.createMany({
+      data: [
+        { provider: 'stripe', eventId: 'evt_ok', type: 't', result: 'accepted', payload: {} },
+        {
+          provider: 'stripe',
+          eventId: 'evt_poison',
+          type: 'payment_intent.succeeded',
+          result: 'failed',
+          reason: 'invalid_amount: must be greater than 0',
+          payload: {},
+        },
+      ],
+    });
+    expect(JSON.parse(await ops(['webhooks:failed', '--json']))).toEqual([
+      expect.objectContaining({ eventId: 'evt_poison', reason: 'invalid_amount: must be greater than 0' }),
+    ]);
+    expect(await ops(['webhooks:failed'])).toMatch(/evt_poison {2}payment_intent.succeeded {2}invalid_amount/);
+    expect(JSON.parse(await ops(['webhooks:failed', '--since', '2999-01-01T00:00:00Z', '--json']))).toEqual([]);
+    expect((await runOps(['webhooks:failed', '--since', 'yesterday'])).status).toBe(64);
+  });
+
   it('reconcile --fix repairs a duplicate: the other UUID cancelled (motivo 01, replaced by ours), ours kept', async () => {
     const w = testWorker({ prisma, redis, sandbox });
     const auth = { authorization: `Bearer ${API_KEY}` };
