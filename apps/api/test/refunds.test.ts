@@ -130,6 +130,39 @@ describe('POST /v1/payments/:id/refunds', () => {
     expect(satXslt(CFDI_XSLT, [xml])).toBe(egreso.cadenaOriginal);
   });
 
+  it('a refund to a salaried customer (605, UsoCFDI D10): the Egreso says S01, as c_UsoCFDI allows (G02 is not), and is frozen', async () => {
+    const { paymentId, ingresoId } = await payment('1160.00', {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '605',
+      codigoPostal: '36257',
+      usoCfdi: 'D10',
+    });
+    expect((await api.prisma.invoice.findUniqueOrThrow({ where: { id: ingresoId } })).status).toBe('pending');
+    await stamp(ingresoId);
+    const res = await refund(paymentId, { amount: '116.00', externalId: 'rf-605' });
+    const body = res.body as RefundBody;
+    expect(body.egreso).toMatchObject({ status: 'pending', total: '116.00' });
+    const egreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id: body.egreso.id } });
+    expect(egreso.frozenXml).toContain('RegimenFiscalReceptor="605" UsoCFDI="S01"');
+    expect(await schema.validate([egreso.frozenXml!])).toEqual([]);
+  });
+
+  it('a customer whose UsoCFDI its régimen does not allow (605 with G03): the payment is kept, its Ingreso needs data (CFDI40161)', async () => {
+    const { ingresoId } = await payment('1160.00', {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '605',
+      codigoPostal: '36257',
+      usoCfdi: 'G03',
+    });
+    const ingreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id: ingresoId } });
+    expect(ingreso.status).toBe('needs_data');
+    expect(ingreso.problems).toEqual([
+      expect.objectContaining({ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }),
+    ]);
+  });
+
   it('two partial refunds → two Egresos with consecutive folios; a third beyond the payment → 422, nothing written', async () => {
     const { paymentId } = await payment('1160.00');
     const folio = await nextFolio('NC');

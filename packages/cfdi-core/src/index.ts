@@ -17,6 +17,7 @@ export {
 export { validateInvoiceRequest, NOMBRE_PUBLICO_GENERAL } from './validate/validate-request.ts';
 export { rfcKind, RFC_PUBLICO_GENERAL, RFC_EXTRANJERO } from './validate/rfc.ts';
 export * as catalogs from './validate/catalogs.ts';
+export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
 export { normalizeSpace } from './validate/text.ts';
 export { formatFecha, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE } from './fecha.ts';
 export { loadCsd, assertCsdUsable, noCertificadoOf, rfcOf, type Csd } from './csd/csd.ts';

@@ -1,5 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
-import { CfdiValidationError, rfcKind, validateInvoiceRequest, type InvoiceRequestInput } from '../src/index.ts';
+import {
+  CfdiValidationError,
+  rfcKind,
+  usoCfdiAllowed,
+  usoCfdiFor,
+  validateInvoiceRequest,
+  type InvoiceRequestInput,
+} from '../src/index.ts';
 import { egresoRequest, ingresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
 
 type Json = Record<string, unknown>;
@@ -188,5 +195,45 @@ describe('validation', () => {
     expect(rfcKind('EKU9003173C')).toBeNull();
     expect(rfcKind('eku9003173c9')).toBeNull();
     expect(rfcKind("EKU900317' OR 1=1")).toBeNull();
+  });
+});
+
+describe('CFDI40161: UsoCFDI must apply to the receptor (c_UsoCFDI, from sat/catalogos)', () => {
+  // A persona física (CACX7605101P8) and a persona moral (EKU9003173C9) of the SAT's test RFCs.
+  const receptor = (rfc: string, regimen: string, uso: string) =>
+    withIngreso((r) => {
+      r.receptor = { ...r.receptor, rfc, regimenFiscalReceptor: regimen, usoCFDI: uso };
+    });
+  const fisica = 'CACX7605101P8';
+  const moral = 'EKU9003173C9';
+
+  it.each([
+    ['salaried (605) with G03', fisica, '605', 'G03'],
+    ['sin obligaciones (616) with G03', fisica, '616', 'G03'],
+    ['persona moral with a personal deduction (D01)', moral, '601', 'D01'],
+    ['persona física in 612 with nómina (CN01)', fisica, '612', 'CN01'],
+  ])('rejects %s', (_name, rfc, regimen, uso) => {
+    const issues = issuesOf(receptor(rfc, regimen, uso));
+    expect(issues).toEqual([
+      expect.objectContaining({ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }),
+    ]);
+  });
+
+  it.each([
+    ['612 with G03', fisica, '612', 'G03'],
+    ['605 with D10 (colegiaturas)', fisica, '605', 'D10'],
+    ['605 with S01', fisica, '605', 'S01'],
+    ['616 with G02', fisica, '616', 'G02'],
+    ['a persona moral in 601 with G03', moral, '601', 'G03'],
+  ])('accepts %s', (_name, rfc, regimen, uso) => {
+    expect(issuesOf(receptor(rfc, regimen, uso))).toEqual([]);
+  });
+
+  it('chooses the first allowed use: an Egreso gets G02 where allowed, else S01', () => {
+    expect(usoCfdiFor(['G02', 'S01'], '612', 'fisica')).toBe('G02');
+    expect(usoCfdiFor(['G02', 'S01'], '605', 'fisica')).toBe('S01');
+    expect(usoCfdiFor(['G02', 'S01'], '601', 'moral')).toBe('G02');
+    expect(usoCfdiFor(['CN01'], '601', 'moral')).toBeUndefined();
+    expect(usoCfdiAllowed('constructor', '601', 'moral')).toBe(false);
   });
 });

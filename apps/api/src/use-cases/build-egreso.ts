@@ -23,8 +23,8 @@ export interface RefundFacts {
 /**
  * The Egreso request (nota de crédito) for a refund: the SAT's concepto for devoluciones (ClaveProdServ
  * 84111506, ClaveUnidad ACT, "Devolución"), its base chosen as for the Ingreso so that base + IVA is
- * the refunded amount, the payment's receptor with UsoCFDI G02 (S01 for público en general or
- * régimen 616) and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
+ * the refunded amount, the payment's receptor with UsoCFDI G02 where c_UsoCFDI allows it for
+ * the customer's régimen, else S01 (público en general: S01), and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
  * it is frozen, once the Ingreso is stamped (`withRelatedUuid`). Fecha is `issuedAt`; when the Egreso
  * waits for its Ingreso, the worker sets it again at the freeze.
  */
@@ -48,7 +48,7 @@ export function buildEgresoRequest(
     ...(formaPagoOf(payment, refund) ? { formaPago: formaPagoOf(payment, refund) } : {}),
     metodoPago: 'PUE',
     emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
-    receptor: receptorFor(payment.receptor, settings, 'G02'),
+    receptor: receptorFor(payment.receptor, settings, ['G02', 'S01']),
     conceptos: [
       {
         claveProdServ: '84111506',

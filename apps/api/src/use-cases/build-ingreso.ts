@@ -3,6 +3,8 @@ import {
   formatFecha,
   NOMBRE_PUBLICO_GENERAL,
   RFC_PUBLICO_GENERAL,
+  rfcKind,
+  usoCfdiFor,
   timeZoneForCodigoPostal,
   type InvoiceRequestInput,
 } from '@timbra/cfdi-core';
@@ -95,14 +97,14 @@ export function buildIngresoRequest(
 
 /**
  * The CFDI Receptor for a customer's fiscal data, or público en general (RFC XAXX010101000,
- * régimen 616, the emisor's CP, UsoCFDI S01) without it. `usoCfdi` replaces the customer's own
- * (an Egreso's is G02, a Pago's CP01); for régimen 616, which allows only S01 and CP01, an Egreso
- * gets S01.
+ * régimen 616, the emisor's CP, UsoCFDI S01) without it. `usoCfdi`, when given, replaces the
+ * customer's own with the first of those uses that c_UsoCFDI allows for the customer's persona and
+ * régimen (an Egreso: G02, else S01 — a salaried customer in 605 may not receive G02; a Pago: CP01).
  */
 export function receptorFor(
   receptor: ReceptorInput | null,
   settings: InvoiceSettings,
-  usoCfdi?: string,
+  usoCfdi?: readonly string[],
 ): InvoiceRequestInput['receptor'] {
   if (!receptor)
     return {
@@ -117,13 +119,16 @@ export function receptorFor(
     nombre: receptor.nombre,
     domicilioFiscalReceptor: receptor.codigoPostal,
     regimenFiscalReceptor: receptor.regimenFiscal,
-    usoCFDI:
-      usoCfdi === undefined
-        ? receptor.usoCfdi
-        : usoCfdi !== 'CP01' && receptor.regimenFiscal === '616'
-          ? 'S01'
-          : usoCfdi,
+    usoCFDI: usoCfdi === undefined ? receptor.usoCfdi : dependentUsoCfdi(usoCfdi, receptor),
   };
+}
+
+/** The first allowed of `preferred` for this customer; when none is (bad data), the first: validation says why. */
+function dependentUsoCfdi(preferred: readonly string[], receptor: ReceptorInput): string {
+  const kind = rfcKind(receptor.rfc);
+  const allowed =
+    kind === 'fisica' || kind === 'moral' ? usoCfdiFor(preferred, receptor.regimenFiscal, kind) : undefined;
+  return allowed ?? preferred[0]!;
 }
 
 /** The 2-decimal base whose base + round(base × tasa) is `amount`, or the closest one. */

@@ -48,7 +48,7 @@ export function buildPagoRequest(
     lugarExpedicion: settings.emisor.lugarExpedicion,
     moneda: 'XXX',
     emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
-    receptor: receptorFor(invoice.receptor, settings, 'CP01'),
+    receptor: receptorFor(invoice.receptor, settings, ['CP01']),
     pago: {
       fechaPago: installment.paidAt.toISOString(),
       formaDePagoP: installment.formaPago,

@@ -17,6 +17,7 @@ import {
   TIPO_RELACION,
   USO_CFDI,
 } from './catalogs.ts';
+import { usoCfdiAllowed } from './uso-cfdi.ts';
 import { invoiceRequestSchema, type InvoiceRequest, type TrasladoRequest } from './request-schema.ts';
 import { RFC_PUBLICO_GENERAL, rfcKind } from './rfc.ts';
 
@@ -84,6 +85,15 @@ function checkRules(r: InvoiceRequest): ValidationIssue[] {
       add('receptor.usoCFDI', 'must be S01 (or CP01 for a Pago) for a generic RFC');
   } else {
     checkRegimen(r.receptor.regimenFiscalReceptor, receptorKind, 'receptor.regimenFiscalReceptor', add);
+    if (
+      (receptorKind === 'fisica' || receptorKind === 'moral') &&
+      Object.hasOwn(USO_CFDI, r.receptor.usoCFDI) &&
+      !usoCfdiAllowed(r.receptor.usoCFDI, r.receptor.regimenFiscalReceptor, receptorKind)
+    )
+      add(
+        'receptor.usoCFDI',
+        `CFDI40161: UsoCFDI ${r.receptor.usoCFDI} does not apply to a persona ${receptorKind === 'fisica' ? 'física' : 'moral'} in régimen ${r.receptor.regimenFiscalReceptor} (c_UsoCFDI)`,
+      );
   }
   if (r.receptor.rfc === RFC_PUBLICO_GENERAL) {
     if (r.receptor.domicilioFiscalReceptor !== r.lugarExpedicion) {
