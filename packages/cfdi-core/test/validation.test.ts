@@ -237,3 +237,32 @@ describe('CFDI40161: UsoCFDI must apply to the receptor (c_UsoCFDI, from sat/cat
     expect(usoCfdiAllowed('constructor', '601', 'moral')).toBe(false);
   });
 });
+
+describe('generic RFCs (CFDI40146, CFDI40149)', () => {
+  it('rejects XEXX010101000 (a foreign customer) with a DomicilioFiscalReceptor other than LugarExpedicion', () => {
+    const foreign = (cp: string) =>
+      withIngreso((r) => {
+        r.receptor = {
+          rfc: 'XEXX010101000',
+          nombre: 'ACME INC',
+          domicilioFiscalReceptor: cp,
+          regimenFiscalReceptor: '616',
+          usoCFDI: 'S01',
+        };
+      });
+    expect(issuesOf(foreign('36257'))).toEqual([
+      expect.objectContaining({
+        path: 'receptor.domicilioFiscalReceptor',
+        message: expect.stringMatching(/^CFDI40149: /),
+      }),
+    ]);
+    expect(issuesOf(foreign(ingresoRequest().lugarExpedicion))).toEqual([]);
+  });
+
+  it('rejects a real RFC named PUBLICO EN GENERAL', () => {
+    for (const nombre of ['PUBLICO EN GENERAL', 'publico  en general'])
+      expect(issuesOf(withIngreso((r) => (r.receptor.nombre = nombre)))).toEqual([
+        expect.objectContaining({ path: 'receptor.nombre', message: expect.stringMatching(/^CFDI40146: /) }),
+      ]);
+  });
+});

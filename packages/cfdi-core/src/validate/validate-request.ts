@@ -20,6 +20,7 @@ import {
 import { usoCfdiAllowed } from './uso-cfdi.ts';
 import { invoiceRequestSchema, type InvoiceRequest, type TrasladoRequest } from './request-schema.ts';
 import { RFC_PUBLICO_GENERAL, rfcKind } from './rfc.ts';
+import { normalizeSpace } from './text.ts';
 
 /** Name the SAT requires on a CFDI to público en general (RFC XAXX010101000). */
 export const NOMBRE_PUBLICO_GENERAL = 'PUBLICO EN GENERAL';
@@ -95,10 +96,18 @@ function checkRules(r: InvoiceRequest): ValidationIssue[] {
         `CFDI40161: UsoCFDI ${r.receptor.usoCFDI} does not apply to a persona ${receptorKind === 'fisica' ? 'física' : 'moral'} in régimen ${r.receptor.regimenFiscalReceptor} (c_UsoCFDI)`,
       );
   }
+  if (receptorKind === 'generico' && r.receptor.domicilioFiscalReceptor !== r.lugarExpedicion) {
+    // CFDI40149: for XAXX010101000 and XEXX010101000 alike.
+    add(
+      'receptor.domicilioFiscalReceptor',
+      `CFDI40149: must equal lugarExpedicion for the generic RFC ${r.receptor.rfc}`,
+    );
+  }
+  if (receptorKind !== 'generico' && normalizeSpace(r.receptor.nombre).toUpperCase() === NOMBRE_PUBLICO_GENERAL) {
+    // CFDI40146: "PUBLICO EN GENERAL" is the name of the generic RFC only.
+    add('receptor.nombre', `CFDI40146: ${NOMBRE_PUBLICO_GENERAL} is only the name of ${RFC_PUBLICO_GENERAL}`);
+  }
   if (r.receptor.rfc === RFC_PUBLICO_GENERAL) {
-    if (r.receptor.domicilioFiscalReceptor !== r.lugarExpedicion) {
-      add('receptor.domicilioFiscalReceptor', 'must equal lugarExpedicion for público en general');
-    }
     if (r.receptor.nombre === NOMBRE_PUBLICO_GENERAL && r.tipoDeComprobante === 'I' && !r.informacionGlobal) {
       add('informacionGlobal', 'is required for a CFDI global to público en general');
     }
