@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
+import { fiscalSettingsProblems, productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -55,7 +55,8 @@ const schema = z.object({
     .string()
     .regex(/^\d{2}$/)
     .default('04'),
-  PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).default('01'),
+  /** InformacionGlobal's Periodicidad; default 05 for an emisor in régimen 621, else 01. */
+  PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).optional(),
   // Providers: each webhook needs its secret (to check signatures) and its API key (to fetch what
   // the event does not say); without both it answers 503 webhook_not_configured.
   STRIPE_WEBHOOK_SECRET: z.string().optional(),
@@ -105,6 +106,27 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
       problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
     if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
+    // Fiscal settings against the SAT catalogues: a bad one would make every invoice a PAC rejection.
+    problems.push(
+      ...fiscalSettingsProblems(
+        {
+          emisorRfc: c.EMISOR_RFC,
+          regimenFiscal: c.EMISOR_REGIMEN_FISCAL,
+          lugarExpedicion: c.EMISOR_LUGAR_EXPEDICION,
+          claveProdServ: c.CONCEPTO_CLAVE_PROD_SERV,
+          claveUnidad: c.CONCEPTO_CLAVE_UNIDAD,
+          periodicidad: c.PUBLICO_GENERAL_PERIODICIDAD,
+        },
+        {
+          emisorRfc: 'EMISOR_RFC',
+          regimenFiscal: 'EMISOR_REGIMEN_FISCAL',
+          lugarExpedicion: 'EMISOR_LUGAR_EXPEDICION',
+          claveProdServ: 'CONCEPTO_CLAVE_PROD_SERV',
+          claveUnidad: 'CONCEPTO_CLAVE_UNIDAD',
+          periodicidad: 'PUBLICO_GENERAL_PERIODICIDAD',
+        },
+      ).map((p) => `  ${p}`),
+    );
     if (Boolean(c.DASHBOARD_USER) !== Boolean(c.DASHBOARD_PASSWORD)) {
       problems.push('  DASHBOARD_USER, DASHBOARD_PASSWORD: set both (dashboard on) or neither (off)');
     }

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { loadCsd } from '@timbra/cfdi-core';
+import { loadCsd, periodicidadFor } from '@timbra/cfdi-core';
 import { createPrisma, purgeExpiredIdempotencyKeys } from '@timbra/db';
 import { createApp } from './app.ts';
 import { bootstrap } from './bootstrap.ts';
@@ -96,7 +96,7 @@ const app = createApp({
         descripcion: config.CONCEPTO_DESCRIPCION,
       },
       ivaTasa: config.IVA_TASA,
-      periodicidad: config.PUBLICO_GENERAL_PERIODICIDAD,
+      periodicidad: periodicidadFor(config.EMISOR_REGIMEN_FISCAL, config.PUBLICO_GENERAL_PERIODICIDAD),
     },
   },
   defaultFormaPago: config.DEFAULT_FORMA_PAGO,

@@ -1,7 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
 import { runEntryPoint } from '@timbra/test-support';
+import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
+import { mesesFor } from '../src/use-cases/build-ingreso.ts';
 
 const base = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' };
 
@@ -56,5 +58,49 @@ describe('configuration profiles', () => {
     expect(run.stderr).toMatch(/^invalid api configuration:\n {2}EMISOR_RFC: required/);
     expect(run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
     expect(run.stderr).not.toContain('do-not-print-me');
+  });
+});
+
+describe('fiscal settings are checked against the SAT catalogues at start-up', () => {
+  const sandbox = { ...base, TIMBRA_PROFILE: 'sandbox' };
+
+  it('starts with the defaults (ACT, 01010101, Periodicidad 01 for régimen 601)', () => {
+    expect(() => loadConfig(sandbox)).not.toThrow();
+  });
+
+  it.each([
+    ['EMISOR_REGIMEN_FISCAL', '699', /EMISOR_REGIMEN_FISCAL: '699' is not in c_RegimenFiscal/],
+    ['EMISOR_REGIMEN_FISCAL', '612', /EMISOR_REGIMEN_FISCAL: régimen 612 .* does not apply to a persona moral/],
+    ['EMISOR_LUGAR_EXPEDICION', 'ABCDE', /EMISOR_LUGAR_EXPEDICION/],
+    ['CONCEPTO_CLAVE_PROD_SERV', '0101', /CONCEPTO_CLAVE_PROD_SERV/],
+    ['CONCEPTO_CLAVE_UNIDAD', 'ACTT', /CONCEPTO_CLAVE_UNIDAD: 'ACTT' is not in c_ClaveUnidad/],
+    [
+      'PUBLICO_GENERAL_PERIODICIDAD',
+      '05',
+      /PUBLICO_GENERAL_PERIODICIDAD: Periodicidad 05 \(bimestral\) is for régimen 621/,
+    ],
+  ])('refuses %s=%s, naming it', (name, value, message) => {
+    expect(() => loadConfig({ ...sandbox, [name]: value })).toThrow(message);
+  });
+
+  it('H87 (pieza) and E48 (unidad de servicio) are fine units', () => {
+    for (const unit of ['H87', 'E48'])
+      expect(() => loadConfig({ ...sandbox, CONCEPTO_CLAVE_UNIDAD: unit })).not.toThrow();
+  });
+});
+
+describe('InformacionGlobal', () => {
+  it('Meses is the month, or the bimester (13–18) with Periodicidad 05', () => {
+    expect(mesesFor('01', '2026-11-30T10:00:00')).toBe('11');
+    expect(mesesFor('04', '2026-01-05T10:00:00')).toBe('01');
+    expect(mesesFor('05', '2026-01-05T10:00:00')).toBe('13');
+    expect(mesesFor('05', '2026-02-28T10:00:00')).toBe('13');
+    expect(mesesFor('05', '2026-11-30T10:00:00')).toBe('18');
+  });
+
+  it('Periodicidad defaults to the régimen’s: 05 for 621, else 01', () => {
+    expect(periodicidadFor('621', undefined)).toBe('05');
+    expect(periodicidadFor('601', undefined)).toBe('01');
+    expect(periodicidadFor('612', '04')).toBe('04');
   });
 });

@@ -18,6 +18,7 @@ export { validateInvoiceRequest, NOMBRE_PUBLICO_GENERAL } from './validate/valid
 export { rfcKind, RFC_PUBLICO_GENERAL, RFC_EXTRANJERO } from './validate/rfc.ts';
 export * as catalogs from './validate/catalogs.ts';
 export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
+export { fiscalSettingsProblems, periodicidadFor, type FiscalSettings } from './validate/settings.ts';
 export { normalizeSpace } from './validate/text.ts';
 export { formatFecha, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE } from './fecha.ts';
 export { loadCsd, assertCsdUsable, noCertificadoOf, rfcOf, type Csd } from './csd/csd.ts';

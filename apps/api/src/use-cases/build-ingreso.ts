@@ -76,7 +76,7 @@ export function buildIngresoRequest(
       : {
           informacionGlobal: {
             periodicidad: settings.periodicidad,
-            meses: local.slice(5, 7),
+            meses: mesesFor(settings.periodicidad, local),
             año: Number(local.slice(0, 4)),
           },
         }),
@@ -141,4 +141,13 @@ export function baseFor(amount: string, tasa: string): string {
     b.plus(b.times(rate).decimalPlaces(2, BigNumber.ROUND_HALF_UP)).isEqualTo(total),
   );
   return (exact ?? estimate).toFixed(2);
+}
+
+/**
+ * InformacionGlobal's Meses for the sale's local date: its month (01–12), or for Periodicidad 05
+ * (bimestral) its bimester (13 = enero–febrero … 18 = noviembre–diciembre), as c_Meses has them.
+ */
+export function mesesFor(periodicidad: string, localFecha: string): string {
+  const month = Number(localFecha.slice(5, 7));
+  return periodicidad === '05' ? String(12 + Math.ceil(month / 2)) : localFecha.slice(5, 7);
 }
