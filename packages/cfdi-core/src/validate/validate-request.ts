@@ -63,6 +63,9 @@ function checkRules(r: InvoiceRequest): ValidationIssue[] {
   if (r.timeZone !== undefined && !isKnownTimeZone(r.timeZone)) add('timeZone', `unknown time zone '${r.timeZone}'`);
   if (!Object.hasOwn(MONEDA, r.moneda)) add('moneda', `'${r.moneda}' is not a supported c_Moneda`);
   inCatalog('exportacion', r.exportacion, EXPORTACION, 'c_Exportacion');
+  // CFDI40122: Exportacion 02 (definitiva A1) needs the Comercio Exterior complement, which Timbra does not issue.
+  if (r.exportacion === '02')
+    add('exportacion', 'CFDI40122: 02 requires the Comercio Exterior complement, which Timbra does not issue');
   inCatalog('formaPago', r.formaPago, FORMA_PAGO, 'c_FormaPago');
   inCatalog('metodoPago', r.metodoPago, METODO_PAGO, 'c_MetodoPago');
   if (r.moneda === 'MXN' && r.tipoCambio !== undefined && r.tipoCambio !== '1') {
@@ -211,6 +214,7 @@ function checkTraslado(t: TrasladoRequest, p: string, add: Add): void {
 
 function checkPago(r: InvoiceRequest, add: Add): void {
   if (r.moneda !== 'XXX') add('moneda', 'must be XXX for tipoDeComprobante P');
+  if (r.tipoCambio !== undefined) add('tipoCambio', 'CFDI40116: must be absent for tipoDeComprobante P (moneda XXX)');
   if (r.formaPago !== undefined) add('formaPago', 'must be absent for tipoDeComprobante P');
   if (r.metodoPago !== undefined) add('metodoPago', 'must be absent for tipoDeComprobante P');
   if (r.conceptos !== undefined)
