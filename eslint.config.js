@@ -79,7 +79,7 @@ export default tseslint.config(
   { files: ['packages/test-support/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
   // Tests, benchmarks and scripts of an app may use test kits and got, never another app.
   {
-    files: ['apps/api/{test,bench}/**/*.ts'],
+    files: ['apps/api/{test,bench,scripts}/**/*.ts'],
     rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/api')]) },
   },
   {

@@ -111,3 +111,13 @@ export function prepareComprobante(input: unknown, csd: Csd) {
   });
   return { request, tree, fecha, timeZone, amounts };
 }
+
+/**
+ * The amounts a request's document would carry (SubTotal, Descuento, Total), without sealing it:
+ * validation and the same arithmetic as freezing. For checks that must run on many amounts.
+ * @throws CfdiValidationError as freezeComprobante does.
+ */
+export function totalsOf(input: unknown): { subTotal: string; descuento?: string; total: string } {
+  const { subTotal, descuento, total } = computeAmounts(validateInvoiceRequest(input));
+  return { subTotal, ...(descuento !== undefined ? { descuento } : {}), total };
+}

@@ -4,7 +4,7 @@
  * and read stamped CFDIs and their TimbreFiscalDigital.
  */
 export { CfdiError, CfdiErrorCode, CfdiValidationError, type ValidationIssue } from './errors.ts';
-export { freezeComprobante, tryFreeze, type FrozenCfdi } from './freeze.ts';
+export { freezeComprobante, tryFreeze, totalsOf, type FrozenCfdi } from './freeze.ts';
 export { withRelatedUuid } from './build/related.ts';
 export {
   invoiceRequestSchema,

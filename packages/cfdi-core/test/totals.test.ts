@@ -9,9 +9,11 @@ describe('totals (decimal arithmetic, rounded half up per Anexo 20)', () => {
   it('computes the reference Ingreso by hand', () => {
     // Concepto 1: 1 × 4310.34 = 4310.34; IVA 16% = 689.6544 → 689.65
     // Concepto 2: 3 × 289.50 = 868.50 − 50.00 = base 818.50; IVA 0% = 0.00
-    // Concepto 3: 2.5 × 350.123456 = 875.30864 → 875.31; IVA 140.0496 → 140.05;
-    //             ISR 10% 87.531 → 87.53; IVA ret 10.6667% 93.3680... → 93.37
-    // SubTotal 6054.15, Descuento 50.00, trasladado 829.70, retenido 180.90
+    // Concepto 3 (a ValorUnitario finer than the currency: the concepto at 6 decimals):
+    //             2.5 × 350.123456 = 875.308640; IVA 16% 140.0493824 → 140.049382;
+    //             ISR 10% 87.530864; IVA ret 10.6667% 93.3665... → 93.366547
+    // SubTotal 4310.34 + 868.50 + 875.308640 = 6054.148640 → 6054.15, Descuento 50.00,
+    // trasladado 689.65 + 0 + 140.049382 = 829.699382 → 829.70, retenido 87.53 + 93.37 = 180.90
     // Total = 6054.15 − 50.00 + 829.70 − 180.90 = 6652.95
     const f = freezeComprobante(ingresoRequest(), csd);
     expect(f.subTotal).toBe('6054.15');
@@ -22,8 +24,9 @@ describe('totals (decimal arithmetic, rounded half up per Anexo 20)', () => {
     expect(attr(impuestos, 'TotalImpuestosTrasladados')).toBe('829.70');
     expect(attr(impuestos, 'TotalImpuestosRetenidos')).toBe('180.90');
     expect(f.xml).toContain(
-      'Cantidad="2.5" ClaveUnidad="HUR" Descripcion="Asesoría académica" ValorUnitario="350.123456" Importe="875.31"',
+      'Cantidad="2.5" ClaveUnidad="HUR" Descripcion="Asesoría académica" ValorUnitario="350.123456" Importe="875.308640"',
     );
+    expect(f.xml).toContain('Base="875.308640" Impuesto="002" TipoFactor="Tasa" TasaOCuota="0.160000" Importe="140.049382"');
   });
 
   it('never uses floats: 0.1 + 0.2 style sums are exact', () => {

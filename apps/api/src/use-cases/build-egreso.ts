@@ -76,6 +76,7 @@ function formaPagoOf(payment: RefundedPayment, refund: RefundFacts): string | un
 /** SubTotal and Total of that Egreso before it is frozen (what a waiting invoice shows). */
 export function egresoTotals(amount: string, tasa: string): { subTotal: string; total: string } {
   const base = new BigNumber(baseFor(amount, tasa));
-  const iva = base.times(tasa).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
-  return { subTotal: base.toFixed(2), total: base.plus(iva).toFixed(2) };
+  const iva = base.times(tasa).decimalPlaces(6, BigNumber.ROUND_HALF_UP).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
+  const subTotal = base.decimalPlaces(2, BigNumber.ROUND_HALF_UP);
+  return { subTotal: subTotal.toFixed(2), total: subTotal.plus(iva).toFixed(2) };
 }

@@ -41,9 +41,7 @@ export interface PaymentFacts {
 
 /**
  * The Ingreso request for a payment. The amount received includes IVA, so the concepto's base is
- * chosen among round(amount / (1 + tasa)) and its neighbours ±0.01 so that base + IVA equals the
- * amount exactly (when no neighbour does, the closest is used and the invoice total may differ by a
- * cent). Without receptor data the CFDI goes to público en general, with InformacionGlobal for the
+ * chosen (baseFor) so that the CFDI's Total is exactly the amount. Without receptor data the CFDI goes to público en general, with InformacionGlobal for the
  * month of the payment. Fecha is `issuedAt` — when the document is frozen — not the payment's time.
  */
 export function buildIngresoRequest(
@@ -131,16 +129,39 @@ function dependentUsoCfdi(preferred: readonly string[], receptor: ReceptorInput)
   return allowed ?? preferred[0]!;
 }
 
-/** The 2-decimal base whose base + round(base × tasa) is `amount`, or the closest one. */
+/**
+ * The concepto's ValorUnitario (= its Base, cantidad 1) for money received IVA included, chosen so
+ * that the CFDI's Total is exactly `amount`: SubTotal = round2(v) and the IVA = round2(round6(v ×
+ * tasa)) add up to it (cfdi-core computes a concepto whose ValorUnitario is finer than the currency at
+ * 6 decimals, which Anexo 20 allows, and rounds the totals at the end).
+ *
+ * A 2-decimal value is used when one works (the simpler document); otherwise a 6-decimal one: for
+ * SubTotal s and IVA i = amount − s, any v in [s − 0.005, s + 0.005) ∩ [(i − 0.005) / tasa,
+ * (i + 0.005) / tasa) does, and for the s nearest amount / (1 + tasa) that intersection is never
+ * empty (it is 0.01 / tasa ≥ 0.0625 wide for tasa ≤ 0.16). Property-tested for every tasa Timbra
+ * supports (test/exact-totals.test.ts).
+ */
 export function baseFor(amount: string, tasa: string): string {
   const total = new BigNumber(amount);
   const rate = new BigNumber(tasa);
-  const estimate = total.dividedBy(rate.plus(1)).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
-  const candidates = [estimate, estimate.minus('0.01'), estimate.plus('0.01')];
-  const exact = candidates.find((b) =>
-    b.plus(b.times(rate).decimalPlaces(2, BigNumber.ROUND_HALF_UP)).isEqualTo(total),
-  );
-  return (exact ?? estimate).toFixed(2);
+  if (rate.isZero()) return total.toFixed(2);
+  const round2 = (x: BigNumber) => x.decimalPlaces(2, BigNumber.ROUND_HALF_UP);
+  const adds = (v: BigNumber) =>
+    round2(v)
+      .plus(round2(v.times(rate).decimalPlaces(6, BigNumber.ROUND_HALF_UP)))
+      .isEqualTo(total);
+  const estimate = round2(total.dividedBy(rate.plus(1)));
+  for (const s of [estimate, estimate.minus('0.01'), estimate.plus('0.01')]) if (adds(s)) return s.toFixed(2);
+  const half = new BigNumber('0.005');
+  for (const s of [estimate, estimate.minus('0.01'), estimate.plus('0.01')]) {
+    const i = total.minus(s);
+    const low = BigNumber.max(s.minus(half), i.minus(half).dividedBy(rate));
+    const high = BigNumber.min(s.plus(half), i.plus(half).dividedBy(rate));
+    if (!low.isLessThan(high)) continue;
+    const v = low.plus(high).dividedBy(2).decimalPlaces(6, BigNumber.ROUND_HALF_UP);
+    if (adds(v)) return v.toFixed(6);
+  }
+  return estimate.toFixed(2); // unreachable for the supported rates (see above); the closest 2-decimal base
 }
 
 /**

@@ -97,7 +97,10 @@ export async function recordPayments(
       moneda: i.facts.currency,
       status: i.frozen ? 'pending' : 'needs_data',
       frozen: i.frozen,
-      totals: { subTotal: i.facts.amount, total: i.facts.amount },
+      // The frozen document's own totals (its Total is the amount received); unfrozen: the amount.
+      totals: i.frozen
+        ? { subTotal: i.frozen.subTotal, total: i.frozen.total }
+        : { subTotal: i.facts.amount, total: i.facts.amount },
       problems: i.problems,
     })),
   );

@@ -55,11 +55,14 @@ export function currencyDecimals(moneda: string): number {
 /**
  * Computes every amount of an Ingreso/Egreso from its conceptos with decimal arithmetic.
  *
- * Rounding: each concepto's Importe, Descuento and tax importes are rounded half up to the currency's
- * decimals. Anexo 20 checks them against limits computed from the unrounded product and truncated /
- * rounded up to the decimals of the written value, so a half-up rounding to those decimals is always
- * inside the limits. Comprobante totals are sums of the rounded concepto values, which is what the
- * SAT recomputes.
+ * Rounding: each concepto's Importe, Base and tax importes are rounded half up to the concepto's
+ * decimals — the currency's, or 6 when its ValorUnitario has more decimals than the currency (Anexo
+ * 20 allows up to 6 at concepto level, so a Total can match the money received to the cent). Anexo 20
+ * checks them against limits computed from the unrounded product and truncated / rounded up to the
+ * decimals of the written value, so a half-up rounding to those decimals is always inside the
+ * limits. Comprobante totals (SubTotal, the Impuestos summary) are the sums of the concepto values,
+ * rounded to the currency's decimals at the end; Total is computed from those rounded totals, as
+ * the SAT recomputes it.
  */
 export function computeAmounts(request: InvoiceRequest): ComprobanteAmounts {
   const decimals = currencyDecimals(request.moneda);
@@ -103,7 +106,10 @@ export function computeAmounts(request: InvoiceRequest): ComprobanteAmounts {
   const taxed = traslados.filter((t) => t.tipoFactor !== 'Exento');
   const totalTrasladados = sum(taxed.map((t) => new Dec(t.importe ?? 0)));
   const totalRetenidos = sum(retenciones.map((r) => new Dec(r.importe)));
-  const total = subTotal.minus(descuento).plus(totalTrasladados).minus(totalRetenidos);
+  const total = new Dec(fixed(subTotal, decimals))
+    .minus(fixed(descuento, decimals))
+    .plus(totalTrasladados)
+    .minus(totalRetenidos);
 
   const hasImpuestos = traslados.length > 0 || retenciones.length > 0;
   return {
@@ -125,7 +131,9 @@ export function computeAmounts(request: InvoiceRequest): ComprobanteAmounts {
   };
 }
 
-function computeConcepto(c: ConceptoRequest, decimals: number): ConceptoAmounts {
+function computeConcepto(c: ConceptoRequest, currencyDecimals: number): ConceptoAmounts {
+  // A ValorUnitario finer than the currency computes its concepto at 6 decimals (Anexo 20's maximum).
+  const decimals = decimalsOf(c.valorUnitario) > currencyDecimals ? 6 : currencyDecimals;
   const cantidad = new Dec(c.cantidad);
   const valorUnitario = new Dec(c.valorUnitario);
   const importe = new Dec(fixed(cantidad.times(valorUnitario), decimals));
@@ -161,7 +169,7 @@ function computeConcepto(c: ConceptoRequest, decimals: number): ConceptoAmounts 
   return {
     source: c,
     cantidad: fixed(cantidad, Math.min(6, decimalsOf(c.cantidad))),
-    valorUnitario: fixed(valorUnitario, Math.max(decimals, decimalsOf(c.valorUnitario))),
+    valorUnitario: fixed(valorUnitario, Math.max(currencyDecimals, decimalsOf(c.valorUnitario))),
     importe: fixed(importe, decimals),
     ...(descuento !== undefined ? { descuento: fixed(descuento, decimals) } : {}),
     traslados,
