@@ -58,6 +58,18 @@ export function createApp(deps: AppDeps) {
         "a refund's Egreso waits for an Ingreso that cannot be stamped as it is",
       );
   };
+  // Money arrived, its invoice cannot be issued as it is: loud (also the worker's gauge and alert).
+  const reportNeedsData = (payment: {
+    paymentId: string;
+    invoiceId: string | null;
+    provider: string;
+    externalId: string;
+    problems?: readonly { path: string; message: string }[];
+  }) =>
+    deps.logger.warn(
+      { alert: 'invoice_needs_data', ...payment },
+      'a payment was recorded but its invoice needs data: fix it (GET /v1/invoices?status=needs_data)',
+    );
   // A refund reversed at the provider: its Egreso is cancelled, or an operator must cancel it.
   const reportReversal = (reversal: ReversedRefund) =>
     deps.logger.warn(
@@ -69,7 +81,11 @@ export function createApp(deps: AppDeps) {
   const ingest = new GroupCommit(
     deps.prisma,
     (tx, deliveries: WebhookDelivery[]) =>
-      recordDeliveries(tx, deps.payments, deliveries, { onRefund: reportBlocked, onReversal: reportReversal }),
+      recordDeliveries(tx, deps.payments, deliveries, {
+        onRefund: reportBlocked,
+        onReversal: reportReversal,
+        onNeedsData: reportNeedsData,
+      }),
     deps.ingest,
   );
   app.disable('x-powered-by');

@@ -58,6 +58,23 @@ describe('Stripe, through its API and signed events', () => {
     expect(events.map((e) => e.result).sort()).toEqual(['accepted', 'accepted']);
   });
 
+  it('a customer whose data breaks a SAT rule: the money is recorded, its invoice needs data (CFDI40161), shown by the API', async () => {
+    const made = await api.providers.stripePayment({
+      amount: 116000,
+      metadata: { ...CUSTOMER, regimen_fiscal: '605', uso_cfdi: 'G03' },
+    });
+    const payment = await paymentOf(made.paymentIntent.id);
+    expect(payment?.amount.toFixed(2)).toBe('1160.00');
+    expect(payment!.invoices[0]!.status).toBe('needs_data');
+    const view = await got(`${api.url}/v1/invoices/${payment!.invoices[0]!.id}`, {
+      headers: { authorization: 'Bearer pos-key-0123456789abcdef' },
+    }).json<{ status: string; problems: { path: string; message: string }[] }>();
+    expect(view).toMatchObject({
+      status: 'needs_data',
+      problems: [{ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }],
+    });
+  });
+
   it.each([
     ['card_debit', '28'],
     ['card_prepaid', '28'],

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
+  invoicesNeedingData,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
   reversedRefundsStanding,
@@ -49,6 +50,22 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     registers: [registry],
     async collect() {
       this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
+    },
+  });
+  new Gauge({
+    name: 'timbra_invoices_needs_data',
+    help: 'Invoices that could not be frozen as they are (needs_data): money arrived, the CFDI waits for a person',
+    registers: [registry],
+    async collect() {
+      this.set((await invoicesNeedingData(deps.prisma)).count);
+    },
+  });
+  new Gauge({
+    name: 'timbra_invoices_needs_data_oldest_age_seconds',
+    help: 'Age of the oldest invoice in needs_data (0 when none): it waits for a person',
+    registers: [registry],
+    async collect() {
+      this.set((await invoicesNeedingData(deps.prisma)).oldestAgeSeconds);
     },
   });
   new Gauge({

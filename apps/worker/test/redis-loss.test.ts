@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createPrisma, insertInvoices, type PrismaClient } from '@timbra/db';
 import { privateRedisArgs } from '@timbra/test-support';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
@@ -118,6 +118,22 @@ describe('worker metrics', () => {
     const chain = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 60_000 });
     const metrics = createWorkerMetrics({ prisma, dlqSize: () => Promise.resolve(2), chain });
     await pendingInvoice(prisma, 'metrics');
+    const before = await metrics.registry.getSingleMetricAsString('timbra_invoices_needs_data');
+    const needing = Number(/timbra_invoices_needs_data (\d+)/.exec(before)![1]);
+    await insertInvoices(prisma, (await prisma.emisor.findFirstOrThrow()).id, [
+      {
+        kind: 'I',
+        serie: 'ND',
+        folio: 1,
+        paymentId: null,
+        stampKey: `needs-data-${Date.now()}`,
+        moneda: 'MXN',
+        status: 'needs_data',
+        frozen: undefined,
+        totals: { subTotal: '100.00', total: '116.00' },
+        problems: [{ path: 'receptor.usoCFDI', message: 'CFDI40161: …' }],
+      },
+    ]);
     chain.breakers.get('backup')!.failedNotProcessed();
     metrics.record([
       { pac: 'primary', outcome: 'transient', durationMs: 3 },
@@ -129,6 +145,8 @@ describe('worker metrics', () => {
     expect(text).toMatch(/timbra_outbox_pending\{status="pending"\} \d+/);
     expect(text).toMatch(/timbra_outbox_oldest_pending_age_seconds \d/);
     expect(text).toMatch(/timbra_dlq_size 2/);
+    expect(text).toContain(`timbra_invoices_needs_data ${needing + 1}`);
+    expect(text).toMatch(/timbra_invoices_needs_data_oldest_age_seconds \d/);
     expect(text).toMatch(/timbra_circuit_open\{pac="backup"\} 1/);
   });
 });

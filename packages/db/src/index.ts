@@ -53,6 +53,7 @@ export {
 export {
   insertInvoices,
   lockInvoice,
+  invoicesNeedingData,
   ingresoOf,
   invoiceByUuid,
   standingRelatedCount,

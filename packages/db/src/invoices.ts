@@ -240,3 +240,16 @@ export async function invoicesWithOverdueDependents(db: Db, limit: number): Prom
   );
   return rows.map((r) => r.id);
 }
+
+const needsDataRow = z.object({ n: col.int, age: z.number() });
+
+/** Invoices in `needs_data` (they wait for a person) and the age in seconds of the oldest (0: none). */
+export async function invoicesNeedingData(db: Db): Promise<{ count: number; oldestAgeSeconds: number }> {
+  const [row] = await queryRows(
+    db,
+    needsDataRow,
+    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
+               FROM invoices WHERE status = 'needs_data'`,
+  );
+  return { count: row!.n, oldestAgeSeconds: row!.age };
+}

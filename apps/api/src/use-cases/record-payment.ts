@@ -19,6 +19,8 @@ export interface RecordedPayment {
   invoiceId: string | null;
   /** False when the payment was already known (same provider and external id). */
   created: boolean;
+  /** Set when this call recorded the invoice as `needs_data`: why it could not be frozen. */
+  problems?: readonly { path: string; message: string }[];
 }
 
 /** A payment to record, and the API client that sent it (REST) if any. */
@@ -104,7 +106,15 @@ export async function recordPayments(
       problems: i.problems,
     })),
   );
-  invoices.forEach((i, n) => (results[i.index] = { paymentId: i.paymentId, invoiceId: ids[n]!, created: true }));
+  invoices.forEach(
+    (i, n) =>
+      (results[i.index] = {
+        paymentId: i.paymentId,
+        invoiceId: ids[n]!,
+        created: true,
+        ...(i.frozen ? {} : { problems: i.problems ?? [] }),
+      }),
+  );
 
   // Payments known before (or twice in this batch): their rows as they are.
   const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));

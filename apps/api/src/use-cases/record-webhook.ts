@@ -1,6 +1,6 @@
 import { claimWebhookEvents, reverseRefund, type ReceivedEvent, type Tx } from '@timbra/db';
 import type { PaymentFacts } from './build-ingreso.ts';
-import { recordPayments, type RecordPaymentDeps } from './record-payment.ts';
+import { recordPayments, type RecordedPayment, type RecordPaymentDeps } from './record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';
 import { recordRefund, type RecordedRefund, type RefundToRecord } from './record-refund.ts';
 import { requestCancellation } from './request-cancellation.ts';
@@ -22,6 +22,8 @@ export interface ReversedRefund {
 }
 
 export interface DeliveryHooks {
+  /** A payment whose Ingreso could not be frozen (needs_data): the money arrived, the invoice waits for a person. */
+  onNeedsData?: (payment: RecordedPayment & { provider: string; externalId: string }) => void;
   onRefund?: (refund: RecordedRefund) => void;
   onReversal?: (reversal: ReversedRefund) => void;
 }
@@ -65,7 +67,11 @@ export async function recordDeliveries(
   const fresh = await claimWebhookEvents(tx, events);
 
   const payments = deliveries.flatMap((d, i) => (fresh[i] && d.payment ? [{ facts: d.payment }] : []));
-  await recordPayments(tx, deps, payments);
+  const recordedPayments = await recordPayments(tx, deps, payments);
+  recordedPayments.forEach((recorded, i) => {
+    const facts = payments[i]!.facts;
+    if (recorded.problems) hooks.onNeedsData?.({ ...recorded, provider: facts.provider, externalId: facts.externalId });
+  });
   for (const [i, d] of deliveries.entries()) {
     if (!fresh[i]) continue;
     for (const { paymentProvider, paymentExternalId, ...refund } of d.refunds ?? []) {
