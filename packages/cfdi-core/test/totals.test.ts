@@ -26,7 +26,9 @@ describe('totals (decimal arithmetic, rounded half up per Anexo 20)', () => {
     expect(f.xml).toContain(
       'Cantidad="2.5" ClaveUnidad="HUR" Descripcion="Asesoría académica" ValorUnitario="350.123456" Importe="875.308640"',
     );
-    expect(f.xml).toContain('Base="875.308640" Impuesto="002" TipoFactor="Tasa" TasaOCuota="0.160000" Importe="140.049382"');
+    expect(f.xml).toContain(
+      'Base="875.308640" Impuesto="002" TipoFactor="Tasa" TasaOCuota="0.160000" Importe="140.049382"',
+    );
   });
 
   it('never uses floats: 0.1 + 0.2 style sums are exact', () => {
