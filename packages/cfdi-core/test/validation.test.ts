@@ -48,11 +48,7 @@ describe('validation', () => {
     ['unknown FormaPago', withIngreso((r) => (r.formaPago = '07')), 'formaPago'],
     ['unknown MetodoPago', withIngreso((r) => (r.metodoPago = 'PIP')), 'metodoPago'],
     ['Exportacion 02 without Comercio Exterior (CFDI40122)', withIngreso((r) => (r.exportacion = '02')), 'exportacion'],
-    [
-      'TipoCambio on a Pago (CFDI40116)',
-      { ...(structuredClone(pagoRequest()) as InvoiceRequestInput), tipoCambio: '1' } as InvoiceRequestInput,
-      'tipoCambio',
-    ],
+    ['TipoCambio on a Pago (CFDI40116)', { ...structuredClone(pagoRequest()), tipoCambio: '1' }, 'tipoCambio'],
     ['PPD with FormaPago other than 99', withIngreso((r) => (r.metodoPago = 'PPD')), 'formaPago'],
     ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'receptor.usoCFDI'],
     ['unknown RegimenFiscal', withIngreso((r) => (r.emisor.regimenFiscal = '699')), 'emisor.regimenFiscal'],
