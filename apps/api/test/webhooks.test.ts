@@ -438,6 +438,9 @@ describe('a provider API that does not answer', () => {
   it('is answered 503 (the provider retries) and nothing is stored', async () => {
     const offline = await startApi(); // its provider clients point at a port nobody listens on
     try {
+      // Its Mercado Pago client does not redirect the first API's (the SDK's URL is a static).
+      const made = await api.providers.mercadoPagoPayment({ amount: 77 });
+      expect((await paymentOf(String(made.payment.id)))?.amount.toFixed(2)).toBe('77.00');
       const res = await got.post(`${offline.url}/webhooks/mercadopago`, {
         json: { data: { id: '77' } },
         searchParams: { 'data.id': '77', type: 'payment' },

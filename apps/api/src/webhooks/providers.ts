@@ -23,11 +23,15 @@ export function stripeApi(apiUrl: string, secretKey: string): Stripe {
 
 /**
  * Mercado Pago's `GET /v1/payments/{id}` at `apiUrl`, with the access token: 10 s a call, retried
- * twice on 429/5xx. The SDK has no option for its URL — only the static AppConfig.BASE_URL, which
- * this sets (one Mercado Pago per process; ARCHITECTURE.md, "Providers").
+ * twice on 429/5xx. The SDK has no option for its URL — only the static AppConfig.BASE_URL, read
+ * synchronously when a request starts — so it is set right before each call: clients with different
+ * URLs in one process (tests) never see each other's (ARCHITECTURE.md, dependencies).
  */
 export function mercadoPagoPayments(apiUrl: string, accessToken: string): FetchMercadoPagoPayment {
-  (AppConfig as { BASE_URL: string }).BASE_URL = apiUrl.replace(/\/$/, '');
+  const baseUrl = apiUrl.replace(/\/$/, '');
   const payments = new Payment(new MercadoPagoConfig({ accessToken, options: { timeout: 10_000 } }));
-  return (id) => payments.get({ id, requestOptions: { maxRetries: 2, initialDelay: 200, maxDelay: 2_000 } });
+  return (id) => {
+    (AppConfig as { BASE_URL: string }).BASE_URL = baseUrl;
+    return payments.get({ id, requestOptions: { maxRetries: 2, initialDelay: 200, maxDelay: 2_000 } });
+  };
 }
