@@ -12,7 +12,8 @@ import {
  * Freezes, once, the documents waiting for `originalId` to be stamped: each `waiting` invoice gets its
  * frozen XML, becomes `pending` and gets
  * its outbox row, in one transaction; the relay is woken.
- * Fecha is the time of this freeze (a PAC refuses one older than 72 hours). Idempotent: only `waiting` rows are taken
+ * Fecha is the issue time the API stored in the request when it recorded the document (never now()
+ * here: DESIGN.md invariant 4). Idempotent: only `waiting` rows are taken
  * (FOR UPDATE SKIP LOCKED) and the frozen XML can be written only once (a trigger). Invalid data
  * leaves the dependent in `needs_data` with the reasons. Returns how many were frozen.
  */
@@ -23,10 +24,7 @@ export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalI
     const ready: { invoiceId: string; stampKey: string }[] = [];
     for (const dependent of waiting.dependents) {
       const request = dependent.request as InvoiceRequestInput;
-      const { frozen, problems: invalid } = tryFreeze(
-        { ...withRelatedUuid(request, waiting.originalUuid), issuedAt: new Date().toISOString() },
-        csd,
-      );
+      const { frozen, problems: invalid } = tryFreeze(withRelatedUuid(request, waiting.originalUuid), csd);
       const problems =
         invalid ??
         (frozen.stampKey !== dependent.stampKey

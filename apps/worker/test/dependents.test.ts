@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
-import { parseStampedCfdi, stampKeyFor, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import {
+  formatFecha,
+  parseStampedCfdi,
+  stampKeyFor,
+  timeZoneForCodigoPostal,
+  type InvoiceRequestInput,
+} from '@timbra/cfdi-core';
 import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -113,6 +119,9 @@ describe('dependent documents', () => {
         `<cfdi:CfdiRelacionados TipoRelacion="01"><cfdi:CfdiRelacionado UUID="${o.uuid}"/>`,
       );
       expect(e.frozenXml).toContain('TipoDeComprobante="E"');
+      // Fecha is the issue time the API stored with the request, not the worker's now() (invariant 4).
+      const { issuedAt } = e.request as { issuedAt: string };
+      expect(e.frozenXml).toContain(`Fecha="${formatFecha(new Date(issuedAt), timeZoneForCodigoPostal('42501'))}"`);
       expect(parseStampedCfdi(e.stampedXml!).tfd.uuid).toBe(e.uuid);
     } finally {
       await w.close();

@@ -25,8 +25,8 @@ export interface RefundFacts {
  * 84111506, ClaveUnidad ACT, "Devolución"), its base chosen as for the Ingreso so that base + IVA is
  * the refunded amount, the payment's receptor with UsoCFDI G02 where c_UsoCFDI allows it for
  * the customer's régimen, else S01 (público en general: S01), and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
- * it is frozen, once the Ingreso is stamped (`withRelatedUuid`). Fecha is `issuedAt`; when the Egreso
- * waits for its Ingreso, the worker sets it again at the freeze.
+ * it is frozen, once the Ingreso is stamped (`withRelatedUuid`). Fecha is `issuedAt`, the time the refund
+ * is recorded; an Egreso that waits for its Ingreso keeps it (the worker never uses now()).
  */
 export function buildEgresoRequest(
   payment: RefundedPayment,
