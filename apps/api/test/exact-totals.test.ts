@@ -6,33 +6,8 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { freezeComprobante, totalsOf } from '@timbra/cfdi-core';
 import { loadTestCsd } from '@timbra/test-support';
-import { buildIngresoRequest, type InvoiceSettings } from '../src/use-cases/build-ingreso.ts';
-import { EMISOR } from './helpers.ts';
+import { cents, ingresoFor as request } from '../scripts/check-totals.ts';
 
-const settings = (ivaTasa: string): InvoiceSettings => ({
-  emisor: EMISOR,
-  concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
-  ivaTasa,
-  periodicidad: '01',
-});
-const request = (amount: string, ivaTasa: string) =>
-  buildIngresoRequest(
-    {
-      provider: 'stripe',
-      externalId: 'pi_exact',
-      amount,
-      currency: 'MXN',
-      occurredAt: new Date(),
-      receptor: null,
-      description: null,
-      formaPago: '04',
-    },
-    'A',
-    1,
-    settings(ivaTasa),
-    new Date(),
-  );
-const cents = (n: bigint) => `${n / 100n}.${String(n % 100n).padStart(2, '0')}`;
 const RATES = ['0.160000', '0.080000', '0.000000'] as const;
 
 describe('Total = the amount received', () => {

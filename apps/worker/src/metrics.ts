@@ -52,12 +52,16 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
       this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
     },
   });
+  // Both needs_data gauges from one query a scrape: a scrape starts collecting every metric in
+  // registration order before awaiting any, so the age gauge takes the count gauge's query.
+  let needsData: ReturnType<typeof invoicesNeedingData> | undefined;
   new Gauge({
     name: 'timbra_invoices_needs_data',
     help: 'Invoices that could not be frozen as they are (needs_data): money arrived, the CFDI waits for a person',
     registers: [registry],
     async collect() {
-      this.set((await invoicesNeedingData(deps.prisma)).count);
+      needsData = invoicesNeedingData(deps.prisma);
+      this.set((await needsData).count);
     },
   });
   new Gauge({
@@ -65,7 +69,9 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     help: 'Age of the oldest invoice in needs_data (0 when none): it waits for a person',
     registers: [registry],
     async collect() {
-      this.set((await invoicesNeedingData(deps.prisma)).oldestAgeSeconds);
+      const query = needsData ?? invoicesNeedingData(deps.prisma);
+      needsData = undefined;
+      this.set((await query).oldestAgeSeconds);
     },
   });
   new Gauge({
