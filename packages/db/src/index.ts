@@ -87,6 +87,7 @@ export {
   type NewInstallment,
 } from './installments.ts';
 export { claimWebhookEvents, type ReceivedEvent } from './webhook-events.ts';
+export { hasUnstorableText, isStorableText } from './text.ts';
 export {
   loadStampRow,
   recordPacCallInFlight,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { col, queryRows, type Tx } from './sql.ts';
+import { storableJson, storableText } from './text.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const claimWebhookEventsRow = z.object({ provider: col.text, event_id: col.text });
@@ -16,16 +17,6 @@ export interface ReceivedEvent {
   reason?: string;
   payload: unknown;
 }
-
-/**
- * Postgres text and jsonb cannot hold U+0000 nor a lone surrogate; a provider's payload may (hostile
- * or broken). What is stored shows U+FFFD in their place — the event is kept, as received otherwise.
- * (JSON.stringify writes both, and only them, as `\\u` escapes; an escaped backslash before is kept.)
- */
-const NUL_ESCAPE = /(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/g;
-// eslint-disable-next-line no-control-regex -- U+0000 is exactly what must go
-const storableText = (text: string) => text.replace(/\u0000|[\ud800-\udfff]/gu, '\ufffd');
-const storableJson = (payload: unknown) => (JSON.stringify(payload) ?? 'null').replace(NUL_ESCAPE, '$1\\ufffd');
 
 /**
  * Inserts events in order; one already recorded (or named twice in the batch) is skipped.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { catalogs, parseAmount, rfcKind } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
+import { isStorableText, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
@@ -15,14 +15,9 @@ import { decodeCursor, encodeCursor, installmentView, paymentView, refundView } 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
 
-/** Text a column can store: no U+0000, no lone surrogate (Postgres refuses both). */
+/** Text a column can store (no U+0000, no lone surrogate: Postgres refuses both). */
 const storableText = (min: number, max: number) =>
-  z
-    .string()
-    .min(min)
-    .max(max)
-    // eslint-disable-next-line no-control-regex -- U+0000 is exactly what is refused
-    .refine((t) => !/\u0000|[\ud800-\udfff]/u.test(t), 'no NUL character or lone surrogate');
+  z.string().min(min).max(max).refine(isStorableText, 'no NUL character or lone surrogate');
 
 /** The money grammar (cfdi-core parseAmount), as a string; the payment's currency narrows the decimals. */
 const amountSchema = z.string().superRefine((a, ctx) => {

@@ -2,13 +2,14 @@ import type { Request, Response } from 'express';
 import { MPNotFoundError, WebhookSignatureValidator } from 'mercadopago';
 import type { PaymentResponse } from 'mercadopago/dist/clients/payment/commonTypes.js';
 import { parseAmount } from '@timbra/cfdi-core';
+import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { formaPagoOf, mercadoPagoFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
-import { hasUnstorableText, PoisonEvent, recordProviderEvent } from './record-event.ts';
+import { PoisonEvent, recordProviderEvent } from './record-event.ts';
 
 /** Reads a payment from Mercado Pago's API (`GET /v1/payments/{id}`, the official SDK's Payment.get). */
 export type FetchMercadoPagoPayment = (id: string) => Promise<PaymentResponse>;

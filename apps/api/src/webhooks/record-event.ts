@@ -31,15 +31,6 @@ export class PoisonEvent extends Error {
   }
 }
 
-/**
- * Whether `value` holds U+0000 or a lone surrogate in any string (keys included): no text column can
- * store it, and no provider sends it in earnest. JSON.stringify writes both, and only them, as these
- * escapes (an escaped backslash before does not count).
- */
-export function hasUnstorableText(value: unknown): boolean {
-  return /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f][0-9a-f]{2})/.test(JSON.stringify(value) ?? '');
-}
-
 /** A use case's refusal that no redelivery can change, as a poison reason; undefined: retry later. */
 function permanentReason(error: unknown): PoisonReason | undefined {
   if (error instanceof DomainError) {

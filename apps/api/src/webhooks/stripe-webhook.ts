@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import Stripe from 'stripe';
 import { parseMinorUnits } from '@timbra/cfdi-core';
+import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { RefundFacts, WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { formaPagoOf, stripeFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
-import { hasUnstorableText, PoisonEvent, recordProviderEvent } from './record-event.ts';
+import { PoisonEvent, recordProviderEvent } from './record-event.ts';
 
 export interface StripeWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
