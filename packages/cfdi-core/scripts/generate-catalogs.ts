@@ -15,6 +15,14 @@ export const DEFAULT_CATALOGS_DIR = resolve(here, '../../../sat/catalogos');
 
 type Row = Record<string, string>;
 
+/** c_TasaOCuota names its taxes; rules use c_Impuesto codes. */
+function IMPUESTO_BY_NAME(name: string): string {
+  if (name.startsWith('IVA')) return '002';
+  if (name === 'IEPS') return '003';
+  if (name === 'ISR') return '001';
+  throw new Error(`unknown impuesto in c_TasaOCuota: ${name}`);
+}
+
 /** The catalogues rendered as the TypeScript module, from the CSVs in `dir`. */
 export function renderCatalogs(dir: string): string {
   const sources: string[] = [];
@@ -70,6 +78,32 @@ ${entries(read('cfdi_40_monedas.csv'), (r) => `decimals: ${Number(r.decimales)},
     plain('C_EXPORTACION', 'c_Exportacion.', 'cfdi_40_exportaciones.csv'),
     plain('C_OBJETO_IMP', 'c_ObjetoImp.', 'cfdi_40_objetos_impuestos.csv'),
     plain('C_TIPO_RELACION', 'c_TipoRelacion.', 'cfdi_40_tipos_relaciones.csv'),
+    `/** c_Impuesto, with whether each tax may be transferred (traslado) and withheld (retención). */
+export const C_IMPUESTO: Readonly<Record<string, ImpuestoEntry>> = {
+${entries(read('cfdi_40_impuestos.csv'), (r) => `traslado: ${flag(r.traslado)}, retencion: ${flag(r.retencion)}, `)}
+};
+`,
+    `/** c_TipoDeComprobante, with the largest Total each may carry without a Confirmacion. */
+export const C_TIPO_DE_COMPROBANTE: Readonly<Record<string, TipoDeComprobanteEntry>> = {
+${entries(read('cfdi_40_tipos_comprobantes.csv'), (r) => `maxTotal: ${JSON.stringify(r.valor_maximo)}, `)}
+};
+`,
+    `/** c_TipoFactor. */
+export const C_TIPO_FACTOR: ReadonlySet<string> = new Set(${JSON.stringify(read('cfdi_40_tipos_factores.csv').map((r) => r.id))});
+`,
+    `/**
+ * c_TasaOCuota: the rates each tax and factor may use, a fixed value or a range, for traslados and/or
+ * retenciones. \`impuesto\` is the c_Impuesto code ("IVA Crédito aplicado del 50%" is IVA's 8%).
+ */
+export const C_TASA_O_CUOTA: readonly TasaOCuotaEntry[] = [
+${read('cfdi_40_reglas_tasa_cuota.csv')
+  .map(
+    (r) =>
+      `  { impuesto: ${JSON.stringify(IMPUESTO_BY_NAME(r.impuesto ?? ''))}, factor: ${JSON.stringify(r.factor)}, ${r.tipo === 'Rango' ? `min: ${JSON.stringify(r.minimo)}, max: ${JSON.stringify(r.valor)}` : `value: ${JSON.stringify(r.valor)}`}, traslado: ${flag(r.traslado)}, retencion: ${flag(r.retencion)}, ${validity(r)} },`,
+  )
+  .join('\n')}
+];
+`,
     `/** c_ClaveUnidad: the keys (${read('cfdi_40_claves_unidades.csv').length}; names in the CSV). */
 export const C_CLAVE_UNIDAD: ReadonlySet<string> = new Set(
   ${JSON.stringify(
@@ -107,6 +141,26 @@ export interface FormaPagoEntry extends CatalogEntry {
 export interface MonedaEntry extends CatalogEntry {
   decimals: number;
   variation: number;
+}
+export interface ImpuestoEntry extends CatalogEntry {
+  traslado: boolean;
+  retencion: boolean;
+}
+export interface TipoDeComprobanteEntry extends CatalogEntry {
+  /** Decimal text. */
+  maxTotal: string;
+}
+/** A row of c_TasaOCuota: a fixed \`value\`, or a range \`min\`…\`max\` (decimal text). */
+export interface TasaOCuotaEntry {
+  impuesto: string;
+  factor: string;
+  value?: string;
+  min?: string;
+  max?: string;
+  traslado: boolean;
+  retencion: boolean;
+  validFrom: string;
+  validTo: string | null;
 }
 
 ${body.join('\n')}`;

@@ -39,6 +39,8 @@ export class CfdiError extends Error {
 export interface ValidationIssue {
   path: string;
   message: string;
+  /** The SAT rule broken (CFDI40xxx / CRP20xxx), when the problem is one; `path` is then an XPath. */
+  rule?: string;
 }
 
 /**

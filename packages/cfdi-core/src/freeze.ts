@@ -1,4 +1,5 @@
 import { buildComprobante } from './build/build-comprobante.ts';
+import { assertSatRules } from './rules/index.ts';
 import { computePago } from './build/compute-pagos.ts';
 import { computeAmounts } from './build/compute-totals.ts';
 import { cadenaOriginal } from './cadena/cadena-original.ts';
@@ -86,6 +87,22 @@ export function tryFreeze(
 }
 
 /**
+ * What freezing this request would refuse, without sealing it: the request's problems, the CSD's, and
+ * every SAT rule its document breaks (issues with `rule` set). Empty when it can be frozen. The API
+ * asks this before it takes a folio, so a request that breaks a rule never uses one up.
+ */
+export function preflight(input: unknown, csd: Csd): ValidationIssue[] {
+  try {
+    prepareComprobante(input, csd);
+    return [];
+  } catch (error) {
+    if (error instanceof CfdiValidationError) return [...error.issues];
+    if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
+    throw error;
+  }
+}
+
+/**
  * Everything freezing does before the cadena: validation, CSD checks, Fecha, amounts, and the tree
  * with an empty Sello. Internal (the benchmark measures the cadena on exactly this tree).
  */
@@ -109,6 +126,8 @@ export function prepareComprobante(input: unknown, csd: Csd) {
     amounts,
     ...(pago ? { pago } : {}),
   });
+  // The SAT's rules on the very document that will be sealed: what breaks one is never frozen.
+  assertSatRules(tree);
   return { request, tree, fecha, timeZone, amounts };
 }
 

@@ -4,7 +4,7 @@
  * and read stamped CFDIs and their TimbreFiscalDigital.
  */
 export { CfdiError, CfdiErrorCode, CfdiValidationError, type ValidationIssue } from './errors.ts';
-export { freezeComprobante, tryFreeze, totalsOf, type FrozenCfdi } from './freeze.ts';
+export { freezeComprobante, tryFreeze, preflight, totalsOf, type FrozenCfdi } from './freeze.ts';
 export { withRelatedUuid } from './build/related.ts';
 export {
   invoiceRequestSchema,
@@ -14,7 +14,20 @@ export {
   type PagoRequest,
   type DoctoRelacionadoRequest,
 } from './validate/request-schema.ts';
-export { validateInvoiceRequest, NOMBRE_PUBLICO_GENERAL } from './validate/validate-request.ts';
+export { validateInvoiceRequest } from './validate/validate-request.ts';
+export {
+  SAT_RULES,
+  checkSatRules,
+  assertSatRules,
+  violationIssues,
+  tasaOCuotaAllowed,
+  NOMBRE_PUBLICO_GENERAL,
+  type SatRule,
+  type RuleStatus,
+  type RuleViolation,
+  type RuleContext,
+  type Taxpayer,
+} from './rules/index.ts';
 export { rfcKind, RFC_PUBLICO_GENERAL, RFC_EXTRANJERO } from './validate/rfc.ts';
 export * as catalogs from './validate/catalogs.ts';
 export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
@@ -27,7 +40,7 @@ export { stampKeyFor, type StampKind } from './stamp-key.ts';
 export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';
 export { parseXml } from './xml/parse-xml.ts';
 export { serializeXml } from './xml/serialize-xml.ts';
-export { NS, SCHEMA_LOCATION, attr, childElements, type XmlElement, type XmlNode } from './xml/xml-node.ts';
+export { NS, SCHEMA_LOCATION, attr, setAttr, childElements, type XmlElement, type XmlNode } from './xml/xml-node.ts';
 export { parseStampedCfdi, parseTfd, readTfd, verifyTfd, insertTfd, type Tfd, type StampedCfdi } from './tfd.ts';
 export { serializeElement } from './xml/serialize-xml.ts';
 export {

@@ -93,13 +93,21 @@ describe('every error code has a trigger', () => {
       const paths = (error as CfdiValidationError).issues.map((i) => i.path);
       expect(paths).toEqual(expect.arrayContaining(['lugarExpedicion']));
     }
-    // Shape errors come first; once shapes are right, every rule problem is listed together.
+    // Shape errors come first, then what the request must say, then the SAT rules of its document;
+    // within each stage every problem is listed together.
     try {
-      freezeComprobante({ ...ingresoRequest(), formaPago: '77', moneda: 'ZZZ' }, loadTestCsd('EKU9003173C9'));
+      freezeComprobante({ ...ingresoRequest(), timeZone: 'Mars/Olympus', moneda: 'ZZZ' }, loadTestCsd('EKU9003173C9'));
       throw new Error('expected a failure');
     } catch (error) {
       const paths = (error as CfdiValidationError).issues.map((i) => i.path);
-      expect(paths).toEqual(expect.arrayContaining(['formaPago', 'moneda']));
+      expect(paths).toEqual(expect.arrayContaining(['timeZone', 'moneda']));
+    }
+    try {
+      freezeComprobante({ ...ingresoRequest(), formaPago: '77', exportacion: '09' }, loadTestCsd('EKU9003173C9'));
+      throw new Error('expected a failure');
+    } catch (error) {
+      const rules = (error as CfdiValidationError).issues.map((i) => i.rule);
+      expect(rules).toEqual(expect.arrayContaining(['CFDI40104', 'CFDI40122']));
     }
   });
 });

@@ -1,25 +1,23 @@
 import { describe, expect, it } from '@jest/globals';
+import { loadTestCsd } from '@timbra/test-support';
 import {
-  CfdiValidationError,
+  preflight,
   rfcKind,
   usoCfdiAllowed,
   usoCfdiFor,
-  validateInvoiceRequest,
   type InvoiceRequestInput,
+  type ValidationIssue,
 } from '../src/index.ts';
 import { egresoRequest, ingresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
 
 type Json = Record<string, unknown>;
 type Concepto = Json & { traslados: Json[]; retenciones?: Json[] };
 
-function issuesOf(request: InvoiceRequestInput): { path: string; message: string }[] {
-  try {
-    validateInvoiceRequest(request);
-    return [];
-  } catch (error) {
-    if (error instanceof CfdiValidationError) return [...error.issues];
-    throw error;
-  }
+const csd = loadTestCsd('EKU9003173C9');
+
+/** What freezing would refuse: the request's problems, or the SAT rules its document breaks. */
+function issuesOf(request: InvoiceRequestInput): ValidationIssue[] {
+  return preflight(request, csd);
 }
 
 function withIngreso(
@@ -45,43 +43,28 @@ describe('validation', () => {
     ],
     ['negative amount', withIngreso((r) => (r.conceptos[0]!.valorUnitario = '-1.00')), 'conceptos.0.valorUnitario'],
     ['7 decimals', withIngreso((r) => (r.conceptos[0]!.cantidad = '1.0000001')), 'conceptos.0.cantidad'],
-    ['unknown FormaPago', withIngreso((r) => (r.formaPago = '07')), 'formaPago'],
-    ['unknown MetodoPago', withIngreso((r) => (r.metodoPago = 'PIP')), 'metodoPago'],
-    ['Exportacion 02 without Comercio Exterior (CFDI40122)', withIngreso((r) => (r.exportacion = '02')), 'exportacion'],
-    ['TipoCambio on a Pago (CFDI40116)', { ...structuredClone(pagoRequest()), tipoCambio: '1' }, 'tipoCambio'],
-    ['PPD with FormaPago other than 99', withIngreso((r) => (r.metodoPago = 'PPD')), 'formaPago'],
-    ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'receptor.usoCFDI'],
-    ['unknown RegimenFiscal', withIngreso((r) => (r.emisor.regimenFiscal = '699')), 'emisor.regimenFiscal'],
-    [
-      'régimen for the other persona type',
-      withIngreso((r) => (r.emisor.regimenFiscal = '612')),
-      'emisor.regimenFiscal',
-    ],
-    ['RFC of wrong shape', withIngreso((r) => (r.receptor.rfc = 'CACX7613101P8')), 'receptor.rfc'],
+    ['unknown FormaPago', withIngreso((r) => (r.formaPago = '07')), 'CFDI40104'],
+    ['unknown MetodoPago', withIngreso((r) => (r.metodoPago = 'PIP')), 'CFDI40124'],
+    ['Exportacion 02 without Comercio Exterior (CFDI40122)', withIngreso((r) => (r.exportacion = '02')), 'CFDI40122'],
+    ['TipoCambio on a Pago (CFDI40116)', { ...structuredClone(pagoRequest()), tipoCambio: '1' }, 'CFDI40116'],
+    ['PPD with FormaPago other than 99', withIngreso((r) => (r.metodoPago = 'PPD')), 'CFDI40105'],
+    ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'CFDI40163'],
+    ['unknown RegimenFiscal', withIngreso((r) => (r.emisor.regimenFiscal = '699')), 'CFDI40140'],
+    ['régimen for the other persona type', withIngreso((r) => (r.emisor.regimenFiscal = '612')), 'CFDI40141'],
+    ['RFC of wrong shape', withIngreso((r) => (r.receptor.rfc = 'CACX7613101P8')), 'CFDI40144'],
     ['generic RFC as emisor', withIngreso((r) => (r.emisor.rfc = 'XAXX010101000')), 'emisor.rfc'],
     ['unknown ObjetoImp', withIngreso((r) => (r.conceptos[0]!.objetoImp = '09')), 'conceptos.0.objetoImp'],
+    [
+      'ObjetoImp 07 without taxes',
+      withIngreso((r) => Object.assign(r.conceptos[0]!, { objetoImp: '07', traslados: [] })),
+      'CFDI40170',
+    ],
     ['taxes with ObjetoImp 01', withIngreso((r) => (r.conceptos[0]!.objetoImp = '01')), 'conceptos.0.objetoImp'],
-    ['ObjetoImp 02 without taxes', withIngreso((r) => (r.conceptos[0]!.traslados = [])), 'conceptos.0.objetoImp'],
-    [
-      'unknown Impuesto',
-      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '004')),
-      'conceptos.0.traslados.0.impuesto',
-    ],
-    [
-      'ISR transferred',
-      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '001')),
-      'conceptos.0.traslados.0.impuesto',
-    ],
-    [
-      'unknown TipoFactor',
-      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tipoFactor = 'Tarifa')),
-      'conceptos.0.traslados.0.tipoFactor',
-    ],
-    [
-      'IVA at 15%',
-      withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tasaOCuota = '0.150000')),
-      'conceptos.0.traslados.0.tasaOCuota',
-    ],
+    ['ObjetoImp 02 without taxes', withIngreso((r) => (r.conceptos[0]!.traslados = [])), 'CFDI40171'],
+    ['unknown Impuesto', withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '004')), 'CFDI40175'],
+    ['ISR transferred', withIngreso((r) => (r.conceptos[0]!.traslados[0]!.impuesto = '001')), 'CFDI40175'],
+    ['unknown TipoFactor', withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tipoFactor = 'Tarifa')), 'CFDI40176'],
+    ['IVA at 15%', withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tasaOCuota = '0.150000')), 'CFDI40179'],
     [
       'Exento with a rate',
       withIngreso((r) => (r.conceptos[0]!.traslados[0]!.tipoFactor = 'Exento')),
@@ -90,14 +73,14 @@ describe('validation', () => {
     [
       'retención above the maximum',
       withIngreso((r) => (r.conceptos[2]!.retenciones![0]!.tasaOCuota = '0.400000')),
-      'conceptos.2.retenciones.0.tasaOCuota',
+      'CFDI40185',
     ],
-    ['descuento above importe', withIngreso((r) => (r.conceptos[1]!.descuento = '900.00')), 'conceptos.1.descuento'],
+    ['descuento above importe', withIngreso((r) => (r.conceptos[1]!.descuento = '900.00')), 'CFDI40169'],
     ['descuento with 3 decimals', withIngreso((r) => (r.conceptos[1]!.descuento = '1.005')), 'conceptos.1.descuento'],
     ['unknown Moneda', withIngreso((r) => (r.moneda = 'MXP')), 'moneda'],
-    ['USD without TipoCambio', withIngreso((r) => (r.moneda = 'USD')), 'tipoCambio'],
-    ['MXN with TipoCambio 17', withIngreso((r) => (r.tipoCambio = '17.00')), 'tipoCambio'],
-    ['unknown Exportacion', withIngreso((r) => (r.exportacion = '05')), 'exportacion'],
+    ['USD without TipoCambio', withIngreso((r) => (r.moneda = 'USD')), 'CFDI40115'],
+    ['MXN with TipoCambio 17', withIngreso((r) => (r.tipoCambio = '17.00')), 'CFDI40114'],
+    ['unknown Exportacion', withIngreso((r) => (r.exportacion = '05')), 'CFDI40122'],
     ['CP of 4 digits', withIngreso((r) => (r.lugarExpedicion = '4250')), 'lugarExpedicion'],
     ['unknown time zone', withIngreso((r) => (r.timeZone = 'Mars/Olympus')), 'timeZone'],
     ['no conceptos', withIngreso((r) => (r.conceptos = [])), 'conceptos'],
@@ -111,7 +94,7 @@ describe('validation', () => {
     ],
     ['issuedAt without offset', withIngreso((r) => (r.issuedAt = '2026-11-29T18:30:15')), 'issuedAt'],
     ['zero cantidad', withIngreso((r) => (r.conceptos[0]!.cantidad = '0')), 'conceptos.0.cantidad'],
-    ['zero taxable base', withIngreso((r) => (r.conceptos[1]!.descuento = '868.50')), 'conceptos.1'],
+    ['zero taxable base', withIngreso((r) => (r.conceptos[1]!.descuento = '868.50')), 'CFDI40174'],
     ['absurd amount', withIngreso((r) => (r.conceptos[0]!.valorUnitario = '999999999999999999')), 'conceptos.0'],
     ['Egreso without CfdiRelacionados', { ...egresoRequest(), cfdiRelacionados: [] }, 'cfdiRelacionados'],
     [
@@ -120,7 +103,7 @@ describe('validation', () => {
         ...egresoRequest(),
         cfdiRelacionados: [{ tipoRelacion: '09', uuids: ['6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F'] }],
       },
-      'cfdiRelacionados.0.tipoRelacion',
+      'CFDI40137',
     ],
     [
       'related UUID of wrong shape',
@@ -130,7 +113,7 @@ describe('validation', () => {
     [
       'público en general without InformacionGlobal',
       { ...publicoGeneralRequest(), informacionGlobal: undefined },
-      'informacionGlobal',
+      'CFDI40130',
     ],
     [
       'público en general with another CP',
@@ -138,25 +121,25 @@ describe('validation', () => {
         ...publicoGeneralRequest(),
         receptor: { ...publicoGeneralRequest().receptor, domicilioFiscalReceptor: '01000' },
       },
-      'receptor.domicilioFiscalReceptor',
+      'CFDI40149',
     ],
     [
       'generic RFC with régimen 601',
       { ...publicoGeneralRequest(), receptor: { ...publicoGeneralRequest().receptor, regimenFiscalReceptor: '601' } },
-      'receptor.regimenFiscalReceptor',
+      'CFDI40160',
     ],
     [
       'InformacionGlobal month 19',
       { ...publicoGeneralRequest(), informacionGlobal: { periodicidad: '01', meses: '19', año: 2026 } },
-      'informacionGlobal.meses',
+      'CFDI40133',
     ],
     ['Pago without pago', { ...pagoRequest(), pago: undefined }, 'pago'],
-    ['Pago in MXN', { ...pagoRequest(), moneda: 'MXN' }, 'moneda'],
-    ['Pago with FormaPago', { ...pagoRequest(), formaPago: '03' }, 'formaPago'],
+    ['Pago in MXN', { ...pagoRequest(), moneda: 'MXN' }, 'CFDI40113'],
+    ['Pago with FormaPago', { ...pagoRequest(), formaPago: '03' }, 'CFDI40103'],
     [
       'Pago with UsoCFDI G03',
       { ...pagoRequest(), receptor: { ...pagoRequest().receptor, usoCFDI: 'G03' } },
-      'receptor.usoCFDI',
+      'CFDI40163',
     ],
     [
       'Pago paying more than the balance',
@@ -167,24 +150,26 @@ describe('validation', () => {
           doctosRelacionados: [{ ...pagoRequest().pago!.doctosRelacionados[0]!, impPagado: '20000.00' }],
         },
       },
-      'pago.doctosRelacionados.0.impPagado',
+      'CRP20210',
     ],
     [
       'Pago monto below the amounts paid',
       { ...pagoRequest(), pago: { ...pagoRequest().pago!, monto: '100.00' } },
-      'pago.monto',
+      'CRP20207',
     ],
     [
       'Pago with FormaDePagoP 99',
       { ...pagoRequest(), pago: { ...pagoRequest().pago!, formaDePagoP: '99' } },
-      'pago.formaDePagoP',
+      'CRP20203',
     ],
-    ['Ingreso with CP01', withIngreso((r) => (r.receptor.usoCFDI = 'CP01')), 'receptor.usoCFDI'],
+    ['Ingreso with CP01', withIngreso((r) => (r.receptor.usoCFDI = 'CP01')), 'CFDI40163'],
   ];
 
-  it.each(rules)('rejects %s', (_name, request, path) => {
+  // The expectation is the request field (what the request itself must say) or the SAT rule the
+  // built document breaks (the rule engine, src/rules).
+  it.each(rules)('rejects %s', (_name, request, expected) => {
     const issues = issuesOf(request);
-    expect(issues.map((i) => i.path)).toContain(path);
+    expect(issues.map((i) => (/^(CFDI40|CRP20)/.test(expected) ? i.rule : i.path))).toContain(expected);
   });
 
   it('classifies RFC shapes', () => {
@@ -217,7 +202,11 @@ describe('CFDI40161: UsoCFDI must apply to the receptor (c_UsoCFDI, from sat/cat
   ])('rejects %s', (_name, rfc, regimen, uso) => {
     const issues = issuesOf(receptor(rfc, regimen, uso));
     expect(issues).toEqual([
-      expect.objectContaining({ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }),
+      expect.objectContaining({
+        rule: 'CFDI40161',
+        path: '/cfdi:Comprobante/cfdi:Receptor/@UsoCFDI',
+        message: expect.stringMatching(/^CFDI40161: /),
+      }),
     ]);
   });
 
@@ -254,8 +243,8 @@ describe('generic RFCs (CFDI40146, CFDI40149)', () => {
       });
     expect(issuesOf(foreign('36257'))).toEqual([
       expect.objectContaining({
-        path: 'receptor.domicilioFiscalReceptor',
-        message: expect.stringMatching(/^CFDI40149: /),
+        rule: 'CFDI40149',
+        path: '/cfdi:Comprobante/cfdi:Receptor/@DomicilioFiscalReceptor',
       }),
     ]);
     expect(issuesOf(foreign(ingresoRequest().lugarExpedicion))).toEqual([]);
@@ -264,7 +253,7 @@ describe('generic RFCs (CFDI40146, CFDI40149)', () => {
   it('rejects a real RFC named PUBLICO EN GENERAL', () => {
     for (const nombre of ['PUBLICO EN GENERAL', 'publico  en general'])
       expect(issuesOf(withIngreso((r) => (r.receptor.nombre = nombre)))).toEqual([
-        expect.objectContaining({ path: 'receptor.nombre', message: expect.stringMatching(/^CFDI40146: /) }),
+        expect.objectContaining({ rule: 'CFDI40146', path: '/cfdi:Comprobante/cfdi:Receptor/@Nombre' }),
       ]);
   });
 });

@@ -51,20 +51,6 @@ export const REGIMEN_FISCAL: Readonly<Record<string, { name: string; applies: re
 /** c_ObjetoImp. */
 export const OBJETO_IMP = names(C_OBJETO_IMP);
 
-/** c_Impuesto. */
-export const IMPUESTO: Readonly<Record<string, string>> = {
-  '001': 'ISR',
-  '002': 'IVA',
-  '003': 'IEPS',
-};
-
-/** c_TipoFactor. */
-export const TIPO_FACTOR: Readonly<Record<string, string>> = {
-  Tasa: 'Tasa',
-  Cuota: 'Cuota',
-  Exento: 'Exento',
-};
-
 /** c_TipoRelacion. */
 export const TIPO_RELACION = names(C_TIPO_RELACION);
 
@@ -88,23 +74,3 @@ export const MONEDA: Readonly<Record<string, { decimals: number }>> = Object.fro
     return [code, { decimals: moneda.decimals }];
   }),
 );
-
-/**
- * Tax rates a traslado may use, per impuesto and TipoFactor (c_TasaOCuota, fixed values only).
- * IEPS has many fixed rates and cuotas; the fixed Tasa values are listed, Cuota is a range.
- */
-// prettier-ignore
-export const TASA_TRASLADO: Readonly<Record<string, readonly string[]>> = {
-  '002|Tasa': ['0.160000', '0.080000', '0.000000'],
-  '003|Tasa': [
-    '0.265000', '0.300000', '0.530000', '0.500000', '1.600000', '0.304000', '0.250000', '0.090000',
-    '0.080000', '0.070000', '0.060000', '0.030000', '0.000000',
-  ],
-};
-
-/** Upper bounds of retention rates (c_TasaOCuota ranges for retenciones). */
-export const TASA_RETENCION_MAX: Readonly<Record<string, string>> = {
-  '001': '0.350000',
-  '002': '0.160000',
-  '003': '0.530000',
-};

@@ -1,0 +1,1048 @@
+/**
+ * The CFDI 4.0 rules (Anexo 20, matriz de errores CFDI40xxx) that apply to the documents Timbra issues:
+ * Ingreso, Egreso and Pago (Traslado and Nómina are not issued). Each is one named rule; the Pagos 2.0
+ * complement's own rules are in pagos20.ts.
+ */
+import { RFC_EXTRANJERO, RFC_PUBLICO_GENERAL, rfcKind } from '../validate/rfc.ts';
+import {
+  C_CLAVE_UNIDAD,
+  C_EXPORTACION,
+  C_FORMA_PAGO,
+  C_IMPUESTO,
+  C_MESES,
+  C_METODO_PAGO,
+  C_MONEDA,
+  C_OBJETO_IMP,
+  C_PERIODICIDAD,
+  C_REGIMEN_FISCAL,
+  C_TASA_O_CUOTA,
+  C_TIPO_DE_COMPROBANTE,
+  C_TIPO_FACTOR,
+  C_TIPO_RELACION,
+  C_USO_CFDI,
+} from '../validate/sat-catalogs.ts';
+import { usoCfdiAllowed } from '../validate/uso-cfdi.ts';
+import { normalizeSpace } from '../validate/text.ts';
+import { Dec, ZERO } from '../build/money.ts';
+import type { XmlElement } from '../xml/xml-node.ts';
+import {
+  a,
+  at,
+  child,
+  children,
+  comprobanteImpuestos,
+  conceptos,
+  conceptoTaxes,
+  decimalsIn,
+  emisor,
+  monedaDecimals,
+  num,
+  productLimits,
+  receptor,
+  root,
+  taxLimits,
+  tipoOf,
+  within,
+  type Located,
+} from './nodes.ts';
+import type { RuleContext, SatRule } from './rule.ts';
+
+/** Name the SAT requires on a CFDI to público en general (RFC XAXX010101000). */
+export const NOMBRE_PUBLICO_GENERAL = 'PUBLICO EN GENERAL';
+
+const has = (catalog: object, key: string | undefined) => key !== undefined && Object.hasOwn(catalog, key);
+const R = root;
+
+/** Whether a c_TasaOCuota row allows this rate for the tax, factor and kind (traslado/retención). */
+export function tasaOCuotaAllowed(
+  impuesto: string,
+  factor: string,
+  rate: string,
+  kind: 'traslado' | 'retencion',
+): boolean {
+  if (!/^[0-9]+(\.[0-9]+)?$/.test(rate)) return false;
+  const value = new Dec(rate);
+  return C_TASA_O_CUOTA.some(
+    (row) =>
+      row.impuesto === impuesto &&
+      row.factor === factor &&
+      row[kind] &&
+      (row.value !== undefined
+        ? value.isEqualTo(row.value) && decimalsIn(rate) === 6
+        : within(value, new Dec(row.min ?? 0), new Dec(row.max ?? 0))),
+  );
+}
+
+function personaOf(rfc: string | undefined): 'fisica' | 'moral' | 'generico' | null {
+  return rfc === undefined ? null : rfcKind(rfc);
+}
+
+const isGeneric = (rfc: string | undefined) => rfc === RFC_PUBLICO_GENERAL || rfc === RFC_EXTRANJERO;
+
+/** Σ of an attribute over nodes (absent counts 0). */
+function total(nodes: readonly Located[], name: string): Dec {
+  let s = ZERO;
+  for (const n of nodes) s = s.plus(num(n, name) ?? ZERO);
+  return s;
+}
+
+const allTaxes = (doc: XmlElement, kind: 'Traslado' | 'Retencion') =>
+  conceptos(doc).flatMap((c) => conceptoTaxes(c, kind));
+
+export const CFDI40_RULES: readonly SatRule[] = [
+  {
+    code: 'CFDI40101',
+    node: 'Comprobante/@Fecha',
+    es: 'El campo Fecha no cumple con el patrón requerido.',
+    en: 'Fecha does not have the required pattern (YYYY-MM-DDThh:mm:ss).',
+    status: 'construction',
+    check: (doc, report) => {
+      const f = a(R(doc), 'Fecha');
+      if (f === undefined || !/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d$/.test(f))
+        report(at(R(doc), 'Fecha'));
+    },
+  },
+  {
+    code: 'CFDI40103',
+    node: 'Comprobante/@FormaPago',
+    es: 'Si el tipo de comprobante es P, el campo FormaPago no debe existir.',
+    en: 'FormaPago must not be present on a Pago (the payment form goes in the complement).',
+    status: 'construction',
+    applies: ['P'],
+    check: (doc, report) => {
+      if (a(R(doc), 'FormaPago') !== undefined) report(at(R(doc), 'FormaPago'));
+    },
+  },
+  {
+    code: 'CFDI40104',
+    node: 'Comprobante/@FormaPago',
+    es: 'El campo FormaPago no contiene un valor del catálogo c_FormaPago.',
+    en: 'FormaPago is required on an Ingreso or Egreso and must be a c_FormaPago value.',
+    status: 'enforced',
+    applies: ['I', 'E'],
+    check: (doc, report) => {
+      if (!has(C_FORMA_PAGO, a(R(doc), 'FormaPago'))) report(at(R(doc), 'FormaPago'));
+    },
+  },
+  {
+    code: 'CFDI40105',
+    node: 'Comprobante/@FormaPago',
+    es: 'Si el campo MetodoPago es PPD, el campo FormaPago debe contener el valor 99.',
+    en: 'With MetodoPago PPD, FormaPago must be 99 (por definir).',
+    status: 'enforced',
+    applies: ['I', 'E'],
+    check: (doc, report) => {
+      if (a(R(doc), 'MetodoPago') === 'PPD' && a(R(doc), 'FormaPago') !== '99') report(at(R(doc), 'FormaPago'));
+    },
+  },
+  {
+    code: 'CFDI40107',
+    node: 'Comprobante/@SubTotal',
+    es: 'El valor del campo SubTotal excede la cantidad de decimales que soporta la moneda.',
+    en: 'SubTotal has more decimals than the currency allows (c_Moneda).',
+    status: 'construction',
+    check: (doc, report) => {
+      if (decimalsIn(a(R(doc), 'SubTotal')) > monedaDecimals(a(R(doc), 'Moneda'))) report(at(R(doc), 'SubTotal'));
+    },
+  },
+  {
+    code: 'CFDI40108',
+    node: 'Comprobante/@SubTotal',
+    es: 'El TipoDeComprobante es I, E o N, el importe registrado en el campo SubTotal no es igual al redondeo de la suma de los importes de los conceptos registrados.',
+    en: 'SubTotal is not the sum of the conceptos’ Importe rounded to the currency’s decimals.',
+    status: 'construction',
+    applies: ['I', 'E'],
+    check: (doc, report) => {
+      const expected = total(conceptos(doc), 'Importe').decimalPlaces(monedaDecimals(a(R(doc), 'Moneda')));
+      if (!num(R(doc), 'SubTotal')?.isEqualTo(expected))
+        report(at(R(doc), 'SubTotal'), `expected ${expected.toFixed()}`);
+    },
+  },
+  {
+    code: 'CFDI40109',
+    node: 'Comprobante/@SubTotal',
+    es: 'El TipoDeComprobante es T o P y el importe no es igual a 0, o cero con decimales.',
+    en: 'SubTotal must be 0 on a Pago.',
+    status: 'construction',
+    applies: ['P'],
+    check: (doc, report) => {
+      if (!num(R(doc), 'SubTotal')?.isZero()) report(at(R(doc), 'SubTotal'));
+    },
+  },
+  {
+    code: 'CFDI40110',
+    node: 'Comprobante/@Descuento',
+    es: 'El valor registrado en el campo Descuento no es menor o igual que el campo SubTotal.',
+    en: 'Descuento must not exceed SubTotal.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const d = num(R(doc), 'Descuento');
+      const s = num(R(doc), 'SubTotal');
+      if (d && s && d.isGreaterThan(s)) report(at(R(doc), 'Descuento'));
+    },
+  },
+  {
+    code: 'CFDI40111',
+    node: 'Comprobante/@Descuento',
+    es: 'El TipoDeComprobante es I, E o N, y algún concepto incluye el campo descuento; el campo Descuento debe existir y ser igual al redondeo de la suma de los descuentos de los conceptos (no debe existir en T o P).',
+    en: 'Descuento must be the rounded sum of the conceptos’ Descuento when any has one, and absent otherwise and on a Pago.',
+    status: 'construction',
+    check: (doc, report) => {
+      const withDescuento = conceptos(doc).filter((c) => a(c, 'Descuento') !== undefined);
+      const d = num(R(doc), 'Descuento');
+      if (tipoOf(doc) === 'P' || withDescuento.length === 0) {
+        if (a(R(doc), 'Descuento') !== undefined) report(at(R(doc), 'Descuento'), 'must be absent');
+        return;
+      }
+      const expected = total(withDescuento, 'Descuento').decimalPlaces(monedaDecimals(a(R(doc), 'Moneda')));
+      if (!d?.isEqualTo(expected)) report(at(R(doc), 'Descuento'), `expected ${expected.toFixed()}`);
+    },
+  },
+  {
+    code: 'CFDI40112',
+    node: 'Comprobante/@Descuento',
+    es: 'El valor del campo Descuento excede la cantidad de decimales que soporta la moneda.',
+    en: 'Descuento has more decimals than the currency allows.',
+    status: 'construction',
+    check: (doc, report) => {
+      const d = a(R(doc), 'Descuento');
+      if (d !== undefined && decimalsIn(d) > monedaDecimals(a(R(doc), 'Moneda'))) report(at(R(doc), 'Descuento'));
+    },
+  },
+  {
+    code: 'CFDI40113',
+    node: 'Comprobante/@Moneda',
+    es: 'El campo Moneda no contiene un valor del catálogo c_Moneda.',
+    en: 'Moneda is not a c_Moneda value (XXX only on a Pago).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const m = a(R(doc), 'Moneda');
+      const tipo = tipoOf(doc);
+      if (!has(C_MONEDA, m) || (tipo === 'P') !== (m === 'XXX')) report(at(R(doc), 'Moneda'));
+    },
+  },
+  {
+    code: 'CFDI40114',
+    node: 'Comprobante/@TipoCambio',
+    es: 'Si el campo Moneda es MXN, el campo TipoCambio puede omitirse, pero si se incluye debe tener el valor 1.',
+    en: 'With Moneda MXN, TipoCambio must be absent or 1.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const tc = a(R(doc), 'TipoCambio');
+      if (a(R(doc), 'Moneda') === 'MXN' && tc !== undefined && !new Dec(tc).isEqualTo(1))
+        report(at(R(doc), 'TipoCambio'));
+    },
+  },
+  {
+    code: 'CFDI40115',
+    node: 'Comprobante/@TipoCambio',
+    es: 'El campo TipoCambio se debe registrar cuando el campo Moneda tiene un valor distinto de MXN y XXX.',
+    en: 'TipoCambio is required when Moneda is neither MXN nor XXX.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const m = a(R(doc), 'Moneda');
+      if (m !== 'MXN' && m !== 'XXX' && a(R(doc), 'TipoCambio') === undefined) report(at(R(doc), 'TipoCambio'));
+    },
+  },
+  {
+    code: 'CFDI40116',
+    node: 'Comprobante/@TipoCambio',
+    es: 'El campo TipoCambio no se debe registrar cuando el campo Moneda tiene el valor XXX.',
+    en: 'TipoCambio must be absent when Moneda is XXX (a Pago).',
+    status: 'enforced',
+    check: (doc, report) => {
+      if (a(R(doc), 'Moneda') === 'XXX' && a(R(doc), 'TipoCambio') !== undefined) report(at(R(doc), 'TipoCambio'));
+    },
+  },
+  {
+    code: 'CFDI40117',
+    node: 'Comprobante/@TipoCambio',
+    es: 'El campo TipoCambio no cumple con el patrón requerido.',
+    en: 'TipoCambio must be a positive decimal with at most 6 decimals.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const tc = a(R(doc), 'TipoCambio');
+      if (tc !== undefined && (!/^[0-9]{1,18}(\.[0-9]{1,6})?$/.test(tc) || new Dec(tc).isZero()))
+        report(at(R(doc), 'TipoCambio'));
+    },
+  },
+  {
+    code: 'CFDI40118',
+    node: 'Comprobante/@TipoCambio',
+    es: 'Cuando el valor del campo TipoCambio se encuentre fuera de los límites establecidos, debe existir el campo Confirmacion.',
+    en: 'TipoCambio outside the variation c_Moneda allows around the day’s rate needs a Confirmacion (needs the DOF rate of the day).',
+    status: 'needs-sat-data',
+    check: () => {
+      // Needs the exchange rate the DOF published for the day: not available offline. Timbra never
+      // writes a Confirmacion, so an out-of-range TipoCambio is a PAC rejection (CFDI40118).
+    },
+  },
+  {
+    code: 'CFDI40119',
+    node: 'Comprobante/@Total',
+    es: 'El campo Total no corresponde con la suma del subtotal, menos los descuentos aplicables, más las contribuciones recibidas (impuestos trasladados) menos los impuestos retenidos.',
+    en: 'Total must be SubTotal − Descuento + TotalImpuestosTrasladados − TotalImpuestosRetenidos (0 on a Pago).',
+    status: 'construction',
+    check: (doc, report) => {
+      const imp = comprobanteImpuestos(doc);
+      const expected = (num(R(doc), 'SubTotal') ?? ZERO)
+        .minus(num(R(doc), 'Descuento') ?? ZERO)
+        .plus(num(imp, 'TotalImpuestosTrasladados') ?? ZERO)
+        .minus(num(imp, 'TotalImpuestosRetenidos') ?? ZERO);
+      if (!num(R(doc), 'Total')?.isEqualTo(expected)) report(at(R(doc), 'Total'), `expected ${expected.toFixed()}`);
+    },
+  },
+  {
+    code: 'CFDI40120',
+    node: 'Comprobante/@Total',
+    es: 'Cuando el valor del campo Total se encuentre fuera de los límites establecidos en c_TipoDeComprobante, debe existir el campo Confirmacion.',
+    en: 'Total exceeds the maximum c_TipoDeComprobante allows without a Confirmacion (Timbra issues none).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const max = C_TIPO_DE_COMPROBANTE[tipoOf(doc)]?.maxTotal;
+      const t = num(R(doc), 'Total');
+      if (max !== undefined && t?.isGreaterThan(max)) report(at(R(doc), 'Total'));
+    },
+  },
+  {
+    code: 'CFDI40121',
+    node: 'Comprobante/@TipoDeComprobante',
+    es: 'El campo TipoDeComprobante no contiene un valor del catálogo c_TipoDeComprobante.',
+    en: 'TipoDeComprobante is not a c_TipoDeComprobante value Timbra issues (I, E, P).',
+    status: 'construction',
+    check: (doc, report) => {
+      if (!['I', 'E', 'P'].includes(tipoOf(doc)) || !has(C_TIPO_DE_COMPROBANTE, tipoOf(doc)))
+        report(at(R(doc), 'TipoDeComprobante'));
+    },
+  },
+  {
+    code: 'CFDI40122',
+    node: 'Comprobante/@Exportacion',
+    es: 'El campo Exportacion no contiene un valor del catálogo c_Exportacion, o es 02 sin el complemento de Comercio Exterior.',
+    en: 'Exportacion must be a c_Exportacion value; 02 needs the Comercio Exterior complement, which Timbra does not issue.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const e = a(R(doc), 'Exportacion');
+      if (!has(C_EXPORTACION, e) || e === '02' || (tipoOf(doc) === 'P' && e !== '01'))
+        report(at(R(doc), 'Exportacion'));
+    },
+  },
+  {
+    code: 'CFDI40124',
+    node: 'Comprobante/@MetodoPago',
+    es: 'El campo MetodoPago no contiene un valor del catálogo c_MetodoPago.',
+    en: 'MetodoPago is required on an Ingreso or Egreso and must be PUE or PPD.',
+    status: 'enforced',
+    applies: ['I', 'E'],
+    check: (doc, report) => {
+      if (!has(C_METODO_PAGO, a(R(doc), 'MetodoPago'))) report(at(R(doc), 'MetodoPago'));
+    },
+  },
+  {
+    code: 'CFDI40125',
+    node: 'Comprobante/@MetodoPago',
+    es: 'Si el tipo de comprobante es T o P, el campo MetodoPago no debe existir.',
+    en: 'MetodoPago must not be present on a Pago.',
+    status: 'construction',
+    applies: ['P'],
+    check: (doc, report) => {
+      if (a(R(doc), 'MetodoPago') !== undefined) report(at(R(doc), 'MetodoPago'));
+    },
+  },
+  {
+    code: 'CFDI40127',
+    node: 'Comprobante/@LugarExpedicion',
+    es: 'El campo LugarExpedicion no contiene un valor del catálogo c_CodigoPostal.',
+    en: 'LugarExpedicion is not a c_CodigoPostal value (checked by shape unless the operator supplied the catalogue).',
+    status: 'needs-sat-data',
+    check: (doc, report, ctx) => {
+      const cp = a(R(doc), 'LugarExpedicion');
+      if (cp === undefined || !/^[0-9]{5}$/.test(cp) || (ctx.codigosPostales && !ctx.codigosPostales.has(cp)))
+        report(at(R(doc), 'LugarExpedicion'));
+    },
+  },
+  {
+    code: 'CFDI40130',
+    node: 'Comprobante/cfdi:InformacionGlobal',
+    es: 'Si el RFC del receptor es XAXX010101000 y el nombre es PUBLICO EN GENERAL, el nodo InformacionGlobal debe existir; en otro caso no debe existir.',
+    en: 'InformacionGlobal is required on an Ingreso to XAXX010101000 named PUBLICO EN GENERAL, and only there.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      const global =
+        tipoOf(doc) === 'I' && a(r, 'Rfc') === RFC_PUBLICO_GENERAL && a(r, 'Nombre') === NOMBRE_PUBLICO_GENERAL;
+      const present = child(R(doc), 'InformacionGlobal') !== undefined;
+      if (global !== present) report(`${R(doc).path}/cfdi:InformacionGlobal`, global ? 'missing' : 'must be absent');
+    },
+  },
+  {
+    code: 'CFDI40131',
+    node: 'InformacionGlobal/@Periodicidad',
+    es: 'El campo Periodicidad no contiene un valor del catálogo c_Periodicidad.',
+    en: 'Periodicidad is not a c_Periodicidad value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      if (g && !has(C_PERIODICIDAD, a(g, 'Periodicidad'))) report(at(g, 'Periodicidad'));
+    },
+  },
+  {
+    code: 'CFDI40132',
+    node: 'InformacionGlobal/@Periodicidad',
+    es: 'El campo Periodicidad solo puede tener el valor 05 (bimestral) si el régimen fiscal del emisor es 621.',
+    en: 'Periodicidad 05 (bimestral) applies only to an emisor in régimen 621.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      if (g && a(g, 'Periodicidad') === '05' && a(emisor(doc), 'RegimenFiscal') !== '621')
+        report(at(g, 'Periodicidad'));
+    },
+  },
+  {
+    code: 'CFDI40133',
+    node: 'InformacionGlobal/@Meses',
+    es: 'El campo Meses no contiene un valor del catálogo c_Meses.',
+    en: 'Meses is not a c_Meses value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      if (g && !has(C_MESES, a(g, 'Meses'))) report(at(g, 'Meses'));
+    },
+  },
+  {
+    code: 'CFDI40134',
+    node: 'InformacionGlobal/@Meses',
+    es: 'Si el campo Periodicidad es 05, el campo Meses debe contener un valor entre 13 y 18.',
+    en: 'With Periodicidad 05, Meses must be a bimester (13–18).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      const m = Number(a(g, 'Meses'));
+      if (g && a(g, 'Periodicidad') === '05' && !(m >= 13 && m <= 18)) report(at(g, 'Meses'));
+    },
+  },
+  {
+    code: 'CFDI40135',
+    node: 'InformacionGlobal/@Meses',
+    es: 'Si el campo Periodicidad es distinto de 05, el campo Meses debe contener un valor entre 01 y 12.',
+    en: 'With a Periodicidad other than 05, Meses must be a month (01–12).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      const m = Number(a(g, 'Meses'));
+      if (g && a(g, 'Periodicidad') !== '05' && !(m >= 1 && m <= 12)) report(at(g, 'Meses'));
+    },
+  },
+  {
+    code: 'CFDI40136',
+    node: 'InformacionGlobal/@Año',
+    es: 'El campo Año debe ser igual al año en curso o al año inmediato anterior, considerando el registrado en la Fecha de emisión del comprobante.',
+    en: 'Año must be the year of Fecha or the year before.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const g = child(R(doc), 'InformacionGlobal');
+      if (!g) return;
+      const year = Number((a(R(doc), 'Fecha') ?? '').slice(0, 4));
+      const año = Number(a(g, 'Año'));
+      if (año !== year && año !== year - 1) report(at(g, 'Año'));
+    },
+  },
+  {
+    code: 'CFDI40137',
+    node: 'CfdiRelacionados/@TipoRelacion',
+    es: 'El campo TipoRelacion no contiene un valor del catálogo c_TipoRelacion.',
+    en: 'TipoRelacion is not a c_TipoRelacion value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const rel of children(R(doc), 'CfdiRelacionados'))
+        if (!has(C_TIPO_RELACION, a(rel, 'TipoRelacion'))) report(at(rel, 'TipoRelacion'));
+    },
+  },
+  {
+    code: 'CFDI40138',
+    node: 'Emisor/@Rfc',
+    es: 'El campo Rfc del emisor no se encuentra en la lista de RFC inscritos no cancelados del SAT.',
+    en: 'The emisor’s RFC is not in the SAT’s list of registered, not cancelled taxpayers (L_RFC).',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const e = emisor(doc);
+      if (!ctx.taxpayer || !e) return;
+      if (ctx.taxpayer(a(e, 'Rfc') ?? '')?.status !== 'active') report(at(e, 'Rfc'));
+    },
+  },
+  {
+    code: 'CFDI40139',
+    node: 'Emisor/@Nombre',
+    es: 'El campo Nombre del emisor debe pertenecer al nombre asociado al RFC registrado en el campo Rfc del emisor.',
+    en: 'The emisor’s Nombre is not the name registered for its RFC.',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const e = emisor(doc);
+      const t = ctx.taxpayer?.(a(e, 'Rfc') ?? '');
+      if (e && t && a(e, 'Nombre') !== t.name) report(at(e, 'Nombre'), `registered: ${t.name}`);
+    },
+  },
+  {
+    code: 'CFDI40140',
+    node: 'Emisor/@RegimenFiscal',
+    es: 'El campo RegimenFiscal no contiene un valor del catálogo c_RegimenFiscal.',
+    en: 'The emisor’s RegimenFiscal is not a c_RegimenFiscal value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const e = emisor(doc);
+      if (e && !has(C_REGIMEN_FISCAL, a(e, 'RegimenFiscal'))) report(at(e, 'RegimenFiscal'));
+    },
+  },
+  {
+    code: 'CFDI40141',
+    node: 'Emisor/@RegimenFiscal',
+    es: 'La clave del campo RegimenFiscal debe corresponder con el tipo de persona (física o moral).',
+    en: 'The emisor’s RegimenFiscal does not apply to its kind of persona (física/moral).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const e = emisor(doc);
+      const kind = personaOf(a(e, 'Rfc'));
+      const regimen = C_REGIMEN_FISCAL[a(e, 'RegimenFiscal') ?? ''];
+      if (e && regimen && (kind === 'fisica' || kind === 'moral') && !regimen[kind]) report(at(e, 'RegimenFiscal'));
+    },
+  },
+  {
+    code: 'CFDI40143',
+    node: 'Receptor/@Rfc',
+    es: 'Si el campo Rfc del receptor contiene un valor distinto de los RFC genéricos, debe encontrarse en la lista de RFC inscritos no cancelados del SAT.',
+    en: 'The receptor’s RFC is not in the SAT’s list of registered, not cancelled taxpayers (L_RFC).',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const r = receptor(doc);
+      const rfc = a(r, 'Rfc');
+      if (!ctx.taxpayer || !r || isGeneric(rfc)) return;
+      if (ctx.taxpayer(rfc ?? '')?.status !== 'active') report(at(r, 'Rfc'));
+    },
+  },
+  {
+    code: 'CFDI40144',
+    node: 'Receptor/@Rfc',
+    es: 'El campo Rfc del receptor no cumple con el patrón de RFC de persona física o moral.',
+    en: 'The receptor’s Rfc has neither the shape of a persona física’s nor of a moral’s RFC.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && personaOf(a(r, 'Rfc')) === null) report(at(r, 'Rfc'));
+    },
+  },
+  {
+    code: 'CFDI40145',
+    node: 'Receptor/@Nombre',
+    es: 'El campo Nombre del receptor debe pertenecer al nombre asociado al RFC registrado en el campo Rfc del receptor.',
+    en: 'The receptor’s Nombre is not the name registered for its RFC.',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const r = receptor(doc);
+      const rfc = a(r, 'Rfc');
+      const t = isGeneric(rfc) ? undefined : ctx.taxpayer?.(rfc ?? '');
+      if (r && t && a(r, 'Nombre') !== t.name) report(at(r, 'Nombre'), `registered: ${t.name}`);
+    },
+  },
+  {
+    code: 'CFDI40146',
+    node: 'Receptor/@Nombre',
+    es: 'El campo Nombre del receptor no debe ser PUBLICO EN GENERAL cuando el RFC no es XAXX010101000.',
+    en: 'PUBLICO EN GENERAL is only the name of RFC XAXX010101000.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (
+        r &&
+        a(r, 'Rfc') !== RFC_PUBLICO_GENERAL &&
+        normalizeSpace(a(r, 'Nombre') ?? '').toUpperCase() === NOMBRE_PUBLICO_GENERAL
+      )
+        report(at(r, 'Nombre'));
+    },
+  },
+  {
+    code: 'CFDI40147',
+    node: 'Receptor/@DomicilioFiscalReceptor',
+    es: 'El campo DomicilioFiscalReceptor del receptor debe pertenecer al código postal asociado al RFC registrado en el campo Rfc del receptor.',
+    en: 'The receptor’s DomicilioFiscalReceptor is not the postal code registered for its RFC.',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const r = receptor(doc);
+      const rfc = a(r, 'Rfc');
+      const t = isGeneric(rfc) ? undefined : ctx.taxpayer?.(rfc ?? '');
+      if (r && t && a(r, 'DomicilioFiscalReceptor') !== t.postalCode)
+        report(at(r, 'DomicilioFiscalReceptor'), `registered: ${t.postalCode}`);
+    },
+  },
+  {
+    code: 'CFDI40148',
+    node: 'Receptor/@DomicilioFiscalReceptor',
+    es: 'El campo DomicilioFiscalReceptor no contiene un valor del catálogo c_CodigoPostal.',
+    en: 'DomicilioFiscalReceptor is not a c_CodigoPostal value (checked by shape unless the operator supplied the catalogue).',
+    status: 'needs-sat-data',
+    check: (doc, report, ctx) => {
+      const r = receptor(doc);
+      const cp = a(r, 'DomicilioFiscalReceptor');
+      if (r && (cp === undefined || !/^[0-9]{5}$/.test(cp) || (ctx.codigosPostales && !ctx.codigosPostales.has(cp))))
+        report(at(r, 'DomicilioFiscalReceptor'));
+    },
+  },
+  {
+    code: 'CFDI40149',
+    node: 'Receptor/@DomicilioFiscalReceptor',
+    es: 'Si el campo Rfc del receptor es un RFC genérico, DomicilioFiscalReceptor debe ser igual a LugarExpedicion.',
+    en: 'With a generic RFC (XAXX010101000, XEXX010101000), DomicilioFiscalReceptor must equal LugarExpedicion.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && isGeneric(a(r, 'Rfc')) && a(r, 'DomicilioFiscalReceptor') !== a(R(doc), 'LugarExpedicion'))
+        report(at(r, 'DomicilioFiscalReceptor'));
+    },
+  },
+  {
+    code: 'CFDI40150',
+    node: 'Receptor/@ResidenciaFiscal',
+    es: 'Si el RFC del receptor es de un residente en México, el campo ResidenciaFiscal no debe existir; si existe, no debe ser MEX.',
+    en: 'ResidenciaFiscal (and NumRegIdTrib) apply only to a foreign receptor (XEXX010101000), and never name MEX.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (!r) return;
+      for (const name of ['ResidenciaFiscal', 'NumRegIdTrib'])
+        if (a(r, name) !== undefined && a(r, 'Rfc') !== RFC_EXTRANJERO) report(at(r, name));
+      if (a(r, 'ResidenciaFiscal') === 'MEX') report(at(r, 'ResidenciaFiscal'));
+    },
+  },
+  {
+    code: 'CFDI40157',
+    node: 'Receptor/@RegimenFiscalReceptor',
+    es: 'El campo RegimenFiscalReceptor no contiene un valor del catálogo c_RegimenFiscal.',
+    en: 'RegimenFiscalReceptor is not a c_RegimenFiscal value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && !has(C_REGIMEN_FISCAL, a(r, 'RegimenFiscalReceptor'))) report(at(r, 'RegimenFiscalReceptor'));
+    },
+  },
+  {
+    code: 'CFDI40158',
+    node: 'Receptor/@RegimenFiscalReceptor',
+    es: 'La clave del campo RegimenFiscalReceptor debe corresponder con el tipo de persona (física o moral).',
+    en: 'RegimenFiscalReceptor does not apply to the receptor’s kind of persona (física/moral).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      const kind = personaOf(a(r, 'Rfc'));
+      const regimen = C_REGIMEN_FISCAL[a(r, 'RegimenFiscalReceptor') ?? ''];
+      if (r && regimen && (kind === 'fisica' || kind === 'moral') && !regimen[kind])
+        report(at(r, 'RegimenFiscalReceptor'));
+    },
+  },
+  {
+    code: 'CFDI40159',
+    node: 'Receptor/@RegimenFiscalReceptor',
+    es: 'El campo RegimenFiscalReceptor debe corresponder a un régimen en el que el receptor esté inscrito.',
+    en: 'RegimenFiscalReceptor is not a régimen the receptor is registered in.',
+    status: 'sandbox',
+    check: (doc, report, ctx) => {
+      const r = receptor(doc);
+      const rfc = a(r, 'Rfc');
+      const t = isGeneric(rfc) ? undefined : ctx.taxpayer?.(rfc ?? '');
+      if (r && t && !t.regimenes.includes(a(r, 'RegimenFiscalReceptor') ?? ''))
+        report(at(r, 'RegimenFiscalReceptor'), `registered: ${t.regimenes.join(', ')}`);
+    },
+  },
+  {
+    code: 'CFDI40160',
+    node: 'Receptor/@RegimenFiscalReceptor',
+    es: 'Si el campo Rfc del receptor es un RFC genérico, RegimenFiscalReceptor debe ser 616.',
+    en: 'With a generic RFC, RegimenFiscalReceptor must be 616 (sin obligaciones fiscales).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && isGeneric(a(r, 'Rfc')) && a(r, 'RegimenFiscalReceptor') !== '616')
+        report(at(r, 'RegimenFiscalReceptor'));
+    },
+  },
+  {
+    code: 'CFDI40161',
+    node: 'Receptor/@UsoCFDI',
+    es: 'La clave del campo UsoCFDI debe corresponder con el tipo de persona (física o moral) y el régimen del receptor, conforme al catálogo c_UsoCFDI.',
+    en: 'UsoCFDI does not apply to the receptor’s kind of persona and RegimenFiscalReceptor (c_UsoCFDI).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      const kind = personaOf(a(r, 'Rfc'));
+      const uso = a(r, 'UsoCFDI') ?? '';
+      if (!r || !(kind === 'fisica' || kind === 'moral') || !has(C_USO_CFDI, uso)) return;
+      if (!usoCfdiAllowed(uso, a(r, 'RegimenFiscalReceptor') ?? '', kind)) report(at(r, 'UsoCFDI'));
+    },
+  },
+  {
+    code: 'CFDI40162',
+    node: 'Receptor/@UsoCFDI',
+    es: 'Si el campo Rfc del receptor es un RFC genérico, UsoCFDI debe ser S01 (CP01 en un comprobante de pago).',
+    en: 'With a generic RFC, UsoCFDI must be S01 (CP01 on a Pago).',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && isGeneric(a(r, 'Rfc')) && a(r, 'UsoCFDI') !== (tipoOf(doc) === 'P' ? 'CP01' : 'S01'))
+        report(at(r, 'UsoCFDI'));
+    },
+  },
+  {
+    code: 'CFDI40163',
+    node: 'Receptor/@UsoCFDI',
+    es: 'El campo UsoCFDI no contiene un valor del catálogo c_UsoCFDI (CP01 solo en un comprobante de pago).',
+    en: 'UsoCFDI is not a c_UsoCFDI value; CP01 is for a Pago and a Pago must use CP01.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      const uso = a(r, 'UsoCFDI');
+      if (r && (!has(C_USO_CFDI, uso) || (tipoOf(doc) === 'P') !== (uso === 'CP01'))) report(at(r, 'UsoCFDI'));
+    },
+  },
+  {
+    code: 'CFDI40164',
+    node: 'Concepto/@ClaveProdServ',
+    es: 'El campo ClaveProdServ no contiene un valor del catálogo c_ClaveProdServ.',
+    en: 'ClaveProdServ is not a c_ClaveProdServ value (checked by shape unless the operator supplied the catalogue).',
+    status: 'needs-sat-data',
+    check: (doc, report, ctx) => {
+      for (const c of conceptos(doc)) {
+        const k = a(c, 'ClaveProdServ') ?? '';
+        if (!/^[0-9]{8}$/.test(k) || k === '00000000' || (ctx.clavesProdServ && !ctx.clavesProdServ.has(k)))
+          report(at(c, 'ClaveProdServ'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40166',
+    node: 'Concepto/@ClaveUnidad',
+    es: 'El campo ClaveUnidad no contiene un valor del catálogo c_ClaveUnidad.',
+    en: 'ClaveUnidad is not a c_ClaveUnidad value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const c of conceptos(doc)) if (!C_CLAVE_UNIDAD.has(a(c, 'ClaveUnidad') ?? '')) report(at(c, 'ClaveUnidad'));
+    },
+  },
+  {
+    code: 'CFDI40167',
+    node: 'Concepto/@Importe',
+    es: 'El valor del campo Importe no se encuentra entre el límite inferior y superior permitido (Cantidad por ValorUnitario).',
+    en: 'Importe is outside the limits of Cantidad × ValorUnitario Anexo 20 allows.',
+    status: 'construction',
+    check: (doc, report) => {
+      for (const c of conceptos(doc)) {
+        const cantidad = a(c, 'Cantidad');
+        const vu = a(c, 'ValorUnitario');
+        const importe = num(c, 'Importe');
+        if (cantidad === undefined || vu === undefined || !importe) continue;
+        const { min, max } = productLimits(cantidad, vu, decimalsIn(a(c, 'Importe')));
+        if (!within(importe, min, max)) report(at(c, 'Importe'), `limits ${min.toFixed()}…${max.toFixed()}`);
+      }
+    },
+  },
+  {
+    code: 'CFDI40169',
+    node: 'Concepto/@Descuento',
+    es: 'El valor del campo Descuento es mayor que el campo Importe.',
+    en: 'A concepto’s Descuento exceeds its Importe.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const c of conceptos(doc)) {
+        const d = num(c, 'Descuento');
+        if (d && d.isGreaterThan(num(c, 'Importe') ?? ZERO)) report(at(c, 'Descuento'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40170',
+    node: 'Concepto/@ObjetoImp',
+    es: 'El campo ObjetoImp no contiene un valor del catálogo c_ObjetoImp.',
+    en: 'ObjetoImp is not a c_ObjetoImp value; Timbra issues 01–04 (05–08 need IEPS and IVA cases it does not compute).',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const c of conceptos(doc)) {
+        const o = a(c, 'ObjetoImp');
+        if (!has(C_OBJETO_IMP, o) || !['01', '02', '03', '04'].includes(o ?? '')) report(at(c, 'ObjetoImp'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40171',
+    node: 'Concepto/cfdi:Impuestos',
+    es: 'Si el campo ObjetoImp es 02, el nodo Impuestos del concepto debe existir.',
+    en: 'With ObjetoImp 02 the concepto must break its taxes down (cfdi:Impuestos).',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const c of conceptos(doc))
+        if (a(c, 'ObjetoImp') === '02' && !child(c, 'Impuestos')) report(`${c.path}/cfdi:Impuestos`);
+    },
+  },
+  {
+    code: 'CFDI40172',
+    node: 'Concepto/cfdi:Impuestos',
+    es: 'Si el campo ObjetoImp es 01, 03 o 04, el nodo Impuestos del concepto no debe existir.',
+    en: 'With ObjetoImp 01, 03 or 04 the concepto must not carry taxes.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const c of conceptos(doc))
+        if (['01', '03', '04'].includes(a(c, 'ObjetoImp') ?? '') && child(c, 'Impuestos'))
+          report(`${c.path}/cfdi:Impuestos`);
+    },
+  },
+  {
+    code: 'CFDI40174',
+    node: 'Concepto/Traslado/@Base',
+    es: 'El valor del campo Base del traslado debe ser mayor que cero.',
+    en: 'A traslado’s Base must be greater than 0.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Traslado')) if (!num(t, 'Base')?.isGreaterThan(0)) report(at(t, 'Base'));
+    },
+  },
+  {
+    code: 'CFDI40175',
+    node: 'Concepto/Traslado/@Impuesto',
+    es: 'El campo Impuesto del traslado no contiene un valor del catálogo c_Impuesto que aplique a traslados.',
+    en: 'A traslado’s Impuesto is not a c_Impuesto that can be transferred (IVA, IEPS).',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Traslado'))
+        if (!C_IMPUESTO[a(t, 'Impuesto') ?? '']?.traslado) report(at(t, 'Impuesto'));
+    },
+  },
+  {
+    code: 'CFDI40176',
+    node: 'Concepto/Traslado/@TipoFactor',
+    es: 'El campo TipoFactor no contiene un valor del catálogo c_TipoFactor.',
+    en: 'A traslado’s TipoFactor is not a c_TipoFactor value; only IVA may be Exento.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Traslado')) {
+        const f = a(t, 'TipoFactor') ?? '';
+        if (!C_TIPO_FACTOR.has(f) || (f === 'Exento' && a(t, 'Impuesto') !== '002')) report(at(t, 'TipoFactor'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40177',
+    node: 'Concepto/Traslado',
+    es: 'Si el campo TipoFactor es Exento, TasaOCuota e Importe no deben existir; si es Tasa o Cuota, deben existir.',
+    en: 'An Exento traslado has no TasaOCuota nor Importe; a Tasa or Cuota one has both.',
+    status: 'construction',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Traslado')) {
+        const exento = a(t, 'TipoFactor') === 'Exento';
+        for (const name of ['TasaOCuota', 'Importe'])
+          if ((a(t, name) !== undefined) === exento) report(at(t, name), exento ? 'must be absent' : 'missing');
+      }
+    },
+  },
+  {
+    code: 'CFDI40179',
+    node: 'Concepto/Traslado/@TasaOCuota',
+    es: 'El valor del campo TasaOCuota del traslado no contiene un valor del catálogo c_TasaOCuota.',
+    en: 'A traslado’s TasaOCuota is not a c_TasaOCuota value for its Impuesto and TipoFactor.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Traslado')) {
+        const rate = a(t, 'TasaOCuota');
+        if (
+          rate !== undefined &&
+          !tasaOCuotaAllowed(a(t, 'Impuesto') ?? '', a(t, 'TipoFactor') ?? '', rate, 'traslado')
+        )
+          report(at(t, 'TasaOCuota'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40180',
+    node: 'Concepto/Traslado/@Importe',
+    es: 'El valor del campo Importe del traslado no se encuentra entre el límite inferior y superior permitido (Base por TasaOCuota).',
+    en: 'A traslado’s Importe is outside the limits of Base × TasaOCuota Anexo 20 allows.',
+    status: 'construction',
+    check: (doc, report) => checkTaxImportes(allTaxes(doc, 'Traslado'), report),
+  },
+  {
+    code: 'CFDI40181',
+    node: 'Concepto/Retencion/@Base',
+    es: 'El valor del campo Base de la retención debe ser mayor que cero.',
+    en: 'A retención’s Base must be greater than 0.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Retencion')) if (!num(t, 'Base')?.isGreaterThan(0)) report(at(t, 'Base'));
+    },
+  },
+  {
+    code: 'CFDI40182',
+    node: 'Concepto/Retencion/@Impuesto',
+    es: 'El campo Impuesto de la retención no contiene un valor del catálogo c_Impuesto que aplique a retenciones.',
+    en: 'A retención’s Impuesto is not a c_Impuesto that can be withheld.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Retencion'))
+        if (!C_IMPUESTO[a(t, 'Impuesto') ?? '']?.retencion) report(at(t, 'Impuesto'));
+    },
+  },
+  {
+    code: 'CFDI40183',
+    node: 'Concepto/Retencion/@TipoFactor',
+    es: 'El campo TipoFactor de la retención debe ser Tasa o Cuota (no Exento).',
+    en: 'A retención’s TipoFactor must be Tasa or Cuota, never Exento.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Retencion')) {
+        const f = a(t, 'TipoFactor') ?? '';
+        if (!C_TIPO_FACTOR.has(f) || f === 'Exento') report(at(t, 'TipoFactor'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40185',
+    node: 'Concepto/Retencion/@TasaOCuota',
+    es: 'El valor del campo TasaOCuota de la retención no contiene un valor del catálogo c_TasaOCuota.',
+    en: 'A retención’s TasaOCuota is not a c_TasaOCuota value (or range) for its Impuesto and TipoFactor.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Retencion')) {
+        const rate = a(t, 'TasaOCuota') ?? '';
+        if (!tasaOCuotaAllowed(a(t, 'Impuesto') ?? '', a(t, 'TipoFactor') ?? '', rate, 'retencion'))
+          report(at(t, 'TasaOCuota'));
+      }
+    },
+  },
+  {
+    code: 'CFDI40186',
+    node: 'Concepto/Retencion/@Importe',
+    es: 'El valor del campo Importe de la retención no se encuentra entre el límite inferior y superior permitido (Base por TasaOCuota).',
+    en: 'A retención’s Importe is outside the limits of Base × TasaOCuota Anexo 20 allows.',
+    status: 'construction',
+    check: (doc, report) => checkTaxImportes(allTaxes(doc, 'Retencion'), report),
+  },
+  {
+    code: 'CFDI40190',
+    node: 'Comprobante/cfdi:Impuestos',
+    es: 'El nodo Impuestos del comprobante debe existir si y solo si algún concepto desglosa impuestos, y no debe existir en T o P.',
+    en: 'The comprobante’s Impuestos node must be present exactly when some concepto breaks taxes down (never on a Pago).',
+    status: 'construction',
+    check: (doc, report) => {
+      const any = conceptos(doc).some((c) => child(c, 'Impuestos'));
+      const present = comprobanteImpuestos(doc) !== undefined;
+      if (any !== present) report(`${R(doc).path}/cfdi:Impuestos`, any ? 'missing' : 'must be absent');
+    },
+  },
+  {
+    code: 'CFDI40191',
+    node: 'Comprobante/Impuestos/Traslados',
+    es: 'Los traslados del comprobante deben agrupar por Impuesto, TipoFactor y TasaOCuota la suma redondeada de las bases e importes de los traslados de los conceptos.',
+    en: 'The comprobante’s Traslados must be the conceptos’ traslados grouped by Impuesto, TipoFactor and TasaOCuota, with Base and Importe their rounded sums.',
+    status: 'construction',
+    check: (doc, report) => {
+      const decimals = monedaDecimals(a(R(doc), 'Moneda'));
+      const expected = new Map<string, { base: Dec; importe: Dec }>();
+      for (const t of allTaxes(doc, 'Traslado')) {
+        const key = `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
+        const g = expected.get(key) ?? { base: ZERO, importe: ZERO };
+        expected.set(key, { base: g.base.plus(num(t, 'Base') ?? 0), importe: g.importe.plus(num(t, 'Importe') ?? 0) });
+      }
+      const imp = comprobanteImpuestos(doc);
+      const written = children(imp ? child(imp, 'Traslados') : undefined, 'Traslado');
+      const seen = new Set<string>();
+      for (const t of written) {
+        const key = `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
+        const g = expected.get(key);
+        if (!g || seen.has(key)) {
+          report(t.path, 'no concepto has this traslado (or it is listed twice)');
+          continue;
+        }
+        seen.add(key);
+        if (!num(t, 'Base')?.isEqualTo(g.base.decimalPlaces(decimals)))
+          report(at(t, 'Base'), `expected ${g.base.decimalPlaces(decimals).toFixed()}`);
+        if (a(t, 'TipoFactor') !== 'Exento' && !num(t, 'Importe')?.isEqualTo(g.importe.decimalPlaces(decimals)))
+          report(at(t, 'Importe'), `expected ${g.importe.decimalPlaces(decimals).toFixed()}`);
+      }
+      for (const key of expected.keys())
+        if (!seen.has(key)) report(`${imp?.path ?? R(doc).path}/cfdi:Traslados`, `missing ${key}`);
+    },
+  },
+  {
+    code: 'CFDI40192',
+    node: 'Comprobante/Impuestos/Retenciones',
+    es: 'Las retenciones del comprobante deben agrupar por Impuesto la suma redondeada de los importes de las retenciones de los conceptos.',
+    en: 'The comprobante’s Retenciones must be the conceptos’ retenciones grouped by Impuesto, with Importe their rounded sum.',
+    status: 'construction',
+    check: (doc, report) => {
+      const decimals = monedaDecimals(a(R(doc), 'Moneda'));
+      const expected = new Map<string, Dec>();
+      for (const t of allTaxes(doc, 'Retencion'))
+        expected.set(
+          a(t, 'Impuesto') ?? '',
+          (expected.get(a(t, 'Impuesto') ?? '') ?? ZERO).plus(num(t, 'Importe') ?? 0),
+        );
+      const imp = comprobanteImpuestos(doc);
+      const written = children(imp ? child(imp, 'Retenciones') : undefined, 'Retencion');
+      const seen = new Set<string>();
+      for (const t of written) {
+        const key = a(t, 'Impuesto') ?? '';
+        const g = expected.get(key);
+        if (g === undefined || seen.has(key)) {
+          report(t.path, 'no concepto withholds this impuesto (or it is listed twice)');
+          continue;
+        }
+        seen.add(key);
+        if (!num(t, 'Importe')?.isEqualTo(g.decimalPlaces(decimals)))
+          report(at(t, 'Importe'), `expected ${g.decimalPlaces(decimals).toFixed()}`);
+      }
+      for (const key of expected.keys())
+        if (!seen.has(key)) report(`${imp?.path ?? R(doc).path}/cfdi:Retenciones`, `missing ${key}`);
+    },
+  },
+  {
+    code: 'CFDI40193',
+    node: 'Comprobante/Impuestos/@TotalImpuestosTrasladados',
+    es: 'El valor del campo TotalImpuestosTrasladados debe ser igual a la suma de los importes de los traslados del comprobante (y no existir si todos son exentos).',
+    en: 'TotalImpuestosTrasladados must be the sum of the comprobante’s traslado Importes (absent when every traslado is Exento).',
+    status: 'construction',
+    check: (doc, report) => {
+      const imp = comprobanteImpuestos(doc);
+      if (!imp) return;
+      const taxed = children(child(imp, 'Traslados'), 'Traslado').filter((t) => a(t, 'TipoFactor') !== 'Exento');
+      const written = num(imp, 'TotalImpuestosTrasladados');
+      if (taxed.length === 0) {
+        if (a(imp, 'TotalImpuestosTrasladados') !== undefined)
+          report(at(imp, 'TotalImpuestosTrasladados'), 'must be absent');
+      } else if (!written?.isEqualTo(total(taxed, 'Importe'))) report(at(imp, 'TotalImpuestosTrasladados'));
+    },
+  },
+  {
+    code: 'CFDI40194',
+    node: 'Comprobante/Impuestos/@TotalImpuestosRetenidos',
+    es: 'El valor del campo TotalImpuestosRetenidos debe ser igual a la suma de los importes de las retenciones del comprobante.',
+    en: 'TotalImpuestosRetenidos must be the sum of the comprobante’s retención Importes (absent when there is none).',
+    status: 'construction',
+    check: (doc, report) => {
+      const imp = comprobanteImpuestos(doc);
+      if (!imp) return;
+      const ret = children(child(imp, 'Retenciones'), 'Retencion');
+      const written = num(imp, 'TotalImpuestosRetenidos');
+      if (ret.length === 0) {
+        if (a(imp, 'TotalImpuestosRetenidos') !== undefined)
+          report(at(imp, 'TotalImpuestosRetenidos'), 'must be absent');
+      } else if (!written?.isEqualTo(total(ret, 'Importe'))) report(at(imp, 'TotalImpuestosRetenidos'));
+    },
+  },
+];
+
+function checkTaxImportes(taxes: readonly Located[], report: (path: string, detail?: string) => void): void {
+  for (const t of taxes) {
+    const base = a(t, 'Base');
+    const rate = a(t, 'TasaOCuota');
+    const importe = num(t, 'Importe');
+    if (base === undefined || rate === undefined || !importe) continue;
+    const { min, max } = taxLimits(base, rate, decimalsIn(a(t, 'Importe')));
+    if (!within(importe, min, max)) report(at(t, 'Importe'), `limits ${min.toFixed()}…${max.toFixed()}`);
+  }
+}
+
+export type { RuleContext };

@@ -1,0 +1,104 @@
+/** Reading a CFDI tree for the rules: nodes with the XPath each violation reports. */
+import { C_MONEDA } from '../validate/sat-catalogs.ts';
+import { Dec } from '../build/money.ts';
+import { attr, childElements, NS, type XmlElement } from '../xml/xml-node.ts';
+
+export const ROOT = '/cfdi:Comprobante';
+
+export interface Located {
+  el: XmlElement;
+  path: string;
+}
+
+/** The first child `cfdi:<local>` (or of namespace `ns`), with its path under `parent`. */
+export function child(parent: Located, local: string, ns: string = NS.cfdi): Located | undefined {
+  const found = childElements(parent.el, ns, local)[0];
+  return found ? { el: found, path: `${parent.path}/${prefixOf(ns)}:${local}` } : undefined;
+}
+
+/** Every child `cfdi:<local>`, with XPath positions (1-based). */
+export function children(parent: Located | undefined, local: string, ns: string = NS.cfdi): Located[] {
+  if (!parent) return [];
+  return childElements(parent.el, ns, local).map((el, i) => ({
+    el,
+    path: `${parent.path}/${prefixOf(ns)}:${local}[${i + 1}]`,
+  }));
+}
+
+function prefixOf(ns: string): string {
+  if (ns === NS.pago20) return 'pago20';
+  if (ns === NS.tfd) return 'tfd';
+  return 'cfdi';
+}
+
+export const root = (doc: XmlElement): Located => ({ el: doc, path: ROOT });
+export const at = (node: Located, name: string): string => `${node.path}/@${name}`;
+export const a = (node: Located | undefined, name: string): string | undefined =>
+  node ? attr(node.el, name) : undefined;
+
+/** A decimal attribute, or undefined when absent or not a number (the XSD's business). */
+export function num(node: Located | undefined, name: string): Dec | undefined {
+  const v = a(node, name);
+  if (v === undefined || !/^-?[0-9]+(\.[0-9]+)?$/.test(v)) return undefined;
+  return new Dec(v);
+}
+
+export function decimalsIn(value: string | undefined): number {
+  if (value === undefined) return 0;
+  const dot = value.indexOf('.');
+  return dot < 0 ? 0 : value.length - dot - 1;
+}
+
+/** Decimals amounts in this currency may have (c_Moneda); 2 when unknown, 0 for XXX. */
+export function monedaDecimals(moneda: string | undefined): number {
+  if (moneda === undefined) return 2;
+  return Object.hasOwn(C_MONEDA, moneda) ? (C_MONEDA[moneda]?.decimals ?? 2) : 2;
+}
+
+export const tipoOf = (doc: XmlElement): string => attr(doc, 'TipoDeComprobante') ?? '';
+
+export const emisor = (doc: XmlElement) => child(root(doc), 'Emisor');
+export const receptor = (doc: XmlElement) => child(root(doc), 'Receptor');
+export const conceptos = (doc: XmlElement) => children(child(root(doc), 'Conceptos'), 'Concepto');
+export const comprobanteImpuestos = (doc: XmlElement) => child(root(doc), 'Impuestos');
+
+/** The concepto's traslados / retenciones. */
+export function conceptoTaxes(c: Located, kind: 'Traslado' | 'Retencion'): Located[] {
+  const impuestos = child(c, 'Impuestos');
+  const group = impuestos ? child(impuestos, kind === 'Traslado' ? 'Traslados' : 'Retenciones') : undefined;
+  return children(group, kind);
+}
+
+/** The Pagos 2.0 complement, when present. */
+export function pagos(doc: XmlElement): Located | undefined {
+  const complemento = child(root(doc), 'Complemento');
+  return complemento ? child(complemento, 'Pagos', NS.pago20) : undefined;
+}
+
+/** Whether `[min, max]` (the SAT's limits) contains `value`. */
+export function within(value: Dec, min: Dec, max: Dec): boolean {
+  return !value.isLessThan(min) && !value.isGreaterThan(max);
+}
+
+/**
+ * Anexo 20's limits for a product written with `decimals` decimals: each factor ± half a unit of its
+ * last written decimal; the lower limit truncated, the upper one rounded up to `decimals`.
+ */
+export function productLimits(x: string, y: string, decimals: number): { min: Dec; max: Dec } {
+  const hx = new Dec(10).pow(-decimalsIn(x)).dividedBy(2);
+  const hy = new Dec(10).pow(-decimalsIn(y)).dividedBy(2);
+  const min = new Dec(x).minus(hx).times(new Dec(y).minus(hy)).decimalPlaces(decimals, Dec.ROUND_DOWN);
+  const max = new Dec(x).plus(hx).times(new Dec(y).plus(hy)).decimalPlaces(decimals, Dec.ROUND_UP);
+  return { min, max };
+}
+
+/**
+ * Limits for a tax amount: (Base ± half a unit of its last decimal) × rate, truncated / rounded up to
+ * the decimals of the written Importe.
+ */
+export function taxLimits(base: string, rate: string, decimals: number): { min: Dec; max: Dec } {
+  const h = new Dec(10).pow(-decimalsIn(base)).dividedBy(2);
+  const min = new Dec(base).minus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_DOWN);
+  const max = new Dec(base).plus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_UP);
+  return { min, max };
+}
