@@ -27,6 +27,10 @@ export const API_ERRORS = {
   payload_too_large: { status: 413, message: 'The body is too large.' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },
   validation_failed: { status: 422, message: 'The request has invalid fields.' },
+  fiscal_rules_failed: {
+    status: 422,
+    message: 'The CFDI this request would issue breaks SAT rules; nothing was recorded.',
+  },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },
   occurred_in_future: {

@@ -291,7 +291,10 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     expect(egreso.frozenXml).toContain('FormaPago="03"');
     const without = await post(`/v1/payments/${paymentId}/refunds`, { amount: '116.00' });
     expect(without.body).toMatchObject({
-      egreso: { status: 'needs_data', problems: [expect.objectContaining({ path: 'formaPago' })] },
+      egreso: {
+        status: 'needs_data',
+        problems: [expect.objectContaining({ rule: 'CFDI40104', path: '/cfdi:Comprobante/@FormaPago' })],
+      },
     });
   });
 });

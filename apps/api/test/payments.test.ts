@@ -72,7 +72,8 @@ describe('POST /v1/payments', () => {
     expect(invoice.frozenXml).toContain('SubTotal="1000.00"');
   });
 
-  it('records the payment and marks the invoice as needing data when the fiscal data is wrong', async () => {
+  it('refuses a payment whose CFDI would break a SAT rule (422 with the rule codes), taking no folio and storing nothing', async () => {
+    const serie = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
     const res = await post({
       externalId: 'T-3',
       amount: '50.00',
@@ -86,11 +87,39 @@ describe('POST /v1/payments', () => {
         usoCfdi: 'G03',
       },
     });
-    expect(res.statusCode).toBe(201);
-    const invoice = (res.body as PaymentBody).invoices[0]!;
-    expect(invoice.status).toBe('needs_data');
-    expect(invoice.problems?.map((p) => p.path)).toContain('receptor.regimenFiscalReceptor');
-    expect(await api.prisma.outboxRow.count({ where: { invoiceId: invoice.id } })).toBe(0);
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toMatchObject({
+      error: {
+        code: 'fiscal_rules_failed',
+        details: expect.arrayContaining([
+          {
+            rule: 'CFDI40158',
+            path: '/cfdi:Comprobante/cfdi:Receptor/@RegimenFiscalReceptor',
+            message: expect.stringMatching(/^CFDI40158: /),
+            messageEs: expect.stringContaining('tipo de persona'),
+          },
+        ]),
+      },
+    });
+    expect(await api.prisma.payment.count({ where: { externalId: 'T-3' } })).toBe(0);
+    const after = await api.prisma.serie.findUniqueOrThrow({ where: { id: serie.id } });
+    expect(after.nextFolio).toBe(serie.nextFolio);
+    // Fixed, the same payment goes through and takes that very folio.
+    const fixed = await post({
+      externalId: 'T-3',
+      amount: '50.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '612',
+        codigoPostal: '36257',
+        usoCfdi: 'G03',
+      },
+    });
+    expect(fixed.statusCode).toBe(201);
+    expect((fixed.body as PaymentBody).invoices[0]).toMatchObject({ status: 'pending', folio: serie.nextFolio });
   });
 
   it('answers the same external id again with the same payment (200), and 409 when its data differs', async () => {
@@ -115,8 +144,9 @@ describe('POST /v1/payments', () => {
     } while (cursor);
     expect(seen.size).toBe(await api.prisma.payment.count());
     const invoices = await got
-      .get(`${api.url}/v1/invoices`, { headers: auth, searchParams: { status: 'needs_data' } })
-      .json<{ data: unknown[] }>();
-    expect(invoices.data).toHaveLength(1);
+      .get(`${api.url}/v1/invoices`, { headers: auth, searchParams: { status: 'pending', limit: 100 } })
+      .json<{ data: { status: string }[] }>();
+    expect(invoices.data.length).toBe(await api.prisma.invoice.count({ where: { status: 'pending' } }));
+    expect(invoices.data.every((i) => i.status === 'pending')).toBe(true);
   });
 });

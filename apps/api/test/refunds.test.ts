@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
+import { checkSatRules, parseXml, SAT_TEST_TAXPAYERS } from '@timbra/cfdi-core';
 import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
 import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
@@ -146,21 +147,34 @@ describe('POST /v1/payments/:id/refunds', () => {
     const egreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id: body.egreso.id } });
     expect(egreso.frozenXml).toContain('RegimenFiscalReceptor="605" UsoCFDI="S01"');
     expect(await schema.validate([egreso.frozenXml!])).toEqual([]);
+    // Every SAT rule, including the receptor checks against the taxpayer list (as registered).
+    const registered = { taxpayer: (rfc: string) => SAT_TEST_TAXPAYERS.find((t) => t.rfc === rfc) };
+    expect(checkSatRules(parseXml(egreso.frozenXml!), { ...registered })).toEqual([]);
   });
 
-  it('a customer whose UsoCFDI its régimen does not allow (605 with G03): the payment is kept, its Ingreso needs data (CFDI40161)', async () => {
-    const { ingresoId } = await payment('1160.00', {
-      rfc: 'CACX7605101P8',
-      nombre: 'XOCHILT CASAS CHAVEZ',
-      regimenFiscal: '605',
-      codigoPostal: '36257',
-      usoCfdi: 'G03',
+  it('a customer whose UsoCFDI its régimen does not allow (605 with G03): the REST payment is refused with CFDI40161, nothing stored', async () => {
+    const externalId = `R-${randomUUID()}`;
+    const res = await post('/v1/payments', {
+      externalId,
+      amount: '1160.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '605',
+        codigoPostal: '36257',
+        usoCfdi: 'G03',
+      },
     });
-    const ingreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id: ingresoId } });
-    expect(ingreso.status).toBe('needs_data');
-    expect(ingreso.problems).toEqual([
-      expect.objectContaining({ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }),
-    ]);
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toMatchObject({
+      error: {
+        code: 'fiscal_rules_failed',
+        details: [{ rule: 'CFDI40161', path: '/cfdi:Comprobante/cfdi:Receptor/@UsoCFDI' }],
+      },
+    });
+    expect(await api.prisma.payment.count({ where: { externalId } })).toBe(0);
   });
 
   it('two partial refunds → two Egresos with consecutive folios; a third beyond the payment → 422, nothing written', async () => {

@@ -71,7 +71,14 @@ describe('Stripe, through its API and signed events', () => {
     }).json<{ status: string; problems: { path: string; message: string }[] }>();
     expect(view).toMatchObject({
       status: 'needs_data',
-      problems: [{ path: 'receptor.usoCFDI', message: expect.stringMatching(/^CFDI40161: /) }],
+      problems: [
+        {
+          rule: 'CFDI40161',
+          path: '/cfdi:Comprobante/cfdi:Receptor/@UsoCFDI',
+          message: expect.stringMatching(/^CFDI40161: /),
+          messageEs: expect.stringContaining('c_UsoCFDI'),
+        },
+      ],
     });
   });
 

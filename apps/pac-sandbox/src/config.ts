@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository's `sat/` (apps/pac-sandbox/src → ../../../sat). */
-const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
+export const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
 
 const port = z.coerce.number().int().min(0).max(65535);
 
@@ -32,6 +32,12 @@ const schema = z.object({
   SANDBOX_CANCEL_ACCEPT_DELAY_MS: z.coerce.number().int().nonnegative().default(2000),
   /** When set, state (ledger, customids) is saved to this file and loaded at start. */
   SANDBOX_STATE_FILE: z.string().optional(),
+  /**
+   * What every PAC instance validates before stamping, as a real PAC does: \`on\` (the SAT's XSD and
+   * rules), \`rules\` (rules only), \`off\` (sello, certificate and dates only). Per instance at run
+   * time: \`POST /__admin/validation\`.
+   */
+  SANDBOX_VALIDATION: z.enum(['on', 'rules', 'off']).default('on'),
   /** Seed of the fault-injection random numbers (reproducible runs). */
   SANDBOX_SEED: z.coerce.number().int().default(1),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

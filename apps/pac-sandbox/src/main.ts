@@ -35,6 +35,11 @@ const sandbox = new Sandbox({
     acceptDelayMs: config.SANDBOX_CANCEL_ACCEPT_DELAY_MS,
   },
   seed: config.SANDBOX_SEED,
+  satDir: config.SAT_DIR,
+  validation: {
+    xsd: config.SANDBOX_VALIDATION === 'on',
+    rules: config.SANDBOX_VALIDATION !== 'off',
+  },
   ...(config.SANDBOX_STATE_FILE ? { stateFile: config.SANDBOX_STATE_FILE } : {}),
   logger,
 });

@@ -4,6 +4,13 @@ import { NO_FAULTS, seededRandom, type Faults } from './faults.ts';
 import { InstanceMemory, type ReceivedRecord, type SatRegistry, type StampRecord } from './registry.ts';
 import type { TfdSigner } from './tfd-signer.ts';
 import { checkDocument, type DocumentCheck } from './validate-document.ts';
+import {
+  pacValidation,
+  VALIDATION_ON,
+  type SchemaCheck,
+  type TaxpayerList,
+  type ValidationSwitches,
+} from './validation.ts';
 
 type CheckedDocument = Extract<DocumentCheck, { ok: true }>;
 
@@ -32,6 +39,11 @@ export interface PacInstanceDeps {
   seed: number;
   /** Called after every change worth persisting. */
   onChange: () => void;
+  /** The SAT's schemas (absent: XSD validation cannot run, whatever the switch says). */
+  schema?: SchemaCheck;
+  taxpayers: TaxpayerList;
+  /** Initial validation switches (default: both on). */
+  validation?: ValidationSwitches;
 }
 
 /**
@@ -44,6 +56,8 @@ export class PacInstance {
   readonly tokens = new Map<string, number>();
   private readonly inFlight = new Map<string, Promise<StampRecord>>();
   faults: Faults = NO_FAULTS;
+  /** What this PAC validates before stamping, as a real one does; switchable for tests. */
+  validation: ValidationSwitches;
   random: () => number;
   counts: InstanceCounts = PacInstance.zeroCounts();
 
@@ -52,6 +66,7 @@ export class PacInstance {
     private readonly deps: PacInstanceDeps,
   ) {
     this.random = seededRandom(deps.seed);
+    this.validation = deps.validation ?? VALIDATION_ON;
   }
 
   static zeroCounts(): InstanceCounts {
@@ -107,6 +122,15 @@ export class PacInstance {
   private async decide(xml: string, customid: string | undefined): Promise<StampOutcome> {
     const check = checkDocument(xml, this.deps.now(), this.faults.rejectRfcs);
     if (!check.ok) return { kind: 'rejected', code: check.code, message: check.message };
+    const refused = pacValidation(
+      xml,
+      check.root,
+      this.validation,
+      this.deps.schema,
+      this.deps.taxpayers,
+      this.deps.now(),
+    );
+    if (refused) return { kind: 'rejected', code: refused.code, message: refused.message };
 
     // customid reuse: SW answers with the stamp the customid was first used for.
     if (customid) {

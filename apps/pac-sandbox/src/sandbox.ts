@@ -4,6 +4,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import type { CancellationPolicy } from './cancellation.ts';
+import { DEFAULT_SAT_DIR } from './config.ts';
 import { adminRoutes } from './http/admin-routes.ts';
 import { finkokRoutes } from './http/finkok-routes.ts';
 import { satRoutes } from './http/sat-routes.ts';
@@ -12,6 +13,7 @@ import { PacInstance } from './pac-instance.ts';
 import { SatRegistry } from './registry.ts';
 import { loadState, stateSaver } from './state-file.ts';
 import { TfdSigner } from './tfd-signer.ts';
+import { SchemaCheck, TaxpayerList, VALIDATION_ON, type ValidationSwitches } from './validation.ts';
 
 export interface SandboxOptions {
   host: string;
@@ -29,6 +31,10 @@ export interface SandboxOptions {
   policy: CancellationPolicy;
   seed: number;
   stateFile?: string;
+  /** The SAT folder, for its XSDs (default: the repository's \`sat/\`). */
+  satDir?: string;
+  /** What every instance validates at start (default: schema and SAT rules). */
+  validation?: ValidationSwitches;
   logger: Logger;
   now?: () => Date;
 }
@@ -44,6 +50,8 @@ interface Listener {
 /** A running sandbox: two (or more) PAC instances sharing one "SAT", each on its own port. */
 export class Sandbox {
   readonly registry = new SatRegistry();
+  /** The SAT's list of registered taxpayers (L_RFC), shared by every instance. */
+  readonly taxpayers = new TaxpayerList();
   readonly instances = new Map<string, PacInstance>();
   private readonly listeners = new Map<string, Listener>();
   private adminServer?: Server;
@@ -54,6 +62,9 @@ export class Sandbox {
     this.now = options.now ?? (() => new Date());
     const signer = new TfdSigner(options.pacCsd, options.rfcProvCertif);
     this.saver = options.stateFile ? stateSaver(options.stateFile, this.registry, this.instances) : undefined;
+    const validation = options.validation ?? VALIDATION_ON;
+    // Compiled even when off at start: the admin API can turn it on per instance.
+    const schema = new SchemaCheck(options.satDir ?? DEFAULT_SAT_DIR);
     let seed = options.seed;
     for (const name of Object.keys(options.instancePorts)) {
       this.instances.set(
@@ -65,6 +76,9 @@ export class Sandbox {
           tokenTtlMs: options.tokenTtlMs,
           seed: seed++,
           onChange: () => this.saver?.schedule(),
+          schema,
+          taxpayers: this.taxpayers,
+          validation,
         }),
       );
     }
@@ -164,6 +178,8 @@ export class Sandbox {
     return adminRoutes({
       token: this.options.adminToken ?? '',
       registry: this.registry,
+      taxpayers: this.taxpayers,
+      validation: this.options.validation ?? VALIDATION_ON,
       instances: this.instances,
       onFaultsChanged: (instance) => {
         this.options.logger.info({ instance: instance.name, faults: instance.faults }, 'faults set');
@@ -191,6 +207,8 @@ export class Sandbox {
       const admin = adminRoutes({
         token: this.options.adminToken,
         registry: this.registry,
+        taxpayers: this.taxpayers,
+        validation: this.options.validation ?? VALIDATION_ON,
         instances: this.instances,
         defaultInstance: instance.name,
         onFaultsChanged: (i) => {

@@ -25,6 +25,8 @@ export type DocumentCheck =
       rfcReceptor: string;
       total: string;
       hasTfd: boolean;
+      /** The parsed document, for the SAT rules. */
+      root: XmlElement;
     }
   | { ok: false; code: string; message: string };
 
@@ -153,6 +155,7 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
     rfcReceptor: attr(receptor, 'Rfc') ?? '',
     total,
     hasTfd,
+    root,
   };
 }
 

@@ -1,9 +1,35 @@
+import type { Taxpayer } from './rules/rule.ts';
 /**
  * The SAT's test taxpayers, whose CSDs the SAT publishes for testing (the repository's sat/csd): a
  * CFDI sealed with one is never valid. Apps use them only under an explicit sandbox profile
  * (`TIMBRA_PROFILE=sandbox`), and refuse them in production.
  */
 export const SAT_TEST_RFCS: readonly string[] = ['EKU9003173C9', 'CACX7605101P8'];
+
+/**
+ * The SAT's test taxpayers as the PAC sandbox's list of registered taxpayers (L_RFC) starts: names and
+ * postal codes as the SAT's test environment has them, with the régimenes the tests, the demo and the
+ * chaos run invoice them in. Editable at run time through the sandbox's admin API.
+ */
+export const SAT_TEST_TAXPAYERS: readonly Taxpayer[] = [
+  { rfc: 'EKU9003173C9', name: 'ESCUELA KEMPER URGATE', postalCode: '42501', regimenes: ['601'], status: 'active' },
+  {
+    rfc: 'CACX7605101P8',
+    name: 'XOCHILT CASAS CHAVEZ',
+    postalCode: '36257',
+    regimenes: ['605', '606', '612'],
+    status: 'active',
+  },
+  {
+    rfc: 'URE180429TM6',
+    name: 'UNIVERSIDAD ROBOTICA ESPAÑOLA',
+    postalCode: '86991',
+    regimenes: ['601'],
+    status: 'active',
+  },
+  { rfc: 'FUNK671228PH6', name: 'KARLA FUENTE NOLASCO', postalCode: '01160', regimenes: ['612'], status: 'active' },
+  { rfc: 'XIA190128J61', name: 'XENON INDUSTRIAL ARTICLES', postalCode: '76343', regimenes: ['601'], status: 'active' },
+];
 
 /** The emisor of the sandbox profile: the SAT's test persona moral. */
 export const SANDBOX_EMISOR = {

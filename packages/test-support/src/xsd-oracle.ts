@@ -1,16 +1,15 @@
 /**
  * XSD validation of CFDI documents with libxml2's xmllint compiled to WebAssembly (`xmllint-wasm`,
- * from npm: no Debian package, no native build). The SAT schemas come from the SAT folder, with a
- * stand-in for catCFDI.xsd (not shipped: several MiB) and a wrapper schema that imports CFDI 4.0,
- * Pagos 2.0 and TFD 1.1 so `xs:any` in Complemento is validated strictly.
+ * from npm: an oracle independent of the PAC sandbox's native libxml2). The SAT schemas come from the
+ * SAT folder, with catCFDI.xsd rendered by cfdi-core from the SAT catalogues (`catalogSchema`: the
+ * SAT's own is several MiB and not shipped), and a wrapper schema that imports CFDI 4.0, Pagos 2.0
+ * and TFD 1.1 so `xs:any` in Complemento is validated strictly.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative } from 'node:path';
+import { catalogSchema } from '@timbra/cfdi-core';
 import { validateXML, type XMLFileInfo } from 'xmllint-wasm';
 import { SAT_DIR } from './sat-files.ts';
-
-const CATALOGUE_STAND_IN = resolve(dirname(fileURLToPath(import.meta.url)), '../xsd/catCFDI.xsd');
 
 const WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
 <xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:timbra:all" elementFormDefault="qualified">
@@ -36,7 +35,7 @@ export class SchemaValidator {
       ...['4', 'tipoDatos', 'Pagos', 'TimbreFiscalDigital', 'catalogos/Pagos'].flatMap((sub) =>
         schemaFiles(join(SAT_DIR, 'cfd', sub)),
       ),
-      { fileName: 'cfd/catalogos/catCFDI.xsd', contents: readFileSync(CATALOGUE_STAND_IN, 'utf8') },
+      { fileName: 'cfd/catalogos/catCFDI.xsd', contents: catalogSchema() },
     ];
   }
 

@@ -7,10 +7,11 @@ import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
+import { ingresoProblems, recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
+import type { PaymentFacts } from '../use-cases/build-ingreso.ts';
 import { recordInstallment } from '../use-cases/record-installment.ts';
 import { recordRefund } from '../use-cases/record-refund.ts';
-import { decodeCursor, encodeCursor, installmentView, paymentView, refundView } from './views.ts';
+import { decodeCursor, encodeCursor, installmentView, paymentView, problemView, refundView } from './views.ts';
 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
@@ -135,23 +136,23 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     // Each API client has its own namespace of external ids.
     const provider = `api:${client.name}`;
 
+    const facts: PaymentFacts = {
+      provider,
+      externalId: input.externalId,
+      amount: input.amount,
+      currency: input.currency,
+      occurredAt: new Date(input.occurredAt),
+      receptor: input.receptor ?? null,
+      description: input.description ?? null,
+      formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
+      paymentTerms: input.paymentTerms ?? 'single',
+    };
     const create = async (tx: Tx) => {
-      const recorded = await recordPayment(
-        tx,
-        deps.payments,
-        {
-          provider,
-          externalId: input.externalId,
-          amount: input.amount,
-          currency: input.currency,
-          occurredAt: new Date(input.occurredAt),
-          receptor: input.receptor ?? null,
-          description: input.description ?? null,
-          formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
-          paymentTerms: input.paymentTerms ?? 'single',
-        },
-        client.id,
-      );
+      // Before any row or folio: a REST caller can fix its data, so a CFDI that would break a SAT
+      // rule is refused (a webhook's money is recorded anyway, its invoice in needs_data).
+      const problems = ingresoProblems(deps.payments, facts, new Date());
+      if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems.map(problemView));
+      const recorded = await recordPayment(tx, deps.payments, facts, client.id);
       const payment = await tx.payment.findUniqueOrThrow({
         where: { id: recorded.paymentId },
         include: { invoices: true },

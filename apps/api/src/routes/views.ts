@@ -1,3 +1,4 @@
+import { SAT_RULES, type ValidationIssue } from '@timbra/cfdi-core';
 import {
   isUuid,
   type CancelRequest,
@@ -8,6 +9,22 @@ import {
   type Payment,
   type Refund,
 } from '@timbra/db';
+
+const SPANISH = new Map(SAT_RULES.map((r) => [r.code, r.es]));
+
+/**
+ * Why a CFDI cannot be issued, as the API shows it: the SAT rule broken (`rule`, its Spanish text in
+ * `messageEs`) with the XPath of the node, or a field of the request.
+ */
+export function problemView(issue: ValidationIssue) {
+  const es = issue.rule ? SPANISH.get(issue.rule) : undefined;
+  return {
+    ...(issue.rule ? { rule: issue.rule } : {}),
+    path: issue.path,
+    message: issue.message,
+    ...(es ? { messageEs: es } : {}),
+  };
+}
 
 /** JSON shapes the API answers with. Money as decimal strings, never numbers. */
 export function invoiceSummary(
@@ -22,7 +39,7 @@ export function invoiceSummary(
     status: i.status,
     uuid: i.uuid,
     total: i.total.toFixed(2),
-    ...(i.problems ? { problems: i.problems } : {}),
+    ...(Array.isArray(i.problems) ? { problems: (i.problems as unknown as ValidationIssue[]).map(problemView) } : {}),
   };
 }
 

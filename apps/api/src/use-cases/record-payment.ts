@@ -1,4 +1,4 @@
-import { stampKeyFor, tryFreeze, type Csd } from '@timbra/cfdi-core';
+import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } from '@timbra/cfdi-core';
 import { insertInvoices, insertPaymentsTakingFolios, type Tx } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
@@ -75,14 +75,9 @@ export async function recordPayments(
     const facts = payments[index]!.facts;
     const request = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
     const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
-    // A sale in installments is paid with Pagos that name the customer: público en general won't do.
+    const unpayable = installmentsProblems(facts);
     const { frozen, problems } =
-      facts.paymentTerms === 'installments' && !facts.receptor
-        ? {
-            frozen: undefined,
-            problems: [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }],
-          }
-        : tryFreeze(request, deps.csd);
+      unpayable.length > 0 ? { frozen: undefined, problems: unpayable } : tryFreeze(request, deps.csd);
     return { index, paymentId, facts, folio, stampKey, frozen, problems };
   });
   invoices.sort((a, b) => a.folio - b.folio);
@@ -131,6 +126,27 @@ export async function recordPayments(
     }
   }
   return results as RecordedPayment[];
+}
+
+/** A sale in installments is paid with Pagos that name the customer: público en general won't do. */
+function installmentsProblems(facts: PaymentFacts): ValidationIssue[] {
+  return facts.paymentTerms === 'installments' && !facts.receptor
+    ? [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }]
+    : [];
+}
+
+/**
+ * What would keep this payment's Ingreso from being frozen if it were recorded now — the SAT rules
+ * its document would break (issues with `rule`), the request's and the CSD's problems — without
+ * taking a folio. Empty: recording it freezes the Ingreso. REST answers 422 with these; a webhook
+ * payment is recorded anyway (the money arrived) and its invoice waits in `needs_data` with them.
+ */
+export function ingresoProblems(deps: RecordPaymentDeps, facts: PaymentFacts, issuedAt: Date): ValidationIssue[] {
+  assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
+  const unpayable = installmentsProblems(facts);
+  if (unpayable.length > 0) return unpayable;
+  // The folio does not enter any rule: the next one is not needed to check.
+  return preflight(buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt), deps.csd);
 }
 
 /** `recordPayments` for one payment. */

@@ -3,10 +3,14 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { faultsSchema, NO_FAULTS, seededRandom } from '../faults.ts';
 import { PacInstance } from '../pac-instance.ts';
 import type { SatRegistry } from '../registry.ts';
+import { taxpayerSchema, validationSchema, type TaxpayerList, type ValidationSwitches } from '../validation.ts';
 
 export interface AdminDeps {
   token: string;
   registry: SatRegistry;
+  taxpayers: TaxpayerList;
+  /** The switches instances start with (a reset restores them). */
+  validation: ValidationSwitches;
   instances: ReadonlyMap<string, PacInstance>;
   /** The instance a request means when it names none (the one whose port it came in on). */
   defaultInstance?: string;
@@ -80,6 +84,52 @@ export function adminRoutes(deps: AdminDeps): Router {
     res.json({ ok: true });
   });
 
+  router.get('/validation', (req, res) => {
+    const instance = pick(req, res);
+    if (instance) res.json({ instance: instance.name, validation: instance.validation });
+  });
+
+  router.post('/validation', (req, res) => {
+    const instance = pick(req, res);
+    if (!instance) return;
+    const { instance: _name, ...changes } = (req.body ?? {}) as Record<string, unknown>;
+    const parsed = validationSchema.safeParse({ ...instance.validation, ...changes });
+    if (!parsed.success) {
+      res.status(422).json({
+        error: { code: 'invalid_validation', message: 'xsd and rules are booleans', details: parsed.error.issues },
+      });
+      return;
+    }
+    instance.validation = parsed.data;
+    res.json({ instance: instance.name, validation: instance.validation });
+  });
+
+  router.get('/taxpayers', (_req, res) => {
+    res.json({ data: deps.taxpayers.all() });
+  });
+
+  router.get('/taxpayers/:rfc', (req, res) => {
+    const found = deps.taxpayers.get(String(req.params.rfc));
+    if (!found) res.status(404).json({ error: { code: 'not_found', message: 'not in the taxpayer list' } });
+    else res.json(found);
+  });
+
+  router.put('/taxpayers/:rfc', (req, res) => {
+    const parsed = taxpayerSchema.safeParse(req.body ?? {});
+    if (!parsed.success) {
+      res
+        .status(422)
+        .json({ error: { code: 'invalid_taxpayer', message: 'invalid taxpayer', details: parsed.error.issues } });
+      return;
+    }
+    deps.taxpayers.put({ rfc: String(req.params.rfc), ...parsed.data });
+    res.json(deps.taxpayers.get(String(req.params.rfc)));
+  });
+
+  router.delete('/taxpayers/:rfc', (req, res) => {
+    res.json({ deleted: deps.taxpayers.delete(String(req.params.rfc)) });
+  });
+
   router.get('/ledger', (req, res) => {
     const since = typeof req.query.since === 'string' ? req.query.since : '';
     const stamps = deps.registry.stamps
@@ -101,8 +151,10 @@ export function adminRoutes(deps: AdminDeps): Router {
       instance.memory.clear();
       instance.faults = NO_FAULTS;
       instance.counts = PacInstance.zeroCounts();
+      instance.validation = deps.validation;
       deps.onFaultsChanged(instance);
     }
+    deps.taxpayers.reset();
     deps.onReset();
     res.json({ ok: true });
   });

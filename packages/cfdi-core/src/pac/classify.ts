@@ -143,9 +143,11 @@ export function classifyPacCode(code: string): Classification | undefined {
     return { outcome: 'already_stamped', code: normalized, reason: 'stamped before: recover the original' };
   const permanent = PERMANENT.get(normalized);
   if (permanent) return { outcome: 'permanent', code: normalized, reason: permanent };
-  // SW's CFDI 4.0 validations (CFDI40xxx) reject the document.
+  // The SAT's CFDI 4.0 and Pagos 2.0 validations (CFDI40xxx, CRP20xxx) reject the document.
   if (/^CFDI40\d{3}$/.test(normalized))
-    return { outcome: 'permanent', code: normalized, reason: 'SW: validación CFDI 4.0' };
+    return { outcome: 'permanent', code: normalized, reason: 'validación CFDI 4.0 (SAT)' };
+  if (/^CRP20\d{3}$/.test(normalized))
+    return { outcome: 'permanent', code: normalized, reason: 'validación complemento de pagos 2.0 (SAT)' };
   const transient = TRANSIENT.get(normalized);
   if (transient) return { outcome: 'transient', code: normalized, reason: transient };
   return undefined;

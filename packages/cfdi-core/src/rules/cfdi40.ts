@@ -507,6 +507,17 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
+    code: 'CFDI40144',
+    node: 'Receptor/@Rfc',
+    es: 'El campo Rfc del receptor no cumple con el patrón de RFC de persona física o moral.',
+    en: 'The receptor’s Rfc has neither the shape of a persona física’s nor of a moral’s RFC.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && personaOf(a(r, 'Rfc')) === null) report(at(r, 'Rfc'));
+    },
+  },
+  {
     code: 'CFDI40143',
     node: 'Receptor/@Rfc',
     es: 'Si el campo Rfc del receptor contiene un valor distinto de los RFC genéricos, debe encontrarse en la lista de RFC inscritos no cancelados del SAT.',
@@ -517,17 +528,6 @@ export const CFDI40_RULES: readonly SatRule[] = [
       const rfc = a(r, 'Rfc');
       if (!ctx.taxpayer || !r || isGeneric(rfc)) return;
       if (ctx.taxpayer(rfc ?? '')?.status !== 'active') report(at(r, 'Rfc'));
-    },
-  },
-  {
-    code: 'CFDI40144',
-    node: 'Receptor/@Rfc',
-    es: 'El campo Rfc del receptor no cumple con el patrón de RFC de persona física o moral.',
-    en: 'The receptor’s Rfc has neither the shape of a persona física’s nor of a moral’s RFC.',
-    status: 'enforced',
-    check: (doc, report) => {
-      const r = receptor(doc);
-      if (r && personaOf(a(r, 'Rfc')) === null) report(at(r, 'Rfc'));
     },
   },
   {
