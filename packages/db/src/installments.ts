@@ -13,6 +13,7 @@ const lockInvoiceForInstallmentRow = z.object({
   serie: col.text,
   folio: col.int,
   moneda: col.text,
+  sub_total: col.text,
   total: col.text,
   payment_id: col.uuid,
   payment_terms: col.text,
@@ -30,6 +31,7 @@ export interface InstallmentInvoice {
   serie: string;
   folio: number;
   moneda: string;
+  subTotal: string;
   total: string;
   paymentId: string;
   paymentTerms: string;
@@ -42,7 +44,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
     tx,
     lockInvoiceForInstallmentRow,
     Prisma.sql`
-      SELECT i.id, i.status::text, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.total::text, i.payment_id,
+      SELECT i.id, i.status::text, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.sub_total::text, i.total::text, i.payment_id,
              p.payment_terms, p.receptor
       FROM invoices i JOIN payments p ON p.id = i.payment_id
       WHERE i.id = ${invoiceId}::uuid
@@ -57,6 +59,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
       serie: row.serie,
       folio: row.folio,
       moneda: row.moneda,
+      subTotal: row.sub_total,
       total: row.total,
       paymentId: row.payment_id,
       paymentTerms: row.payment_terms,

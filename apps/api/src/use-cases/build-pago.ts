@@ -1,3 +1,4 @@
+import { BigNumber } from 'bignumber.js';
 import type { InvoiceRequestInput } from '@timbra/cfdi-core';
 import type { NewInstallment } from '@timbra/db';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
@@ -14,6 +15,9 @@ export interface PaidInvoice {
   folio: number;
   moneda: string;
   receptor: ReceptorInput;
+  /** The Ingreso's SubTotal (its IVA's Base) and Total (the IVA is the difference). */
+  subTotal: string;
+  total: string;
 }
 
 /** An installment as recorded, with its place among the invoice's installments. */
@@ -39,6 +43,13 @@ export function buildPagoRequest(
   issuedAt: Date,
   settings: InvoiceSettings,
 ): InvoiceRequestInput {
+  // The Ingreso's IVA (one concepto: Base = SubTotal, Importe = Total − SubTotal): each Pago reports
+  // its share, so the Pagos add up to it (cfdi-core, computePago).
+  const documento = {
+    base: invoice.subTotal,
+    importe: new BigNumber(invoice.total).minus(invoice.subTotal).toFixed(),
+    total: invoice.total,
+  };
   return {
     tipoDeComprobante: 'P',
     sourceId: `${installment.provider}:installment:${installment.externalId}`,
@@ -66,7 +77,14 @@ export function buildPagoRequest(
           impSaldoAnt: installment.saldoAnterior,
           impPagado: installment.amount,
           objetoImpDR: '02',
-          trasladosDR: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
+          trasladosDR: [
+            {
+              impuesto: '002',
+              tipoFactor: 'Tasa',
+              tasaOCuota: settings.ivaTasa,
+              documento,
+            },
+          ],
         },
       ],
     },

@@ -77,7 +77,14 @@ export async function recordInstallment(
 
   const folio = await takeFolio(tx, deps.emisorId, deps.seriePago);
   const request = buildPagoRequest(
-    { serie: invoice.serie, folio: invoice.folio, moneda: invoice.moneda, receptor: invoice.receptor as ReceptorInput },
+    {
+      serie: invoice.serie,
+      folio: invoice.folio,
+      moneda: invoice.moneda,
+      receptor: invoice.receptor as ReceptorInput,
+      subTotal: invoice.subTotal,
+      total: invoice.total,
+    },
     { ...installment, numParcialidad, saldoAnterior: saldoAnterior.toFixed(2) },
     deps.seriePago,
     folio,

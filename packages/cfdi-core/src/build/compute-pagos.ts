@@ -1,6 +1,7 @@
 import type { DoctoRelacionadoRequest, PagoRequest } from '../validate/request-schema.ts';
 import { currencyDecimals, type TrasladoAmounts } from './compute-totals.ts';
 import { Dec, fixed, sum, ZERO } from './money.ts';
+import { taxLimits } from '../rules/nodes.ts';
 
 export interface DoctoRelacionadoAmounts {
   source: DoctoRelacionadoRequest;
@@ -89,17 +90,20 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
   const base = new Dec(fixed(pagado.dividedBy(rates.plus(1)), decimals));
   const trasladosDR: TrasladoAmounts[] =
     d.objetoImpDR === '02'
-      ? d.trasladosDR.map((t) =>
-          t.tipoFactor === 'Exento' || t.tasaOCuota === undefined
-            ? { base: fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor }
-            : {
-                base: fixed(base, decimals),
-                impuesto: t.impuesto,
-                tipoFactor: t.tipoFactor,
-                tasaOCuota: t.tasaOCuota,
-                importe: fixed(base.times(t.tasaOCuota), decimals),
-              },
-        )
+      ? d.trasladosDR.map((t) => {
+          if (t.tipoFactor === 'Exento' || t.tasaOCuota === undefined)
+            return { base: fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor };
+          const share = t.documento
+            ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals)
+            : undefined;
+          return {
+            base: share?.base ?? fixed(base, decimals),
+            impuesto: t.impuesto,
+            tipoFactor: t.tipoFactor,
+            tasaOCuota: t.tasaOCuota,
+            importe: share?.importe ?? fixed(base.times(t.tasaOCuota), decimals),
+          };
+        })
       : [];
   return {
     source: d,
@@ -110,4 +114,37 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
     impSaldoInsoluto: fixed(saldoAnt.minus(pagado), decimals),
     trasladosDR,
   };
+}
+
+const within = (v: Dec, limits: { min: Dec; max: Dec }) => !v.isLessThan(limits.min) && !v.isGreaterThan(limits.max);
+
+/**
+ * This payment's part of a document's tax: what the document's Base and Importe are in proportion to
+ * what has been paid after it, rounded, less the same before it — so the parts telescope and every
+ * document's Pagos add up to its tax exactly, whatever the installments. ImporteDR is that part;
+ * BaseDR is too when Anexo 20's limits (ImporteDR ≈ BaseDR × rate) allow it, else ImporteDR / rate
+ * with the six decimals Anexo 20 allows (within the limits by construction). Undefined (the
+ * per-payment formula) when the document's figures do not fit this payment.
+ */
+function proportionalShare(
+  documento: { base: string; importe: string; total: string },
+  saldoAnt: Dec,
+  pagado: Dec,
+  rate: string,
+  decimals: number,
+): { base: string; importe: string } | undefined {
+  const total = new Dec(documento.total);
+  const before = total.minus(saldoAnt);
+  if (!total.isGreaterThan(0) || before.isNegative()) return undefined;
+  const after = before.plus(pagado);
+  const cumulative = (paid: Dec, of: string) => new Dec(fixed(paid.times(of).dividedBy(total), decimals));
+  const importe = cumulative(after, documento.importe).minus(cumulative(before, documento.importe));
+  const base = cumulative(after, documento.base).minus(cumulative(before, documento.base));
+  if (!base.isGreaterThan(0) || importe.isNegative()) return undefined;
+  const importeText = fixed(importe, decimals);
+  const baseText = fixed(base, decimals);
+  if (within(importe, taxLimits(baseText, rate, decimals))) return { base: baseText, importe: importeText };
+  if (new Dec(rate).isZero()) return undefined;
+  const fine = fixed(importe.dividedBy(rate), 6);
+  return within(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
 }

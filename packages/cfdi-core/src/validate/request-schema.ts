@@ -44,6 +44,10 @@ const trasladoSchema = z.object({
   tasaOCuota: tasa.optional(),
 });
 
+const trasladoDRSchema = trasladoSchema.extend({
+  documento: z.object({ base: decimalString(6), importe: decimalString(6), total: decimalString(6) }).optional(),
+});
+
 const retencionSchema = z.object({
   impuesto: z.string(),
   tipoFactor: z.string(),
@@ -74,8 +78,13 @@ const doctoRelacionadoSchema = z.object({
   impSaldoAnt: decimalString(6),
   impPagado: decimalString(6),
   objetoImpDR: z.string(),
-  /** IVA/IEPS traslados of the related invoice; BaseDR and ImporteDR are computed from ImpPagado. */
-  trasladosDR: z.array(trasladoSchema).max(10).default([]),
+  /**
+   * IVA/IEPS traslados of the related invoice. BaseDR and ImporteDR are computed from ImpPagado; with
+   * `documento` — the tax's Base and Importe on the related invoice, and that invoice's Total — they
+   * are the document's tax in proportion to what has been paid so far (rounded) less what the earlier
+   * Pagos reported, so the Pagos of a document add up to its taxes exactly.
+   */
+  trasladosDR: z.array(trasladoDRSchema).max(10).default([]),
 });
 
 const pagoSchema = z.object({
