@@ -106,7 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
       problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
     if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
-    // Fiscal settings against the SAT catalogues: a bad one would make every invoice a PAC rejection.
+    // Fiscal settings against the SAT catalogues and rules: a bad one would make every invoice a PAC rejection.
     problems.push(
       ...fiscalSettingsProblems(
         {
@@ -116,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
           claveProdServ: c.CONCEPTO_CLAVE_PROD_SERV,
           claveUnidad: c.CONCEPTO_CLAVE_UNIDAD,
           periodicidad: c.PUBLICO_GENERAL_PERIODICIDAD,
+          series: [c.SERIE_INGRESO, c.SERIE_EGRESO, c.SERIE_PAGO],
         },
         {
           emisorRfc: 'EMISOR_RFC',
@@ -124,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
           claveProdServ: 'CONCEPTO_CLAVE_PROD_SERV',
           claveUnidad: 'CONCEPTO_CLAVE_UNIDAD',
           periodicidad: 'PUBLICO_GENERAL_PERIODICIDAD',
+          series: 'SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO',
         },
       ).map((p) => `  ${p}`),
     );

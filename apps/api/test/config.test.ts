@@ -69,15 +69,19 @@ describe('fiscal settings are checked against the SAT catalogues at start-up', (
   });
 
   it.each([
-    ['EMISOR_REGIMEN_FISCAL', '699', /EMISOR_REGIMEN_FISCAL: '699' is not in c_RegimenFiscal/],
-    ['EMISOR_REGIMEN_FISCAL', '612', /EMISOR_REGIMEN_FISCAL: régimen 612 .* does not apply to a persona moral/],
+    ['EMISOR_REGIMEN_FISCAL', '699', /EMISOR_REGIMEN_FISCAL '699': CFDI40140: /],
+    ['EMISOR_REGIMEN_FISCAL', '612', /EMISOR_REGIMEN_FISCAL '612': CFDI40141: .*persona/],
     ['EMISOR_LUGAR_EXPEDICION', 'ABCDE', /EMISOR_LUGAR_EXPEDICION/],
     ['CONCEPTO_CLAVE_PROD_SERV', '0101', /CONCEPTO_CLAVE_PROD_SERV/],
-    ['CONCEPTO_CLAVE_UNIDAD', 'ACTT', /CONCEPTO_CLAVE_UNIDAD: 'ACTT' is not in c_ClaveUnidad/],
+    ['CONCEPTO_CLAVE_PROD_SERV', '00000000', /CONCEPTO_CLAVE_PROD_SERV '00000000': CFDI40164: /],
+    ['CONCEPTO_CLAVE_UNIDAD', 'ACTT', /CONCEPTO_CLAVE_UNIDAD 'ACTT'/],
+    ['CONCEPTO_CLAVE_UNIDAD', 'QQQ', /CONCEPTO_CLAVE_UNIDAD 'QQQ': CFDI40166: /],
+    ['PUBLICO_GENERAL_PERIODICIDAD', '05', /PUBLICO_GENERAL_PERIODICIDAD '05': CFDI40132: /],
+    ['SERIE_INGRESO', 'A|B', /SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO: serie 'A\|B' must not contain '\|'/],
     [
-      'PUBLICO_GENERAL_PERIODICIDAD',
-      '05',
-      /PUBLICO_GENERAL_PERIODICIDAD: Periodicidad 05 \(bimestral\) is for régimen 621/,
+      'SERIE_EGRESO',
+      'N'.repeat(26),
+      /SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO: serie 'N+' must have 1 to 25 characters/,
     ],
   ])('refuses %s=%s, naming it', (name, value, message) => {
     expect(() => loadConfig({ ...sandbox, [name]: value })).toThrow(message);

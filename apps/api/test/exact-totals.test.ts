@@ -4,14 +4,7 @@
  */
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import {
-  freezeComprobante,
-  parseXml,
-  checkSatRules,
-  attr,
-  totalsOf,
-  type XmlElement,
-} from '@timbra/cfdi-core';
+import { freezeComprobante, parseXml, checkSatRules, attr, totalsOf, type XmlElement } from '@timbra/cfdi-core';
 import { loadTestCsd } from '@timbra/test-support';
 import { cents, ingresoFor as request, settingsFor } from '../scripts/check-totals.ts';
 import { buildPagoRequest } from '../src/use-cases/build-pago.ts';

@@ -8,6 +8,7 @@ const names = {
   claveProdServ: 'PROD',
   claveUnidad: 'UNIDAD',
   periodicidad: 'PERIODICIDAD',
+  series: 'SERIES',
 } as const;
 const good: FiscalSettings = {
   emisorRfc: 'EKU9003173C9',
@@ -27,23 +28,34 @@ describe('fiscal settings', () => {
   });
 
   it.each([
-    ['a régimen not in the catalogue', { regimenFiscal: '600' }, /^REGIMEN: '600' is not in c_RegimenFiscal/],
-    ['a régimen of personas físicas for a persona moral', { regimenFiscal: '605' }, /^REGIMEN: .*persona moral/],
+    ['a régimen not in the catalogue', { regimenFiscal: '600' }, /^REGIMEN '600': CFDI40140: /],
+    [
+      'a régimen of personas físicas for a persona moral',
+      { regimenFiscal: '605' },
+      /^REGIMEN '605': CFDI40141: .*persona/,
+    ],
     [
       'a régimen of personas morales for a persona física',
       { emisorRfc: 'CACX7605101P8' },
-      /^REGIMEN: .*persona física/,
+      /^REGIMEN '601': CFDI40141: /,
     ],
-    ['a postal code of 4 digits', { lugarExpedicion: '4250' }, /^CP: /],
-    ['a ClaveProdServ of 6 digits', { claveProdServ: '010101' }, /^PROD: /],
-    ['a unit not in c_ClaveUnidad', { claveUnidad: 'act' }, /^UNIDAD: 'act' is not in c_ClaveUnidad/],
-    ['bimestral outside régimen 621', { periodicidad: '05' }, /^PERIODICIDAD: Periodicidad 05/],
-    ['a Periodicidad not in the catalogue', { periodicidad: '09' }, /^PERIODICIDAD: '09' is not in c_Periodicidad/],
+    ['a postal code of 4 digits', { lugarExpedicion: '4250' }, /^CP '4250': /],
+    ['a ClaveProdServ of 6 digits', { claveProdServ: '010101' }, /^PROD '010101': /],
+    ['the ClaveProdServ 00000000', { claveProdServ: '00000000' }, /^PROD '00000000': CFDI40164: /],
+    [
+      'a unit not in c_ClaveUnidad',
+      { claveUnidad: 'QQQ' },
+      /^UNIDAD 'QQQ': CFDI40166: ClaveUnidad is not a c_ClaveUnidad value/,
+    ],
+    ['bimestral outside régimen 621', { periodicidad: '05' }, /^PERIODICIDAD '05': CFDI40132: /],
+    ['a Periodicidad not in the catalogue', { periodicidad: '09' }, /^PERIODICIDAD '09': CFDI40131: /],
     [
       'régimen 621 invoicing daily',
       { emisorRfc: 'CACX7605101P8', regimenFiscal: '621', periodicidad: '01' },
-      /^PERIODICIDAD: Periodicidad 05/,
+      /^PERIODICIDAD '01': régimen 621 .* Periodicidad 05/,
     ],
+    ['a serie with a |', { series: ['A', 'N|C'] }, /^SERIES: serie 'N\|C' must not contain '\|'/],
+    ['a serie of 26 characters', { series: ['X'.repeat(26)] }, /^SERIES: serie 'X+' must have 1 to 25 characters/],
   ])('refuses %s', (_name, change, message) => {
     expect(fiscalSettingsProblems({ ...good, ...change }, names)).toEqual([expect.stringMatching(message)]);
   });
