@@ -70,6 +70,7 @@ const http: Row[] = [
   ['a 200 we cannot read', { type: 'unreadable', status: 200 }, 'ambiguous', 'UNREADABLE200'],
   ['an unmapped code in a well-formed answer', { type: 'pac', pacCode: '999' }, 'permanent', '999'],
   ['SW CFDI 4.0 validation', { type: 'http', status: 400, pacCode: 'CFDI40108' }, 'permanent', 'CFDI40108'],
+  ['Finkok Pagos 2.0 validation', { type: 'pac', pacCode: 'CRP20207' }, 'permanent', 'CRP20207'],
 ];
 
 // Every PAC code the classifier maps, each with its outcome.
