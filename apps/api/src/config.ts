@@ -1,7 +1,12 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { fiscalSettingsProblems, productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
+import {
+  fiscalSettingsProblems,
+  productionEmisorProblems,
+  SANDBOX_EMISOR,
+  supplyOperatorCatalogs,
+} from '@timbra/cfdi-core';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -48,6 +53,12 @@ const schema = z.object({
     .regex(/^\d{8}$/)
     .default('01010101'),
   CONCEPTO_CLAVE_UNIDAD: z.string().default('ACT'),
+  /**
+   * The SAT's c_ClaveProdServ / c_CodigoPostal as files (CSV or text, the key in the first column):
+   * with them, product keys and postal codes are checked against the catalogue, not by shape.
+   */
+  SAT_CLAVE_PROD_SERV_FILE: z.string().optional(),
+  SAT_CODIGO_POSTAL_FILE: z.string().optional(),
   CONCEPTO_DESCRIPCION: z.string().default('Venta'),
   /** Amounts received include IVA at this rate (0.160000, 0.080000 or 0.000000). */
   IVA_TASA: z.enum(['0.160000', '0.080000', '0.000000']).default('0.160000'),
@@ -106,6 +117,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
       problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
     if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
+    // The operator's large catalogues first: the settings below are checked against them too.
+    problems.push(
+      ...supplyOperatorCatalogs(
+        { clavesProdServ: c.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: c.SAT_CODIGO_POSTAL_FILE },
+        { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
+      ).map((p) => `  ${p}`),
+    );
     // Fiscal settings against the SAT catalogues and rules: a bad one would make every invoice a PAC rejection.
     problems.push(
       ...fiscalSettingsProblems(

@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runEntryPoint } from '@timbra/test-support';
 import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
@@ -85,6 +88,30 @@ describe('fiscal settings are checked against the SAT catalogues at start-up', (
     ],
   ])('refuses %s=%s, naming it', (name, value, message) => {
     expect(() => loadConfig({ ...sandbox, [name]: value })).toThrow(message);
+  });
+
+  it('with the operator’s c_ClaveProdServ and c_CodigoPostal files, the settings are checked against them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-cat-'));
+    try {
+      const claves = join(dir, 'c_ClaveProdServ.csv');
+      const codigos = join(dir, 'c_CodigoPostal.csv');
+      writeFileSync(claves, 'c_ClaveProdServ,Descripción\n01010101,No existe en el catálogo\n86121503,Colegiaturas\n');
+      writeFileSync(codigos, '"c_CodigoPostal";"c_Estado"\n"42501";"HID"\n"01000";"CMX"\n');
+      const files = { ...sandbox, SAT_CLAVE_PROD_SERV_FILE: claves, SAT_CODIGO_POSTAL_FILE: codigos };
+      expect(() => loadConfig(files)).not.toThrow();
+      expect(() => loadConfig({ ...files, CONCEPTO_CLAVE_PROD_SERV: '43211503' })).toThrow(
+        /CONCEPTO_CLAVE_PROD_SERV '43211503': CFDI40164: /,
+      );
+      expect(() => loadConfig({ ...files, EMISOR_LUGAR_EXPEDICION: '64000' })).toThrow(
+        /EMISOR_LUGAR_EXPEDICION '64000': CFDI40127: /,
+      );
+      expect(() => loadConfig({ ...files, SAT_CODIGO_POSTAL_FILE: join(dir, 'missing.csv') })).toThrow(
+        /SAT_CODIGO_POSTAL_FILE: cannot read the catalogue/,
+      );
+    } finally {
+      loadConfig(sandbox); // back to shape checks for the other tests of this file
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('H87 (pieza) and E48 (unidad de servicio) are fine units', () => {

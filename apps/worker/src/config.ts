@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { productionEmisorProblems, SANDBOX_EMISOR } from '@timbra/cfdi-core';
+import { productionEmisorProblems, SANDBOX_EMISOR, supplyOperatorCatalogs } from '@timbra/cfdi-core';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -59,6 +59,9 @@ const schema = z.object({
   /** The emisor's CSD, to freeze dependent documents (Egreso, Pago) and sign cancellations. */
   EMISOR_RFC: z.string().min(1),
   SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
+  /** As the API's: c_ClaveProdServ / c_CodigoPostal files for the rules run when Egresos and Pagos are frozen. */
+  SAT_CLAVE_PROD_SERV_FILE: z.string().optional(),
+  SAT_CODIGO_POSTAL_FILE: z.string().optional(),
   CSD_CER_PATH: z.string().optional(),
   CSD_KEY_PATH: z.string().optional(),
   CSD_PASSWORD: z.string().optional(),
@@ -113,6 +116,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): { config: WorkerConfig; pacs
       ...parsed.error.issues
         .filter((i) => sandbox || i.path[0] !== 'EMISOR_RFC' || env.EMISOR_RFC !== undefined)
         .map((i) => `  ${i.path.join('.')}: ${i.message}`),
+    );
+  if (parsed.success)
+    problems.push(
+      ...supplyOperatorCatalogs(
+        { clavesProdServ: parsed.data.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: parsed.data.SAT_CODIGO_POSTAL_FILE },
+        { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
+      ).map((p) => `  ${p}`),
     );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);
   const c = parsed.data as WorkerConfig & Record<string, string | undefined>;

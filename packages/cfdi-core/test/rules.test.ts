@@ -3,7 +3,10 @@
  * back as a PAC receives it), breaks one thing, and expects exactly that rule's code — while the
  * untouched document passes every rule. A rule without a case fails the coverage test at the end.
  */
-import { describe, expect, test } from '@jest/globals';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, test } from '@jest/globals';
 import { freezeSample, sampleIngreso, TEST_EMISOR } from '@timbra/test-support';
 import {
   attr,
@@ -14,6 +17,9 @@ import {
   parseXml,
   SAT_RULES,
   setAttr,
+  setOperatorCatalogs,
+  loadCatalogKeys,
+  CLAVE_PROD_SERV_SHAPE,
   type InvoiceRequestInput,
   type Taxpayer,
   type XmlElement,
@@ -334,4 +340,31 @@ test('rule codes are unique and every violation names its node', () => {
 
 test('a frozen sample is the same as the base: freezing runs the rules', () => {
   expect(() => freezeSample({ exportacion: '02' })).toThrow(/CFDI40122/);
+});
+
+describe('the operator’s catalogues (c_ClaveProdServ, c_CodigoPostal)', () => {
+  it('are read from a CSV or text file, key in the first column, headers skipped', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-cat-'));
+    try {
+      const file = join(dir, 'claves.csv');
+      writeFileSync(file, 'c_ClaveProdServ,Descripción\n"86121503","Colegiaturas"\n01010101,No existe\n\n');
+      expect([...loadCatalogKeys(file, CLAVE_PROD_SERV_SHAPE)]).toEqual(['86121503', '01010101']);
+      writeFileSync(file, 'only a title\n');
+      expect(() => loadCatalogKeys(file, CLAVE_PROD_SERV_SHAPE)).toThrow(/holds no key/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('once supplied, every rule run in the process checks against them', () => {
+    const doc = documentOf('ingreso');
+    try {
+      setOperatorCatalogs({ clavesProdServ: new Set(['01010101']), codigosPostales: new Set(['42501']) });
+      expect(checkSatRules(doc).map((v) => v.rule)).toEqual(['CFDI40148', 'CFDI40164']);
+      expect(() => freezeSample()).toThrow(/CFDI40164/);
+    } finally {
+      setOperatorCatalogs({});
+    }
+    expect(checkSatRules(doc)).toEqual([]);
+  });
 });
