@@ -10,6 +10,8 @@ import { dirname, join } from 'node:path';
 import libxmljs from 'libxmljs2';
 import {
   catalogSchema,
+  SCHEMA_FOLDERS,
+  SCHEMA_WRAPPER,
   checkSatRules,
   SAT_TEST_TAXPAYERS,
   type RuleViolation,
@@ -30,14 +32,6 @@ export const VALIDATION_OFF: ValidationSwitches = { xsd: false, rules: false };
 
 export const validationSchema = z.object({ xsd: z.boolean(), rules: z.boolean() }).strict();
 
-const WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
-<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:timbra:all" elementFormDefault="qualified">
-  <xs:import namespace="http://www.sat.gob.mx/cfd/4" schemaLocation="cfd/4/cfdv40.xsd"/>
-  <xs:import namespace="http://www.sat.gob.mx/Pagos20" schemaLocation="cfd/Pagos/Pagos20.xsd"/>
-  <xs:import namespace="http://www.sat.gob.mx/TimbreFiscalDigital" schemaLocation="cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"/>
-</xs:schema>
-`;
-
 /**
  * The SAT schemas for libxml2 (native). libxml2 reads a schema's imports when it validates, so they
  * are copied, with the rendered catCFDI.xsd, into a private temporary folder that lives as long as
@@ -49,11 +43,10 @@ export class SchemaCheck {
   constructor(satDir: string) {
     const dir = mkdtempSync(join(tmpdir(), 'timbra-xsd-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    for (const sub of ['4', 'tipoDatos', 'Pagos', 'TimbreFiscalDigital', 'catalogos/Pagos'])
-      copyXsds(join(satDir, 'cfd', sub), join(dir, 'cfd', sub));
+    for (const sub of SCHEMA_FOLDERS) copyXsds(join(satDir, 'cfd', sub), join(dir, 'cfd', sub));
     mkdirSync(join(dir, 'cfd/catalogos'), { recursive: true });
     writeFileSync(join(dir, 'cfd/catalogos/catCFDI.xsd'), catalogSchema());
-    this.schema = libxmljs.parseXml(WRAPPER, { baseUrl: join(dir, 'all.xsd') });
+    this.schema = libxmljs.parseXml(SCHEMA_WRAPPER, { baseUrl: join(dir, 'all.xsd') });
   }
 
   /** The schema errors of a document (empty: valid). */

@@ -7,17 +7,9 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { catalogSchema } from '@timbra/cfdi-core';
+import { catalogSchema, SCHEMA_FOLDERS, SCHEMA_WRAPPER } from '@timbra/cfdi-core';
 import { validateXML, type XMLFileInfo } from 'xmllint-wasm';
 import { SAT_DIR } from './sat-files.ts';
-
-const WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
-<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:timbra:all" elementFormDefault="qualified">
-  <xs:import namespace="http://www.sat.gob.mx/cfd/4" schemaLocation="cfd/4/cfdv40.xsd"/>
-  <xs:import namespace="http://www.sat.gob.mx/Pagos20" schemaLocation="cfd/Pagos/Pagos20.xsd"/>
-  <xs:import namespace="http://www.sat.gob.mx/TimbreFiscalDigital" schemaLocation="cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"/>
-</xs:schema>
-`;
 
 function schemaFiles(dir: string): XMLFileInfo[] {
   return readdirSync(dir).flatMap((name) => {
@@ -32,9 +24,7 @@ export class SchemaValidator {
 
   constructor() {
     this.preload = [
-      ...['4', 'tipoDatos', 'Pagos', 'TimbreFiscalDigital', 'catalogos/Pagos'].flatMap((sub) =>
-        schemaFiles(join(SAT_DIR, 'cfd', sub)),
-      ),
+      ...SCHEMA_FOLDERS.flatMap((sub) => schemaFiles(join(SAT_DIR, 'cfd', sub))),
       { fileName: 'cfd/catalogos/catCFDI.xsd', contents: catalogSchema() },
     ];
   }
@@ -44,7 +34,7 @@ export class SchemaValidator {
     const xml = xmlDocuments.map((contents, i) => ({ fileName: `doc-${i}.xml`, contents }));
     const result = await validateXML({
       xml,
-      schema: { fileName: 'all.xsd', contents: WRAPPER },
+      schema: { fileName: 'all.xsd', contents: SCHEMA_WRAPPER },
       preload: this.preload,
       maxMemoryPages: 4096, // 256 MiB: a batch of documents with the SAT schemas loaded
     });

@@ -28,6 +28,7 @@ import type { XmlElement } from '../xml/xml-node.ts';
 import {
   a,
   at,
+  checkGroupSums,
   child,
   children,
   comprobanteImpuestos,
@@ -939,31 +940,18 @@ export const CFDI40_RULES: readonly SatRule[] = [
     en: 'The comprobante’s Traslados must be the conceptos’ traslados grouped by Impuesto, TipoFactor and TasaOCuota, with Base and Importe their rounded sums.',
     status: 'construction',
     check: (doc, report) => {
-      const decimals = monedaDecimals(a(R(doc), 'Moneda'));
-      const expected = new Map<string, { base: Dec; importe: Dec }>();
-      for (const t of allTaxes(doc, 'Traslado')) {
-        const key = `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
-        const g = expected.get(key) ?? { base: ZERO, importe: ZERO };
-        expected.set(key, { base: g.base.plus(num(t, 'Base') ?? 0), importe: g.importe.plus(num(t, 'Importe') ?? 0) });
-      }
       const imp = comprobanteImpuestos(doc);
-      const written = children(imp ? child(imp, 'Traslados') : undefined, 'Traslado');
-      const seen = new Set<string>();
-      for (const t of written) {
-        const key = `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
-        const g = expected.get(key);
-        if (!g || seen.has(key)) {
-          report(t.path, 'no concepto has this traslado (or it is listed twice)');
-          continue;
-        }
-        seen.add(key);
-        if (!num(t, 'Base')?.isEqualTo(g.base.decimalPlaces(decimals)))
-          report(at(t, 'Base'), `expected ${g.base.decimalPlaces(decimals).toFixed()}`);
-        if (a(t, 'TipoFactor') !== 'Exento' && !num(t, 'Importe')?.isEqualTo(g.importe.decimalPlaces(decimals)))
-          report(at(t, 'Importe'), `expected ${g.importe.decimalPlaces(decimals).toFixed()}`);
-      }
-      for (const key of expected.keys())
-        if (!seen.has(key)) report(`${imp?.path ?? R(doc).path}/cfdi:Traslados`, `missing ${key}`);
+      const key = (t: Located) => `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
+      checkGroupSums(
+        allTaxes(doc, 'Traslado'),
+        children(imp ? child(imp, 'Traslados') : undefined, 'Traslado'),
+        { source: key, written: key },
+        { Base: 'Base', Importe: 'Importe' },
+        monedaDecimals(a(R(doc), 'Moneda')),
+        `${imp?.path ?? R(doc).path}/cfdi:Traslados`,
+        report,
+        (t, name) => name !== 'Importe' || a(t, 'TipoFactor') !== 'Exento',
+      );
     },
   },
   {
@@ -973,29 +961,17 @@ export const CFDI40_RULES: readonly SatRule[] = [
     en: 'The comprobante’s Retenciones must be the conceptos’ retenciones grouped by Impuesto, with Importe their rounded sum.',
     status: 'construction',
     check: (doc, report) => {
-      const decimals = monedaDecimals(a(R(doc), 'Moneda'));
-      const expected = new Map<string, Dec>();
-      for (const t of allTaxes(doc, 'Retencion'))
-        expected.set(
-          a(t, 'Impuesto') ?? '',
-          (expected.get(a(t, 'Impuesto') ?? '') ?? ZERO).plus(num(t, 'Importe') ?? 0),
-        );
       const imp = comprobanteImpuestos(doc);
-      const written = children(imp ? child(imp, 'Retenciones') : undefined, 'Retencion');
-      const seen = new Set<string>();
-      for (const t of written) {
-        const key = a(t, 'Impuesto') ?? '';
-        const g = expected.get(key);
-        if (g === undefined || seen.has(key)) {
-          report(t.path, 'no concepto withholds this impuesto (or it is listed twice)');
-          continue;
-        }
-        seen.add(key);
-        if (!num(t, 'Importe')?.isEqualTo(g.decimalPlaces(decimals)))
-          report(at(t, 'Importe'), `expected ${g.decimalPlaces(decimals).toFixed()}`);
-      }
-      for (const key of expected.keys())
-        if (!seen.has(key)) report(`${imp?.path ?? R(doc).path}/cfdi:Retenciones`, `missing ${key}`);
+      const key = (t: Located) => a(t, 'Impuesto') ?? '';
+      checkGroupSums(
+        allTaxes(doc, 'Retencion'),
+        children(imp ? child(imp, 'Retenciones') : undefined, 'Retencion'),
+        { source: key, written: key },
+        { Importe: 'Importe' },
+        monedaDecimals(a(R(doc), 'Moneda')),
+        `${imp?.path ?? R(doc).path}/cfdi:Retenciones`,
+        report,
+      );
     },
   },
   {

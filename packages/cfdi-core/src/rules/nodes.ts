@@ -102,3 +102,44 @@ export function taxLimits(base: string, rate: string, decimals: number): { min: 
   const max = new Dec(base).plus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_UP);
   return { min, max };
 }
+
+/**
+ * A summary node list (the comprobante's Traslados, a Pago's TrasladosP…) against the nodes it sums:
+ * each `sources` node falls in the group `keyOf` gives it, and each written group must carry, for
+ * every attribute of `sums` (written name → source name), the group's sum rounded to `decimals`.
+ * Reports a written group no source has (or listed twice), a wrong sum, and a group left out.
+ */
+export function checkGroupSums(
+  sources: readonly Located[],
+  written: readonly Located[],
+  keys: { source: (n: Located) => string; written: (n: Located) => string },
+  sums: Readonly<Record<string, string>>,
+  decimals: number,
+  missingAt: string,
+  report: (path: string, detail?: string) => void,
+  applies: (n: Located, writtenAttr: string) => boolean = () => true,
+): void {
+  const expected = new Map<string, Map<string, Dec>>();
+  for (const n of sources) {
+    const group = expected.get(keys.source(n)) ?? new Map<string, Dec>();
+    for (const [writtenAttr, sourceAttr] of Object.entries(sums))
+      group.set(writtenAttr, (group.get(writtenAttr) ?? new Dec(0)).plus(num(n, sourceAttr) ?? 0));
+    expected.set(keys.source(n), group);
+  }
+  const seen = new Set<string>();
+  for (const n of written) {
+    const key = keys.written(n);
+    const group = expected.get(key);
+    if (!group || seen.has(key)) {
+      report(n.path, 'nothing it sums has this group (or it is listed twice)');
+      continue;
+    }
+    seen.add(key);
+    for (const [writtenAttr, total] of group) {
+      const rounded = total.decimalPlaces(decimals);
+      if (applies(n, writtenAttr) && !num(n, writtenAttr)?.isEqualTo(rounded))
+        report(at(n, writtenAttr), `expected ${rounded.toFixed()}`);
+    }
+  }
+  for (const key of expected.keys()) if (!seen.has(key)) report(missingAt, `missing ${key}`);
+}

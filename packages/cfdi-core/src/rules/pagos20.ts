@@ -10,6 +10,7 @@ import { tasaOCuotaAllowed } from './cfdi40.ts';
 import {
   a,
   at,
+  checkGroupSums,
   child,
   children,
   conceptos,
@@ -322,34 +323,21 @@ export const PAGOS20_RULES: readonly SatRule[] = [
     applies: ['P'],
     check: (doc, report) => {
       for (const p of pagoNodes(doc)) {
-        const decimals = monedaDecimals(a(p, 'MonedaP'));
-        const expected = new Map<string, { base: Dec; importe: Dec }>();
-        for (const d of doctos(p))
-          for (const t of trasladosDR(d)) {
-            const key = `${a(t, 'ImpuestoDR')}|${a(t, 'TipoFactorDR')}|${a(t, 'TasaOCuotaDR') ?? ''}`;
-            const eq = num(d, 'EquivalenciaDR') ?? new Dec(1);
-            const g = expected.get(key) ?? { base: ZERO, importe: ZERO };
-            expected.set(key, {
-              base: g.base.plus((num(t, 'BaseDR') ?? ZERO).dividedBy(eq)),
-              importe: g.importe.plus((num(t, 'ImporteDR') ?? ZERO).dividedBy(eq)),
-            });
-          }
         const imp = child(p, 'ImpuestosP', P);
-        const written = children(imp ? child(imp, 'TrasladosP', P) : undefined, 'TrasladoP', P);
-        const seen = new Set<string>();
-        for (const t of written) {
-          const key = `${a(t, 'ImpuestoP')}|${a(t, 'TipoFactorP')}|${a(t, 'TasaOCuotaP') ?? ''}`;
-          const g = expected.get(key);
-          if (!g || seen.has(key)) {
-            report(t.path, 'no related document has this traslado (or it is listed twice)');
-            continue;
-          }
-          seen.add(key);
-          if (!num(t, 'BaseP')?.isEqualTo(g.base.decimalPlaces(decimals))) report(at(t, 'BaseP'));
-          if (a(t, 'TipoFactorP') !== 'Exento' && !num(t, 'ImporteP')?.isEqualTo(g.importe.decimalPlaces(decimals)))
-            report(at(t, 'ImporteP'));
-        }
-        for (const key of expected.keys()) if (!seen.has(key)) report(`${p.path}/pago20:ImpuestosP`, `missing ${key}`);
+        // Timbra relates documents in the payment's currency only (EquivalenciaDR 1, CRP20208).
+        checkGroupSums(
+          doctos(p).flatMap(trasladosDR),
+          children(imp ? child(imp, 'TrasladosP', P) : undefined, 'TrasladoP', P),
+          {
+            source: (t) => `${a(t, 'ImpuestoDR')}|${a(t, 'TipoFactorDR')}|${a(t, 'TasaOCuotaDR') ?? ''}`,
+            written: (t) => `${a(t, 'ImpuestoP')}|${a(t, 'TipoFactorP')}|${a(t, 'TasaOCuotaP') ?? ''}`,
+          },
+          { BaseP: 'BaseDR', ImporteP: 'ImporteDR' },
+          monedaDecimals(a(p, 'MonedaP')),
+          `${p.path}/pago20:ImpuestosP`,
+          report,
+          (t, name) => name !== 'ImporteP' || a(t, 'TipoFactorP') !== 'Exento',
+        );
       }
     },
   },

@@ -64,3 +64,18 @@ export function catalogSchema(): string {
   ].join('\n');
   return rendered;
 }
+
+/** The SAT folders (under `sat/cfd`) whose XSDs a CFDI 4.0 with Pagos 2.0 and TFD 1.1 needs. */
+export const SCHEMA_FOLDERS: readonly string[] = ['4', 'tipoDatos', 'Pagos', 'TimbreFiscalDigital', 'catalogos/Pagos'];
+
+/**
+ * A schema that imports CFDI 4.0, Pagos 2.0 and TFD 1.1 (paths relative to the SAT folder), so that
+ * `xs:any` in Complemento is validated strictly: what to validate a CFDI against.
+ */
+export const SCHEMA_WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" targetNamespace="urn:timbra:all" elementFormDefault="qualified">
+  <xs:import namespace="http://www.sat.gob.mx/cfd/4" schemaLocation="cfd/4/cfdv40.xsd"/>
+  <xs:import namespace="http://www.sat.gob.mx/Pagos20" schemaLocation="cfd/Pagos/Pagos20.xsd"/>
+  <xs:import namespace="http://www.sat.gob.mx/TimbreFiscalDigital" schemaLocation="cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"/>
+</xs:schema>
+`;
