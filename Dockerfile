@@ -2,6 +2,9 @@
 # Build: docker build -t timbra .   (docker compose up builds it too)
 
 FROM node:22-bookworm-slim AS build
+# libxml2's binding (libxmljs2, the PAC sandbox's XSD check) builds with node-gyp when no prebuilt
+# binary matches.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Manifests first: the dependency layer is cached until a package.json or the lockfile changes.
 COPY package.json package-lock.json ./
