@@ -1,7 +1,9 @@
 import type { DoctoRelacionadoRequest, PagoRequest } from '../validate/request-schema.ts';
 import { currencyDecimals, type TrasladoAmounts } from './compute-totals.ts';
 import { Dec, fixed, sum, ZERO } from './money.ts';
-import { taxLimits } from '../rules/nodes.ts';
+import { taxLimits, within } from '../rules/nodes.ts';
+
+const withinLimits = (v: Dec, { min, max }: { min: Dec; max: Dec }) => within(v, min, max);
 
 export interface DoctoRelacionadoAmounts {
   source: DoctoRelacionadoRequest;
@@ -27,7 +29,9 @@ export interface PagoAmounts {
  *
  * The taxes of each related document are split in proportion to what this payment covers:
  * BaseDR = ImpPagado / (1 + Σ rates), ImporteDR = BaseDR × rate, rounded half up to the currency's
- * decimals (Pagos 2.0 Guía de llenado, "Impuestos del documento relacionado").
+ * decimals (Pagos 2.0 Guía de llenado, "Impuestos del documento relacionado"). With the related
+ * document's own figures (`trasladosDR[].documento`), each payment reports its share of them instead,
+ * so a document's Pagos add up to its taxes exactly (`proportionalShare`).
  */
 export function computePago(pago: PagoRequest): PagoAmounts {
   const decimals = currencyDecimals(pago.monedaP);
@@ -116,8 +120,6 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
   };
 }
 
-const within = (v: Dec, limits: { min: Dec; max: Dec }) => !v.isLessThan(limits.min) && !v.isGreaterThan(limits.max);
-
 /**
  * This payment's part of a document's tax: what the document's Base and Importe are in proportion to
  * what has been paid after it, rounded, less the same before it — so the parts telescope and every
@@ -143,8 +145,8 @@ function proportionalShare(
   if (!base.isGreaterThan(0) || importe.isNegative()) return undefined;
   const importeText = fixed(importe, decimals);
   const baseText = fixed(base, decimals);
-  if (within(importe, taxLimits(baseText, rate, decimals))) return { base: baseText, importe: importeText };
+  if (withinLimits(importe, taxLimits(baseText, rate, decimals))) return { base: baseText, importe: importeText };
   if (new Dec(rate).isZero()) return undefined;
   const fine = fixed(importe.dividedBy(rate), 6);
-  return within(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
+  return withinLimits(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
 }
