@@ -1,30 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FinkokClient, PacError, SwClient, type PacClient } from '@timbra/cfdi-core';
+import { PacError, type PacClient } from '@timbra/cfdi-core';
 import { withConcepto } from '@timbra/test-support';
-import { emisor, FINKOK, freshInvoice, startSandbox, SW, type RunningSandbox } from './helpers.ts';
+import { emisor, finkokClient, freshInvoice, startSandbox, swClient, type RunningSandbox } from './helpers.ts';
 
 let run: RunningSandbox;
 const clients: Record<string, PacClient> = {};
 
 beforeAll(async () => {
   run = await startSandbox();
-  const common = { timeouts: { connectMs: 1_000, responseMs: 2_000 } };
-  clients.sw = new SwClient({
-    name: 'primary',
-    baseUrl: run.url('primary'),
-    user: SW.user,
-    password: SW.password,
-    satStatusUrl: `${run.url('primary')}/ConsultaCFDIService.svc`,
-    ...common,
-  });
-  clients.finkok = new FinkokClient({
-    name: 'backup',
-    baseUrl: run.url('backup'),
-    username: FINKOK.username,
-    password: FINKOK.password,
-    satStatusUrl: `${run.url('backup')}/ConsultaCFDIService.svc`,
-    ...common,
-  });
+  clients.sw = swClient(run);
+  clients.finkok = finkokClient(run);
 });
 afterAll(() => run.stop());
 

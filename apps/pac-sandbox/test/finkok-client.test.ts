@@ -1,21 +1,21 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { FinkokClient, parseStampedCfdi, verifyTfd } from '@timbra/cfdi-core';
-import { FINKOK, freshInvoice, pacCsd, startSandbox, type Ledger, type RunningSandbox, pacFailure } from './helpers.ts';
+import {
+  finkokClient,
+  freshInvoice,
+  pacCsd,
+  startSandbox,
+  type Ledger,
+  type RunningSandbox,
+  pacFailure,
+} from './helpers.ts';
 
 let run: RunningSandbox;
 let client: FinkokClient;
 
 beforeAll(async () => {
   run = await startSandbox();
-  client = new FinkokClient({
-    name: 'backup',
-    baseUrl: run.url('backup'),
-    username: FINKOK.username,
-    password: FINKOK.password,
-    satStatusUrl: `${run.url('backup')}/ConsultaCFDIService.svc`,
-    timeouts: { connectMs: 1_000, responseMs: 2_000 },
-    recoverDelayMs: 50,
-  });
+  client = finkokClient(run, 'backup', { recoverDelayMs: 50 });
 });
 afterAll(() => run.stop());
 beforeEach(() => run.admin('faults', { reset: true }, 'backup'));

@@ -1,6 +1,15 @@
 import got from 'got';
 import { pino } from 'pino';
-import { PacError, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import {
+  FinkokClient,
+  PacError,
+  SwClient,
+  type Csd,
+  type FinkokClientConfig,
+  type FrozenCfdi,
+  type InvoiceRequestInput,
+  type SwClientConfig,
+} from '@timbra/cfdi-core';
 import { freezeSample, loadTestCsd, testCsdFiles, type TestRfc } from '@timbra/test-support';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 
@@ -84,4 +93,34 @@ export async function pacFailure(promise: Promise<unknown>): Promise<PacError> {
     throw error;
   }
   throw new Error('expected a PacError');
+}
+
+/** Timbra's SW client pointed at an instance of the sandbox (default `primary`). */
+export function swClient(run: RunningSandbox, instance = 'primary', overrides: Partial<SwClientConfig> = {}): SwClient {
+  return new SwClient({
+    name: instance,
+    baseUrl: run.url(instance),
+    user: SW.user,
+    password: SW.password,
+    satStatusUrl: `${run.url(instance)}/ConsultaCFDIService.svc`,
+    timeouts: { connectMs: 1_000, responseMs: 2_000 },
+    ...overrides,
+  });
+}
+
+/** Timbra's Finkok client pointed at an instance of the sandbox (default `backup`). */
+export function finkokClient(
+  run: RunningSandbox,
+  instance = 'backup',
+  overrides: Partial<FinkokClientConfig> = {},
+): FinkokClient {
+  return new FinkokClient({
+    name: instance,
+    baseUrl: run.url(instance),
+    username: FINKOK.username,
+    password: FINKOK.password,
+    satStatusUrl: `${run.url(instance)}/ConsultaCFDIService.svc`,
+    timeouts: { connectMs: 1_000, responseMs: 2_000 },
+    ...overrides,
+  });
 }

@@ -1,22 +1,20 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { parseStampedCfdi, SwClient, verifyTfd, type StampResult } from '@timbra/cfdi-core';
+import { parseStampedCfdi, verifyTfd, type StampResult, type SwClient, type SwClientConfig } from '@timbra/cfdi-core';
 import { prepareSatXslt, satXslt, TFD_XSLT } from '@timbra/test-support';
-import { freshInvoice, pacCsd, startSandbox, SW, type Ledger, type RunningSandbox, pacFailure } from './helpers.ts';
+import {
+  freshInvoice,
+  pacCsd,
+  startSandbox,
+  swClient as sandboxSwClient,
+  type Ledger,
+  type RunningSandbox,
+  pacFailure,
+} from './helpers.ts';
 
 let run: RunningSandbox;
 let client: SwClient;
 
-function swClient(overrides: Partial<ConstructorParameters<typeof SwClient>[0]> = {}): SwClient {
-  return new SwClient({
-    name: 'primary',
-    baseUrl: run.url('primary'),
-    user: SW.user,
-    password: SW.password,
-    satStatusUrl: `${run.url('primary')}/ConsultaCFDIService.svc`,
-    timeouts: { connectMs: 1_000, responseMs: 2_000 },
-    ...overrides,
-  });
-}
+const swClient = (overrides: Partial<SwClientConfig> = {}): SwClient => sandboxSwClient(run, 'primary', overrides);
 
 beforeAll(async () => {
   prepareSatXslt(TFD_XSLT); // before the sandbox: compiling blocks the first time

@@ -10,48 +10,32 @@ import got from 'got';
 import {
   cadenaOriginal,
   childElements,
-  FinkokClient,
   NS,
   parseXml,
   sellar,
   serializeXml,
   setAttr,
-  SwClient,
   type XmlElement,
 } from '@timbra/cfdi-core';
 import {
   ADMIN_TOKEN,
   emisor,
-  FINKOK,
+  finkokClient,
   freshInvoice,
   pacFailure,
   startSandbox,
   SW,
+  swClient,
   type RunningSandbox,
 } from './helpers.ts';
 
 let run: RunningSandbox;
-let sw: SwClient;
-let finkok: FinkokClient;
+let sw: ReturnType<typeof swClient>;
+let finkok: ReturnType<typeof finkokClient>;
 beforeAll(async () => {
   run = await startSandbox();
-  const common = { timeouts: { connectMs: 1_000, responseMs: 5_000 } };
-  sw = new SwClient({
-    name: 'primary',
-    baseUrl: run.url('primary'),
-    user: SW.user,
-    password: SW.password,
-    satStatusUrl: `${run.url('primary')}/ConsultaCFDIService.svc`,
-    ...common,
-  });
-  finkok = new FinkokClient({
-    name: 'backup',
-    baseUrl: run.url('backup'),
-    username: FINKOK.username,
-    password: FINKOK.password,
-    satStatusUrl: `${run.url('backup')}/ConsultaCFDIService.svc`,
-    ...common,
-  });
+  sw = swClient(run, 'primary', { timeouts: { connectMs: 1_000, responseMs: 5_000 } });
+  finkok = finkokClient(run, 'backup', { timeouts: { connectMs: 1_000, responseMs: 5_000 } });
 });
 afterAll(() => run.stop());
 
