@@ -4,13 +4,12 @@
  * list of registered taxpayers (L_RFC) for the receptor checks. Both can be switched off per instance
  * (admin API `POST /__admin/validation`) for tests that need a document a real PAC would refuse.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import libxmljs from 'libxmljs2';
 import {
-  catalogSchema,
-  SCHEMA_FOLDERS,
+  schemaFiles,
   SCHEMA_WRAPPER,
   checkSatRules,
   SAT_TEST_TAXPAYERS,
@@ -43,9 +42,10 @@ export class SchemaCheck {
   constructor(satDir: string) {
     const dir = mkdtempSync(join(tmpdir(), 'timbra-xsd-'));
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    for (const sub of SCHEMA_FOLDERS) copyXsds(join(satDir, 'cfd', sub), join(dir, 'cfd', sub));
-    mkdirSync(join(dir, 'cfd/catalogos'), { recursive: true });
-    writeFileSync(join(dir, 'cfd/catalogos/catCFDI.xsd'), catalogSchema());
+    for (const { fileName, contents } of schemaFiles(satDir)) {
+      mkdirSync(dirname(join(dir, fileName)), { recursive: true });
+      writeFileSync(join(dir, fileName), contents);
+    }
     this.schema = libxmljs.parseXml(SCHEMA_WRAPPER, { baseUrl: join(dir, 'all.xsd') });
   }
 
@@ -59,17 +59,6 @@ export class SchemaCheck {
     }
     if (doc.validate(this.schema)) return [];
     return doc.validationErrors.map((e) => e.message.trim());
-  }
-}
-
-function copyXsds(from: string, to: string): void {
-  for (const name of readdirSync(from)) {
-    const path = join(from, name);
-    if (statSync(path).isDirectory()) copyXsds(path, join(to, name));
-    else if (name.endsWith('.xsd')) {
-      mkdirSync(dirname(join(to, name)), { recursive: true });
-      writeFileSync(join(to, name), readFileSync(path));
-    }
   }
 }
 

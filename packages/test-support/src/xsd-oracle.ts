@@ -5,28 +5,15 @@
  * SAT's own is several MiB and not shipped), and a wrapper schema that imports CFDI 4.0, Pagos 2.0
  * and TFD 1.1 so `xs:any` in Complemento is validated strictly.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import { catalogSchema, SCHEMA_FOLDERS, SCHEMA_WRAPPER } from '@timbra/cfdi-core';
+import { schemaFiles, SCHEMA_WRAPPER } from '@timbra/cfdi-core';
 import { validateXML, type XMLFileInfo } from 'xmllint-wasm';
 import { SAT_DIR } from './sat-files.ts';
-
-function schemaFiles(dir: string): XMLFileInfo[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return schemaFiles(path);
-    return name.endsWith('.xsd') ? [{ fileName: relative(SAT_DIR, path), contents: readFileSync(path, 'utf8') }] : [];
-  });
-}
 
 export class SchemaValidator {
   private readonly preload: XMLFileInfo[];
 
   constructor() {
-    this.preload = [
-      ...SCHEMA_FOLDERS.flatMap((sub) => schemaFiles(join(SAT_DIR, 'cfd', sub))),
-      { fileName: 'cfd/catalogos/catCFDI.xsd', contents: catalogSchema() },
-    ];
+    this.preload = schemaFiles(SAT_DIR);
   }
 
   /** Validates documents; returns the errors of each invalid one (empty = all valid). */

@@ -1,4 +1,4 @@
-import { MONEDA } from '../validate/catalogs.ts';
+import { C_MONEDA } from '../validate/sat-catalogs.ts';
 import type { ConceptoRequest, InvoiceRequest } from '../validate/request-schema.ts';
 import { Dec, decimalsOf, fixed, sum, ZERO } from './money.ts';
 
@@ -47,9 +47,9 @@ export interface ComprobanteAmounts {
   impuestos?: ImpuestosAmounts;
 }
 
-/** Decimals amounts take in a currency (ISO 4217 minor units; 2 when unknown). */
+/** Decimals amounts take in a currency (c_Moneda; 2 when unknown) — for the builder and the SAT rules alike. */
 export function currencyDecimals(moneda: string): number {
-  return MONEDA[moneda]?.decimals ?? 2;
+  return Object.hasOwn(C_MONEDA, moneda) ? (C_MONEDA[moneda]?.decimals ?? 2) : 2;
 }
 
 /**

@@ -1,6 +1,6 @@
 /** Reading a CFDI tree for the rules: nodes with the XPath each violation reports. */
-import { C_MONEDA } from '../validate/sat-catalogs.ts';
-import { Dec } from '../build/money.ts';
+import { currencyDecimals } from '../build/compute-totals.ts';
+import { Dec, decimalsOf } from '../build/money.ts';
 import { attr, childElements, NS, type XmlElement } from '../xml/xml-node.ts';
 
 export const ROOT = '/cfdi:Comprobante';
@@ -43,18 +43,6 @@ export function num(node: Located | undefined, name: string): Dec | undefined {
   return new Dec(v);
 }
 
-export function decimalsIn(value: string | undefined): number {
-  if (value === undefined) return 0;
-  const dot = value.indexOf('.');
-  return dot < 0 ? 0 : value.length - dot - 1;
-}
-
-/** Decimals amounts in this currency may have (c_Moneda); 2 when unknown, 0 for XXX. */
-export function monedaDecimals(moneda: string | undefined): number {
-  if (moneda === undefined) return 2;
-  return Object.hasOwn(C_MONEDA, moneda) ? (C_MONEDA[moneda]?.decimals ?? 2) : 2;
-}
-
 export const tipoOf = (doc: XmlElement): string => attr(doc, 'TipoDeComprobante') ?? '';
 
 export const emisor = (doc: XmlElement) => child(root(doc), 'Emisor');
@@ -85,8 +73,8 @@ export function within(value: Dec, min: Dec, max: Dec): boolean {
  * last written decimal; the lower limit truncated, the upper one rounded up to `decimals`.
  */
 export function productLimits(x: string, y: string, decimals: number): { min: Dec; max: Dec } {
-  const hx = new Dec(10).pow(-decimalsIn(x)).dividedBy(2);
-  const hy = new Dec(10).pow(-decimalsIn(y)).dividedBy(2);
+  const hx = new Dec(10).pow(-decimalsOf(x)).dividedBy(2);
+  const hy = new Dec(10).pow(-decimalsOf(y)).dividedBy(2);
   const min = new Dec(x).minus(hx).times(new Dec(y).minus(hy)).decimalPlaces(decimals, Dec.ROUND_DOWN);
   const max = new Dec(x).plus(hx).times(new Dec(y).plus(hy)).decimalPlaces(decimals, Dec.ROUND_UP);
   return { min, max };
@@ -97,7 +85,7 @@ export function productLimits(x: string, y: string, decimals: number): { min: De
  * the decimals of the written Importe.
  */
 export function taxLimits(base: string, rate: string, decimals: number): { min: Dec; max: Dec } {
-  const h = new Dec(10).pow(-decimalsIn(base)).dividedBy(2);
+  const h = new Dec(10).pow(-decimalsOf(base)).dividedBy(2);
   const min = new Dec(base).minus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_DOWN);
   const max = new Dec(base).plus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_UP);
   return { min, max };
@@ -143,3 +131,9 @@ export function checkGroupSums(
   }
   for (const key of expected.keys()) if (!seen.has(key)) report(missingAt, `missing ${key}`);
 }
+
+/** Decimals written in an attribute's value (absent: 0). */
+export const decimalsIn = (value: string | undefined): number => decimalsOf(value ?? '');
+
+/** Decimals amounts in this currency may have (c_Moneda; 2 when absent or unknown). */
+export const monedaDecimals = (moneda: string | undefined): number => currencyDecimals(moneda ?? '');
