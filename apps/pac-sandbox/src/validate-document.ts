@@ -3,11 +3,12 @@ import {
   attr,
   cadenaOriginal,
   childElements,
-  formatFecha,
+  instantOf,
   NS,
   noCertificadoOf,
   parseXml,
   rfcOf,
+  STAMP_WINDOW_MS,
   timeZoneForCodigoPostal,
   verificarSello,
   type XmlElement,
@@ -41,7 +42,6 @@ export const MESSAGES: Readonly<Record<string, string>> = {
   '402': 'RFC del emisor no se encuentra en el régimen de contribuyentes.',
 };
 
-const SEVENTY_TWO_HOURS_MS = 72 * 3600_000;
 // A comprobante "from the future" beyond clock skew is refused too.
 const FUTURE_SKEW_MS = 5 * 60_000;
 
@@ -142,7 +142,7 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
   const issuedAt = instantOf(fecha, timeZoneForCodigoPostal(lugar));
   if (issuedAt < cert.validFrom || issuedAt > cert.validTo) return fail('305');
   const age = now.getTime() - issuedAt.getTime();
-  if (age > SEVENTY_TWO_HOURS_MS || age < -FUTURE_SKEW_MS) return fail('401');
+  if (age > STAMP_WINDOW_MS || age < -FUTURE_SKEW_MS) return fail('401');
   if (rejectRfcs.includes(rfcEmisor)) return fail('402');
 
   return {
@@ -158,23 +158,3 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
     root,
   };
 }
-
-/** The instant a local wall-clock time (`YYYY-MM-DDThh:mm:ss`) denotes in `timeZone`. */
-export function instantOf(fecha: string, timeZone: string): Date {
-  // Zone offsets change at most on the hour: remember them per zone and local hour.
-  const key = `${timeZone}|${fecha.slice(0, 13)}`;
-  const asUtc = Date.parse(`${fecha}Z`);
-  const cached = offsets.get(key);
-  if (cached !== undefined) return new Date(asUtc + cached);
-  // Offset of the zone at that moment; a second pass settles DST edges.
-  let guess = asUtc;
-  for (let i = 0; i < 2; i++) {
-    const shown = Date.parse(`${formatFecha(new Date(guess), timeZone)}Z`);
-    guess += asUtc - shown;
-  }
-  if (offsets.size > 10_000) offsets.clear();
-  offsets.set(key, guess - asUtc);
-  return new Date(guess);
-}
-
-const offsets = new Map<string, number>();

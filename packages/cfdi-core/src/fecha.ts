@@ -9,6 +9,12 @@
 /** Zone used when a código postal is not in the table below (Zona Centro). */
 export const DEFAULT_TIME_ZONE = 'America/Mexico_City';
 
+/**
+ * How long after its Fecha a CFDI can be stamped: a PAC refuses an older one (error 401, Anexo 20).
+ * After it, a document that was not stamped can never be.
+ */
+export const STAMP_WINDOW_MS = 72 * 3600_000;
+
 // Código postal ranges per state whose time zone differs from Zona Centro. The first two digits of a
 // CP identify the state (SEPOMEX); this table is state-level, which is exact except for a few border
 // municipalities (see docs). Ranges are inclusive on the 5-digit CP.
@@ -82,3 +88,23 @@ export function formatFecha(instant: Date, timeZone: string): string {
 }
 
 const lastFormatted = new Map<string, { second: number; text: string }>();
+
+/** The instant a local wall-clock time (`YYYY-MM-DDThh:mm:ss`) denotes in `timeZone`. */
+export function instantOf(fecha: string, timeZone: string): Date {
+  // Zone offsets change at most on the hour: remember them per zone and local hour.
+  const key = `${timeZone}|${fecha.slice(0, 13)}`;
+  const asUtc = Date.parse(`${fecha}Z`);
+  const cached = offsets.get(key);
+  if (cached !== undefined) return new Date(asUtc + cached);
+  // Offset of the zone at that moment; a second pass settles DST edges.
+  let guess = asUtc;
+  for (let i = 0; i < 2; i++) {
+    const shown = Date.parse(`${formatFecha(new Date(guess), timeZone)}Z`);
+    guess += asUtc - shown;
+  }
+  if (offsets.size > 10_000) offsets.clear();
+  offsets.set(key, guess - asUtc);
+  return new Date(guess);
+}
+
+const offsets = new Map<string, number>();

@@ -39,7 +39,7 @@ export * as catalogs from './validate/catalogs.ts';
 export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
 export { fiscalSettingsProblems, periodicidadFor, type FiscalSettings } from './validate/settings.ts';
 export { normalizeSpace } from './validate/text.ts';
-export { formatFecha, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE } from './fecha.ts';
+export { formatFecha, instantOf, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE, STAMP_WINDOW_MS } from './fecha.ts';
 export { loadCsd, assertCsdUsable, noCertificadoOf, rfcOf, type Csd } from './csd/csd.ts';
 export { sellar, verificarSello } from './csd/sello.ts';
 export { stampKeyFor, type StampKind } from './stamp-key.ts';

@@ -23,7 +23,7 @@ function swError(res: Response, http: number, message: string, detail?: string, 
 
 /**
  * SW Sapién REST: authentication (JSON and legacy header forms), stamp v1–v4 with and without the
- * `/v4` prefix and `/b64` variants, lookup by UUID, cancellation by CSD.
+ * `/v4` prefix and `/b64` variants, lookup by UUID and by customid, cancellation by CSD.
  */
 export function swRoutes(deps: SwRoutesDeps): Router {
   const { instance } = deps;
@@ -77,6 +77,17 @@ export function swRoutes(deps: SwRoutesDeps): Router {
     if (!requireToken(req, res)) return;
     const record = deps.registry.get(String(req.params.uuid));
     if (!record || record.instance !== instance.name) return swError(res, 404, 'No se encontró el UUID.');
+    res.json({ status: 'success', data: { uuid: record.uuid, cfdi: record.stampedXml, tfd: record.tfdXml } });
+  });
+
+  // What this instance stamped under a customid (the document the customid was first used for), or
+  // 404: the proof a correction asks for before it replaces a version. Faults apply, as to a stamp.
+  router.get('/datawarehouse/v1/live/customid/:customid', async (req, res) => {
+    if (!requireToken(req, res)) return;
+    if (!(await beforeProcessing(instance, res))) return;
+    const cadena = instance.memory.customids.get(String(req.params.customid));
+    const record = cadena === undefined ? undefined : instance.memory.byCadena.get(cadena);
+    if (!record) return swError(res, 404, 'No se encontró un timbre para el customid.');
     res.json({ status: 'success', data: { uuid: record.uuid, cfdi: record.stampedXml, tfd: record.tfdXml } });
   });
 

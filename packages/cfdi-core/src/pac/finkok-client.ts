@@ -84,6 +84,19 @@ export class FinkokClient implements PacClient {
     return this.stamped(frozenXml, 'STAMPED', options.signal);
   }
 
+  /** Finkok's `stamped`: its stamp of this very document, or none (its dedupe is by document). */
+  async lookup(
+    frozenXml: string,
+    options: { idempotencyKey: string; uuid?: string; signal?: AbortSignal },
+  ): Promise<StampResult | undefined> {
+    try {
+      return await this.stamped(frozenXml, 'STAMPED', options.signal);
+    } catch (error) {
+      if (error instanceof PacError && error.code === PacErrorCode.NotFound) return undefined;
+      throw error;
+    }
+  }
+
   async cancel(request: CancelRequest): Promise<CancelResult> {
     const certificate = new X509Certificate(request.csd.cer);
     // Finkok takes the CSD as PEM, the key encrypted with the Finkok account password.

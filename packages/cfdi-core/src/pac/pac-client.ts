@@ -96,6 +96,18 @@ export interface PacClient {
     frozenXml: string,
     options: { idempotencyKey: string; uuid?: string; signal?: AbortSignal },
   ): Promise<StampResult>;
+  /**
+   * Whether this PAC ever stamped this document — or, for a PAC that dedupes by idempotency key (SW
+   * `customid`), any document under this key. Never stamps. The proof a correction needs before it
+   * replaces a version: `undefined` is the PAC's answer that it never did.
+   *
+   * @returns the stamp found (`sameDocument` false when it is of another document), or undefined.
+   * @throws PacError when the PAC cannot answer (a correction then waits and asks again).
+   */
+  lookup(
+    frozenXml: string,
+    options: { idempotencyKey: string; uuid?: string; signal?: AbortSignal },
+  ): Promise<StampResult | undefined>;
   /** Requests the cancellation of a stamped CFDI. @throws PacError */
   cancel(request: CancelRequest): Promise<CancelResult>;
   /** The SAT status of a CFDI. @throws PacError */

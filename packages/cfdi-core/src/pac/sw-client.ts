@@ -148,6 +148,36 @@ export class SwClient implements PacClient {
     return stampResultFromTfd(this.name, frozenXml, this.tfdFrom(cfdi), { code: 'LOOKUP' }, cfdi);
   }
 
+  /**
+   * By UUID when one is known (SW's lookup of a stamped CFDI), then by customid: SW keeps which
+   * document a customid stamped, and answers 404 when it stamped none.
+   */
+  async lookup(
+    frozenXml: string,
+    options: { idempotencyKey: string; uuid?: string; signal?: AbortSignal },
+  ): Promise<StampResult | undefined> {
+    if (options.uuid !== undefined) {
+      try {
+        return await this.recover(frozenXml, { ...options, uuid: options.uuid });
+      } catch (error) {
+        if (!(error instanceof PacError && error.code === PacErrorCode.NotFound)) throw error;
+      }
+    }
+    const response = await this.authorized(
+      (token) =>
+        this.http.get(`${LOOKUP_PATH}/customid/${encodeURIComponent(options.idempotencyKey)}`, {
+          headers: { authorization: `Bearer ${token}` },
+          ...(options.signal ? { signal: options.signal } : {}),
+        }),
+      'lookup',
+    );
+    if (response.statusCode === 404) return undefined;
+    const body = this.parse(response, 'lookup');
+    const cfdi = body.data?.cfdi;
+    if (body.status !== 'success' || typeof cfdi !== 'string') throw this.rejection(response, body, 'lookup');
+    return stampResultFromTfd(this.name, frozenXml, this.tfdFrom(cfdi), { code: 'LOOKUP' }, cfdi);
+  }
+
   async cancel(request: CancelRequest): Promise<CancelResult> {
     const payload = {
       uuid: request.uuid,
