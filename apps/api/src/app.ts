@@ -32,6 +32,8 @@ export interface AppDeps {
   payments: RecordPaymentDeps;
   defaultFormaPago: string;
   idempotencyTtlHours: number;
+  /** A pending invoice may be corrected this many hours before its Fecha leaves the PAC's window (default 12). */
+  lateMarginHours?: number;
   /** Group commit of webhook deliveries (payments, refunds, ignored events). */
   ingest: GroupCommitOptions;
   bodyLimit: string;
@@ -163,7 +165,9 @@ export function createApp(deps: AppDeps) {
 
   const v1 = express.Router();
   v1.use(limiter);
-  v1.use((req, _res, next) => (req.method === 'POST' ? requireJson(req, _res, next) : next()));
+  v1.use((req, _res, next) =>
+    req.method === 'POST' || req.method === 'PATCH' ? requireJson(req, _res, next) : next(),
+  );
   v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
   v1.use(apiKeyAuth(deps.prisma));
   v1.use(
@@ -175,7 +179,18 @@ export function createApp(deps: AppDeps) {
       metrics: deps.metrics,
     }),
   );
-  v1.use(invoiceRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
+  v1.use(
+    invoiceRoutes({
+      prisma: deps.prisma,
+      idempotencyTtlHours: deps.idempotencyTtlHours,
+      metrics: deps.metrics,
+      corrections: {
+        payments: deps.payments,
+        defaultFormaPago: deps.defaultFormaPago,
+        lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
+      },
+    }),
+  );
   v1.use(outboxRoutes(deps.prisma));
   v1.use(webhookEventRoutes(deps.prisma));
   app.use('/v1', v1);

@@ -25,6 +25,7 @@ const schema = z.object({
   BODY_LIMIT: z.string().default('256kb'),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(1200),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
+  LATE_MARGIN_HOURS: z.coerce.number().positive().max(72).default(12),
   /** Group commit of payments in: most payments in one transaction, and transactions open at once. */
   INGEST_BATCH_MAX: z.coerce.number().int().positive().default(32),
   INGEST_TRANSACTIONS: z.coerce.number().int().positive().default(1),

@@ -101,6 +101,7 @@ const app = createApp({
   },
   defaultFormaPago: config.DEFAULT_FORMA_PAGO,
   idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
+  lateMarginHours: config.LATE_MARGIN_HOURS,
   ingest: { maxBatch: config.INGEST_BATCH_MAX, maxInFlight: config.INGEST_TRANSACTIONS },
   bodyLimit: config.BODY_LIMIT,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,

@@ -31,6 +31,10 @@ const schema = z.object({
   CANCEL_POLL_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   SWEEPER_STALE_MS: z.coerce.number().int().positive().default(300_000),
+  CORRECTION_POLL_MS: z.coerce.number().int().positive().default(2_000),
+  CORRECTION_RETRY_BASE_MS: z.coerce.number().int().positive().default(5_000),
+  CORRECTION_RETRY_MAX_MS: z.coerce.number().int().positive().default(600_000),
+  PROOF_IN_FLIGHT_GRACE_MS: z.coerce.number().int().nonnegative().default(120_000),
   /** How long a job's lock lives without renewal; a worker that died loses its jobs after this. */
   STAMP_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   STAMP_ATTEMPTS: z.coerce.number().int().positive().default(20),

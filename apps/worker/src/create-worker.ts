@@ -18,6 +18,7 @@ import { createCancelProcessor, type CsdCredentials } from './cancel-processor.t
 import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
 import { Sweeper } from './sweeper.ts';
+import { CorrectionRunner } from './corrections.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -43,6 +44,8 @@ export interface WorkerDeps {
   csdCredentials?: CsdCredentials;
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
   cancelPoll?: { baseMs: number; maxMs: number };
+  /** Corrections' proof: the in-flight grace and the retry delays (defaults: 2 min; 5 s doubling to 10 min). */
+  corrections?: { inFlightGraceMs: number; retry: { baseMs: number; maxMs: number } };
 }
 
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
@@ -66,6 +69,18 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     logger: deps.logger,
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
   });
+  // Corrections freeze a new version: they need the CSD.
+  const corrections = csd
+    ? new CorrectionRunner({
+        prisma: deps.prisma,
+        chain: deps.chain,
+        csd,
+        logger: deps.logger,
+        inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
+        retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
+        batchSize: deps.relayBatchSize,
+      })
+    : undefined;
   const stamp = createStampProcessor({
     prisma: deps.prisma,
     chain: deps.chain,
@@ -120,6 +135,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     dlq,
     relay,
     sweeper,
+    corrections,
     worker,
     /** Stops taking jobs, lets in-flight ones finish, closes the queues. */
     close: async () => {

@@ -14,6 +14,7 @@ import type { CsdCredentials } from './cancel-processor.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
+import { runCorrections } from './corrections.ts';
 
 const { config, pacs } = (() => {
   try {
@@ -111,6 +112,10 @@ const w = createWorker(
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
     ...(emisorCsd ? { csd: emisorCsd.csd, csdCredentials: emisorCsd.credentials } : {}),
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
+    corrections: {
+      inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
+      retry: { baseMs: config.CORRECTION_RETRY_BASE_MS, maxMs: config.CORRECTION_RETRY_MAX_MS },
+    },
   },
   { autorun: roles.has('stamper') },
 );
@@ -120,6 +125,11 @@ const relay = roles.has('relay')
 const sweeper = roles.has('sweeper')
   ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
   : undefined;
+// Corrections run with the sweeper (both are the worker's background duties).
+const corrections =
+  roles.has('sweeper') && w.corrections
+    ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
+    : undefined;
 const health = createHealth({
   metrics,
   prisma,
@@ -142,6 +152,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     (async () => {
       healthServer?.close();
       sweeper?.stop();
+      corrections?.stop();
       await relay?.stop();
       await w.close();
       await prisma.$disconnect();

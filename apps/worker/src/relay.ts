@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { claimOutboxBatch, JOBS, listenForOutbox, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, jobIdFor, listenForOutbox, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 
 export interface RelayDeps {
@@ -13,7 +13,7 @@ export interface RelayDeps {
 
 /**
  * Publishes pending outbox rows to BullMQ. Claims a batch with FOR UPDATE SKIP LOCKED (several relays
- * never claim the same row), adds the jobs (jobId = stamp key) and marks the rows `enqueued` in the
+ * never claim the same row), adds the jobs (jobId = stamp key, per version: jobIdFor) and marks the rows `enqueued` in the
  * same transaction. A crash after the add and before the commit leaves the rows pending: the next
  * claim adds the same job ids again, which BullMQ ignores. Never walks an id cursor (ids commit out
  * of order): it asks for what is pending now.
@@ -32,7 +32,7 @@ export class Relay {
             // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
             name: JOBS[r.kind].name,
             data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey },
-            opts: stampJobOptions(this.deps.retry, r.stampKey),
+            opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
           })),
         );
         await markOutboxEnqueued(

@@ -37,9 +37,11 @@ export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { prisma, logger } = deps;
     const row = await loadStampRow(prisma, job.data.outboxId);
-    if (!row || row.status === 'done' || row.status === 'failed') return { skipped: row?.status ?? 'missing' };
+    // `held`: a correction is proving this version was never stamped; it arms the row again after.
+    if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
+      return { skipped: row?.status ?? 'missing' };
     const log = logger.child({ jobId: job.id, stampKey: row.stampKey, invoiceId: row.invoiceId });
-    const ids = { outboxId: row.id, invoiceId: row.invoiceId };
+    const ids = { outboxId: row.id, invoiceId: row.invoiceId, version: row.version };
     if (!row.frozenXml) {
       await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML' satisfies WorkerErrorCode);
       throw new UnrecoverableError('no frozen XML');
@@ -47,17 +49,21 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     // Write-ahead: each PAC call is recorded `in_flight` (committed) before it is made, and updated
     // with its outcome after. A worker killed during the call leaves that row: the next attempt
     // stays with that PAC (stickyPac), which may have stamped — a second PAC would stamp again.
+    // The record is refused once a correction holds the row: the call is then not made.
     const beforeSend = async (pac: string) => {
       const id = randomUUID();
-      await recordPacCallInFlight(prisma, row.invoiceId, pac, id);
+      if (!(await recordPacCallInFlight(prisma, { ...ids, pac, id }))) throw new HeldForCorrection();
       return id;
     };
-    const { result, error, attempts } = await deps.chain.stamp(
-      row.frozenXml,
-      row.stampKey,
-      stickyPac(row.history),
-      beforeSend,
-    );
+    let chained;
+    try {
+      chained = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history), beforeSend);
+    } catch (error) {
+      if (!(error instanceof HeldForCorrection)) throw error;
+      log.info('held for a correction: not sent');
+      return { skipped: 'held' };
+    }
+    const { result, error, attempts } = chained;
     deps.onAttempts?.(attempts);
     if (result?.sameDocument) {
       const persisted = await persistStamp(prisma, ids, result, attempts);
@@ -108,6 +114,14 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     );
     throw new Error(`${failure.outcome}: ${failure.pacCode}`);
   };
+}
+
+/** A correction took the row out of circulation between the load and a PAC call. */
+class HeldForCorrection extends Error {
+  constructor() {
+    super('held for a correction');
+    this.name = 'HeldForCorrection';
+  }
 }
 
 async function deadLetter(

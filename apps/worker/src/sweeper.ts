@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { PrismaClient } from '@timbra/db';
+import { jobIdFor, type PrismaClient } from '@timbra/db';
 import type { StampJobData } from './jobs.ts';
 
 export interface SweeperDeps {
@@ -35,11 +35,11 @@ export class Sweeper {
       where: { status: 'enqueued', enqueuedAt: { lt: new Date(Date.now() - this.deps.staleMs) } },
       orderBy: { enqueuedAt: 'asc' },
       take: this.deps.batchSize,
-      select: { id: true, stampKey: true },
+      select: { id: true, stampKey: true, version: true },
     });
     const lost: string[] = [];
     for (const row of stale) {
-      if (!(await this.deps.queue.getJob(row.stampKey))) lost.push(row.id);
+      if (!(await this.deps.queue.getJob(jobIdFor(row.stampKey, row.version)))) lost.push(row.id);
     }
     if (lost.length === 0) return 0;
     // Only rows still enqueued: a worker may have finished one meanwhile.

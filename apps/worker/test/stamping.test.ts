@@ -139,7 +139,7 @@ describe('relay + stamp worker against the sandbox', () => {
     // What a killed worker leaves: the primary stamped the document, our record says only "sent".
     const [primary] = swClients(sandbox);
     const earlier = await primary!.stamp(p.frozenXml, { idempotencyKey: p.stampKey });
-    await recordPacCallInFlight(prisma, p.invoiceId, 'primary', randomUUID());
+    await recordPacCallInFlight(prisma, { ...p, version: 1, pac: 'primary', id: randomUUID() });
     await sandbox.admin('faults', { instance: 'primary', outageUntil: Date.now() + 1_500 });
     const w = worker({ attempts: 50 });
     await w.relay.drainAll();

@@ -18,6 +18,8 @@ export type {
   Installment,
   CancelRequest,
   Invoice,
+  InvoiceVersion,
+  InvoiceCorrection,
   OutboxRow,
   PacAttempt,
   ApiClient,
@@ -100,6 +102,24 @@ export {
 } from './stamping.ts';
 export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
 export {
+  lockCorrectableInvoice,
+  pacsThatReceived,
+  holdStampRow,
+  releaseStampRow,
+  freezeVersion,
+  insertCorrection,
+  claimDueCorrections,
+  settleCorrection,
+  correctionsProving,
+  type CorrectableInvoice,
+  type ReceivingPac,
+  type NewVersion,
+  type NewCorrection,
+  type ProvingCorrection,
+  type CorrectionOutcome,
+  type CorrectionPayload,
+} from './versions.ts';
+export {
   insertCancelRequest,
   requestDuplicateCancellation,
   loadCancelRow,
@@ -113,6 +133,7 @@ export {
   STAMP_DLQ,
   STAMP_QUEUE,
   JOBS,
+  jobIdFor,
   parseStampJob,
   UnknownJobError,
   type DeadLetterData,

@@ -12,7 +12,12 @@ import { col, queryRows, type Db, type Tx } from './sql.ts';
 // Row schemas, built once: zod compiles a schema on its first parse.
 const enqueueOutboxRow = z.object({ id: col.uuid });
 const notifyOutboxRow = z.object({ notified: col.bigint });
-const claimOutboxBatchRow = z.object({ id: col.uuid, stamp_key: col.text, kind: z.enum(['stamp', 'cancel']) });
+const claimOutboxBatchRow = z.object({
+  id: col.uuid,
+  stamp_key: col.text,
+  kind: z.enum(['stamp', 'cancel']),
+  version: col.int,
+});
 const outboxCountsByStatusRow = z.object({ status: col.text, n: col.int });
 const oldestOpenOutboxAgeSecondsRow = z.object({ age: z.number().nullable() });
 const lockedOutboxColumns = z.object({ id: col.uuid, status: col.text, invoice_id: col.uuid });
@@ -78,6 +83,8 @@ export interface ClaimedOutboxRow {
   id: string;
   stampKey: string;
   kind: OutboxKind;
+  /** The document version it carries (see jobIdFor). */
+  version: number;
 }
 
 /**
@@ -90,13 +97,13 @@ export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOu
     tx,
     claimOutboxBatchRow,
     Prisma.sql`
-      SELECT id, stamp_key, kind FROM outbox
+      SELECT id, stamp_key, kind, version FROM outbox
       WHERE status = 'pending' AND available_at <= now()
       ORDER BY available_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED`,
   );
-  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, kind: r.kind }));
+  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, kind: r.kind, version: r.version }));
 }
 
 /** Marks claimed rows `enqueued` (their jobs are in the queue), in the claiming transaction. */

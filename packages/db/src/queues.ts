@@ -1,8 +1,8 @@
 /**
  * The BullMQ contract between the outbox and the workers, declared once: the queues, and a registry
  * of the jobs on them — name, version and zod schema of the payload. The relay (producer), the
- * processors (consumers) and the API's dashboard all use it. Job ids are stamp keys: adding the same
- * document twice is a no-op.
+ * processors (consumers) and the API's dashboard all use it. Job ids are stamp keys (`jobIdFor`):
+ * adding the same document twice is a no-op.
  */
 import { z } from 'zod';
 
@@ -40,6 +40,16 @@ export const JOBS = {
   cancel: { queue: STAMP_QUEUE, name: 'cancel', version: 1, data: outboxJob },
   deadLetter: { queue: STAMP_DLQ, name: 'dead-letter', version: 1, data: deadLetter },
 } as const;
+
+/**
+ * The job id of an outbox row: its stamp key, and for a later version of the document (a correction
+ * re-froze it) the key with the version — a job of the earlier version may still sit in the queue's
+ * completed set, and BullMQ ignores an add whose id it holds. The PAC's idempotency key stays the
+ * stamp key for every version.
+ */
+export function jobIdFor(stampKey: string, version: number): string {
+  return version === 1 ? stampKey : `${stampKey}-v${version}`;
+}
 
 /** The names of the jobs on the stamp queue: an outbox row's kind. */
 export type StampJobName = typeof JOBS.stamp.name | typeof JOBS.cancel.name;

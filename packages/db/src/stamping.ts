@@ -15,6 +15,7 @@ const stampRowColumns = z.object({
   stamp_key: col.text,
   invoice_id: col.uuid,
   frozen_xml: z.string().nullable(),
+  version: col.int,
   history: z.array(z.object({ pac: col.text, outcome: col.text })),
 });
 const persistStampRow = z.object({ invoice_id: z.string().nullable(), waiting: col.bool });
@@ -26,19 +27,21 @@ export interface StampRow {
   stampKey: string;
   invoiceId: string;
   frozenXml: string | null;
-  /** Every PAC call made for this invoice so far, oldest first. */
+  /** The version of the frozen document (the one the PAC calls send). */
+  version: number;
+  /** Every PAC call made for this version so far, oldest first. */
   history: { pac: string; outcome: string }[];
 }
 
-/** One round trip: the row, its invoice's frozen bytes and the PAC-attempt history. */
+/** One round trip: the row, its invoice's frozen bytes and version, and that version's PAC-attempt history. */
 export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow | undefined> {
   const [row] = await queryRows(
     db,
     stampRowColumns,
     Prisma.sql`
-      SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml,
+      SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml, i.version,
              COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
-                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id), '[]'::json) AS history
+                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id AND a.version = i.version), '[]'::json) AS history
       FROM outbox o JOIN invoices i ON i.id = o.invoice_id
       WHERE o.id = ${outboxId}::uuid`,
   );
@@ -49,6 +52,7 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
       stampKey: row.stamp_key,
       invoiceId: row.invoice_id,
       frozenXml: row.frozen_xml,
+      version: row.version,
       history: row.history,
     }
   );
@@ -68,18 +72,29 @@ export interface PacCallRecord {
  * Write-ahead: records a PAC call `in_flight` (committed) before it is made; its outcome is written on
  * the same row after. A worker killed during the call leaves the row, so the next attempt stays with
  * that PAC, which may have stamped.
+ *
+ * Only while the outbox row is pending or enqueued and the invoice still at `version`: a correction
+ * holds the row (FOR SHARE here waits for it) before it asks the PACs whether they stamped the
+ * version, so no call can start after that question. @returns false when the call must not be made.
  */
-export async function recordPacCallInFlight(db: Db, invoiceId: string, pac: string, id: string): Promise<void> {
-  await db.$executeRaw`
-    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, duration_ms)
-    VALUES (${id}::uuid, ${invoiceId}::uuid, ${pac}, 'in_flight', 0)`;
+export async function recordPacCallInFlight(
+  db: Db,
+  call: { outboxId: string; invoiceId: string; version: number; pac: string; id: string },
+): Promise<boolean> {
+  const written = await db.$executeRaw`
+    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, version, duration_ms)
+    SELECT ${call.id}::uuid, ${call.invoiceId}::uuid, ${call.pac}, 'in_flight', ${call.version}, 0
+    WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id
+                  WHERE o.id = ${call.outboxId}::uuid AND o.status IN ('pending', 'enqueued') AND i.version = ${call.version}
+                  FOR SHARE OF o)`;
+  return written === 1;
 }
 
 /**
  * The ledger write: each call's `in_flight` row (by its id) gets its outcome; a call without one (a
  * circuit-open skip) gets a row of its own.
  */
-function ledgerUpsertSql(invoiceId: string, calls: readonly PacCallRecord[]): Prisma.Sql {
+function ledgerUpsertSql(invoiceId: string, version: number, calls: readonly PacCallRecord[]): Prisma.Sql {
   const entries = calls.map((a) => ({
     id: a.id ?? null,
     pac: a.pac,
@@ -89,8 +104,8 @@ function ledgerUpsertSql(invoiceId: string, calls: readonly PacCallRecord[]): Pr
     duration_ms: a.durationMs,
   }));
   return Prisma.sql`
-    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms)
-    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, a.duration_ms
+    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, version, duration_ms)
+    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, ${version}, a.duration_ms
     FROM json_to_recordset(${JSON.stringify(entries)}::json)
          AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
     ON CONFLICT (id) DO UPDATE
@@ -110,11 +125,13 @@ export interface PersistedStamp {
 
 /**
  * Persists a stamp: UUID, TFD and stamped XML on the invoice, the outbox row done, and every PAC call
- * in the ledger — one statement, so one transaction (invariant 7).
+ * in the ledger — one statement, so one transaction (invariant 7). Only on the version that was sent:
+ * a stamp of a version a correction replaced is not written (the proof makes that impossible; the
+ * ledger keeps the calls either way).
  */
 export async function persistStamp(
   db: Db,
-  row: { outboxId: string; invoiceId: string },
+  row: { outboxId: string; invoiceId: string; version: number },
   stamp: { uuid: string; tfdXml: string; stampedXml: string; pac: string },
   calls: readonly PacCallRecord[],
 ): Promise<PersistedStamp> {
@@ -125,14 +142,14 @@ export async function persistStamp(
       WITH stamped AS (
         UPDATE invoices SET uuid = ${stamp.uuid}, tfd_xml = ${stamp.tfdXml}, stamped_xml = ${stamp.stampedXml},
                pac = ${stamp.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
-        WHERE id = ${row.invoiceId}::uuid AND ${STAMPED}
+        WHERE id = ${row.invoiceId}::uuid AND version = ${row.version} AND ${STAMPED}
         RETURNING id
       ), done AS (
         UPDATE outbox SET status = 'done', attempts = attempts + 1, last_error = NULL, updated_at = now()
         WHERE id = ${row.outboxId}::uuid AND EXISTS (SELECT 1 FROM stamped)
         RETURNING id
       ), ledger AS (
-        ${ledgerUpsertSql(row.invoiceId, calls)}
+        ${ledgerUpsertSql(row.invoiceId, row.version, calls)}
         RETURNING id
       )
       SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded,
@@ -145,12 +162,12 @@ export async function persistStamp(
 /** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */
 export async function recordFailedAttempt(
   prisma: PrismaClient,
-  row: { outboxId: string; invoiceId: string },
+  row: { outboxId: string; invoiceId: string; version: number },
   calls: readonly PacCallRecord[],
   lastError: string,
 ): Promise<void> {
   await prisma.$transaction([
-    prisma.$executeRaw`${ledgerUpsertSql(row.invoiceId, calls)}`,
+    prisma.$executeRaw`${ledgerUpsertSql(row.invoiceId, row.version, calls)}`,
     prisma.outboxRow.update({
       where: { id: row.outboxId },
       data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },
@@ -161,8 +178,9 @@ export async function recordFailedAttempt(
 const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
 
 /**
- * Dead-letters an outbox row: the row `failed`, its invoice `stamp_failed` (from pending), in one
- * transaction. @returns how many documents wait for this invoice (blocked with it).
+ * Dead-letters an outbox row: the row `failed` (from pending or enqueued: a row a correction holds
+ * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns how many
+ * documents wait for this invoice (blocked with it).
  */
 export async function deadLetterOutboxRow(
   prisma: PrismaClient,
@@ -170,10 +188,11 @@ export async function deadLetterOutboxRow(
   lastError: string,
 ): Promise<number> {
   return prisma.$transaction(async (tx) => {
-    await tx.outboxRow.update({
-      where: { id: row.outboxId },
+    const { count } = await tx.outboxRow.updateMany({
+      where: { id: row.outboxId, status: { in: ['pending', 'enqueued'] } },
       data: { status: 'failed', lastError: lastError.slice(0, 2000) },
     });
+    if (count === 0) return 0;
     await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
     return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
   });

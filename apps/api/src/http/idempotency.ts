@@ -105,7 +105,7 @@ export function idempotentResponder(deps: { prisma: PrismaClient; idempotencyTtl
           {
             clientId: req.client!.id,
             key,
-            fingerprint: fingerprintOf('POST', path, input),
+            fingerprint: fingerprintOf(req.method, path, input),
             ttlHours: deps.idempotencyTtlHours,
           },
           () => create(tx),

@@ -7,7 +7,16 @@ import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
 import { listParams, validation } from './payments.ts';
-import { cancelRequestView, encodeCursor, invoiceSummary, invoiceView } from './views.ts';
+import { correctInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
+import {
+  cancelRequestView,
+  correctionView,
+  encodeCursor,
+  invoiceSummary,
+  invoiceView,
+  problemView,
+  versionsView,
+} from './views.ts';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -25,10 +34,42 @@ export const cancelInvoiceSchema = z
       ctx.addIssue({ code: 'custom', path: ['folioSustitucion'], message: 'only applies to motivo 01' });
   });
 
+/** PATCH /v1/invoices/:id: what a correction may change (at least one field). */
+export const correctInvoiceSchema = z
+  .object({
+    receptor: z
+      .object({
+        rfc: z.string().min(12).max(13),
+        nombre: z.string().min(1).max(300),
+        codigoPostal: z.string().regex(/^\d{5}$/, '5 digits'),
+        regimenFiscal: z.string().regex(/^\d{3}$/, 'a c_RegimenFiscal code'),
+        usoCfdi: z.string().regex(/^[A-Z]{1,2}\d{2}$/, 'a c_UsoCFDI code'),
+      })
+      .partial()
+      .strict()
+      .refine((r) => Object.keys(r).length > 0, 'give at least one field'),
+    tipoCambio: z.string().regex(/^\d{1,12}(\.\d{1,6})?$/, 'a positive decimal with up to 6 decimals'),
+    formaPago: z.string().regex(/^\d{2}$/, 'a c_FormaPago code'),
+    concepto: z
+      .object({
+        claveProdServ: z.string().regex(/^\d{8}$/, '8 digits'),
+        claveUnidad: z.string().min(1).max(3),
+        descripcion: z.string().min(1).max(1000),
+      })
+      .partial()
+      .strict(),
+    reason: z.string().min(1).max(500),
+  })
+  .partial()
+  .strict()
+  // `{ reason }` alone re-freezes the same data with a fresh Fecha (a version past the PAC's window).
+  .refine((c) => Object.keys(c).length > 0, 'give a field to correct, or a reason to re-freeze with a fresh Fecha');
+
 export interface InvoiceRoutesDeps {
   prisma: PrismaClient;
   idempotencyTtlHours: number;
   metrics: Metrics;
+  corrections: CorrectInvoiceDeps;
 }
 
 export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
@@ -51,6 +92,35 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
 
   router.get('/invoices/:id', async (req, res) => {
     res.json(invoiceView(await find(String(req.params.id))));
+  });
+
+  /**
+   * Corrects an invoice not stamped (needs_data, stamp_failed, or pending past its window): a new
+   * version frozen under the same serie-folio — at once (200) when no PAC ever received the current
+   * one, else after every PAC that did says it never stamped it (202: the correction is `proving`).
+   */
+  router.patch('/invoices/:id', async (req: Request, res: Response) => {
+    const invoiceId = String(req.params.id);
+    const parsed = correctInvoiceSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    await respondOnce(req, res, `/v1/invoices/${invoiceId}`, input, async (tx) => {
+      const result = await correctInvoice(tx, deps.corrections, invoiceId, input, req.client!.name);
+      if (result.kind === 'rejected')
+        throw new ApiError('fiscal_rules_failed', undefined, result.problems.map(problemView));
+      const correction = await tx.invoiceCorrection.findUniqueOrThrow({ where: { id: result.correctionId } });
+      return { status: result.kind === 'applied' ? 200 : 202, body: correctionView(correction) };
+    });
+  });
+
+  /** Every version of the invoice's frozen document, oldest first, with why and by whom each was frozen. */
+  router.get('/invoices/:id/versions', async (req, res) => {
+    const invoice = await prisma.invoice.findUnique({
+      where: { id: String(req.params.id) },
+      include: { versions: { orderBy: { version: 'asc' } }, corrections: { orderBy: { createdAt: 'asc' } } },
+    });
+    if (!invoice) throw new ApiError('not_found');
+    res.json(versionsView(invoice));
   });
 
   /** The stamped XML once stamped, else the frozen one; `X-Timbra-Xml` says which. */
@@ -95,9 +165,13 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         { path: 'status', message: `one of ${INVOICE_STATUSES.join(', ')}` },
       ]);
     }
+    const externalId = typeof req.query.externalId === 'string' ? req.query.externalId : undefined;
+    const uuid = typeof req.query.uuid === 'string' ? req.query.uuid.toUpperCase() : undefined;
     const rows = await prisma.invoice.findMany({
       where: {
         ...(status ? { status } : {}),
+        ...(externalId ? { payment: { externalId } } : {}),
+        ...(uuid ? { uuid } : {}),
         ...(cursor
           ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
           : {}),

@@ -4,6 +4,8 @@ import {
   type CancelRequest,
   type Installment,
   type Invoice,
+  type InvoiceCorrection,
+  type InvoiceVersion,
   type OutboxRow,
   type PacAttempt,
   type Payment,
@@ -128,6 +130,8 @@ export function invoiceView(
     moneda: i.moneda,
     subTotal: i.subTotal.toFixed(2),
     stampKey: i.stampKey,
+    version: i.version,
+    replacesInvoiceId: i.replacesInvoiceId,
     pac: i.pac,
     stampedAt: i.stampedAt?.toISOString() ?? null,
     relatedInvoiceId: i.relatedInvoiceId,
@@ -152,6 +156,62 @@ export function invoiceView(
         at: a.createdAt.toISOString(),
       })),
     },
+  };
+}
+
+/** A correction: `proving` (the PACs are being asked), `applied` (with the version it made) or `refused`. */
+export function correctionView(c: InvoiceCorrection) {
+  return {
+    id: c.id,
+    invoiceId: c.invoiceId,
+    status: c.status,
+    reason: c.reason,
+    changes: c.changes,
+    requestedBy: c.requestedBy,
+    fromVersion: c.fromVersion,
+    toVersion: c.toVersion,
+    code: c.code,
+    detail: c.detail,
+    attempts: c.attempts,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The versions of an invoice's frozen document, oldest first: version 1 lives on the invoice until a
+ * correction keeps it here. `stamped` marks the one the PAC stamped (at most one ever).
+ */
+export function versionsView(i: Invoice & { versions: InvoiceVersion[]; corrections: InvoiceCorrection[] }) {
+  const versions = i.versions.map((v) => ({
+    version: v.version,
+    fecha: v.fecha,
+    reason: v.reason,
+    createdBy: v.createdBy,
+    createdAt: v.createdAt.toISOString(),
+    supersededAt: v.supersededAt?.toISOString() ?? null,
+    proof: v.proof,
+  }));
+  if (!versions.some((v) => v.version === i.version) && i.frozenXml !== null)
+    versions.push({
+      version: i.version,
+      fecha: i.fecha ?? '',
+      reason: 'issued',
+      createdBy: 'system',
+      createdAt: i.createdAt.toISOString(),
+      supersededAt: null,
+      proof: null,
+    });
+  return {
+    invoiceId: i.id,
+    serieFolio: `${i.serie}-${i.folio}`,
+    current: i.frozenXml === null ? null : i.version,
+    versions: versions.map((v) => ({
+      ...v,
+      current: v.version === i.version && i.frozenXml !== null,
+      stamped: v.version === i.version && i.uuid !== null,
+    })),
+    corrections: i.corrections.map(correctionView),
   };
 }
 

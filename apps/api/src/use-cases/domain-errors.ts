@@ -13,6 +13,9 @@ export const DOMAIN_ERROR_CODES = [
   'not_cancellable',
   'validation_failed',
   'occurred_in_future',
+  'not_correctable',
+  'correction_in_progress',
+  'not_replaceable',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 

@@ -1,0 +1,285 @@
+import {
+  freezeComprobante,
+  instantOf,
+  preflight,
+  STAMP_WINDOW_MS,
+  timeZoneForCodigoPostal,
+  withRelatedUuid,
+  type Csd,
+  type InvoiceRequestInput,
+  type ValidationIssue,
+} from '@timbra/cfdi-core';
+import {
+  freezeVersion,
+  holdStampRow,
+  insertCorrection,
+  lockCorrectableInvoice,
+  pacsThatReceived,
+  type CorrectableInvoice,
+  type CorrectionPayload,
+  type Tx,
+} from '@timbra/db';
+import { buildIngresoRequest, type ReceptorInput } from './build-ingreso.ts';
+import { DomainError } from './domain-errors.ts';
+import type { RecordPaymentDeps } from './record-payment.ts';
+
+/** What a correction may change (PATCH /v1/invoices/:id): all optional, at least one. */
+export interface CorrectionInput {
+  /** The customer's fiscal data; fields left out keep their value. */
+  receptor?: Partial<ReceptorInput>;
+  /** TipoCambio (MXN per unit of the currency), for an invoice not in MXN. */
+  tipoCambio?: string;
+  /** c_FormaPago (an Ingreso paid at once, or an Egreso). */
+  formaPago?: string;
+  /** The concepto of a single-concepto Ingreso: its SAT keys and description (the amount is the payment's). */
+  concepto?: { claveProdServ?: string; claveUnidad?: string; descripcion?: string };
+  /** Why (kept with the version). */
+  reason?: string;
+}
+
+/** What a correction stores (CorrectionPayload), with the request typed. */
+export interface StoredCorrection extends CorrectionPayload {
+  request: InvoiceRequestInput;
+  payment?: { id: string; receptor?: ReceptorInput; formaPago?: string };
+}
+
+export interface CorrectInvoiceDeps {
+  payments: RecordPaymentDeps;
+  /** FormaPago of a payment recorded without one. */
+  defaultFormaPago: string;
+  /** A pending invoice may be corrected once its Fecha is this close to leaving the PAC's window. */
+  lateMarginMs: number;
+}
+
+export type CorrectionResult =
+  | { kind: 'rejected'; problems: ValidationIssue[] }
+  | { kind: 'applied'; correctionId: string; version: number }
+  | { kind: 'proving'; correctionId: string };
+
+/**
+ * Corrects an invoice that is not stamped: the corrected document is checked by the SAT rules (a
+ * broken one is refused, nothing written), then frozen as a new version under the same serie-folio
+ * with a fresh Fecha, and stamped through the outbox.
+ *
+ * - Never sent to a PAC (`needs_data`, or a dead letter no PAC processed): frozen now (`applied`).
+ * - Sent to a PAC (`stamp_failed` after a rejection, or `pending` with a Fecha about to leave the
+ *   72-hour window): the stamp row is held and the correction recorded `proving`; the worker asks
+ *   every PAC that received the version whether it stamped it, and freezes the new one only when all
+ *   say no (a stamp found is recorded instead).
+ *
+ * @throws DomainError not_found, not_correctable, correction_in_progress, validation_failed
+ */
+export async function correctInvoice(
+  tx: Tx,
+  deps: CorrectInvoiceDeps,
+  invoiceId: string,
+  input: CorrectionInput,
+  requestedBy: string,
+  now = new Date(),
+): Promise<CorrectionResult> {
+  const invoice = await lockCorrectableInvoice(tx, invoiceId);
+  if (!invoice) throw new DomainError('not_found');
+  if (invoice.openCorrection)
+    throw new DomainError('correction_in_progress', `correction ${invoice.openCorrection} is still being proved`);
+  assertCorrectable(invoice, deps, now);
+
+  const stored = await correctedRequest(tx, deps, invoice, input, now);
+  const problems = preflight(stored.request, deps.payments.csd);
+  if (problems.length > 0) return { kind: 'rejected', problems };
+  const reason = input.reason?.trim() || 'corrected';
+  const changes = { ...input, ...(input.reason ? {} : { reason }) };
+
+  const nobodyToAsk =
+    invoice.frozenXml === null ||
+    (invoice.status === 'stamp_failed' && (await pacsThatReceived(tx, invoice.id, invoice.version, 0)).length === 0);
+  if (!nobodyToAsk) {
+    await holdStampRow(tx, invoice.id);
+    const correctionId = await insertCorrection(tx, {
+      invoiceId: invoice.id,
+      changes,
+      request: stored,
+      reason,
+      requestedBy,
+      fromVersion: invoice.version,
+    });
+    return { kind: 'proving', correctionId };
+  }
+  const version = await applyCorrection(tx, deps.payments.csd, invoice.id, invoice.version, stored, {
+    reason,
+    createdBy: requestedBy,
+  });
+  if (version === undefined) throw new DomainError('not_correctable', 'the invoice changed meanwhile; retry');
+  const correctionId = await insertCorrection(tx, {
+    invoiceId: invoice.id,
+    changes,
+    request: stored,
+    reason,
+    requestedBy,
+    fromVersion: invoice.version,
+    applied: { toVersion: version },
+  });
+  return { kind: 'applied', correctionId, version };
+}
+
+/**
+ * Freezes a stored correction as the invoice's next version: Fecha = now (a new version's issue time),
+ * the payment updated with what it corrected — in the caller's transaction. The API calls it when
+ * there is nothing to prove; the worker does the same after the proof. @returns the version, or
+ * undefined when the invoice moved on.
+ */
+function applyCorrection(
+  tx: Tx,
+  csd: Csd,
+  invoiceId: string,
+  fromVersion: number,
+  stored: StoredCorrection,
+  meta: { reason: string; createdBy: string },
+  now = new Date(),
+): Promise<number | undefined> {
+  const frozen = freezeComprobante({ ...stored.request, issuedAt: now.toISOString() }, csd);
+  return freezeVersion(tx, {
+    invoiceId,
+    fromVersion,
+    frozen,
+    ...meta,
+    ...(stored.payment ? { payment: stored.payment } : {}),
+  });
+}
+
+function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps, now: Date): void {
+  switch (invoice.status) {
+    case 'needs_data':
+    case 'stamp_failed':
+      return;
+    case 'pending': {
+      const zone = timeZoneForCodigoPostal(lugarOf(invoice.frozenXml) ?? '');
+      const issued = invoice.fecha ? instantOf(invoice.fecha, zone).getTime() : invoice.versionFrozenAt.getTime();
+      const leavesWindowAt = issued + STAMP_WINDOW_MS;
+      if (now.getTime() >= leavesWindowAt - deps.lateMarginMs) return;
+      throw new DomainError(
+        'not_correctable',
+        `the invoice is pending and its Fecha can still be stamped until ${new Date(leavesWindowAt).toISOString()}; ` +
+          'a correction is possible once it is dead-lettered or within the late margin of that time',
+      );
+    }
+    case 'waiting':
+      throw new DomainError('not_correctable', 'the invoice waits for its related invoice to be stamped');
+    default:
+      throw new DomainError(
+        'not_correctable',
+        `the invoice is ${invoice.status}: replace it instead (POST /v1/invoices/${invoice.id}/replace)`,
+      );
+  }
+}
+
+function lugarOf(xml: string | null): string | undefined {
+  return xml ? /LugarExpedicion="(\d{5})"/.exec(xml)?.[1] : undefined;
+}
+
+async function correctedRequest(
+  tx: Tx,
+  deps: CorrectInvoiceDeps,
+  invoice: CorrectableInvoice,
+  input: CorrectionInput,
+  now: Date,
+): Promise<StoredCorrection> {
+  if (invoice.kind === 'I') {
+    if (!invoice.paymentId) throw new DomainError('not_correctable', 'this Ingreso has no payment to rebuild it from');
+    const payment = await tx.payment.findUniqueOrThrow({ where: { id: invoice.paymentId } });
+    const receptor = input.receptor
+      ? completeReceptor({ ...((payment.receptor as Partial<ReceptorInput> | null) ?? {}), ...input.receptor })
+      : ((payment.receptor as ReceptorInput | null) ?? null);
+    const formaPago = input.formaPago ?? payment.formaPago ?? deps.defaultFormaPago;
+    if (input.formaPago && payment.paymentTerms === 'installments')
+      throw new DomainError('validation_failed', undefined, [
+        { path: 'formaPago', message: 'a sale in installments says 99 on its Ingreso' },
+      ]);
+    const request = buildIngresoRequest(
+      {
+        provider: payment.provider,
+        externalId: payment.externalId,
+        amount: payment.amount.toFixed(2),
+        currency: payment.currency,
+        occurredAt: payment.occurredAt,
+        receptor,
+        description: payment.description,
+        formaPago,
+        paymentTerms: payment.paymentTerms === 'installments' ? 'installments' : 'single',
+      },
+      invoice.serie,
+      invoice.folio,
+      deps.payments.settings,
+      now,
+    );
+    const [concepto] = request.conceptos ?? [];
+    const corrected: InvoiceRequestInput = {
+      ...request,
+      ...(input.tipoCambio ? { tipoCambio: input.tipoCambio } : {}),
+      conceptos: [{ ...concepto!, ...(input.concepto ?? {}) }],
+    };
+    return {
+      request: corrected,
+      payment: {
+        id: payment.id,
+        ...(input.receptor && receptor ? { receptor } : {}),
+        ...(input.formaPago ? { formaPago: input.formaPago } : {}),
+      },
+    };
+  }
+  if (!invoice.request)
+    throw new DomainError('not_correctable', 'this document was recorded without its request and cannot be rebuilt');
+  if (input.concepto)
+    throw new DomainError('validation_failed', undefined, [
+      { path: 'concepto', message: 'only an Ingreso’s concepto can be corrected' },
+    ]);
+  if (input.formaPago && invoice.kind === 'P')
+    throw new DomainError('validation_failed', undefined, [
+      { path: 'formaPago', message: 'a Pago’s forma de pago is its installment’s' },
+    ]);
+  let request = { ...(invoice.request as InvoiceRequestInput), issuedAt: now.toISOString() };
+  if (input.receptor) {
+    const r = request.receptor;
+    const merged = completeReceptor({
+      rfc: r.rfc,
+      nombre: r.nombre,
+      codigoPostal: r.domicilioFiscalReceptor,
+      regimenFiscal: r.regimenFiscalReceptor,
+      usoCfdi: r.usoCFDI,
+      ...input.receptor,
+    });
+    request = {
+      ...request,
+      receptor: {
+        ...r,
+        rfc: merged.rfc,
+        nombre: merged.nombre,
+        domicilioFiscalReceptor: merged.codigoPostal,
+        regimenFiscalReceptor: merged.regimenFiscal,
+        usoCFDI: merged.usoCfdi,
+      },
+    };
+  }
+  if (input.formaPago) request = { ...request, formaPago: input.formaPago };
+  if (input.tipoCambio) request = { ...request, tipoCambio: input.tipoCambio };
+  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid) as InvoiceRequestInput;
+  return { request };
+}
+
+const RECEPTOR_FIELDS = ['rfc', 'nombre', 'codigoPostal', 'regimenFiscal', 'usoCfdi'] as const;
+
+function completeReceptor(r: Partial<ReceptorInput>): ReceptorInput {
+  const missing = RECEPTOR_FIELDS.filter((f) => !r[f]);
+  if (missing.length > 0)
+    throw new DomainError(
+      'validation_failed',
+      undefined,
+      missing.map((f) => ({ path: `receptor.${f}`, message: 'is required (the payment has none to keep)' })),
+    );
+  return {
+    rfc: r.rfc!.trim().toUpperCase(),
+    nombre: r.nombre!.trim(),
+    codigoPostal: r.codigoPostal!,
+    regimenFiscal: r.regimenFiscal!,
+    usoCfdi: r.usoCfdi!,
+  };
+}

@@ -1,0 +1,264 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import got from 'got';
+import { parseStampedCfdi, stampKeyFor } from '@timbra/cfdi-core';
+import { freezeSample } from '@timbra/test-support';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { eventually, freePort, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
+
+// Corrections end to end: the API as its real process, a worker in this one, the PAC sandbox (whose
+// taxpayer registry rejects a receptor whose name differs from the SAT's, as a real PAC does).
+const here = dirname(fileURLToPath(import.meta.url));
+const API_KEY = 'corrections-key-0123456789';
+const auth = { authorization: `Bearer ${API_KEY}` };
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+let api: ChildProcess;
+let apiUrl: string;
+const redis = redisFor();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 5 });
+  sandbox = await startSandboxProcess();
+  const port = await freePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  api = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
+    {
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        TIMBRA_PROFILE: 'sandbox',
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        API_KEYS: `pos:${API_KEY}:admin`,
+        LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  await eventually(
+    async () =>
+      (await got.get(`${apiUrl}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
+        ?.statusCode === 200,
+    20_000,
+  );
+});
+afterAll(async () => {
+  api.kill('SIGTERM');
+  await new Promise((r) => api.once('exit', r));
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+// The SAT's record of the test taxpayer CACX7605101P8 (the sandbox's registry).
+const XOCHILT = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  codigoPostal: '36257',
+  regimenFiscal: '612',
+  usoCfdi: 'G03',
+};
+
+interface InvoiceView {
+  id: string;
+  status: string;
+  serieFolio: string;
+  uuid: string | null;
+  version: number;
+}
+const invoice = (id: string) => got.get(`${apiUrl}/v1/invoices/${id}`, { headers: auth }).json<InvoiceView>();
+const patch = (id: string, json: unknown) =>
+  got.patch(`${apiUrl}/v1/invoices/${id}`, {
+    json,
+    headers: { ...auth, 'idempotency-key': randomUUID() },
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+const pay = async (externalId: string, receptor: typeof XOCHILT) =>
+  (
+    await got
+      .post(`${apiUrl}/v1/payments`, {
+        json: { externalId, amount: '1160.00', currency: 'MXN', occurredAt: new Date().toISOString(), receptor },
+        headers: auth,
+      })
+      .json<{ id: string; invoices: { id: string }[] }>()
+  ).invoices[0]!.id;
+const stampsUnder = async (stampKey: string) =>
+  ((await sandbox.admin('ledger')) as { stamps: { customid?: string; uuid: string }[] }).stamps.filter(
+    (s) => s.customid === stampKey,
+  );
+
+describe('correcting an invoice that could not be stamped', () => {
+  it('a PAC rejection of the receptor name → PATCH → proved unstamped, version 2 stamped under the same serie-folio', async () => {
+    const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
+    try {
+      const id = await pay(`COR-NAME-${Date.now()}`, { ...XOCHILT, nombre: 'XOCHILT CASAS' });
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(id)).status === 'stamp_failed', 30_000);
+      const before = await invoice(id);
+
+      const answer = await patch(id, { receptor: { nombre: XOCHILT.nombre }, reason: 'name as registered at the SAT' });
+      // The PAC received version 1: it must say it never stamped it before version 2 is frozen.
+      expect(answer.statusCode).toBe(202);
+      expect(answer.body).toMatchObject({ status: 'proving', fromVersion: 1 });
+      await eventually(async () => {
+        await w.corrections!.runOnce();
+        return (await invoice(id)).version === 2;
+      });
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(id)).status === 'stamped', 30_000);
+      const after = await invoice(id);
+      expect(after.serieFolio).toBe(before.serieFolio);
+      const xml = await got.get(`${apiUrl}/v1/invoices/${id}/xml`, { headers: auth }).text();
+      expect(xml).toContain(`Nombre="${XOCHILT.nombre}"`);
+      expect(parseStampedCfdi(xml).tfd.uuid).toBe(after.uuid);
+
+      const versions = await got
+        .get(`${apiUrl}/v1/invoices/${id}/versions`, { headers: auth })
+        .json<{ versions: { version: number; stamped: boolean; supersededAt: string | null; proof: unknown }[] }>();
+      expect(versions.versions.map((v) => [v.version, v.stamped])).toEqual([
+        [1, false],
+        [2, true],
+      ]);
+      expect(versions.versions[0]!.proof).toEqual([expect.objectContaining({ pac: 'primary', answer: 'not_stamped' })]);
+      // One CFDI for the sale in the PAC's ledger.
+      const row = await prisma.invoice.findUniqueOrThrow({ where: { id } });
+      expect(await stampsUnder(row.stampKey)).toHaveLength(1);
+      // The payment learned the customer's registered name (its refunds' Egresos use it).
+      const payment = await prisma.payment.findUniqueOrThrow({ where: { id: row.paymentId! } });
+      expect(payment.receptor).toMatchObject({ nombre: XOCHILT.nombre });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a version the PAC stamped but whose answer was lost → the correction is refused and that stamp recorded', async () => {
+    const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
+    try {
+      // Every answer is dropped after the stamp is issued: the worker sees only ambiguous failures.
+      await sandbox.admin('faults', { instance: 'primary', dropRate: 1, dropMode: 'destroy' });
+      const id = await pay(`COR-DROP-${Date.now()}`, XOCHILT);
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(id)).status === 'stamp_failed', 30_000);
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+      const row = await prisma.invoice.findUniqueOrThrow({ where: { id } });
+      const [issued] = await stampsUnder(row.stampKey);
+      expect(issued).toBeDefined();
+
+      const answer = await patch(id, { receptor: { usoCfdi: 'G01' } });
+      expect(answer.statusCode).toBe(202);
+      const correctionId = (answer.body as { id: string }).id;
+      await eventually(async () => {
+        await w.corrections!.runOnce();
+        return (await prisma.invoiceCorrection.findUniqueOrThrow({ where: { id: correctionId } })).status !== 'proving';
+      });
+      expect(await prisma.invoiceCorrection.findUniqueOrThrow({ where: { id: correctionId } })).toMatchObject({
+        status: 'refused',
+        code: 'already_stamped',
+      });
+      expect(await invoice(id)).toMatchObject({ status: 'stamped', uuid: issued!.uuid, version: 1 });
+      expect(await stampsUnder(row.stampKey)).toHaveLength(1);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('while a PAC cannot answer, the correction waits (and says why); once it answers, the correction applies', async () => {
+    const w = testWorker(
+      { prisma, redis, sandbox },
+      {
+        retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 },
+        corrections: { inFlightGraceMs: 0, retry: { baseMs: 10, maxMs: 20 } },
+      },
+    );
+    try {
+      const id = await pay(`COR-WAIT-${Date.now()}`, { ...XOCHILT, codigoPostal: '01000' });
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(id)).status === 'stamp_failed', 30_000);
+      await sandbox.admin('faults', { instance: 'primary', errorRate: 1, errorStatus: 503 });
+      const answer = await patch(id, { receptor: { codigoPostal: XOCHILT.codigoPostal } });
+      const correctionId = (answer.body as { id: string }).id;
+      await w.corrections!.runOnce();
+      const waiting = await prisma.invoiceCorrection.findUniqueOrThrow({ where: { id: correctionId } });
+      expect(waiting).toMatchObject({ status: 'proving', code: 'pac_unanswered' });
+      expect((await invoice(id)).version).toBe(1);
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+      await eventually(async () => {
+        await w.corrections!.runOnce();
+        return (await prisma.invoiceCorrection.findUniqueOrThrow({ where: { id: correctionId } })).status === 'applied';
+      });
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(id)).status === 'stamped', 30_000);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a Fecha past the 72-hour window (the PAC refuses it) → re-frozen with a fresh Fecha and stamped', async () => {
+    const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
+    try {
+      // A payment recorded 73 hours ago whose invoice was never stamped (e.g. the PACs were down).
+      const emisor = await prisma.emisor.findFirstOrThrow();
+      const externalId = `COR-LATE-${Date.now()}`;
+      const payment = await prisma.payment.create({
+        data: {
+          provider: 'api:pos',
+          externalId,
+          amount: '1160.00',
+          currency: 'MXN',
+          occurredAt: new Date(Date.now() - 73 * 3600_000),
+          receptor: XOCHILT,
+          formaPago: '03',
+        },
+      });
+      const late = freezeSample({
+        sourceId: `api:pos:${externalId}`,
+        issuedAt: new Date(Date.now() - 73 * 3600_000).toISOString(),
+        serie: 'L',
+        folio: '1',
+      });
+      expect(late.stampKey).toBe(stampKeyFor(emisor.rfc, 'I', `api:pos:${externalId}`));
+      const row = await prisma.invoice.create({
+        data: {
+          emisorId: emisor.id,
+          paymentId: payment.id,
+          kind: 'I',
+          serie: 'L',
+          folio: 1,
+          fecha: late.fecha,
+          moneda: 'MXN',
+          subTotal: late.subTotal,
+          total: late.total,
+          status: 'pending',
+          stampKey: late.stampKey,
+          frozenXml: late.xml,
+          cadenaOriginal: late.cadenaOriginal,
+          outbox: { create: { kind: 'stamp', stampKey: late.stampKey } },
+        },
+      });
+      // Pending and past the window: correctable with nothing but a fresh Fecha.
+      const answer = await patch(row.id, { reason: 'Fecha left the stamping window' });
+      expect(answer.statusCode).toBe(202);
+      await eventually(async () => {
+        await w.corrections!.runOnce();
+        return (await invoice(row.id)).version === 2;
+      });
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(row.id)).status === 'stamped', 30_000);
+      expect((await invoice(row.id)).serieFolio).toBe('L-1');
+    } finally {
+      await w.close();
+    }
+  });
+});
