@@ -91,7 +91,12 @@ const csd = emisorCsd?.csd;
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
 // Read at scrape time only, after `w` exists.
-const metrics = createWorkerMetrics({ prisma, dlqSize: () => w.dlq.count(), chain });
+const metrics = createWorkerMetrics({
+  prisma,
+  dlqSize: () => w.dlq.count(),
+  chain,
+  lateMarginMs: config.LATE_MARGIN_HOURS * 3_600_000,
+});
 const w = createWorker(
   {
     prisma,

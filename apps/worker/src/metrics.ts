@@ -1,6 +1,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { STAMP_WINDOW_MS } from '@timbra/cfdi-core';
 import {
+  correctionsProving,
   invoicesNeedingData,
+  lateInvoices,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
   reversedRefundsStanding,
@@ -12,7 +15,13 @@ import type { PacChain } from './pac-chain.ts';
  * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
  * at scrape time from Postgres (the record) and BullMQ.
  */
-export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () => Promise<number>; chain: PacChain }) {
+export function createWorkerMetrics(deps: {
+  prisma: PrismaClient;
+  dlqSize: () => Promise<number>;
+  chain: PacChain;
+  /** An invoice is late this long before its Fecha leaves the PACs' window (default 12 h). */
+  lateMarginMs?: number;
+}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const attempts = new Counter({
@@ -71,6 +80,34 @@ export function createWorkerMetrics(deps: { prisma: PrismaClient; dlqSize: () =>
     async collect() {
       const query = needsData ?? invoicesNeedingData(deps.prisma);
       needsData = undefined;
+      this.set((await query).oldestAgeSeconds);
+    },
+  });
+  new Gauge({
+    name: 'timbra_invoices_late',
+    help: 'Pending invoices whose Fecha leaves the PACs’ 72-hour window within the late margin: re-freeze them (PATCH with a reason) unless stamped soon',
+    registers: [registry],
+    async collect() {
+      this.set((await lateInvoices(deps.prisma, STAMP_WINDOW_MS, deps.lateMarginMs ?? 12 * 3_600_000)).count);
+    },
+  });
+  let corrections: ReturnType<typeof correctionsProving> | undefined;
+  new Gauge({
+    name: 'timbra_corrections_proving',
+    help: 'Corrections waiting for every PAC that received the version to say it never stamped it',
+    registers: [registry],
+    async collect() {
+      corrections = correctionsProving(deps.prisma);
+      this.set((await corrections).count);
+    },
+  });
+  new Gauge({
+    name: 'timbra_corrections_proving_oldest_age_seconds',
+    help: 'Age of the oldest correction still proving (0 when none): a PAC that does not answer holds it',
+    registers: [registry],
+    async collect() {
+      const query = corrections ?? correctionsProving(deps.prisma);
+      corrections = undefined;
       this.set((await query).oldestAgeSeconds);
     },
   });

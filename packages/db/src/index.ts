@@ -111,6 +111,7 @@ export {
   claimDueCorrections,
   settleCorrection,
   correctionsProving,
+  lateInvoices,
   type CorrectableInvoice,
   type ReceivingPac,
   type NewVersion,

@@ -98,3 +98,6 @@ CREATE TRIGGER "invoice_versions_guard" BEFORE UPDATE OR DELETE ON "invoice_vers
 
 ALTER TABLE "outbox" DROP CONSTRAINT "outbox_status_check";
 ALTER TABLE "outbox" ADD CONSTRAINT "outbox_status_check" CHECK ("status" IN ('pending', 'enqueued', 'held', 'done', 'failed'));
+
+-- Pending invoices are few (in flight); the worker's late-Fecha gauge reads them at every scrape.
+CREATE INDEX "invoices_pending_idx" ON "invoices" ("created_at") WHERE "status" = 'pending';
