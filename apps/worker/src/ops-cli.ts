@@ -4,6 +4,14 @@
  *   dlq:list                         dead-lettered outbox rows (failed), newest first
  *   dlq:retry <outboxId> | --all     put dead-lettered rows back to pending (same frozen bytes)
  *   invoice:show <id|uuid|serie-folio>  an invoice and its history (outbox rows, PAC attempts)
+ *   invoices:needs-data              invoices that need data (money arrived, no CFDI yet), oldest first
+ *   invoice:versions <id|uuid|serie-folio>  the versions of its frozen document and its corrections
+ *   invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT]
+ *                                    PATCH /v1/invoices/:id through the API (the rules' and the
+ *                                    folio's owner): fields receptor.rfc, receptor.nombre,
+ *                                    receptor.codigoPostal, receptor.regimenFiscal, receptor.usoCfdi,
+ *                                    tipoCambio, formaPago, concepto.claveProdServ, concepto.claveUnidad,
+ *                                    concepto.descripcion; --reason alone re-freezes with a fresh Fecha
  *   keys:purge                       delete expired Idempotency-Key records
  *   webhooks:failed [--since ISO]    signed provider events that could not be recorded (poison
  *                                    events, stored as failed), newest first, with their reasons
@@ -26,6 +34,9 @@ import {
 } from '@timbra/db';
 import { proposeFixes, reconcile, sandboxLedger } from './reconcile.ts';
 
+/** A command given the wrong arguments: its message, exit 64. */
+class UsageError extends Error {}
+
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
@@ -36,6 +47,10 @@ const { values, positionals } = parseArgs({
     since: { type: 'string' },
     fix: { type: 'boolean', default: false },
     execute: { type: 'boolean', default: false },
+    'api-url': { type: 'string' },
+    'api-key': { type: 'string' },
+    set: { type: 'string', multiple: true },
+    reason: { type: 'string' },
   },
 });
 const out = (value: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(value) : text}\n`);
@@ -113,15 +128,107 @@ try {
       stats,
       `${rows.map((r) => `${r.status}: ${r.n}`).join('  ') || 'empty'}\noldest not done: ${Math.round(stats.oldestNotDoneSeconds)} s`,
     );
-  } else if (command === 'invoice:show' && target) {
-    const serieFolio = /^(.+)-(\d+)$/.exec(target);
-    const where = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(target)
-      ? { OR: [{ uuid: target.toUpperCase() }, ...(/^[0-9a-f-]+$/.test(target) ? [{ id: target }] : [])] }
-      : serieFolio
-        ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) }
-        : { stampKey: target };
+  } else if (command === 'invoices:needs-data') {
+    const rows = await prisma.invoice.findMany({
+      where: { status: 'needs_data' },
+      orderBy: { createdAt: 'asc' },
+      take: 500,
+      select: { id: true, serie: true, folio: true, kind: true, createdAt: true, problems: true, paymentId: true },
+    });
+    out(
+      rows,
+      rows.length === 0
+        ? 'no invoice needs data'
+        : rows
+            .map(
+              (r) =>
+                `${r.id}  ${r.serie}-${r.folio}  ${r.kind}  since ${r.createdAt.toISOString()}  ${(
+                  (r.problems as { rule?: string; path: string }[] | null) ?? []
+                )
+                  .map((p) => p.rule ?? p.path)
+                  .join(', ')}`,
+            )
+            .join('\n'),
+    );
+  } else if (command === 'invoice:versions' && target) {
     const invoice = await prisma.invoice.findFirst({
-      where,
+      where: invoiceWhere(target),
+      include: { versions: { orderBy: { version: 'asc' } }, corrections: { orderBy: { createdAt: 'asc' } } },
+    });
+    if (!invoice) {
+      process.stderr.write(`no invoice ${target}\n`);
+      process.exitCode = 1;
+    } else {
+      const versions = invoice.versions.map((v) => ({
+        version: v.version,
+        fecha: v.fecha,
+        reason: v.reason,
+        createdBy: v.createdBy,
+        createdAt: v.createdAt,
+        supersededAt: v.supersededAt,
+        proof: v.proof,
+      }));
+      const corrections = invoice.corrections.map((c) => ({
+        id: c.id,
+        status: c.status,
+        code: c.code,
+        detail: c.detail,
+        fromVersion: c.fromVersion,
+        toVersion: c.toVersion,
+        reason: c.reason,
+        requestedBy: c.requestedBy,
+        createdAt: c.createdAt,
+      }));
+      out(
+        {
+          invoiceId: invoice.id,
+          version: invoice.version,
+          status: invoice.status,
+          uuid: invoice.uuid,
+          versions,
+          corrections,
+        },
+        [
+          `${invoice.serie}-${invoice.folio}  ${invoice.status}  version ${invoice.version}${invoice.uuid ? `  stamped ${invoice.uuid}` : ''}`,
+          ...(versions.length === 0 ? ['  version 1 (the only one)'] : []),
+          ...versions.map(
+            (v) =>
+              `  v${v.version}  Fecha ${v.fecha}  ${v.reason} (${v.createdBy})${v.supersededAt ? `  superseded ${v.supersededAt.toISOString()}` : ''}`,
+          ),
+          ...corrections.map(
+            (c) =>
+              `  correction ${c.id}  ${c.status}${c.code ? ` ${c.code}` : ''}  v${c.fromVersion}→${c.toVersion ?? '?'}  ${c.reason}`,
+          ),
+        ].join('\n'),
+      );
+    }
+  } else if (command === 'invoice:correct' && target && values['api-url'] && values['api-key']) {
+    const body: Record<string, unknown> = values.reason ? { reason: values.reason } : {};
+    for (const pair of values.set ?? []) {
+      const [path, ...rest] = pair.split('=');
+      const [head, field] = path!.split('.');
+      if (!head || rest.length === 0) throw new UsageError(`--set ${pair}: expected field=value`);
+      const value = rest.join('=');
+      if (field) body[head] = { ...((body[head] as object | undefined) ?? {}), [field]: value };
+      else body[head] = value;
+    }
+    const invoice = await prisma.invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
+    if (!invoice) throw new UsageError(`no invoice ${target}`);
+    const response = await fetch(`${values['api-url'].replace(/\/$/, '')}/v1/invoices/${invoice.id}`, {
+      method: 'PATCH',
+      headers: {
+        authorization: `Bearer ${values['api-key']}`,
+        'content-type': 'application/json',
+        'idempotency-key': `ops-${invoice.id}-${Date.now()}`,
+      },
+      body: JSON.stringify(body),
+    });
+    const answer = (await response.json()) as unknown;
+    out(answer, `${response.status}  ${JSON.stringify(answer)}`);
+    process.exitCode = response.ok ? 0 : 1;
+  } else if (command === 'invoice:show' && target) {
+    const invoice = await prisma.invoice.findFirst({
+      where: invoiceWhere(target),
       include: { outbox: { orderBy: { createdAt: 'asc' } }, attempts: { orderBy: { createdAt: 'asc' } } },
     });
     if (!invoice) {
@@ -190,10 +297,22 @@ try {
     process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
   } else {
     process.stderr.write(
-      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
+      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | invoices:needs-data | invoice:versions <id|uuid|serie-folio> | invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT] | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
     );
     process.exitCode = 64;
   }
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exitCode = 64;
 } finally {
   await prisma.$disconnect();
+}
+
+/** Which invoice a command names: its id or UUID, its serie-folio, or its stamp key. */
+function invoiceWhere(target: string) {
+  const serieFolio = /^(.+)-(\d+)$/.exec(target);
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(target))
+    return { OR: [{ uuid: target.toUpperCase() }, { id: target.toLowerCase() }] };
+  return serieFolio ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) } : { stampKey: target };
 }

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
-import { parseStampedCfdi, stampKeyFor } from '@timbra/cfdi-core';
+import { parseStampedCfdi, STAMP_WINDOW_MS, stampKeyFor } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createPrisma, lateInvoices, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { eventually, freePort, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
 
@@ -94,6 +94,15 @@ const pay = async (externalId: string, receptor: typeof XOCHILT) =>
       })
       .json<{ id: string; invoices: { id: string }[] }>()
   ).invoices[0]!.id;
+const ops = (args: string[]) =>
+  new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
+    execFile(
+      'npx',
+      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
+      (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
+    );
+  });
 const stampsUnder = async (stampKey: string) =>
   ((await sandbox.admin('ledger')) as { stamps: { customid?: string; uuid: string }[] }).stamps.filter(
     (s) => s.customid === stampKey,
@@ -135,6 +144,13 @@ describe('correcting an invoice that could not be stamped', () => {
       // One CFDI for the sale in the PAC's ledger.
       const row = await prisma.invoice.findUniqueOrThrow({ where: { id } });
       expect(await stampsUnder(row.stampKey)).toHaveLength(1);
+      // The operator's view of the same.
+      const shown = await ops(['invoice:versions', after.serieFolio, '--json']);
+      expect(shown.status).toBe(0);
+      expect(JSON.parse(shown.stdout)).toMatchObject({
+        version: 2,
+        corrections: [expect.objectContaining({ status: 'applied', fromVersion: 1, toVersion: 2 })],
+      });
       // The payment learned the customer's registered name (its refunds' Egresos use it).
       const payment = await prisma.payment.findUniqueOrThrow({ where: { id: row.paymentId! } });
       expect(payment.receptor).toMatchObject({ nombre: XOCHILT.nombre });
@@ -247,9 +263,22 @@ describe('correcting an invoice that could not be stamped', () => {
           outbox: { create: { kind: 'stamp', stampKey: late.stampKey } },
         },
       });
-      // Pending and past the window: correctable with nothing but a fresh Fecha.
-      const answer = await patch(row.id, { reason: 'Fecha left the stamping window' });
-      expect(answer.statusCode).toBe(202);
+      // Counted late (metric timbra_invoices_late, alert TimbraInvoiceLate).
+      expect((await lateInvoices(prisma, STAMP_WINDOW_MS, 12 * 3600_000)).count).toBeGreaterThanOrEqual(1);
+      // Pending and past the window: correctable with nothing but a fresh Fecha — here from the ops CLI.
+      const corrected = await ops([
+        'invoice:correct',
+        'L-1',
+        '--api-url',
+        apiUrl,
+        '--api-key',
+        API_KEY,
+        '--reason',
+        'Fecha left the stamping window',
+        '--json',
+      ]);
+      expect(corrected.status).toBe(0);
+      expect(JSON.parse(corrected.stdout)).toMatchObject({ status: 'proving' });
       await eventually(async () => {
         await w.corrections!.runOnce();
         return (await invoice(row.id)).version === 2;
@@ -257,6 +286,7 @@ describe('correcting an invoice that could not be stamped', () => {
       await w.relay.drainAll();
       await eventually(async () => (await invoice(row.id)).status === 'stamped', 30_000);
       expect((await invoice(row.id)).serieFolio).toBe('L-1');
+      expect((await lateInvoices(prisma, STAMP_WINDOW_MS, 12 * 3600_000)).count).toBe(0);
     } finally {
       await w.close();
     }

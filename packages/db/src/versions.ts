@@ -383,17 +383,24 @@ const lateRow = z.object({ n: col.int, age: z.number() });
  * Pending invoices whose Fecha leaves the PACs' 72-hour window within `marginMs` (or has left it),
  * not ambiguous (no PAC call of the version without an answer) and with no correction under way:
  * unless stamped soon, they will never be — a person re-freezes them (`PATCH` with a reason). Fecha is
- * the instant the version was frozen (DESIGN.md invariant 4). @returns how many, and the age in
+ * the instant the version was frozen (DESIGN.md invariant 4); the stored Fecha is local time, read
+ * here in Mexico's easternmost zone (the earliest instant it can denote: the alert comes up to 3 h
+ * early in the Pacific zones, never late). @returns how many, and the age in
  * seconds of the oldest version among them (0 when none).
  */
-export async function lateInvoices(db: Db, windowMs: number, marginMs: number): Promise<{ count: number; oldestAgeSeconds: number }> {
+export async function lateInvoices(
+  db: Db,
+  windowMs: number,
+  marginMs: number,
+): Promise<{ count: number; oldestAgeSeconds: number }> {
   const [row] = await queryRows(
     db,
     lateRow,
     Prisma.sql`
       SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(f.frozen_at)), 0)::float8 AS age
       FROM (
-        SELECT COALESCE(v.created_at, i.created_at) AS frozen_at FROM invoices i
+        SELECT LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun') AS frozen_at
+        FROM invoices i
         LEFT JOIN invoice_versions v ON v.invoice_id = i.id AND v.version = i.version
         WHERE i.status = 'pending'
           AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving')
