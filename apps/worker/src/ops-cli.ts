@@ -209,7 +209,7 @@ try {
       const [head, field] = path!.split('.');
       if (!head || rest.length === 0) throw new UsageError(`--set ${pair}: expected field=value`);
       const value = rest.join('=');
-      if (field) body[head] = { ...((body[head] as object | undefined) ?? {}), [field]: value };
+      if (field) body[head] = { ...(body[head] ?? {}), [field]: value };
       else body[head] = value;
     }
     const invoice = await prisma.invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
@@ -223,7 +223,7 @@ try {
       },
       body: JSON.stringify(body),
     });
-    const answer = (await response.json()) as unknown;
+    const answer = await response.json();
     out(answer, `${response.status}  ${JSON.stringify(answer)}`);
     process.exitCode = response.ok ? 0 : 1;
   } else if (command === 'invoice:show' && target) {
