@@ -74,7 +74,7 @@ function conforms(path: string, method: string, res: Response<string>): void {
 }
 
 const auth = { authorization: `Bearer ${KEYS.pos}` };
-const request = (method: 'get' | 'post', url: string, options: OptionsOfTextResponseBody = {}) =>
+const request = (method: 'get' | 'post' | 'patch', url: string, options: OptionsOfTextResponseBody = {}) =>
   got(`${api.url}${url}`, { ...options, method, throwHttpErrors: false });
 
 describe('openapi.yaml', () => {
@@ -255,6 +255,30 @@ describe('openapi.yaml', () => {
     conforms(acusePath, 'get', await request('get', acuseUrl, { headers: auth }));
     await api.prisma.cancelRequest.update({ where: { id: cancelId }, data: { acuse: '<Acuse/>' } });
     conforms(acusePath, 'get', await request('get', acuseUrl, { headers: auth }));
+
+    // Corrections: a pending invoice inside its window (409), a stamped one (409), a bad body (422),
+    // and the versions view.
+    const correctPath = '/v1/invoices/{id}';
+    conforms(
+      correctPath,
+      'patch',
+      await request('patch', `/v1/invoices/${invoiceId}`, { json: { receptor: { usoCfdi: 'G01' } }, headers: auth }),
+    );
+    conforms(
+      correctPath,
+      'patch',
+      await request('patch', `/v1/invoices/${stampedId}`, { json: { reason: 'x' }, headers: auth }),
+    );
+    conforms(
+      correctPath,
+      'patch',
+      await request('patch', `/v1/invoices/${invoiceId}`, { json: { colour: 'blue' }, headers: auth }),
+    );
+    conforms(
+      '/v1/invoices/{id}/versions',
+      'get',
+      await request('get', `/v1/invoices/${invoiceId}/versions`, { headers: auth }),
+    );
 
     const outboxId = (await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } })).id;
     conforms('/v1/outbox/{id}/retry', 'post', await request('post', `/v1/outbox/${outboxId}/retry`, { headers: auth }));
