@@ -261,7 +261,7 @@ async function correctedRequest(
   }
   if (input.formaPago) request = { ...request, formaPago: input.formaPago };
   if (input.tipoCambio) request = { ...request, tipoCambio: input.tipoCambio };
-  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid) as InvoiceRequestInput;
+  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid);
   return { request };
 }
 
