@@ -167,7 +167,7 @@ function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps
     default:
       throw new DomainError(
         'not_correctable',
-        `the invoice is ${invoice.status}: replace it instead (POST /v1/invoices/${invoice.id}/replace)`,
+        `the invoice is ${invoice.status}: a stamped CFDI is replaced (a new one, then this one cancelled with motivo 01), not corrected`,
       );
   }
 }
