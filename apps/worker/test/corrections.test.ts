@@ -1,24 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { parseStampedCfdi, STAMP_WINDOW_MS, stampKeyFor } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
 import { createPrisma, lateInvoices, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { eventually, freePort, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
+import {
+  eventually,
+  redisFor,
+  runOps,
+  startApiProcess,
+  startSandboxProcess,
+  testWorker,
+  type SandboxProcess,
+} from './helpers.ts';
 
 // Corrections end to end: the API as its real process, a worker in this one, the PAC sandbox (whose
 // taxpayer registry rejects a receptor whose name differs from the SAT's, as a real PAC does).
-const here = dirname(fileURLToPath(import.meta.url));
 const API_KEY = 'corrections-key-0123456789';
 const auth = { authorization: `Bearer ${API_KEY}` };
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
-let api: ChildProcess;
+let api: { url: string; stop: () => Promise<void> };
 let apiUrl: string;
 const redis = redisFor();
 
@@ -26,35 +30,11 @@ beforeAll(async () => {
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 5 });
   sandbox = await startSandboxProcess();
-  const port = await freePort();
-  apiUrl = `http://127.0.0.1:${port}`;
-  api = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
-    {
-      env: {
-        ...process.env,
-        NODE_OPTIONS: '',
-        TIMBRA_PROFILE: 'sandbox',
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        API_KEYS: `pos:${API_KEY}:admin`,
-        LOG_LEVEL: 'error',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  await eventually(
-    async () =>
-      (await got.get(`${apiUrl}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
-        ?.statusCode === 200,
-    20_000,
-  );
+  api = await startApiProcess(db.url, API_KEY);
+  apiUrl = api.url;
 });
 afterAll(async () => {
-  api.kill('SIGTERM');
-  await new Promise((r) => api.once('exit', r));
+  await api.stop();
   await sandbox.stop();
   await prisma.$disconnect();
   await redis.quit();
@@ -94,15 +74,7 @@ const pay = async (externalId: string, receptor: typeof XOCHILT) =>
       })
       .json<{ id: string; invoices: { id: string }[] }>()
   ).invoices[0]!.id;
-const ops = (args: string[]) =>
-  new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
-    execFile(
-      'npx',
-      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
-      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
-      (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
-    );
-  });
+const ops = (args: string[]) => runOps(db.url, args);
 const stampsUnder = async (stampKey: string) =>
   ((await sandbox.admin('ledger')) as { stamps: { customid?: string; uuid: string }[] }).stamps.filter(
     (s) => s.customid === stampKey,

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
@@ -156,4 +156,58 @@ export function testWorker(
     },
     options,
   );
+}
+
+/** The API as the real process it is in production (apps never import each other), on a free port. */
+export async function startApiProcess(
+  databaseUrl: string,
+  apiKey: string,
+): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const api: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
+    {
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        TIMBRA_PROFILE: 'sandbox',
+        DATABASE_URL: databaseUrl,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        API_KEYS: `pos:${apiKey}:admin`,
+        LOG_LEVEL: 'error',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  await eventually(
+    async () =>
+      (await got.get(`${url}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
+        ?.statusCode === 200,
+    20_000,
+  );
+  return {
+    url,
+    stop: async () => {
+      api.kill('SIGTERM');
+      await new Promise((r) => api.once('exit', r));
+    },
+  };
+}
+
+/**
+ * `npm run ops -- …` against a database, as a separate process. Asynchronously: blocking the event
+ * loop would leave this process's idle keep-alive sockets to the sandbox unread while it closes them.
+ */
+export function runOps(databaseUrl: string, args: string[]) {
+  return new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
+    execFile(
+      'npx',
+      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: databaseUrl }, encoding: 'utf8' },
+      (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
+    );
+  });
 }
