@@ -36,6 +36,7 @@ const schema = z.object({
   CORRECTION_RETRY_MAX_MS: z.coerce.number().int().positive().default(600_000),
   PROOF_IN_FLIGHT_GRACE_MS: z.coerce.number().int().nonnegative().default(120_000),
   LATE_MARGIN_HOURS: z.coerce.number().positive().max(72).default(12),
+  AUTO_REFREEZE_LATE: bool.default(false),
   /** How long a job's lock lives without renewal; a worker that died loses its jobs after this. */
   STAMP_LOCK_MS: z.coerce.number().int().positive().default(30_000),
   STAMP_ATTEMPTS: z.coerce.number().int().positive().default(20),

@@ -1,5 +1,14 @@
 import type { Logger } from 'pino';
-import { PacError, tryFreeze, type Csd, type StampResult } from '@timbra/cfdi-core';
+import {
+  CfdiError,
+  CfdiValidationError,
+  PacError,
+  refreshFecha,
+  STAMP_WINDOW_MS,
+  tryFreeze,
+  type Csd,
+  type StampResult,
+} from '@timbra/cfdi-core';
 import {
   claimDueCorrections,
   freezeVersion,
@@ -8,6 +17,7 @@ import {
   persistStamp,
   releaseStampRow,
   settleCorrection,
+  startLateRefreezes,
   type CorrectionPayload,
   type PrismaClient,
   type ProvingCorrection,
@@ -24,6 +34,11 @@ export interface CorrectionDeps {
   /** Between two looks at a PAC that could not answer: `baseMs` doubling to `maxMs`. */
   retry: { baseMs: number; maxMs: number };
   batchSize: number;
+  /**
+   * The operator's switch: pending invoices this close to leaving the PACs' window (and not
+   * ambiguous) get a correction that re-freezes them with a fresh Fecha, after the same proof.
+   */
+  autoRefreezeLateMarginMs?: number;
 }
 
 /** One PAC's answer, as kept on the superseded version (`proof`). */
@@ -51,6 +66,17 @@ export class CorrectionRunner {
   /** One pass over the corrections that are due; returns how many were settled (applied or refused). */
   async runOnce(): Promise<number> {
     const { prisma } = this.deps;
+    const margin = this.deps.autoRefreezeLateMarginMs;
+    if (margin !== undefined) {
+      const started = await prisma.$transaction((tx) =>
+        startLateRefreezes(tx, STAMP_WINDOW_MS, margin, this.deps.batchSize),
+      );
+      if (started.length > 0)
+        this.deps.logger.warn(
+          { invoiceIds: started },
+          'late invoices: re-freezing with a fresh Fecha once the PACs say the version was never stamped',
+        );
+    }
     // Claimed with a lease: the next look is pushed out while this pass asks the PACs.
     const due = await prisma.$transaction(async (tx) => {
       const rows = await claimDueCorrections(tx, this.deps.batchSize);
@@ -138,10 +164,9 @@ export class CorrectionRunner {
   private async apply(c: ProvingCorrection, entries: ProofEntry[]): Promise<boolean> {
     const stored = c.request as CorrectionPayload;
     const now = new Date();
-    const { frozen, problems } = tryFreeze(
-      { ...(stored.request as object), issuedAt: now.toISOString() },
-      this.deps.csd,
-    );
+    const { frozen, problems } = stored.refresh
+      ? await this.refreshed(c.invoiceId, now)
+      : tryFreeze({ ...(stored.request as object), issuedAt: now.toISOString() }, this.deps.csd);
     if (!frozen) {
       await this.refuse(c, 'fiscal_rules_failed', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       return true;
@@ -168,6 +193,22 @@ export class CorrectionRunner {
       'correction applied: new version frozen',
     );
     return true;
+  }
+
+  /** The invoice's current document with a fresh Fecha, or why it cannot be sealed again. */
+  private async refreshed(invoiceId: string, now: Date) {
+    const { frozenXml } = await this.deps.prisma.invoice.findUniqueOrThrow({
+      where: { id: invoiceId },
+      select: { frozenXml: true },
+    });
+    try {
+      return { frozen: refreshFecha(frozenXml!, this.deps.csd, now) };
+    } catch (error) {
+      if (error instanceof CfdiValidationError) return { problems: [...error.issues] };
+      if (error instanceof CfdiError)
+        return { problems: [{ path: 'csd', message: `${error.code}: ${error.message}` }] };
+      throw error;
+    }
   }
 
   private async recordFoundStamp(c: ProvingCorrection, pac: string, stamp: StampResult): Promise<void> {

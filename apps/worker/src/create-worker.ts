@@ -45,7 +45,12 @@ export interface WorkerDeps {
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
   cancelPoll?: { baseMs: number; maxMs: number };
   /** Corrections' proof: the in-flight grace and the retry delays (defaults: 2 min; 5 s doubling to 10 min). */
-  corrections?: { inFlightGraceMs: number; retry: { baseMs: number; maxMs: number } };
+  corrections?: {
+    inFlightGraceMs: number;
+    retry: { baseMs: number; maxMs: number };
+    /** Re-freeze late invoices on its own (AUTO_REFREEZE_LATE), this long before their Fecha leaves the window. */
+    autoRefreezeLateMarginMs?: number;
+  };
 }
 
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
@@ -79,6 +84,9 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
         inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
         retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
         batchSize: deps.relayBatchSize,
+        ...(deps.corrections?.autoRefreezeLateMarginMs !== undefined
+          ? { autoRefreezeLateMarginMs: deps.corrections.autoRefreezeLateMarginMs }
+          : {}),
       })
     : undefined;
   const stamp = createStampProcessor({

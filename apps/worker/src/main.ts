@@ -120,6 +120,7 @@ const w = createWorker(
     corrections: {
       inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
       retry: { baseMs: config.CORRECTION_RETRY_BASE_MS, maxMs: config.CORRECTION_RETRY_MAX_MS },
+      ...(config.AUTO_REFREEZE_LATE ? { autoRefreezeLateMarginMs: config.LATE_MARGIN_HOURS * 3_600_000 } : {}),
     },
   },
   { autorun: roles.has('stamper') },

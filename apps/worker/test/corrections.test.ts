@@ -80,6 +80,48 @@ const stampsUnder = async (stampKey: string) =>
     (s) => s.customid === stampKey,
   );
 
+/** A payment recorded 73 hours ago whose invoice was never stamped (the PACs were down, say). */
+async function lateInvoice(serie: string, folio: number) {
+  const emisor = await prisma.emisor.findFirstOrThrow();
+  const externalId = `COR-LATE-${serie}-${Date.now()}`;
+  const payment = await prisma.payment.create({
+    data: {
+      provider: 'api:pos',
+      externalId,
+      amount: '1160.00',
+      currency: 'MXN',
+      occurredAt: new Date(Date.now() - 73 * 3600_000),
+      receptor: XOCHILT,
+      formaPago: '03',
+    },
+  });
+  const late = freezeSample({
+    sourceId: `api:pos:${externalId}`,
+    issuedAt: new Date(Date.now() - 73 * 3600_000).toISOString(),
+    serie,
+    folio: String(folio),
+  });
+  expect(late.stampKey).toBe(stampKeyFor(emisor.rfc, 'I', `api:pos:${externalId}`));
+  return prisma.invoice.create({
+    data: {
+      emisorId: emisor.id,
+      paymentId: payment.id,
+      kind: 'I',
+      serie,
+      folio,
+      fecha: late.fecha,
+      moneda: 'MXN',
+      subTotal: late.subTotal,
+      total: late.total,
+      status: 'pending',
+      stampKey: late.stampKey,
+      frozenXml: late.xml,
+      cadenaOriginal: late.cadenaOriginal,
+      outbox: { create: { kind: 'stamp', stampKey: late.stampKey } },
+    },
+  });
+}
+
 describe('correcting an invoice that could not be stamped', () => {
   it('a PAC rejection of the receptor name → PATCH → proved unstamped, version 2 stamped under the same serie-folio', async () => {
     const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
@@ -196,45 +238,7 @@ describe('correcting an invoice that could not be stamped', () => {
   it('a Fecha past the 72-hour window (the PAC refuses it) → re-frozen with a fresh Fecha and stamped', async () => {
     const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 2, baseDelayMs: 50, maxDelayMs: 100 } });
     try {
-      // A payment recorded 73 hours ago whose invoice was never stamped (e.g. the PACs were down).
-      const emisor = await prisma.emisor.findFirstOrThrow();
-      const externalId = `COR-LATE-${Date.now()}`;
-      const payment = await prisma.payment.create({
-        data: {
-          provider: 'api:pos',
-          externalId,
-          amount: '1160.00',
-          currency: 'MXN',
-          occurredAt: new Date(Date.now() - 73 * 3600_000),
-          receptor: XOCHILT,
-          formaPago: '03',
-        },
-      });
-      const late = freezeSample({
-        sourceId: `api:pos:${externalId}`,
-        issuedAt: new Date(Date.now() - 73 * 3600_000).toISOString(),
-        serie: 'L',
-        folio: '1',
-      });
-      expect(late.stampKey).toBe(stampKeyFor(emisor.rfc, 'I', `api:pos:${externalId}`));
-      const row = await prisma.invoice.create({
-        data: {
-          emisorId: emisor.id,
-          paymentId: payment.id,
-          kind: 'I',
-          serie: 'L',
-          folio: 1,
-          fecha: late.fecha,
-          moneda: 'MXN',
-          subTotal: late.subTotal,
-          total: late.total,
-          status: 'pending',
-          stampKey: late.stampKey,
-          frozenXml: late.xml,
-          cadenaOriginal: late.cadenaOriginal,
-          outbox: { create: { kind: 'stamp', stampKey: late.stampKey } },
-        },
-      });
+      const row = await lateInvoice('L', 1);
       // Counted late (metric timbra_invoices_late, alert TimbraInvoiceLate).
       expect((await lateInvoices(prisma, STAMP_WINDOW_MS, 12 * 3600_000)).count).toBeGreaterThanOrEqual(1);
       // Pending and past the window: correctable with nothing but a fresh Fecha — here from the ops CLI.
@@ -259,6 +263,37 @@ describe('correcting an invoice that could not be stamped', () => {
       await eventually(async () => (await invoice(row.id)).status === 'stamped', 30_000);
       expect((await invoice(row.id)).serieFolio).toBe('L-1');
       expect((await lateInvoices(prisma, STAMP_WINDOW_MS, 12 * 3600_000)).count).toBe(0);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('with AUTO_REFREEZE_LATE the worker re-freezes a late invoice itself: same data, a fresh Fecha, after the proof', async () => {
+    const w = testWorker(
+      { prisma, redis, sandbox },
+      {
+        corrections: {
+          inFlightGraceMs: 0,
+          retry: { baseMs: 10, maxMs: 20 },
+          autoRefreezeLateMarginMs: 12 * 3600_000,
+        },
+      },
+    );
+    try {
+      const row = await lateInvoice('M', 1);
+      await eventually(async () => {
+        await w.corrections!.runOnce();
+        return (await invoice(row.id)).version === 2;
+      });
+      const [correction] = await prisma.invoiceCorrection.findMany({ where: { invoiceId: row.id } });
+      expect(correction).toMatchObject({ status: 'applied', requestedBy: 'worker', toVersion: 2 });
+      const v2 = await prisma.invoice.findUniqueOrThrow({ where: { id: row.id } });
+      // The same document but for its Fecha (and so its Sello).
+      const strip = (xml: string) => xml.replace(/ (Fecha|Sello)="[^"]*"/g, '');
+      expect(strip(v2.frozenXml!)).toBe(strip(row.frozenXml!));
+      expect(v2.fecha).not.toBe(row.fecha);
+      await w.relay.drainAll();
+      await eventually(async () => (await invoice(row.id)).status === 'stamped', 30_000);
     } finally {
       await w.close();
     }

@@ -10,8 +10,9 @@ import { formatFecha, timeZoneForCodigoPostal } from './fecha.ts';
 import { stampKeyFor } from './stamp-key.ts';
 import type { InvoiceRequest } from './validate/request-schema.ts';
 import { validateInvoiceRequest } from './validate/validate-request.ts';
+import { parseXml } from './xml/parse-xml.ts';
 import { serializeXml } from './xml/serialize-xml.ts';
-import { setAttr } from './xml/xml-node.ts';
+import { attr, setAttr } from './xml/xml-node.ts';
 
 /** A frozen comprobante: sealed XML whose bytes never change again. */
 export interface FrozenCfdi {
@@ -100,6 +101,47 @@ export function preflight(input: unknown, csd: Csd): ValidationIssue[] {
     if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
     throw error;
   }
+}
+
+/** A document sealed again with a fresh Fecha (see `refreshFecha`). */
+export interface RefreshedCfdi {
+  xml: string;
+  cadenaOriginal: string;
+  sello: string;
+  fecha: string;
+  subTotal: string;
+  total: string;
+}
+
+/**
+ * The same document with a fresh Fecha, sealed again with `csd` (NoCertificado and Certificado too):
+ * the next version of a document whose Fecha left — or is leaving — the PACs' 72-hour window, nothing
+ * else changed. For a document frozen by `freezeComprobante`, the bytes are those that freezing its
+ * request with `issuedAt` gives (a test holds it). The SAT rules run on it as on any freeze.
+ *
+ * @throws CfdiError CSD_RFC_MISMATCH / CSD_EXPIRED; CfdiValidationError when a rule is broken.
+ */
+export function refreshFecha(frozenXml: string, csd: Csd, issuedAt: Date): RefreshedCfdi {
+  const tree = parseXml(frozenXml);
+  const emisor = tree.children.find((c) => c.kind === 'element' && c.local === 'Emisor');
+  assertCsdUsable(csd, (emisor?.kind === 'element' && attr(emisor, 'Rfc')) || '', issuedAt);
+  const fecha = formatFecha(issuedAt, timeZoneForCodigoPostal(attr(tree, 'LugarExpedicion') ?? ''));
+  setAttr(tree, 'Fecha', fecha);
+  setAttr(tree, 'Sello', '');
+  setAttr(tree, 'NoCertificado', csd.noCertificado);
+  setAttr(tree, 'Certificado', csd.certificadoBase64);
+  assertSatRules(tree);
+  const cadena = cadenaOriginal(tree);
+  const sello = sellar(cadena, csd.privateKey);
+  setAttr(tree, 'Sello', sello);
+  return {
+    xml: serializeXml(tree),
+    cadenaOriginal: cadena,
+    sello,
+    fecha,
+    subTotal: attr(tree, 'SubTotal') ?? '',
+    total: attr(tree, 'Total') ?? '',
+  };
 }
 
 /**

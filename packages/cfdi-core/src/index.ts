@@ -4,7 +4,15 @@
  * and read stamped CFDIs and their TimbreFiscalDigital.
  */
 export { CfdiError, CfdiErrorCode, CfdiValidationError, type ValidationIssue } from './errors.ts';
-export { freezeComprobante, tryFreeze, preflight, totalsOf, type FrozenCfdi } from './freeze.ts';
+export {
+  freezeComprobante,
+  tryFreeze,
+  preflight,
+  totalsOf,
+  refreshFecha,
+  type FrozenCfdi,
+  type RefreshedCfdi,
+} from './freeze.ts';
 export { withRelatedUuid } from './build/related.ts';
 export {
   invoiceRequestSchema,

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freezeComprobante, stampKeyFor, type InvoiceRequestInput } from '../src/index.ts';
-import { ingresoRequest } from './helpers/requests.ts';
+import { freezeComprobante, refreshFecha, stampKeyFor, type InvoiceRequestInput } from '../src/index.ts';
+import { egresoRequest, ingresoRequest, pagoRequest } from './helpers/requests.ts';
 import { loadTestCsd, SAT_DIR } from './helpers/sat.ts';
 
 const csd = loadTestCsd('EKU9003173C9');
@@ -101,5 +101,32 @@ describe('determinism', () => {
     expect(Number.isInteger(Number(key))).toBe(false);
     expect(stampKeyFor('EKU9003173C9', 'I', 'x')).not.toBe(stampKeyFor('EKU9003173C9', 'E', 'x'));
     expect(stampKeyFor('EKU9003173C9', 'I', 'x')).not.toBe(stampKeyFor('CACX7605101P8', 'I', 'x'));
+  });
+});
+
+describe('refreshFecha: the same document, a fresh Fecha', () => {
+  it.each([
+    ['an Ingreso', ingresoRequest],
+    ['an Egreso', () => egresoRequest()],
+    ['a Pago', () => pagoRequest()],
+  ])('gives %s the bytes that freezing its request at the new instant gives', (_kind, request) => {
+    const first = freezeComprobante({ ...request(), issuedAt: '2026-11-27T15:00:00Z' }, csd);
+    const later = new Date('2026-11-30T16:30:05Z');
+    const refreshed = refreshFecha(first.xml, csd, later);
+    const frozenThen = freezeComprobante({ ...request(), issuedAt: later.toISOString() }, csd);
+    expect(refreshed.xml).toBe(frozenThen.xml);
+    expect(refreshed).toMatchObject({
+      fecha: frozenThen.fecha,
+      sello: frozenThen.sello,
+      cadenaOriginal: frozenThen.cadenaOriginal,
+      subTotal: frozenThen.subTotal,
+      total: frozenThen.total,
+    });
+    expect(refreshed.xml).not.toBe(first.xml);
+  });
+
+  it('refuses a CSD of another emisor', () => {
+    const first = freezeComprobante(ingresoRequest(), csd);
+    expect(() => refreshFecha(first.xml, loadTestCsd('CACX7605101P8'), new Date())).toThrow(/not to the emisor/);
   });
 });

@@ -112,6 +112,7 @@ export {
   settleCorrection,
   correctionsProving,
   lateInvoices,
+  startLateRefreezes,
   type CorrectableInvoice,
   type ReceivingPac,
   type NewVersion,

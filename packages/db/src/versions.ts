@@ -174,7 +174,10 @@ export interface NewVersion {
  * frozen) and what the payment row learns with it.
  */
 export interface CorrectionPayload {
-  request: unknown;
+  /** The corrected invoice request; absent with `refresh`. */
+  request?: unknown;
+  /** The same document with a fresh Fecha (cfdi-core `refreshFecha`): a version past its window. */
+  refresh?: boolean;
   payment?: { id: string; receptor?: unknown; formaPago?: string };
 }
 
@@ -382,12 +385,24 @@ const lateRow = z.object({ n: col.int, age: z.number() });
 /**
  * Pending invoices whose Fecha leaves the PACs' 72-hour window within `marginMs` (or has left it),
  * not ambiguous (no PAC call of the version without an answer) and with no correction under way:
- * unless stamped soon, they will never be — a person re-freezes them (`PATCH` with a reason). Fecha is
- * the instant the version was frozen (DESIGN.md invariant 4); the stored Fecha is local time, read
- * here in Mexico's easternmost zone (the earliest instant it can denote: the alert comes up to 3 h
- * early in the Pacific zones, never late). @returns how many, and the age in
- * seconds of the oldest version among them (0 when none).
+ * unless stamped soon, they will never be. Fecha is the instant the version was frozen (DESIGN.md
+ * invariant 4); the stored Fecha is local time, read here in Mexico's easternmost zone (the earliest
+ * instant it can denote: the alert comes up to 3 h early in the Pacific zones, never late).
  */
+function lateInvoicesSql(windowMs: number, marginMs: number): Prisma.Sql {
+  return Prisma.sql`
+    SELECT i.id, LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun') AS frozen_at
+    FROM invoices i
+    LEFT JOIN invoice_versions v ON v.invoice_id = i.id AND v.version = i.version
+    WHERE i.status = 'pending'
+      AND LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun')
+          < now() - make_interval(secs => ${(windowMs - marginMs) / 1000})
+      AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving')
+      AND NOT EXISTS (SELECT 1 FROM pac_attempts a WHERE a.invoice_id = i.id AND a.version = i.version
+                                                   AND a.outcome IN ('ambiguous', 'in_flight'))`;
+}
+
+/** How many invoices are late (see lateInvoicesSql), and the age in seconds of the oldest Fecha (0: none). */
 export async function lateInvoices(
   db: Db,
   windowMs: number,
@@ -396,18 +411,37 @@ export async function lateInvoices(
   const [row] = await queryRows(
     db,
     lateRow,
-    Prisma.sql`
-      SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(f.frozen_at)), 0)::float8 AS age
-      FROM (
-        SELECT LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun') AS frozen_at
-        FROM invoices i
-        LEFT JOIN invoice_versions v ON v.invoice_id = i.id AND v.version = i.version
-        WHERE i.status = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving')
-          AND NOT EXISTS (SELECT 1 FROM pac_attempts a WHERE a.invoice_id = i.id AND a.version = i.version
-                                                       AND a.outcome IN ('ambiguous', 'in_flight'))
-      ) f
-      WHERE f.frozen_at < now() - make_interval(secs => ${(windowMs - marginMs) / 1000})`,
+    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(f.frozen_at)), 0)::float8 AS age
+               FROM (${lateInvoicesSql(windowMs, marginMs)}) f`,
   );
   return { count: row!.n, oldestAgeSeconds: row!.age };
+}
+
+/**
+ * The operator's switch (AUTO_REFREEZE_LATE): each late invoice gets a correction that re-freezes the
+ * same document with a fresh Fecha (`refresh`), its stamp row held — one transaction; the proof and
+ * the new version follow as for any correction. Invoices locked by someone else are skipped.
+ * @returns the invoices it started a correction for.
+ */
+export async function startLateRefreezes(tx: Tx, windowMs: number, marginMs: number, limit: number): Promise<string[]> {
+  const rows = await queryRows(
+    tx,
+    z.object({ id: col.uuid, version: col.int }),
+    Prisma.sql`
+      SELECT i.id, i.version FROM invoices i WHERE i.id IN (SELECT l.id FROM (${lateInvoicesSql(windowMs, marginMs)}) l)
+      ORDER BY i.created_at LIMIT ${limit}
+      FOR UPDATE OF i SKIP LOCKED`,
+  );
+  for (const r of rows) {
+    await holdStampRow(tx, r.id);
+    await insertCorrection(tx, {
+      invoiceId: r.id,
+      changes: { reason: 'Fecha leaving the stamping window' },
+      request: { refresh: true } satisfies CorrectionPayload,
+      reason: 'Fecha leaving the stamping window',
+      requestedBy: 'worker',
+      fromVersion: r.version,
+    });
+  }
+  return rows.map((r) => r.id);
 }
