@@ -1,5 +1,8 @@
 import {
+  CfdiError,
+  CfdiValidationError,
   freezeComprobante,
+  refreshFecha,
   instantOf,
   preflight,
   STAMP_WINDOW_MS,
@@ -39,7 +42,7 @@ export interface CorrectionInput {
 
 /** What a correction stores (CorrectionPayload), with the request typed. */
 export interface StoredCorrection extends CorrectionPayload {
-  request: InvoiceRequestInput;
+  request?: InvoiceRequestInput;
   payment?: { id: string; receptor?: ReceptorInput; formaPago?: string };
 }
 
@@ -83,8 +86,12 @@ export async function correctInvoice(
     throw new DomainError('correction_in_progress', `correction ${invoice.openCorrection} is still being proved`);
   assertCorrectable(invoice, deps, now);
 
-  const stored = await correctedRequest(tx, deps, invoice, input, now);
-  const problems = preflight(stored.request, deps.payments.csd);
+  // Nothing but a reason, on a frozen document: the same document with a fresh Fecha.
+  const refresh = invoice.frozenXml !== null && Object.keys(input).every((k) => k === 'reason');
+  const stored: StoredCorrection = refresh ? { refresh: true } : await correctedRequest(tx, deps, invoice, input, now);
+  const problems = refresh
+    ? refreshProblems(invoice.frozenXml!, deps.payments.csd, now)
+    : preflight(stored.request, deps.payments.csd);
   if (problems.length > 0) return { kind: 'rejected', problems };
   const reason = input.reason?.trim() || 'corrected';
   const changes = { ...input, ...(input.reason ? {} : { reason }) };
@@ -127,7 +134,7 @@ export async function correctInvoice(
  * there is nothing to prove; the worker does the same after the proof. @returns the version, or
  * undefined when the invoice moved on.
  */
-function applyCorrection(
+async function applyCorrection(
   tx: Tx,
   csd: Csd,
   invoiceId: string,
@@ -136,7 +143,9 @@ function applyCorrection(
   meta: { reason: string; createdBy: string },
   now = new Date(),
 ): Promise<number | undefined> {
-  const frozen = freezeComprobante({ ...stored.request, issuedAt: now.toISOString() }, csd);
+  const frozen = stored.refresh
+    ? refreshFecha(await currentXml(tx, invoiceId), csd, now)
+    : freezeComprobante({ ...stored.request, issuedAt: now.toISOString() }, csd);
   return freezeVersion(tx, {
     invoiceId,
     fromVersion,
@@ -144,6 +153,23 @@ function applyCorrection(
     ...meta,
     ...(stored.payment ? { payment: stored.payment } : {}),
   });
+}
+
+async function currentXml(tx: Tx, invoiceId: string): Promise<string> {
+  const { frozenXml } = await tx.invoice.findUniqueOrThrow({ where: { id: invoiceId }, select: { frozenXml: true } });
+  return frozenXml!;
+}
+
+/** What would keep the document from being sealed again with a fresh Fecha (the rules, the CSD). */
+function refreshProblems(frozenXml: string, csd: Csd, now: Date): ValidationIssue[] {
+  try {
+    refreshFecha(frozenXml, csd, now);
+    return [];
+  } catch (error) {
+    if (error instanceof CfdiValidationError) return [...error.issues];
+    if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
+    throw error;
+  }
 }
 
 function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps, now: Date): void {
