@@ -188,6 +188,7 @@ export function createApp(deps: AppDeps) {
         payments: deps.payments,
         defaultFormaPago: deps.defaultFormaPago,
         lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
+        emisorId: deps.payments.emisorId,
       },
     }),
   );

@@ -29,6 +29,7 @@ export const API_ERRORS = {
     message: 'Only an invoice not stamped (needs_data, stamp_failed, or pending past its window) can be corrected.',
   },
   correction_in_progress: { status: 409, message: 'A correction of this invoice is still being proved.' },
+  not_replaceable: { status: 409, message: 'Only a stamped Ingreso not replaced yet can be replaced.' },
   payload_too_large: { status: 413, message: 'The body is too large.' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },
   validation_failed: { status: 422, message: 'The request has invalid fields.' },

@@ -87,7 +87,7 @@ describe('correcting an invoice that needs data', () => {
     });
     const stamped = await patch(before.id, { receptor: { usoCfdi: 'G01' } });
     expect(stamped.statusCode).toBe(409);
-    expect((stamped.body as { error: { message: string } }).error.message).toContain('motivo 01');
+    expect((stamped.body as { error: { message: string } }).error.message).toContain('/replace');
   });
 
   it('a USD payment gets its TipoCambio', async () => {

@@ -275,6 +275,11 @@ describe('openapi.yaml', () => {
       await request('patch', `/v1/invoices/${invoiceId}`, { json: { colour: 'blue' }, headers: auth }),
     );
     conforms(
+      '/v1/invoices/{id}/replace',
+      'post',
+      await request('post', `/v1/invoices/${invoiceId}/replace`, { json: { reason: 'x' }, headers: auth }),
+    );
+    conforms(
       '/v1/invoices/{id}/versions',
       'get',
       await request('get', `/v1/invoices/${invoiceId}/versions`, { headers: auth }),

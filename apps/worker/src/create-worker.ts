@@ -2,7 +2,12 @@ import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
-import { parseStampJob, type PrismaClient } from '@timbra/db';
+import {
+  parseStampJob,
+  replacementsAwaitingCancellation,
+  requestReplacedCancellation,
+  type PrismaClient,
+} from '@timbra/db';
 import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
 import {
@@ -73,6 +78,12 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
+    cancelReplaced: async () => {
+      let n = 0;
+      for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
+        if ((await requestReplacedCancellation(deps.prisma, id)).requested) n++;
+      return n;
+    },
   });
   // Corrections freeze a new version: they need the CSD.
   const corrections = csd
@@ -97,6 +108,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     alert: deps.alert ?? (() => undefined),
     ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
     ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
+    cancelReplaced: (replacementId: string) => requestReplacedCancellation(deps.prisma, replacementId),
   });
   const cancel = deps.csdCredentials
     ? createCancelProcessor({

@@ -22,6 +22,8 @@ export interface StampProcessorDeps {
   logger: Logger;
   /** Freezes the documents waiting for an invoice just stamped (absent: none are handled here). */
   freezeDependents?: (invoiceId: string) => Promise<number>;
+  /** Cancels (motivo 01) the invoice a just-stamped replacement replaces. */
+  cancelReplaced?: (replacementId: string) => Promise<unknown>;
   /** Receives every job's PAC calls (metrics). */
   onAttempts?: (attempts: readonly AttemptRecord[]) => void;
   /** Called with every dead letter (logs an alert; optionally POSTs it). */
@@ -79,6 +81,11 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       const dependents =
         persisted.dependentsWaiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
       if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
+      // Likewise: the replaced invoice's cancellation (the sweeper's net catches a crash here).
+      if (persisted.replaces && deps.cancelReplaced) {
+        const outcome = await deps.cancelReplaced(row.invoiceId);
+        log.info({ outcome }, 'replacement stamped: the replaced invoice’s cancellation (motivo 01)');
+      }
       return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
     }
     await recordFailedAttempt(

@@ -12,6 +12,8 @@ export interface SweeperDeps {
   logger: Logger;
   /** Freezes dependents whose invoice is stamped but were left waiting (a worker died in between). */
   freezeOverdue?: () => Promise<number>;
+  /** Requests the cancellation of invoices whose replacement is stamped but which were left standing. */
+  cancelReplaced?: () => Promise<number>;
 }
 
 /**
@@ -27,7 +29,9 @@ export class Sweeper {
   async sweepOnce(): Promise<number> {
     const frozen = this.deps.freezeOverdue ? await this.deps.freezeOverdue() : 0;
     if (frozen > 0) this.deps.logger.warn({ frozen }, 'dependent documents left waiting were frozen');
-    return frozen + (await this.republishLost());
+    const cancelled = this.deps.cancelReplaced ? await this.deps.cancelReplaced() : 0;
+    if (cancelled > 0) this.deps.logger.warn({ cancelled }, 'replaced invoices left standing: cancellation requested');
+    return frozen + cancelled + (await this.republishLost());
   }
 
   private async republishLost(): Promise<number> {

@@ -299,3 +299,84 @@ describe('correcting an invoice that could not be stamped', () => {
     }
   });
 });
+
+describe('replacing a stamped invoice', () => {
+  const replace = (id: string, json: unknown) =>
+    got.post(`${apiUrl}/v1/invoices/${id}/replace`, {
+      json,
+      headers: { ...auth, 'idempotency-key': randomUUID() },
+      throwHttpErrors: false,
+      responseType: 'json',
+    });
+  const stampedPayment = async (externalId: string, amount: string, w: ReturnType<typeof testWorker>) => {
+    const id = (
+      await got
+        .post(`${apiUrl}/v1/payments`, {
+          json: { externalId, amount, currency: 'MXN', occurredAt: new Date().toISOString(), receptor: XOCHILT },
+          headers: auth,
+        })
+        .json<{ invoices: { id: string }[] }>()
+    ).invoices[0]!.id;
+    await w.relay.drainAll();
+    await eventually(async () => (await invoice(id)).status === 'stamped', 30_000);
+    return invoice(id);
+  };
+
+  it('the replacement (TipoRelacion 04) is stamped first, then the original is cancelled with motivo 01 pointing at it', async () => {
+    const w = testWorker({ prisma, redis, sandbox }, { cancelPoll: { baseMs: 50, maxMs: 200 } });
+    try {
+      const original = await stampedPayment(`REP-${Date.now()}`, '1160.00', w);
+      const answer = await replace(original.id, { receptor: { usoCfdi: 'G01' }, reason: 'customer asked for G01' });
+      expect(answer.statusCode).toBe(201);
+      const replacement = answer.body as InvoiceView & { replacesInvoiceId: string };
+      expect(replacement).toMatchObject({ status: 'pending', replacesInvoiceId: original.id });
+      expect(replacement.serieFolio).not.toBe(original.serieFolio);
+      // One replacement per invoice.
+      expect((await replace(original.id, { reason: 'again' })).statusCode).toBe(409);
+
+      await eventually(async () => {
+        await w.relay.drainAll();
+        return (await invoice(original.id)).status === 'cancelled';
+      }, 30_000);
+      const stamped = await invoice(replacement.id);
+      expect(stamped.status).toBe('stamped');
+      const xml = await got.get(`${apiUrl}/v1/invoices/${replacement.id}/xml`, { headers: auth }).text();
+      expect(xml).toContain(`<cfdi:CfdiRelacionados TipoRelacion="04"><cfdi:CfdiRelacionado UUID="${original.uuid}"/>`);
+      expect(xml).toContain('UsoCFDI="G01"');
+      const [cancel] = await prisma.cancelRequest.findMany({ where: { invoiceId: original.id } });
+      expect(cancel).toMatchObject({ motivo: '01', folioSustitucion: stamped.uuid, status: 'cancelled' });
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('the receptor rejects the cancellation: both stand, the API says so, and nothing asks again', async () => {
+    await sandbox.admin('faults', { instance: 'primary', rejectCancellationBy: [XOCHILT.rfc] });
+    const w = testWorker({ prisma, redis, sandbox }, { cancelPoll: { baseMs: 50, maxMs: 200 } });
+    try {
+      // Above the sandbox's acceptance threshold: the receptor decides.
+      const original = await stampedPayment(`REP-REJ-${Date.now()}`, '9280.00', w);
+      const answer = await replace(original.id, { receptor: { usoCfdi: 'G01' } });
+      const replacementId = (answer.body as { id: string }).id;
+      await eventually(async () => {
+        await w.relay.drainAll();
+        const requests = await prisma.cancelRequest.findMany({ where: { invoiceId: original.id } });
+        return requests.length === 1 && requests[0]!.status === 'rejected';
+      }, 30_000);
+      const view = await got
+        .get(`${apiUrl}/v1/invoices/${original.id}`, { headers: auth })
+        .json<{ status: string; replacedByInvoiceId: string; cancellations: { status: string; motivo: string }[] }>();
+      expect(view).toMatchObject({
+        status: 'stamped',
+        replacedByInvoiceId: replacementId,
+        cancellations: [expect.objectContaining({ status: 'rejected', motivo: '01' })],
+      });
+      expect((await invoice(replacementId)).status).toBe('stamped');
+      await w.sweeper.sweepOnce();
+      expect(await prisma.cancelRequest.count({ where: { invoiceId: original.id } })).toBe(1);
+    } finally {
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+      await w.close();
+    }
+  });
+});

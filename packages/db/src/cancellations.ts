@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from './generated/client.ts';
 import { lockInvoice } from './invoices.ts';
+import { statusGuard } from './invoice-status.ts';
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
 import { col, queryRows, type Db, type Tx } from './sql.ts';
 
@@ -88,6 +89,71 @@ export async function requestDuplicateCancellation(
     const existing = await tx.cancelRequest.findUniqueOrThrow({ where: { duplicateUuid: duplicate } });
     return { ok: true, cancelRequestId: existing.id, created: false } as const;
   });
+}
+
+export type ReplacedCancellation =
+  | { requested: true; originalId: string; cancelRequestId: string }
+  | {
+      requested: false;
+      reason: 'not_a_replacement' | 'not_stamped' | 'original_not_stamped' | 'already_requested' | 'related_documents';
+      originalId?: string;
+    };
+
+const CANCEL_FOR_REPLACEMENT = statusGuard(['stamped'], 'cancel_requested');
+
+/**
+ * Once a replacement (TipoRelacion 04) is stamped, the invoice it replaces is cancelled with motivo 01
+ * and FolioSustitucion = the replacement's UUID: its cancel request and outbox row written and the
+ * original moved to `cancel_requested`, in one transaction under the original's lock. Exactly once:
+ * never again after a request with that substitute exists (if the receptor rejected it, both CFDIs
+ * stand and the original's view says so). Skipped while documents (Egresos, Pagos) relate to the
+ * original: the SAT would refuse it.
+ */
+export async function requestReplacedCancellation(
+  prisma: PrismaClient,
+  replacementId: string,
+): Promise<ReplacedCancellation> {
+  return prisma.$transaction(async (tx) => {
+    const replacement = await tx.invoice.findUnique({
+      where: { id: replacementId },
+      select: { uuid: true, status: true, replacesInvoiceId: true },
+    });
+    if (!replacement?.replacesInvoiceId) return { requested: false, reason: 'not_a_replacement' } as const;
+    const originalId = replacement.replacesInvoiceId;
+    if (!replacement.uuid || replacement.status !== 'stamped')
+      return { requested: false, reason: 'not_stamped', originalId } as const;
+    const original = await lockInvoice(tx, originalId);
+    const substitute = replacement.uuid.toUpperCase();
+    const earlier = await tx.cancelRequest.count({
+      where: { invoiceId: originalId, motivo: '01', folioSustitucion: substitute, duplicateUuid: null },
+    });
+    if (earlier > 0) return { requested: false, reason: 'already_requested', originalId } as const;
+    if (original?.status !== 'stamped')
+      return { requested: false, reason: 'original_not_stamped', originalId } as const;
+    const related = await tx.invoice.count({ where: { relatedInvoiceId: originalId, status: { not: 'cancelled' } } });
+    if (related > 0) return { requested: false, reason: 'related_documents', originalId } as const;
+    const id = await insertCancelRequest(tx, { invoiceId: originalId, motivo: '01', folioSustitucion: substitute });
+    const moved = await tx.$executeRaw`UPDATE invoices SET status = 'cancel_requested', updated_at = now()
+                                       WHERE id = ${originalId}::uuid AND ${CANCEL_FOR_REPLACEMENT}`;
+    if (!id || moved !== 1)
+      throw new Error(`invoice ${originalId}: the replaced invoice's cancellation was not written`);
+    return { requested: true, originalId, cancelRequestId: id } as const;
+  });
+}
+
+/** Stamped replacements whose original is still stamped with no motivo-01 request naming them (the sweeper's net). */
+export async function replacementsAwaitingCancellation(db: Db, limit: number): Promise<string[]> {
+  const rows = await queryRows(
+    db,
+    z.object({ id: col.uuid }),
+    Prisma.sql`
+      SELECT r.id FROM invoices r JOIN invoices o ON o.id = r.replaces_invoice_id
+      WHERE r.status = 'stamped' AND o.status = 'stamped'
+        AND NOT EXISTS (SELECT 1 FROM cancel_requests c WHERE c.invoice_id = o.id AND c.motivo = '01'
+                                                         AND c.folio_sustitucion = upper(r.uuid) AND c.duplicate_uuid IS NULL)
+      LIMIT ${limit}`,
+  );
+  return rows.map((r) => r.id);
 }
 
 /** An outbox row of kind cancel, with its request and the invoice it cancels. */

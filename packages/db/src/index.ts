@@ -124,6 +124,9 @@ export {
 export {
   insertCancelRequest,
   requestDuplicateCancellation,
+  requestReplacedCancellation,
+  replacementsAwaitingCancellation,
+  type ReplacedCancellation,
   loadCancelRow,
   finishCancellation,
   type DuplicateCancellation,

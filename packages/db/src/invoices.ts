@@ -124,12 +124,14 @@ export async function lockInvoice(tx: Tx, invoiceId: string): Promise<InvoiceSta
   return row;
 }
 
-/** The Ingreso of a payment (its state), or undefined. */
+/** The Ingreso of a payment (its state) — the one no other replaces (TipoRelacion 04) — or undefined. */
 export async function ingresoOf(db: Db, paymentId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     db,
     invoiceState,
-    Prisma.sql`SELECT id, status::text, uuid FROM invoices WHERE payment_id = ${paymentId}::uuid AND kind = 'I'`,
+    Prisma.sql`SELECT i.id, i.status::text, i.uuid FROM invoices i
+               WHERE i.payment_id = ${paymentId}::uuid AND i.kind = 'I'
+                 AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id)`,
   );
   return row;
 }

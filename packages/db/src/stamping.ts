@@ -18,7 +18,7 @@ const stampRowColumns = z.object({
   version: col.int,
   history: z.array(z.object({ pac: col.text, outcome: col.text })),
 });
-const persistStampRow = z.object({ invoice_id: z.string().nullable(), waiting: col.bool });
+const persistStampRow = z.object({ invoice_id: z.string().nullable(), waiting: col.bool, replaces: col.bool });
 
 /** An outbox row of kind stamp, with what stamping it needs. */
 export interface StampRow {
@@ -121,6 +121,8 @@ export interface PersistedStamp {
   written: boolean;
   /** Whether documents (Egresos, Pagos) wait for this invoice. */
   dependentsWaiting: boolean;
+  /** Whether it replaces another invoice (TipoRelacion 04), which is then to be cancelled with motivo 01. */
+  replaces: boolean;
 }
 
 /**
@@ -154,9 +156,14 @@ export async function persistStamp(
       )
       SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded,
              (SELECT count(*) FROM done)::int AS done,
-             EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting`,
+             EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting,
+             EXISTS (SELECT 1 FROM invoices WHERE id = ${row.invoiceId}::uuid AND replaces_invoice_id IS NOT NULL) AS replaces`,
   );
-  return { written: Boolean(written?.invoice_id), dependentsWaiting: written?.waiting ?? false };
+  return {
+    written: Boolean(written?.invoice_id),
+    dependentsWaiting: written?.waiting ?? false,
+    replaces: written?.replaces ?? false,
+  };
 }
 
 /** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */

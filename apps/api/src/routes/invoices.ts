@@ -7,7 +7,7 @@ import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
 import { listParams, validation } from './payments.ts';
-import { correctInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
+import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
 import {
   cancelRequestView,
   correctionView,
@@ -69,7 +69,7 @@ export interface InvoiceRoutesDeps {
   prisma: PrismaClient;
   idempotencyTtlHours: number;
   metrics: Metrics;
-  corrections: CorrectInvoiceDeps;
+  corrections: CorrectInvoiceDeps & { emisorId: string };
 }
 
 export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
@@ -84,6 +84,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         outbox: { orderBy: { createdAt: 'asc' } },
         attempts: { orderBy: { createdAt: 'asc' } },
         cancelRequests: { orderBy: { createdAt: 'asc' } },
+        replacedBy: { select: { id: true } },
       },
     });
     if (!invoice) throw new ApiError('not_found');
@@ -110,6 +111,27 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         throw new ApiError('fiscal_rules_failed', undefined, result.problems.map(problemView));
       const correction = await tx.invoiceCorrection.findUniqueOrThrow({ where: { id: result.correctionId } });
       return { status: result.kind === 'applied' ? 200 : 202, body: correctionView(correction) };
+    });
+  });
+
+  /**
+   * Replaces a stamped Ingreso (201): a new invoice with the next folio, related with TipoRelacion 04,
+   * stamped first; then the worker cancels the original with motivo 01 pointing at it.
+   */
+  router.post('/invoices/:id/replace', async (req: Request, res: Response) => {
+    const invoiceId = String(req.params.id);
+    const parsed = correctInvoiceSchema.safeParse(req.body ?? {});
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    await respondOnce(req, res, `/v1/invoices/${invoiceId}/replace`, input, async (tx) => {
+      const result = await replaceInvoice(tx, deps.corrections, invoiceId, input, req.client!.name);
+      if (result.kind === 'rejected')
+        throw new ApiError('fiscal_rules_failed', undefined, result.problems.map(problemView));
+      const created = await tx.invoice.findUniqueOrThrow({
+        where: { id: result.invoiceId },
+        include: { outbox: true, attempts: true, cancelRequests: true, replacedBy: { select: { id: true } } },
+      });
+      return { status: 201, body: invoiceView(created) };
     });
   });
 

@@ -121,7 +121,12 @@ export function cancelRequestView(c: CancelRequest) {
 }
 
 export function invoiceView(
-  i: Invoice & { outbox: OutboxRow[]; attempts: PacAttempt[]; cancelRequests?: CancelRequest[] },
+  i: Invoice & {
+    outbox: OutboxRow[];
+    attempts: PacAttempt[];
+    cancelRequests?: CancelRequest[];
+    replacedBy?: { id: string } | null;
+  },
 ) {
   return {
     ...invoiceSummary(i),
@@ -132,6 +137,7 @@ export function invoiceView(
     stampKey: i.stampKey,
     version: i.version,
     replacesInvoiceId: i.replacesInvoiceId,
+    replacedByInvoiceId: i.replacedBy?.id ?? null,
     pac: i.pac,
     stampedAt: i.stampedAt?.toISOString() ?? null,
     relatedInvoiceId: i.relatedInvoiceId,

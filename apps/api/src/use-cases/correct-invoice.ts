@@ -3,6 +3,7 @@ import {
   CfdiValidationError,
   freezeComprobante,
   refreshFecha,
+  tryFreeze,
   instantOf,
   preflight,
   STAMP_WINDOW_MS,
@@ -16,6 +17,8 @@ import {
   freezeVersion,
   holdStampRow,
   insertCorrection,
+  insertInvoices,
+  takeFolio,
   lockCorrectableInvoice,
   pacsThatReceived,
   type CorrectableInvoice,
@@ -155,6 +158,90 @@ async function applyCorrection(
   });
 }
 
+export type ReplacementResult =
+  { kind: 'rejected'; problems: ValidationIssue[] } | { kind: 'created'; invoiceId: string };
+
+/**
+ * Replaces a stamped Ingreso whose data was wrong: a new invoice with the next folio of the serie,
+ * built from the payment with the corrections, related to the original with TipoRelacion 04 and
+ * frozen now; the worker stamps it, then cancels the original with motivo 01 and FolioSustitucion =
+ * its UUID, exactly once (if the receptor rejects that cancellation both stand, and the original's
+ * view says so). A rule broken refuses it with nothing written (the folio is given back).
+ *
+ * @throws DomainError not_found, not_replaceable, validation_failed
+ */
+export async function replaceInvoice(
+  tx: Tx,
+  deps: CorrectInvoiceDeps & { emisorId: string },
+  originalId: string,
+  input: CorrectionInput,
+  requestedBy: string,
+  now = new Date(),
+): Promise<ReplacementResult> {
+  const original = await lockCorrectableInvoice(tx, originalId);
+  if (!original) throw new DomainError('not_found');
+  if (original.kind !== 'I' || original.status !== 'stamped' || !original.uuid)
+    throw new DomainError(
+      'not_replaceable',
+      `only a stamped Ingreso is replaced; this is a ${original.kind} ${original.status}`,
+    );
+  const earlier = await tx.invoice.findUnique({ where: { replacesInvoiceId: original.id }, select: { id: true } });
+  if (earlier) throw new DomainError('not_replaceable', `already replaced by invoice ${earlier.id}`);
+  const related = await tx.invoice.count({ where: { relatedInvoiceId: original.id, status: { not: 'cancelled' } } });
+  if (related > 0)
+    throw new DomainError(
+      'not_replaceable',
+      `${related} document(s) (Egresos, Pagos) relate to it: the SAT would not cancel it while they stand`,
+    );
+  const serie = deps.payments.serieIngreso;
+  const folio = await takeFolio(tx, deps.emisorId, serie);
+  const stored = await correctedRequest(tx, deps, { ...original, serie, folio }, input, now);
+  const request: InvoiceRequestInput = {
+    ...stored.request!,
+    // Its own business event: the replacement of that invoice (one per invoice: a unique index).
+    sourceId: `replacement:${original.id}`,
+    cfdiRelacionados: [{ tipoRelacion: '04', uuids: [original.uuid] }],
+  };
+  const { frozen, problems } = tryFreeze(request, deps.payments.csd);
+  if (!frozen) return { kind: 'rejected', problems };
+  const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
+    {
+      kind: 'I',
+      serie,
+      folio,
+      paymentId: original.paymentId,
+      stampKey: frozen.stampKey,
+      moneda: frozen.moneda,
+      status: 'pending',
+      frozen,
+      totals: frozen,
+    },
+  ]);
+  await tx.invoice.update({ where: { id: invoiceId! }, data: { replacesInvoiceId: original.id } });
+  await tx.invoiceCorrection.create({
+    data: {
+      invoiceId: original.id,
+      status: 'applied',
+      changes: { ...input, replacedBy: invoiceId! } as object,
+      request: { replacement: invoiceId! },
+      reason: input.reason?.trim() || 'replaced',
+      requestedBy,
+      fromVersion: original.version,
+      code: 'replaced',
+      detail: `replaced by invoice ${invoiceId!} (${serie}-${folio}, TipoRelacion 04); cancelled with motivo 01 once it is stamped`,
+    },
+  });
+  if (stored.payment && (stored.payment.receptor || stored.payment.formaPago))
+    await tx.payment.update({
+      where: { id: stored.payment.id },
+      data: {
+        ...(stored.payment.receptor ? { receptor: { ...stored.payment.receptor } } : {}),
+        ...(stored.payment.formaPago ? { formaPago: stored.payment.formaPago } : {}),
+      },
+    });
+  return { kind: 'created', invoiceId: invoiceId! };
+}
+
 async function currentXml(tx: Tx, invoiceId: string): Promise<string> {
   const { frozenXml } = await tx.invoice.findUniqueOrThrow({ where: { id: invoiceId }, select: { frozenXml: true } });
   return frozenXml!;
@@ -193,7 +280,7 @@ function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps
     default:
       throw new DomainError(
         'not_correctable',
-        `the invoice is ${invoice.status}: a stamped CFDI is replaced (a new one, then this one cancelled with motivo 01), not corrected`,
+        `the invoice is ${invoice.status}: a stamped CFDI is replaced, not corrected (POST /v1/invoices/${invoice.id}/replace)`,
       );
   }
 }

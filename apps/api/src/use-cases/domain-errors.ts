@@ -15,6 +15,7 @@ export const DOMAIN_ERROR_CODES = [
   'occurred_in_future',
   'not_correctable',
   'correction_in_progress',
+  'not_replaceable',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 
