@@ -21,6 +21,15 @@
  * cancelled), no orphan stamp, no duplicate, no folio gap in any serie, no frozen XML changed after
  * its first send, no dead letter.
  *
+ * Corrections and replacements (product variant): some REST payments name a customer whose name
+ * differs from the SAT's (the sandbox's registry rejects it: a dead letter), and are corrected with
+ * PATCH once rejected; others are corrected while they are being stamped — the API runs with
+ * LATE_MARGIN_HOURS=72 so a pending invoice is correctable at once, racing the primary's
+ * stamp-then-drop — and ~2% of the stamped REST invoices are replaced (TipoRelacion 04, the original
+ * cancelled with motivo 01). Checked too: every payment's live Ingreso (the one not replaced) stamped
+ * once, at most one version of any invoice stamped in the PACs' ledger, no stamp of a superseded
+ * version, every replaced original cancelled once in favour of its stamped replacement.
+ *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
@@ -54,6 +63,15 @@ const seed = Number(values.seed);
 const naive = values.variant === 'naive';
 if (!['product', 'naive'].includes(values.variant)) throw new Error('--variant is product or naive');
 if (!['private', 'shared'].includes(values.postgres)) throw new Error('--postgres is private or shared');
+
+/** The SAT test taxpayer CACX7605101P8 as the sandbox's registry has it. */
+const XOCHILT = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  codigoPostal: '36257',
+  regimenFiscal: '612',
+  usoCfdi: 'G03',
+};
 
 // Seeded choices, so a run's plan (duplicates, delays, kinds) can be repeated.
 let s = seed >>> 0;
@@ -110,6 +128,8 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   MERCADOPAGO_ACCESS_TOKEN: secrets.mercadoPagoAccessToken,
   MERCADOPAGO_API_URL: `${providersUrl}/mercadopago`,
   RATE_LIMIT_PER_MINUTE: '10000000',
+  // Every pending invoice correctable at once: corrections race the stamping of the version they replace.
+  LATE_MARGIN_HOURS: '72',
   LOG_LEVEL: 'warn',
 });
 // The provider sandbox: Stripe and Mercado Pago, retrying each delivery for ~2 minutes as the API
@@ -150,6 +170,11 @@ const workerEnv = (roles: string) => ({
   PAC_RESPONSE_TIMEOUT_MS: '3000',
   CIRCUIT_THRESHOLD: '3',
   CIRCUIT_COOLDOWN_MS: '2000',
+  // Above the PAC timeouts (1 s + 3 s): a call in flight is waited for before the proof.
+  PROOF_IN_FLIGHT_GRACE_MS: '4500',
+  CORRECTION_POLL_MS: '300',
+  CORRECTION_RETRY_BASE_MS: '300',
+  CORRECTION_RETRY_MAX_MS: '3000',
   SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
   LOG_LEVEL: 'warn',
   ...pacEnv('PRIMARY', primaryPort),
@@ -302,6 +327,15 @@ try {
       reverse: random() < 0.3,
       again: random() < 0.3,
       startMs: Math.floor(random() * sendWindowMs),
+      /**
+       * REST payments only: `wrong-name` names the customer unlike the SAT's registry (rejected, then
+       * corrected); `race` sends a correction right after the payment, while it is being stamped.
+       */
+      correction: ((): 'wrong-name' | 'race-named' | 'race-public' | undefined => {
+        if (kind !== 'rest' || naive) return undefined;
+        const c = random();
+        return c < 0.25 ? 'wrong-name' : c < 0.4 ? 'race-named' : c < 0.5 ? 'race-public' : undefined;
+      })(),
       // ~10% of captured Stripe payments are partly refunded up to 4 s after the payment was made —
       // sometimes before its events have arrived (409, redelivered); ~1 in 6 refunds fails at once.
       refund:
@@ -382,6 +416,41 @@ try {
     }
   };
 
+  const corrections = { raced: [] as number[], fixed: new Set<string>(), replaced: new Map<string, string>() };
+  /** PATCH /v1/invoices/:id until it is answered (2xx or a final 4xx); `onAnswer` gets the status. */
+  const patchUntilAnswered = async (
+    invoiceId: string,
+    change: object,
+    key: string,
+    onAnswer: (status: number) => void,
+  ) => {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      await slot();
+      try {
+        const response = await fetch(`${apiUrl}/v1/invoices/${invoiceId}`, {
+          method: 'PATCH',
+          body: JSON.stringify(change),
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${secrets.apiKey}`,
+            'idempotency-key': key,
+          },
+          signal: AbortSignal.timeout(10_000),
+        });
+        await response.text();
+        if (response.ok || (response.status >= 400 && response.status < 500 && response.status !== 429)) {
+          onAnswer(response.status);
+          return;
+        }
+      } catch {
+        // The API restarting, Postgres recovering: ask again.
+      } finally {
+        release();
+      }
+      await sleep(300);
+    }
+  };
+
   const send = async (p: (typeof plan)[number]): Promise<void> => {
     if (p.kind === 'stripe') {
       const made = await atProvider(() =>
@@ -417,14 +486,18 @@ try {
       await sendEvents(made.events, false, p.again);
       return;
     }
+    const named = p.correction === 'wrong-name' || p.correction === 'race-named';
     const body = JSON.stringify({
       externalId: p.externalId,
       amount: (p.centavos / 100).toFixed(2),
       currency: 'MXN',
       occurredAt: new Date(started - 10_000).toISOString(),
+      ...(named
+        ? { receptor: { ...XOCHILT, nombre: p.correction === 'wrong-name' ? 'XOCHILT CASAS' : XOCHILT.nombre } }
+        : {}),
     });
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
-    return deliver(
+    await deliver(
       () => void acked.add(`${providerOf(p)}|${p.externalId}`),
       () => ({
         url: `${apiUrl}/v1/payments`,
@@ -440,6 +513,29 @@ try {
       }),
       random() < 0.5 ? 5 : undefined,
     );
+    if (p.correction === 'race-named' || p.correction === 'race-public') await raceCorrection(p);
+  };
+  /** A correction sent while the invoice may be being stamped: PATCH until the API answers. */
+  const raceCorrection = async (p: (typeof plan)[number]) => {
+    const db = createPrisma(databaseUrl, { poolSize: 1 });
+    let invoiceId: string | undefined;
+    try {
+      for (let i = 0; i < 50 && !invoiceId; i++) {
+        const [row] = await db.$queryRaw<{ id: string }[]>`
+          SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
+          WHERE p.provider = 'api:chaos' AND p.external_id = ${p.externalId} AND i.kind = 'I'`;
+        invoiceId = row?.id;
+        if (!invoiceId) await sleep(200);
+      }
+    } catch {
+      // Postgres may be down this instant: no race for this payment then.
+    } finally {
+      await db.$disconnect();
+    }
+    if (!invoiceId) return;
+    const change =
+      p.correction === 'race-named' ? { receptor: { usoCfdi: 'G01' } } : { reason: 'chaos: a fresh Fecha' };
+    await patchUntilAnswered(invoiceId, change, `chaos-race-${p.i}`, (status) => corrections.raced.push(status));
   };
   /** A refund made at Stripe a little after its payment (whose events may not have arrived yet). */
   const sendRefund = async (p: (typeof plan)[number], refund: NonNullable<(typeof plan)[number]['refund']>) => {
@@ -494,7 +590,83 @@ try {
         ),
       );
     });
+  // Replacements: at 75% of the run, ~2% of the stamped REST invoices (not being cancelled).
+  if (!naive)
+    at(durationS * 750, async () => {
+      const db = createPrisma(databaseUrl, { poolSize: 1 });
+      let chosen: { id: string }[] = [];
+      try {
+        chosen = await db.$queryRaw<{ id: string }[]>`
+          SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
+          WHERE p.provider = 'api:chaos' AND i.kind = 'I' AND i.status = 'stamped'
+            AND NOT (i.id = ANY(${cancelsPlanned}::uuid[]))
+          ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${Math.max(2, Math.round(N * 0.02))}`;
+      } catch {
+        // Postgres recovering this instant: no replacements this run.
+      } finally {
+        await db.$disconnect();
+      }
+      log(`replacing ${chosen.length} stamped invoices through the API (TipoRelacion 04, then motivo 01)`);
+      await Promise.all(
+        chosen.map(async ({ id }) => {
+          for (let attempt = 0; attempt < 200; attempt++) {
+            await slot();
+            try {
+              const response = await fetch(`${apiUrl}/v1/invoices/${id}/replace`, {
+                method: 'POST',
+                body: JSON.stringify({ reason: 'chaos: replaced' }),
+                headers: {
+                  'content-type': 'application/json',
+                  authorization: `Bearer ${secrets.apiKey}`,
+                  'idempotency-key': `chaos-replace-${id}`,
+                },
+                signal: AbortSignal.timeout(10_000),
+              });
+              const body = (await response.json().catch(() => ({}))) as { id?: string };
+              if (response.status === 201 && body.id) corrections.replaced.set(id, body.id);
+              if (response.ok || (response.status >= 400 && response.status < 500 && response.status !== 429)) return;
+            } catch {
+              // Ask again.
+            } finally {
+              release();
+            }
+            await sleep(300);
+          }
+        }),
+      );
+    });
   await Promise.all(sending);
+  // Customers whose name the PAC rejected: corrected once their invoice is dead-lettered.
+  const wrongNames = plan.filter((p) => p.correction === 'wrong-name').map((p) => p.externalId);
+  let correcting = true;
+  const corrector = (async () => {
+    const db = createPrisma(databaseUrl, { poolSize: 1 });
+    try {
+      while (correcting) {
+        try {
+          const rejected = await db.$queryRaw<{ id: string }[]>`
+            SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
+            WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.kind = 'I'
+              AND i.status = 'stamp_failed'
+              AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status <> 'refused')`;
+          for (const { id } of rejected)
+            await patchUntilAnswered(
+              id,
+              { receptor: { nombre: XOCHILT.nombre }, reason: 'name as the SAT has it' },
+              `chaos-fix-${id}`,
+              (status) => {
+                if (status < 300) corrections.fixed.add(id);
+              },
+            );
+        } catch {
+          // Postgres recovering: look again.
+        }
+        await sleep(500);
+      }
+    } finally {
+      await db.$disconnect();
+    }
+  })();
   // The provider's retries: wait until every event was delivered (2xx) or gave up.
   let deliveries = await providerClient.deliveries();
   for (const deadline = Date.now() + 180_000; deliveries.some((d) => d.pending) && Date.now() < deadline;) {
@@ -530,9 +702,14 @@ try {
   for (;;) {
     const [row] = await prisma.$queryRaw<
       { open: number }[]
-    >`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued'))::int
+    >`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued', 'held'))::int
              + (SELECT count(*) FROM invoices WHERE status = 'waiting')::int
-             + (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int AS open`;
+             + (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int
+             + (SELECT count(*) FROM invoice_corrections WHERE status = 'proving')::int
+             + (SELECT count(*) FROM invoices i JOIN payments p ON p.id = i.payment_id
+                WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.status <> 'stamped')::int
+             + (SELECT count(*) FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
+                WHERE o.status = 'stamped' AND r.status = 'stamped')::int AS open`;
     if (row!.open === 0) {
       drainedAt = Date.now();
       break;
@@ -540,6 +717,8 @@ try {
     if (Date.now() > drainDeadline) break;
     await sleep(500);
   }
+  correcting = false;
+  await corrector;
   log(
     drainedAt
       ? `outbox drained ${((drainedAt - sentAt) / 1000).toFixed(1)} s after the last delivery`
@@ -558,12 +737,52 @@ try {
   >`
     SELECT p.provider, p.external_id, p.amount::text AS amount,
            count(i.id)::int AS invoices, count(i.id) FILTER (WHERE i.status IN ('stamped', 'cancel_requested', 'cancelled') AND i.uuid IS NOT NULL)::int AS stamped
-    FROM payments p LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
+    FROM payments p
+    -- The payment's live Ingreso: not one that another replaced (TipoRelacion 04; checked below).
+    LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
+                        AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id)
     GROUP BY p.provider, p.external_id, p.amount`;
-  const invoices = await prisma.$queryRaw<
-    { serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
+  // Every version of every document (the current one and those a correction superseded).
+  const versions = await prisma.$queryRaw<
+    { invoice_id: string; stamp_key: string; version: number; cadena: string; xml: string; superseded: boolean }[]
   >`
-    SELECT serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
+    SELECT id AS invoice_id, stamp_key, version, cadena_original AS cadena, frozen_xml AS xml, false AS superseded
+    FROM invoices WHERE frozen_xml IS NOT NULL
+    UNION ALL
+    SELECT invoice_id, stamp_key, version, cadena_original, frozen_xml, superseded_at IS NOT NULL
+    FROM invoice_versions WHERE superseded_at IS NOT NULL`;
+  const correctionRows = await prisma.$queryRaw<{ status: string; code: string | null; n: number }[]>`
+    SELECT status, code, count(*)::int AS n FROM invoice_corrections WHERE code IS DISTINCT FROM 'replaced'
+    GROUP BY status, code ORDER BY status, code`;
+  const replacements = await prisma.$queryRaw<
+    {
+      original: string;
+      original_status: string;
+      replacement: string;
+      replacement_status: string;
+      ok: number;
+      requests: number;
+    }[]
+  >`
+    SELECT o.id AS original, o.status::text AS original_status, r.id AS replacement, r.status::text AS replacement_status,
+           count(c.id) FILTER (WHERE c.motivo = '01' AND c.folio_sustitucion = upper(r.uuid) AND c.status = 'cancelled')::int AS ok,
+           count(c.id)::int AS requests
+    FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
+    LEFT JOIN cancel_requests c ON c.invoice_id = o.id
+    GROUP BY o.id, r.id`;
+  const [needsData] = await prisma.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM invoices WHERE status = 'needs_data'`;
+  const invoices = await prisma.$queryRaw<
+    { id: string; serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
+  >`
+    SELECT id, serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
+  const replacedOriginalIds = new Set(
+    (
+      await prisma.$queryRaw<
+        { id: string }[]
+      >`SELECT replaces_invoice_id AS id FROM invoices WHERE replaces_invoice_id IS NOT NULL`
+    ).map((r) => r.id),
+  );
   // Each refund's Egresos, and whether each names its payment's Ingreso UUID in CfdiRelacionados.
   const refunds = await prisma.$queryRaw<{ external_id: string; egresos: number; stamped: number; related: number }[]>`
     SELECT r.external_id, count(e.id)::int AS egresos,
@@ -610,17 +829,31 @@ try {
     }
     return problems;
   })();
-  const frozenSha = new Map(
-    invoices.map((i) => [
-      i.stamp_key,
-      i.frozen_xml ? createHash('sha256').update(i.frozen_xml, 'utf8').digest('hex') : '',
-    ]),
-  );
+  // Every PAC call sent one of the document's versions, byte for byte (a correction makes a new one;
+  // nothing rewrites one).
+  const sha = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+  const versionShas = new Map<string, Set<string>>();
+  for (const v of versions) versionShas.set(v.stamp_key, (versionShas.get(v.stamp_key) ?? new Set()).add(sha(v.xml)));
   const changed = new Set(
     ledger.received
-      .filter((r) => r.customid && frozenSha.has(r.customid) && frozenSha.get(r.customid) !== r.xmlSha256)
+      .filter((r) => r.customid && versionShas.has(r.customid) && !versionShas.get(r.customid)!.has(r.xmlSha256))
       .map((r) => r.customid),
   ).size;
+  // At most one version of an invoice stamped, across every PAC's ledger; none of a superseded one.
+  const versionOf = new Map(versions.map((v) => [sha(v.cadena), v]));
+  const stampedVersions = new Map<string, Set<number>>();
+  let supersededStamped = 0;
+  for (const st of ledger.stamps) {
+    const v = versionOf.get(st.cadenaHash);
+    if (!v) continue;
+    stampedVersions.set(v.invoice_id, (stampedVersions.get(v.invoice_id) ?? new Set()).add(v.version));
+    if (v.superseded) supersededStamped++;
+  }
+  const multiVersion = [...stampedVersions.values()].filter((set) => set.size > 1).length;
+  const versioned = new Set(versions.filter((v) => v.superseded).map((v) => v.invoice_id)).size;
+  const replacementsOk = replacements.filter(
+    (r) => r.original_status === 'cancelled' && r.replacement_status === 'stamped' && r.ok === 1 && r.requests === 1,
+  ).length;
   const recoveries = ledger.received.filter((r) => r.outcome === '307' || r.outcome === 'CFDI3307').length;
   const stampedCount = invoices.filter((i) => i.uuid).length;
   const runS = ((drainedAt || Date.now()) - loadStart) / 1000;
@@ -631,12 +864,20 @@ try {
   >`
     SELECT i.id, i.uuid, i.status, count(c.id)::int AS requests, count(c.id) FILTER (WHERE c.status = 'cancelled')::int AS cancelled
     FROM invoices i LEFT JOIN cancel_requests c ON c.invoice_id = i.id
-    WHERE i.status IN ('cancel_requested', 'cancelled') OR c.id IS NOT NULL
+    WHERE (i.status IN ('cancel_requested', 'cancelled') OR c.id IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id)
     GROUP BY i.id`;
   const cancelsOk = cancels.filter(
     (c) => ackedCancels.has(c.id) && c.status === 'cancelled' && c.requests === 1 && c.cancelled === 1,
   ).length;
-  const cancelledAtSat = new Set(ledger.stamps.filter((st) => st.cancellation).map((st) => st.uuid.toUpperCase()));
+  const replacedUuids = new Set(
+    invoices.flatMap((i) => (i.uuid && replacedOriginalIds.has(i.id) ? [i.uuid.toUpperCase()] : [])),
+  );
+  const cancelledAtSat = new Set(
+    ledger.stamps
+      .filter((st) => st.cancellation && !replacedUuids.has(st.uuid.toUpperCase()))
+      .map((st) => st.uuid.toUpperCase()),
+  );
   const askedUuids = new Set(cancels.filter((c) => ackedCancels.has(c.id) && c.uuid).map((c) => c.uuid!.toUpperCase()));
   const unaskedAtSat = [...cancelledAtSat].filter((u) => !askedUuids.has(u)).length;
   const refundsOk = refunds.filter(
@@ -712,6 +953,32 @@ try {
       must: `all ${ackedRefunds.size} acknowledged`,
       ok: refundsOk === ackedRefunds.size && refunds.length === ackedRefunds.size,
     },
+    {
+      figure: 'corrections (PATCH) answered; by outcome',
+      value: `${corrections.raced.length} raced a stamp (${corrections.raced.filter((x) => x < 300).length} accepted), ${corrections.fixed.size} after a rejection; ${correctionRows.map((c) => `${c.status}${c.code ? `/${c.code}` : ''} ${c.n}`).join(', ') || 'none'}`,
+      must: 'none proving',
+      ok: correctionRows.every((c) => c.status !== 'proving'),
+    },
+    {
+      figure: 'payments whose customer the PAC rejected, stamped after a correction',
+      value: `${corrections.fixed.size} of ${wrongNames.length}`,
+      must: `all ${wrongNames.length}`,
+      ok: corrections.fixed.size === wrongNames.length,
+    },
+    {
+      figure: 'invoices with more than one version stamped (any PAC)',
+      value: `${multiVersion} (${versioned} invoices re-frozen)`,
+      must: '0',
+      ok: multiVersion === 0,
+    },
+    { figure: 'stamps of a superseded version', value: supersededStamped, must: '0', ok: supersededStamped === 0 },
+    {
+      figure: 'replacements: stamped, the original cancelled once (motivo 01 → its UUID)',
+      value: `${replacementsOk} of ${replacements.length} (${corrections.replaced.size} acknowledged)`,
+      must: 'all',
+      ok: replacementsOk === replacements.length && replacements.length === corrections.replaced.size,
+    },
+    { figure: 'invoices left in needs_data', value: needsData!.n, must: '0', ok: needsData!.n === 0 },
     {
       figure: 'failed refunds recorded (or with an Egreso)',
       value: `${failedRefundsRecorded} of ${failedRefunds.size}`,

@@ -35,6 +35,8 @@ describe('demo client (compose demo profile)', () => {
     expect(stdout).toMatch(/the same Stripe event delivered again → HTTP 200/);
     expect(stdout).toMatch(/captured for 1200.00/);
     expect(stdout).toMatch(/Idempotent-Replayed: true/);
+    expect(stdout).toMatch(/breaks CFDI40161 → recorded, \S+ needs data/);
+    expect(stdout).toMatch(/PATCH \/v1\/invoices\/\S+ with the customer's régimen → 200/);
     expect(stdout).toMatch(/FAILED: not every invoice was stamped in time/);
     const payments = await api.prisma.payment.findMany({ include: { invoices: true, refunds: true } });
     expect(payments.map((p) => p.provider).sort()).toEqual([
@@ -44,10 +46,12 @@ describe('demo client (compose demo profile)', () => {
       'stripe',
       'stripe',
       'stripe',
+      'stripe',
     ]);
     expect(payments.find((p) => p.amount.toFixed(2) === '1200.00')?.provider).toBe('stripe');
     const ingresos = payments.flatMap((p) => p.invoices.filter((i) => i.kind === 'I'));
-    expect(ingresos.map((i) => i.status)).toEqual(Array(6).fill('pending'));
+    // The corrected one too: frozen by the PATCH, waiting for a worker like the others.
+    expect(ingresos.map((i) => i.status)).toEqual(Array(7).fill('pending'));
     expect(payments.flatMap((p) => p.refunds)).toHaveLength(1);
     // The refund's Egreso and the installment's Pago wait for their Ingresos, which nothing stamps here.
     const dependents = payments.flatMap((p) => p.invoices.filter((i) => i.kind !== 'I'));

@@ -1,7 +1,7 @@
 /**
  * The demo client: makes a handful of sample payments happen — at the provider sandbox's Stripe and
  * Mercado Pago, which send their signed webhooks to the API and answer its API calls, and through
- * the REST API as a store does — with a refund and a sale in installments — waits until
+ * the REST API as a store does — with a refund, a sale in installments and an invoice corrected — waits until
  * their invoices are stamped (asking the REST API, like any client), cancels one, and returns the
  * table to print. Used by `npm run demo` (local
  * processes) and by the compose `demo` profile (containers).
@@ -125,6 +125,31 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   // Mercado Pago: the notification carries ids only; the API fetches the payment.
   const mp = await providers.mercadoPagoPayment({ amount: 580.5, paymentType: 'debit_card', description: 'Libros' });
   sent.push({ externalId: String(mp.payment.id), note: 'Mercado Pago, debit card' });
+
+  // A customer whose data breaks a SAT rule (régimen 605 may not use G03, CFDI40161): the money is
+  // recorded, its invoice needs data — then corrected with PATCH, frozen under the folio it holds.
+  const wrong = await providers.stripePayment({ amount: 232000, metadata: { ...CUSTOMER, regimen_fiscal: '605' } });
+  const needing = await fetch(
+    `${apiUrl}/v1/invoices?status=needs_data&externalId=${encodeURIComponent(wrong.paymentIntent.id)}`,
+    { headers: auth },
+  );
+  const [needsData] = (
+    (await needing.json()) as { data: { id: string; serieFolio: string; problems?: { rule?: string }[] }[] }
+  ).data;
+  if (!needsData) throw new Error(`the payment ${wrong.paymentIntent.id} has no invoice in needs_data`);
+  log(
+    `[demo] a Stripe payment whose customer's régimen breaks ${needsData.problems?.[0]?.rule ?? 'a SAT rule'} → recorded, ${needsData.serieFolio} needs data`,
+  );
+  const corrected = await fetch(`${apiUrl}/v1/invoices/${needsData.id}`, {
+    method: 'PATCH',
+    body: JSON.stringify({ receptor: { regimenFiscal: CUSTOMER.regimen_fiscal }, reason: 'régimen as the SAT has it' }),
+    headers: { 'content-type': 'application/json', ...auth, 'idempotency-key': `demo-fix-${run}` },
+  });
+  if (corrected.status !== 200) throw new Error(`PATCH /v1/invoices/${needsData.id}: HTTP ${corrected.status}`);
+  log(
+    `[demo] PATCH /v1/invoices/${needsData.id} with the customer's régimen → 200: frozen as ${needsData.serieFolio}, stamped next`,
+  );
+  sent.push({ externalId: wrong.paymentIntent.id, note: 'Stripe, corrected (PATCH)' });
 
   const pos = JSON.stringify({
     externalId: `pos-${run}`,
