@@ -699,18 +699,21 @@ try {
   const prisma = createPrisma(databaseUrl, { poolSize: 2 });
   const drainDeadline = Date.now() + 120_000;
   let drainedAt = 0;
+  let open: Record<string, number> = {};
   for (;;) {
-    const [row] = await prisma.$queryRaw<
-      { open: number }[]
-    >`SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued', 'held'))::int
-             + (SELECT count(*) FROM invoices WHERE status = 'waiting')::int
-             + (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int
-             + (SELECT count(*) FROM invoice_corrections WHERE status = 'proving')::int
-             + (SELECT count(*) FROM invoices i JOIN payments p ON p.id = i.payment_id
-                WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.status <> 'stamped')::int
-             + (SELECT count(*) FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
-                WHERE o.status = 'stamped' AND r.status = 'stamped')::int AS open`;
-    if (row!.open === 0) {
+    const [row] = await prisma.$queryRaw<Record<string, number>[]>`
+      SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued', 'held'))::int AS outbox,
+             (SELECT count(*) FROM invoices WHERE status = 'waiting')::int AS waiting,
+             (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int AS cancellations,
+             (SELECT count(*) FROM invoice_corrections WHERE status = 'proving')::int AS corrections,
+             (SELECT count(*) FROM invoices i JOIN payments p ON p.id = i.payment_id
+              WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.kind = 'I'
+                AND i.uuid IS NULL
+                AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id))::int AS rejected_customers,
+             (SELECT count(*) FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
+              WHERE o.status = 'stamped' AND r.status = 'stamped')::int AS replaced_standing`;
+    open = Object.fromEntries(Object.entries(row!).filter(([, n]) => n > 0));
+    if (Object.keys(open).length === 0) {
       drainedAt = Date.now();
       break;
     }
@@ -722,7 +725,7 @@ try {
   log(
     drainedAt
       ? `outbox drained ${((drainedAt - sentAt) / 1000).toFixed(1)} s after the last delivery`
-      : 'outbox NOT drained in 120 s',
+      : `outbox NOT drained in 120 s: ${JSON.stringify(open)}`,
   );
   await sleep(1500); // answers in flight land in the ledger
 
