@@ -62,6 +62,8 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       chained = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history), beforeSend);
     } catch (error) {
       if (!(error instanceof HeldForCorrection)) throw error;
+      // Calls this job made before (a failover) keep their `in_flight` record without an outcome:
+      // the correction's proof waits out the grace for them, then asks those PACs.
       log.info('held for a correction: not sent');
       return { skipped: 'held' };
     }
@@ -144,6 +146,11 @@ async function deadLetter(
     { outboxId: row.id, invoiceId: row.invoiceId },
     failureText(code, reason),
   );
+  if (waitingDependents === undefined) {
+    // A correction holds the row (it is proving the version was never stamped): not a dead letter.
+    deps.logger.info({ invoiceId: row.invoiceId, code }, 'failure on a row held for a correction: left to it');
+    return;
+  }
   const letter: DeadLetterData = {
     v: JOBS.deadLetter.version,
     outboxId: row.id,

@@ -187,19 +187,20 @@ const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
 /**
  * Dead-letters an outbox row: the row `failed` (from pending or enqueued: a row a correction holds
  * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns how many
- * documents wait for this invoice (blocked with it).
+ * documents wait for this invoice (blocked with it), or undefined when the row was not dead-lettered
+ * (a correction holds it, or it is done).
  */
 export async function deadLetterOutboxRow(
   prisma: PrismaClient,
   row: { outboxId: string; invoiceId: string },
   lastError: string,
-): Promise<number> {
+): Promise<number | undefined> {
   return prisma.$transaction(async (tx) => {
     const { count } = await tx.outboxRow.updateMany({
       where: { id: row.outboxId, status: { in: ['pending', 'enqueued'] } },
       data: { status: 'failed', lastError: lastError.slice(0, 2000) },
     });
-    if (count === 0) return 0;
+    if (count === 0) return undefined;
     await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
     return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
   });
