@@ -407,7 +407,18 @@ try {
     }
   };
   /** Sends a held event; the sandbox retries it until the API answers 2xx. */
-  const sendEvent = (id: string) => atProvider(() => providerClient.deliver(id));
+  const sendEvent = async (id: string) => {
+    // Sending a held event again is harmless (the API dedupes it), so a connection the provider
+    // sandbox closed under load (keep-alive reset) is retried; creating calls are not.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await atProvider(() => providerClient.deliver(id));
+      } catch (error) {
+        if (attempt >= 5 || !(error instanceof TypeError)) throw error;
+        await sleep(200 * (attempt + 1));
+      }
+    }
+  };
   const sendEvents = async (ids: readonly string[], reverse: boolean, again: boolean) => {
     for (const id of reverse ? [...ids].reverse() : ids) await sendEvent(id);
     if (again) {

@@ -85,6 +85,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         attempts: { orderBy: { createdAt: 'asc' } },
         cancelRequests: { orderBy: { createdAt: 'asc' } },
         replacedBy: { select: { id: true } },
+        corrections: { orderBy: { createdAt: 'asc' } },
       },
     });
     if (!invoice) throw new ApiError('not_found');

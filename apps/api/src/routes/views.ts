@@ -126,6 +126,7 @@ export function invoiceView(
     attempts: PacAttempt[];
     cancelRequests?: CancelRequest[];
     replacedBy?: { id: string } | null;
+    corrections?: InvoiceCorrection[];
   },
 ) {
   return {
@@ -153,8 +154,10 @@ export function invoiceView(
         createdAt: o.createdAt.toISOString(),
         updatedAt: o.updatedAt.toISOString(),
       })),
+      corrections: (i.corrections ?? []).map(correctionView),
       pacAttempts: i.attempts.map((a) => ({
         pac: a.pac,
+        version: a.version,
         outcome: a.outcome,
         uuid: a.uuid,
         code: a.code,
