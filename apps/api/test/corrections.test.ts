@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
+import { walkInvoiceTo } from '@timbra/db/testing';
 import { startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -125,5 +126,39 @@ describe('correcting an invoice that needs data', () => {
     expect(unknown.body).toMatchObject({ error: { code: 'validation_failed' } });
     const empty = await patch(invoice.id, {});
     expect(empty.statusCode).toBe(422);
+  });
+
+  it('an Egreso dead-lettered before any PAC processed it is rebuilt from its request: version 2 at once, still related to its Ingreso', async () => {
+    const made = await api.providers.stripePayment({ amount: 116000, metadata: CUSTOMER });
+    const ingreso = await ingresoOf(made.paymentIntent.id);
+    const uuid = randomUUID().toUpperCase();
+    await api.prisma.invoice.update({ where: { id: ingreso.id }, data: { status: 'stamped', uuid } });
+    const refund = await got
+      .post(`${api.url}/v1/payments/${ingreso.paymentId}/refunds`, {
+        json: { amount: '116.00', externalId: `rf-${randomUUID()}` },
+        headers: { ...auth, 'idempotency-key': randomUUID() },
+      })
+      .json<{ egreso: { id: string; status: string } }>();
+    expect(refund.egreso.status).toBe('pending');
+    // Dead-lettered with no PAC call recorded (e.g. every PAC refused the connection): nobody to ask.
+    await walkInvoiceTo(api.prisma, refund.egreso.id, 'stamp_failed');
+    const fixed = await patch(refund.egreso.id, { receptor: { usoCfdi: 'G01' } });
+    expect(fixed.statusCode).toBe(200);
+    expect(fixed.body).toMatchObject({ status: 'applied', fromVersion: 1, toVersion: 2 });
+    const egreso = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: refund.egreso.id },
+      include: { outbox: true },
+    });
+    expect(egreso).toMatchObject({ status: 'pending', version: 2 });
+    expect(egreso.frozenXml).toContain('UsoCFDI="G01"');
+    expect(egreso.frozenXml).toContain(`<cfdi:CfdiRelacionado UUID="${uuid}"/>`);
+    expect(egreso.outbox).toEqual([expect.objectContaining({ status: 'pending', version: 2 })]);
+    const versions = await got(`${api.url}/v1/invoices/${refund.egreso.id}/versions`, { headers: auth }).json<{
+      versions: { version: number; current: boolean; supersededAt: string | null }[];
+    }>();
+    expect(versions.versions.map((v) => [v.version, v.current, v.supersededAt !== null])).toEqual([
+      [1, false, true],
+      [2, true, false],
+    ]);
   });
 });

@@ -50,7 +50,7 @@ export interface NewInvoice {
   /** SubTotal and Total while not frozen. */
   totals: { subTotal: string; total: string };
   problems?: unknown;
-  /** The request to freeze later (status waiting). */
+  /** The request it is built from: frozen later (status waiting), or kept to rebuild a correction. */
   request?: unknown;
 }
 

@@ -51,7 +51,8 @@ export async function writeDependentInvoice(
       frozen,
       totals: doc.totals,
       problems,
-      request: frozen ? undefined : doc.request,
+      // Kept even once frozen: a correction of an Egreso or a Pago is rebuilt from it.
+      request: doc.request,
     },
   ]);
   return { id: id!, status };
