@@ -263,7 +263,12 @@ try {
   const loadStart = Date.now();
   const sendWindowMs = durationS * 600;
   const timers: Promise<void>[] = [];
-  const at = (ms: number, what: () => Promise<void>) => timers.push(sleep(ms).then(what));
+  const at = (ms: number, what: () => Promise<void>) =>
+    timers.push(
+      sleep(ms)
+        .then(what)
+        .catch((error: unknown) => log(`a scheduled step failed: ${(error as Error).message}`)),
+    );
   at(durationS * 250, async () => {
     await admin('/faults', { instance: 'primary', outageUntil: Date.now() + Math.max(3000, durationS * 100) });
     log(`primary PAC outage for ${Math.max(3, durationS / 10).toFixed(0)} s: failover must carry the load`);

@@ -84,6 +84,10 @@ export class ProviderSandbox {
   async start(): Promise<number> {
     const app = this.app();
     const server = app.listen(this.options.port, this.options.host);
+    // Longer than any client's idle keep-alive (Node's fetch: 4 s): the server never closes a socket
+    // a client is about to reuse, which under load surfaces as "other side closed" on a new request.
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);
