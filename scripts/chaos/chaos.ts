@@ -267,7 +267,9 @@ try {
     timers.push(
       sleep(ms)
         .then(what)
-        .catch((error: unknown) => log(`a scheduled step failed: ${(error as Error).message}`)),
+        .catch((error: unknown) => {
+          log(`a scheduled step failed: ${(error as Error).message}`);
+        }),
     );
   at(durationS * 250, async () => {
     await admin('/faults', { instance: 'primary', outageUntil: Date.now() + Math.max(3000, durationS * 100) });
