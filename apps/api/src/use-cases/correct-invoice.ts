@@ -222,7 +222,7 @@ export async function replaceInvoice(
     data: {
       invoiceId: original.id,
       status: 'applied',
-      changes: { ...input, replacedBy: invoiceId! } as object,
+      changes: { ...input, replacedBy: invoiceId! },
       request: { replacement: invoiceId! },
       reason: input.reason?.trim() || 'replaced',
       requestedBy,
