@@ -1,8 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
@@ -11,20 +8,20 @@ import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import {
   ADMIN_TOKEN,
   eventually,
-  freePort,
   redisFor,
+  runOps as runOpsWith,
+  startApiProcess,
   startSandboxProcess,
   swClients,
   testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
 const API_KEY = 'e2e-key-0123456789abcdef';
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
-let api: ChildProcess;
+let api: { url: string; stop: () => Promise<void> };
 let apiUrl: string;
 const redis = redisFor();
 
@@ -32,53 +29,19 @@ beforeAll(async () => {
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 5 });
   sandbox = await startSandboxProcess();
-  const port = await freePort();
-  apiUrl = `http://127.0.0.1:${port}`;
   // The API as the real process it is in production (apps never import each other).
-  api = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
-    {
-      env: {
-        ...process.env,
-        NODE_OPTIONS: '',
-        TIMBRA_PROFILE: 'sandbox',
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        API_KEYS: `pos:${API_KEY}:admin`,
-        LOG_LEVEL: 'error',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
-  await eventually(
-    async () =>
-      (await got.get(`${apiUrl}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
-        ?.statusCode === 200,
-    20_000,
-  );
+  api = await startApiProcess(db.url, API_KEY);
+  apiUrl = api.url;
 });
 afterAll(async () => {
-  api.kill('SIGTERM');
-  await new Promise((r) => api.once('exit', r));
+  await api.stop();
   await sandbox.stop();
   await prisma.$disconnect();
   await redis.quit();
   await db.drop();
 });
 
-// Asynchronously: blocking the event loop would leave this process's idle keep-alive sockets to
-// the sandbox unread while it closes them, and the next request would be sent on a dead one.
-const runOps = (args: string[]) =>
-  new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
-    execFile(
-      'npx',
-      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
-      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: db.url }, encoding: 'utf8' },
-      (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
-    );
-  });
+const runOps = (args: string[]) => runOpsWith(db.url, args);
 const ops = async (args: string[]) => {
   const run = await runOps(args);
   if (run.status !== 0) throw new Error(`ops ${args[0]} exited ${run.status}: ${run.stderr}`);
