@@ -1,14 +1,5 @@
 import type { Logger } from 'pino';
-import {
-  CfdiError,
-  CfdiValidationError,
-  PacError,
-  refreshFecha,
-  STAMP_WINDOW_MS,
-  tryFreeze,
-  type Csd,
-  type StampResult,
-} from '@timbra/cfdi-core';
+import { PacError, STAMP_WINDOW_MS, tryFreeze, tryRefreshFecha, type Csd, type StampResult } from '@timbra/cfdi-core';
 import {
   claimDueCorrections,
   freezeVersion,
@@ -130,7 +121,7 @@ export class CorrectionRunner {
         return true;
       }
       case 'proved':
-        return this.apply(c, proof.entries);
+        return this.apply(c, invoice.frozenXml!, proof.entries);
     }
   }
 
@@ -161,11 +152,12 @@ export class CorrectionRunner {
     return { kind: 'proved', entries };
   }
 
-  private async apply(c: ProvingCorrection, entries: ProofEntry[]): Promise<boolean> {
+  /** Freezes the corrected request — or, for a refresh, `frozenXml` with a fresh Fecha — as the next version. */
+  private async apply(c: ProvingCorrection, frozenXml: string, entries: ProofEntry[]): Promise<boolean> {
     const stored = c.request as CorrectionPayload;
     const now = new Date();
     const { frozen, problems } = stored.refresh
-      ? await this.refreshed(c.invoiceId, now)
+      ? tryRefreshFecha(frozenXml, this.deps.csd, now)
       : tryFreeze({ ...(stored.request as object), issuedAt: now.toISOString() }, this.deps.csd);
     if (!frozen) {
       await this.refuse(c, 'fiscal_rules_failed', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
@@ -193,22 +185,6 @@ export class CorrectionRunner {
       'correction applied: new version frozen',
     );
     return true;
-  }
-
-  /** The invoice's current document with a fresh Fecha, or why it cannot be sealed again. */
-  private async refreshed(invoiceId: string, now: Date) {
-    const { frozenXml } = await this.deps.prisma.invoice.findUniqueOrThrow({
-      where: { id: invoiceId },
-      select: { frozenXml: true },
-    });
-    try {
-      return { frozen: refreshFecha(frozenXml!, this.deps.csd, now) };
-    } catch (error) {
-      if (error instanceof CfdiValidationError) return { problems: [...error.issues] };
-      if (error instanceof CfdiError)
-        return { problems: [{ path: 'csd', message: `${error.code}: ${error.message}` }] };
-      throw error;
-    }
   }
 
   private async recordFoundStamp(c: ProvingCorrection, pac: string, stamp: StampResult): Promise<void> {

@@ -12,7 +12,7 @@ import type { InvoiceRequest } from './validate/request-schema.ts';
 import { validateInvoiceRequest } from './validate/validate-request.ts';
 import { parseXml } from './xml/parse-xml.ts';
 import { serializeXml } from './xml/serialize-xml.ts';
-import { attr, setAttr } from './xml/xml-node.ts';
+import { attr, setAttr, type XmlElement } from './xml/xml-node.ts';
 
 /** A frozen comprobante: sealed XML whose bytes never change again. */
 export interface FrozenCfdi {
@@ -48,14 +48,8 @@ export interface FrozenCfdi {
  */
 export function freezeComprobante(input: unknown, csd: Csd): FrozenCfdi {
   const { request, tree, fecha, timeZone, amounts } = prepareComprobante(input, csd);
-  const cadena = cadenaOriginal(tree);
-  const sello = sellar(cadena, csd.privateKey);
-  setAttr(tree, 'Sello', sello);
-
   return {
-    xml: serializeXml(tree),
-    cadenaOriginal: cadena,
-    sello,
+    ...seal(tree, csd),
     noCertificado: csd.noCertificado,
     fecha,
     timeZone,
@@ -81,10 +75,26 @@ export function tryFreeze(
   try {
     return { frozen: freezeComprobante(input, csd) };
   } catch (error) {
-    if (error instanceof CfdiValidationError) return { problems: [...error.issues] };
-    if (error instanceof CfdiError) return { problems: [{ path: 'csd', message: `${error.code}: ${error.message}` }] };
-    throw error;
+    return { problems: problemsOf(error) };
   }
+}
+
+/**
+ * A refusal to freeze as the issues a caller keeps: every validation issue, or the CSD's error as one
+ * issue at `csd`. Anything else (a bug) is thrown again.
+ */
+function problemsOf(error: unknown): ValidationIssue[] {
+  if (error instanceof CfdiValidationError) return [...error.issues];
+  if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
+  throw error;
+}
+
+/** Computes the cadena of a tree whose Sello is empty, signs it, and writes the Sello in. */
+function seal(tree: XmlElement, csd: Csd): { xml: string; cadenaOriginal: string; sello: string } {
+  const cadena = cadenaOriginal(tree);
+  const sello = sellar(cadena, csd.privateKey);
+  setAttr(tree, 'Sello', sello);
+  return { xml: serializeXml(tree), cadenaOriginal: cadena, sello };
 }
 
 /**
@@ -97,9 +107,7 @@ export function preflight(input: unknown, csd: Csd): ValidationIssue[] {
     prepareComprobante(input, csd);
     return [];
   } catch (error) {
-    if (error instanceof CfdiValidationError) return [...error.issues];
-    if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-    throw error;
+    return problemsOf(error);
   }
 }
 
@@ -131,17 +139,25 @@ export function refreshFecha(frozenXml: string, csd: Csd, issuedAt: Date): Refre
   setAttr(tree, 'NoCertificado', csd.noCertificado);
   setAttr(tree, 'Certificado', csd.certificadoBase64);
   assertSatRules(tree);
-  const cadena = cadenaOriginal(tree);
-  const sello = sellar(cadena, csd.privateKey);
-  setAttr(tree, 'Sello', sello);
   return {
-    xml: serializeXml(tree),
-    cadenaOriginal: cadena,
-    sello,
+    ...seal(tree, csd),
     fecha,
     subTotal: attr(tree, 'SubTotal') ?? '',
     total: attr(tree, 'Total') ?? '',
   };
+}
+
+/** `refreshFecha`, or its problems (as `tryFreeze` gives them). */
+export function tryRefreshFecha(
+  frozenXml: string,
+  csd: Csd,
+  issuedAt: Date,
+): { frozen: RefreshedCfdi; problems?: undefined } | { frozen?: undefined; problems: ValidationIssue[] } {
+  try {
+    return { frozen: refreshFecha(frozenXml, csd, issuedAt) };
+  } catch (error) {
+    return { problems: problemsOf(error) };
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ export {
   preflight,
   totalsOf,
   refreshFecha,
+  tryRefreshFecha,
   type FrozenCfdi,
   type RefreshedCfdi,
 } from './freeze.ts';

@@ -1,15 +1,10 @@
 import {
-  CfdiError,
-  CfdiValidationError,
-  freezeComprobante,
-  refreshFecha,
   tryFreeze,
+  tryRefreshFecha,
   instantOf,
-  preflight,
   STAMP_WINDOW_MS,
   timeZoneForCodigoPostal,
   withRelatedUuid,
-  type Csd,
   type InvoiceRequestInput,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
@@ -92,10 +87,12 @@ export async function correctInvoice(
   // Nothing but a reason, on a frozen document: the same document with a fresh Fecha.
   const refresh = invoice.frozenXml !== null && Object.keys(input).every((k) => k === 'reason');
   const stored: StoredCorrection = refresh ? { refresh: true } : await correctedRequest(tx, deps, invoice, input, now);
-  const problems = refresh
-    ? refreshProblems(invoice.frozenXml!, deps.payments.csd, now)
-    : preflight(stored.request, deps.payments.csd);
-  if (problems.length > 0) return { kind: 'rejected', problems };
+  // Frozen now: what the rules refuse is known before anything is written, and the document is the
+  // new version when nobody has to be asked (the worker freezes its own after a proof).
+  const { frozen, problems } = refresh
+    ? tryRefreshFecha(invoice.frozenXml!, deps.payments.csd, now)
+    : tryFreeze({ ...stored.request, issuedAt: now.toISOString() }, deps.payments.csd);
+  if (!frozen) return { kind: 'rejected', problems };
   const reason = input.reason?.trim() || 'corrected';
   const changes = { ...input, ...(input.reason ? {} : { reason }) };
 
@@ -114,9 +111,13 @@ export async function correctInvoice(
     });
     return { kind: 'proving', correctionId };
   }
-  const version = await applyCorrection(tx, deps.payments.csd, invoice.id, invoice.version, stored, {
+  const version = await freezeVersion(tx, {
+    invoiceId: invoice.id,
+    fromVersion: invoice.version,
+    frozen,
     reason,
     createdBy: requestedBy,
+    ...(stored.payment ? { payment: stored.payment } : {}),
   });
   if (version === undefined) throw new DomainError('not_correctable', 'the invoice changed meanwhile; retry');
   const correctionId = await insertCorrection(tx, {
@@ -129,33 +130,6 @@ export async function correctInvoice(
     applied: { toVersion: version },
   });
   return { kind: 'applied', correctionId, version };
-}
-
-/**
- * Freezes a stored correction as the invoice's next version: Fecha = now (a new version's issue time),
- * the payment updated with what it corrected — in the caller's transaction. The API calls it when
- * there is nothing to prove; the worker does the same after the proof. @returns the version, or
- * undefined when the invoice moved on.
- */
-async function applyCorrection(
-  tx: Tx,
-  csd: Csd,
-  invoiceId: string,
-  fromVersion: number,
-  stored: StoredCorrection,
-  meta: { reason: string; createdBy: string },
-  now = new Date(),
-): Promise<number | undefined> {
-  const frozen = stored.refresh
-    ? refreshFecha(await currentXml(tx, invoiceId), csd, now)
-    : freezeComprobante({ ...stored.request, issuedAt: now.toISOString() }, csd);
-  return freezeVersion(tx, {
-    invoiceId,
-    fromVersion,
-    frozen,
-    ...meta,
-    ...(stored.payment ? { payment: stored.payment } : {}),
-  });
 }
 
 export type ReplacementResult =
@@ -240,23 +214,6 @@ export async function replaceInvoice(
       },
     });
   return { kind: 'created', invoiceId: invoiceId! };
-}
-
-async function currentXml(tx: Tx, invoiceId: string): Promise<string> {
-  const { frozenXml } = await tx.invoice.findUniqueOrThrow({ where: { id: invoiceId }, select: { frozenXml: true } });
-  return frozenXml!;
-}
-
-/** What would keep the document from being sealed again with a fresh Fecha (the rules, the CSD). */
-function refreshProblems(frozenXml: string, csd: Csd, now: Date): ValidationIssue[] {
-  try {
-    refreshFecha(frozenXml, csd, now);
-    return [];
-  } catch (error) {
-    if (error instanceof CfdiValidationError) return [...error.issues];
-    if (error instanceof CfdiError) return [{ path: 'csd', message: `${error.code}: ${error.message}` }];
-    throw error;
-  }
 }
 
 function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps, now: Date): void {
