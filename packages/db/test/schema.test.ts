@@ -186,3 +186,66 @@ describe('the migrated database matches the Prisma schema', () => {
     });
   });
 });
+
+describe('invoice versions (DESIGN.md invariant 3)', () => {
+  it('lets the frozen XML change only to a new, kept version of a document not stamped; versions are never rewritten', async () => {
+    const emisor = await prisma.emisor.findFirstOrThrow();
+    const invoice = await prisma.invoice.create({
+      data: {
+        emisorId: emisor.id,
+        kind: 'I',
+        serie: 'V',
+        folio: 1,
+        moneda: 'MXN',
+        subTotal: '100.00',
+        total: '116.00',
+        status: 'pending',
+        stampKey: 'I-versions',
+        frozenXml: '<v1/>',
+        cadenaOriginal: '||1||',
+        fecha: '2026-11-30T10:00:00',
+      },
+    });
+    const keep = (version: number, frozenXml: string) =>
+      prisma.invoiceVersion.create({
+        data: {
+          invoiceId: invoice.id,
+          version,
+          frozenXml,
+          cadenaOriginal: `||${version}||`,
+          fecha: '2026-11-30T10:00:00',
+          stampKey: 'I-versions',
+          reason: 'test',
+          createdBy: 'test',
+        },
+      });
+    // Without both versions kept, or without a version step, the bytes stay.
+    await keep(2, '<v2/>');
+    await expect(
+      prisma.invoice.update({ where: { id: invoice.id }, data: { frozenXml: '<v2/>', version: 2 } }),
+    ).rejects.toThrow(/frozen XML/);
+    const v1 = await keep(1, '<v1/>');
+    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { frozenXml: '<v2/>' } })).rejects.toThrow(
+      /frozen XML/,
+    );
+    await expect(prisma.invoice.update({ where: { id: invoice.id }, data: { version: 2 } })).rejects.toThrow(/version/);
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { frozenXml: '<v2/>', version: 2 } });
+    // Once stamped, never again — even with a version kept for it.
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'stamped', uuid: 'V-UUID' } });
+    await keep(3, '<v3/>');
+    await expect(
+      prisma.invoice.update({ where: { id: invoice.id }, data: { frozenXml: '<v3/>', version: 3 } }),
+    ).rejects.toThrow(/frozen XML/);
+    // A kept version is never rewritten or deleted; it is marked superseded once.
+    await expect(prisma.invoiceVersion.update({ where: { id: v1.id }, data: { frozenXml: '<x/>' } })).rejects.toThrow(
+      /cannot change/,
+    );
+    await prisma.invoiceVersion.update({ where: { id: v1.id }, data: { supersededAt: new Date() } });
+    await expect(
+      prisma.invoiceVersion.update({ where: { id: v1.id }, data: { supersededAt: new Date(0) } }),
+    ).rejects.toThrow(/cannot change/);
+    await expect(prisma.$executeRaw`DELETE FROM invoice_versions WHERE id = ${v1.id}::uuid`).rejects.toThrow(
+      /never deleted/,
+    );
+  });
+});
