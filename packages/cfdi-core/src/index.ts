@@ -16,6 +16,14 @@ export {
 } from './freeze.ts';
 export { withRelatedUuid } from './build/related.ts';
 export {
+  conceptosForSale,
+  conceptoOf,
+  type SaleLine,
+  type LineTaxes,
+  type SalePlan,
+  type LinesMismatch,
+} from './build/sale-lines.ts';
+export {
   invoiceRequestSchema,
   type InvoiceRequest,
   type InvoiceRequestInput,

@@ -131,7 +131,7 @@ export function computeAmounts(request: InvoiceRequest): ComprobanteAmounts {
   };
 }
 
-function computeConcepto(c: ConceptoRequest, currencyDecimals: number): ConceptoAmounts {
+export function computeConcepto(c: ConceptoRequest, currencyDecimals: number): ConceptoAmounts {
   // A ValorUnitario finer than the currency computes its concepto at 6 decimals (Anexo 20's maximum).
   const decimals = decimalsOf(c.valorUnitario) > currencyDecimals ? 6 : currencyDecimals;
   const cantidad = new Dec(c.cantidad);
@@ -141,17 +141,23 @@ function computeConcepto(c: ConceptoRequest, currencyDecimals: number): Concepto
   const base = importe.minus(descuento ?? ZERO);
   const baseText = fixed(base, decimals);
 
+  // IVA is charged on the price with IEPS included (Ley del IVA, art. 18): a concepto with an IEPS
+  // Tasa has its IVA's Base = Base + the IEPS importe.
+  const ieps =
+    c.objetoImp === '02' ? c.traslados.find((t) => t.impuesto === '003' && t.tipoFactor === 'Tasa') : undefined;
+  const iepsImporte = ieps?.tasaOCuota !== undefined ? new Dec(fixed(base.times(ieps.tasaOCuota), decimals)) : ZERO;
+  const baseOf = (impuesto: string) => (impuesto === '002' ? base.plus(iepsImporte) : base);
   const traslados: TrasladoAmounts[] =
     c.objetoImp === '02'
       ? c.traslados.map((t) =>
           t.tipoFactor === 'Exento' || t.tasaOCuota === undefined
-            ? { base: baseText, impuesto: t.impuesto, tipoFactor: t.tipoFactor }
+            ? { base: fixed(baseOf(t.impuesto), decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor }
             : {
-                base: baseText,
+                base: fixed(baseOf(t.impuesto), decimals),
                 impuesto: t.impuesto,
                 tipoFactor: t.tipoFactor,
                 tasaOCuota: t.tasaOCuota,
-                importe: fixed(base.times(t.tasaOCuota), decimals),
+                importe: fixed(baseOf(t.impuesto).times(t.tasaOCuota), decimals),
               },
         )
       : [];

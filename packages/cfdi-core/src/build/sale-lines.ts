@@ -1,0 +1,304 @@
+/**
+ * The lines of a sale as a merchant knows them — a product, a quantity, a price with or without tax,
+ * its taxes — turned into the conceptos of a CFDI whose Total is exactly the money received.
+ *
+ * A price before tax is what the concepto says (ValorUnitario, Descuento) and the taxes are computed
+ * on top. A price with tax included (a shop's shelf price, what Stripe and Mercado Pago report) is
+ * the line's gross: its base is solved for, so that the concepto's Importe plus its traslados less
+ * its retenciones is that gross to the cent. At most one line is written with six decimals (Anexo 20
+ * allows them on a concepto) and carries the cents that no two-decimal base could; with one such
+ * line the comprobante's rounded totals are still exact (the others add exactly), so Total = the
+ * amount paid.
+ */
+import type { ConceptoRequest, InvoiceRequest } from '../validate/request-schema.ts';
+import type { ValidationIssue } from '../errors.ts';
+import { computeAmounts, computeConcepto, currencyDecimals } from './compute-totals.ts';
+import { Dec, decimalsOf, fixed, sum, ZERO } from './money.ts';
+
+/** A line's taxes: rates as c_TasaOCuota writes them (six decimals). */
+export interface LineTaxes {
+  /** IVA traslado: '0.160000', '0.080000' (frontera), '0.000000', or 'exento'; absent: no IVA. */
+  iva?: string;
+  /** IEPS traslado at one of its c_TasaOCuota Tasa rates. */
+  ieps?: string;
+  /** ISR the receptor withholds (retención), e.g. '0.100000' or '0.012500'. */
+  retencionIsr?: string;
+  /** IVA the receptor withholds, e.g. '0.106667' (two thirds of 16%). */
+  retencionIva?: string;
+}
+
+export interface SaleLine {
+  claveProdServ: string;
+  claveUnidad: string;
+  unidad?: string;
+  noIdentificacion?: string;
+  descripcion: string;
+  /** Decimal, up to 6 decimals. */
+  cantidad: string;
+  /** Price of one unit. Exactly one of `unitPrice` and `amount`. */
+  unitPrice?: string;
+  /** Price of the whole line (cantidad × unit price). */
+  amount?: string;
+  /** True: the prices include the line's taxes (the gross paid); false: they are before tax. */
+  taxIncluded: boolean;
+  /** Discount on the line, before tax (only with `taxIncluded: false`). */
+  descuento?: string;
+  taxes: LineTaxes;
+}
+
+/** The lines add up to something other than what was paid. */
+export interface LinesMismatch {
+  lines: string;
+  paid: string;
+  /** paid − lines. */
+  difference: string;
+}
+
+export type SalePlan =
+  | { ok: true; conceptos: ConceptoRequest[]; /** Each line's price with its taxes. */ grosses: string[] }
+  | { ok: false; issues: ValidationIssue[]; mismatch?: LinesMismatch };
+
+/** The concepto for a line at a given ValorUnitario (the unit's value before tax). */
+export function conceptoOf(line: SaleLine, valorUnitario: string): ConceptoRequest {
+  const t = line.taxes;
+  const traslados: ConceptoRequest['traslados'] = [];
+  if (t.ieps !== undefined) traslados.push({ impuesto: '003', tipoFactor: 'Tasa', tasaOCuota: t.ieps });
+  if (t.iva === 'exento') traslados.push({ impuesto: '002', tipoFactor: 'Exento' });
+  else if (t.iva !== undefined) traslados.push({ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: t.iva });
+  const retenciones: ConceptoRequest['retenciones'] = [];
+  if (t.retencionIsr !== undefined)
+    retenciones.push({ impuesto: '001', tipoFactor: 'Tasa', tasaOCuota: t.retencionIsr });
+  if (t.retencionIva !== undefined)
+    retenciones.push({ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: t.retencionIva });
+  const taxed = traslados.length + retenciones.length > 0;
+  return {
+    claveProdServ: line.claveProdServ,
+    ...(line.noIdentificacion !== undefined ? { noIdentificacion: line.noIdentificacion } : {}),
+    cantidad: line.cantidad,
+    claveUnidad: line.claveUnidad,
+    ...(line.unidad !== undefined ? { unidad: line.unidad } : {}),
+    descripcion: line.descripcion,
+    valorUnitario,
+    ...(line.descuento !== undefined ? { descuento: line.descuento } : {}),
+    objetoImp: taxed ? '02' : '01',
+    traslados,
+    retenciones,
+  };
+}
+
+/**
+ * What a concepto adds to the comprobante's Total when every other concepto's values have the
+ * currency's decimals: its Importe, less its Descuento, plus its traslados, less its retenciones,
+ * each rounded to the currency's decimals (as the comprobante's totals round them).
+ */
+export function conceptoGross(c: ConceptoRequest, decimals: number): Dec {
+  const a = computeConcepto(c, decimals);
+  const r = (v: string | undefined) => new Dec(fixed(new Dec(v ?? 0), decimals));
+  return r(a.importe)
+    .minus(r(a.descuento))
+    .plus(sum(a.traslados.map((t) => r(t.importe))))
+    .minus(sum(a.retenciones.map((t) => r(t.importe))));
+}
+
+/**
+ * The conceptos for a sale paid with `paid` (in `moneda`): every line's concepto, with bases solved
+ * for the lines priced with tax included, so that the CFDI's Total is `paid`.
+ *
+ * Refused (`ok: false`): a line that is not well formed (its path and why), or lines whose gross adds
+ * up to something else than what was paid (`mismatch`, with the difference).
+ */
+export function conceptosForSale(lines: readonly SaleLine[], moneda: string, paid: string): SalePlan {
+  const decimals = currencyDecimals(moneda);
+  const issues: ValidationIssue[] = [];
+  const nominal: Dec[] = [];
+  lines.forEach((line, i) => {
+    const path = `conceptos.${i}`;
+    const bad = (field: string, message: string) => issues.push({ path: `${path}.${field}`, message });
+    const cantidad = new Dec(line.cantidad);
+    if (!cantidad.isGreaterThan(0)) bad('cantidad', 'must be greater than 0');
+    if ((line.unitPrice === undefined) === (line.amount === undefined))
+      return bad('unitPrice', 'give exactly one of unitPrice and amount');
+    if (line.taxIncluded && line.descuento !== undefined)
+      return bad(
+        'descuento',
+        'only with prices before tax (taxIncluded: false); with tax included, give the discounted price',
+      );
+    if (line.taxIncluded) {
+      const gross = line.amount !== undefined ? new Dec(line.amount) : cantidad.times(new Dec(line.unitPrice ?? 0));
+      if (gross.decimalPlaces()! > decimals)
+        return bad(
+          line.amount !== undefined ? 'amount' : 'unitPrice',
+          `the line's price with tax (${gross.toFixed()}) has more than ${decimals} decimals in ${moneda}`,
+        );
+      if (!gross.isGreaterThan(0)) return bad('amount', 'must be greater than 0');
+      nominal[i] = gross;
+      return;
+    }
+    const valorUnitario = valorUnitarioBeforeTax(line);
+    if (valorUnitario === undefined)
+      return bad('amount', 'amount ÷ cantidad must be a price with at most 6 decimals (give unitPrice instead)');
+    const concepto = conceptoOf(line, valorUnitario);
+    const computed = computeConcepto(concepto, decimals);
+    if (new Dec(computed.descuento ?? 0).isGreaterThan(computed.importe))
+      return bad('descuento', `more than the line's importe (${computed.importe})`);
+    nominal[i] = conceptoGross(concepto, decimals);
+  });
+  if (issues.length > 0) return { ok: false, issues };
+
+  const linesTotal = sum(nominal);
+  const paidDec = new Dec(paid);
+  if (!linesTotal.isEqualTo(paidDec)) {
+    const mismatch = {
+      lines: fixed(linesTotal, decimals),
+      paid: fixed(paidDec, decimals),
+      difference: fixed(paidDec.minus(linesTotal), decimals),
+    };
+    return {
+      ok: false,
+      mismatch,
+      issues: [
+        {
+          path: 'conceptos',
+          message: `the lines add up to ${mismatch.lines} ${moneda} with their taxes, but ${mismatch.paid} was paid (difference ${mismatch.difference})`,
+        },
+      ],
+    };
+  }
+
+  // Each line with tax included at a base with the currency's decimals where one gives its gross
+  // exactly, else the nearest. When the comprobante's rounded Total then differs from what was paid
+  // (a cent here and there), one line — the largest with tax included — is solved at six decimals
+  // for the Total, every other concepto as it is.
+  const conceptos: ConceptoRequest[] = lines.map((line, i) =>
+    line.taxIncluded ? coarseBase(line, nominal[i]!, decimals) : conceptoOf(line, valorUnitarioBeforeTax(line)!),
+  );
+  const totalOf = (cs: ConceptoRequest[]) => new Dec(computeAmounts({ moneda, conceptos: cs } as InvoiceRequest).total);
+  if (!totalOf(conceptos).isEqualTo(paidDec)) {
+    const carriers = lines
+      .map((line, i) => ({ line, i }))
+      .filter(({ line }) => line.taxIncluded)
+      .sort((a, b) => nominal[b.i]!.comparedTo(nominal[a.i]!) || a.i - b.i);
+    for (const { line, i } of carriers) {
+      const others = conceptos.filter((_, n) => n !== i);
+      const fine = fineBase(line, nominal[i]!, others, decimals, (c) =>
+        totalOf([...conceptos.slice(0, i), c, ...conceptos.slice(i + 1)]).isEqualTo(paidDec),
+      );
+      if (fine) {
+        conceptos[i] = fine;
+        break;
+      }
+    }
+  }
+  const grosses = nominal;
+
+  return { ok: true, conceptos, grosses: grosses.map((g) => fixed(g, decimals)) };
+}
+
+/** A before-tax line's ValorUnitario: its unit price, or its amount ÷ cantidad when that is exact at 6 decimals. */
+function valorUnitarioBeforeTax(line: SaleLine): string | undefined {
+  if (line.unitPrice !== undefined) return line.unitPrice;
+  const cantidad = new Dec(line.cantidad);
+  if (!cantidad.isGreaterThan(0)) return undefined;
+  const unit = new Dec(line.amount ?? 0).dividedBy(cantidad);
+  return unit.decimalPlaces()! <= 6 && unit.times(cantidad).isEqualTo(line.amount ?? 0)
+    ? unit.toFixed(Math.max(decimalsOf(line.amount ?? '0'), unit.decimalPlaces()!))
+    : undefined;
+}
+
+/** Σ traslado rates (IVA on top of IEPS) − Σ retención rates: gross ≈ base × (1 + this). */
+function effectiveRate(t: LineTaxes): Dec {
+  const ieps = new Dec(t.ieps ?? 0);
+  const iva = t.iva === undefined || t.iva === 'exento' ? ZERO : new Dec(t.iva);
+  return ieps
+    .plus(iva.times(ieps.plus(1)))
+    .minus(t.retencionIsr ?? 0)
+    .minus(t.retencionIva ?? 0);
+}
+
+/** The concepto for a base (the line's Importe before tax) spread over its units. */
+function atBase(line: SaleLine, base: Dec, decimals: number): ConceptoRequest {
+  const cantidad = new Dec(line.cantidad);
+  const unit = base.dividedBy(cantidad);
+  const coarse = fixed(unit, decimals);
+  // A unit value with the currency's decimals when it gives the base exactly, else six decimals.
+  const valorUnitario = new Dec(coarse).times(cantidad).isEqualTo(base) ? coarse : fixed(unit, 6);
+  return conceptoOf(line, valorUnitario);
+}
+
+/** The concepto at the base with the currency's decimals whose gross is `gross`, or else the nearest one. */
+function coarseBase(line: SaleLine, gross: Dec, decimals: number): ConceptoRequest {
+  const step = new Dec(1).shiftedBy(-decimals);
+  const estimate = new Dec(fixed(gross.dividedBy(effectiveRate(line.taxes).plus(1)), decimals));
+  let best: { concepto: ConceptoRequest; off: Dec } | undefined;
+  for (const k of [0, -1, 1, -2, 2, -3, 3]) {
+    const base = estimate.plus(step.times(k));
+    if (!base.isGreaterThan(0)) continue;
+    const concepto = atBase(line, base, decimals);
+    const off = conceptoGross(concepto, decimals).minus(gross).abs();
+    if (off.isZero()) return concepto;
+    if (!best || off.isLessThan(best.off)) best = { concepto, off };
+  }
+  return best?.concepto ?? atBase(line, estimate.isGreaterThan(0) ? estimate : step, decimals);
+}
+
+/**
+ * A concepto for `line` at a six-decimal base that `fits` (the comprobante's Total is what was
+ * paid). The Total is a step function of this base: it changes only where one of the comprobante's
+ * rounded sums this concepto enters (SubTotal, its traslado and retención groups, with what the
+ * other conceptos put in them) crosses half a cent. Those points are found around the estimate and
+ * one base inside each step is tried — each try computed as the comprobante will be.
+ */
+function fineBase(
+  line: SaleLine,
+  gross: Dec,
+  others: readonly ConceptoRequest[],
+  decimals: number,
+  fits: (concepto: ConceptoRequest) => boolean,
+): ConceptoRequest | undefined {
+  const step = new Dec(1).shiftedBy(-decimals);
+  const half = step.dividedBy(2);
+  const t = line.taxes;
+  const estimate = gross.dividedBy(effectiveRate(t).plus(1));
+  const low = estimate.minus(step.times(4));
+  const high = estimate.plus(step.times(4));
+  // What the other conceptos put in each rounded sum, by the keys computeAmounts groups them with.
+  const offsets = new Map<string, Dec>();
+  const add = (key: string, value: string | undefined) => offsets.set(key, (offsets.get(key) ?? ZERO).plus(value ?? 0));
+  for (const c of others) {
+    const a = computeConcepto(c, decimals);
+    add('subtotal', a.importe);
+    for (const x of a.traslados) add(`T${x.impuesto}|${x.tipoFactor}|${x.tasaOCuota ?? ''}`, x.importe);
+    for (const x of a.retenciones) add(`R${x.impuesto}`, x.importe);
+  }
+  const ieps = new Dec(t.ieps ?? 0);
+  const terms: { factor: Dec; key: string }[] = [{ factor: new Dec(1), key: 'subtotal' }];
+  if (t.ieps !== undefined) terms.push({ factor: ieps, key: `T003|Tasa|${t.ieps}` });
+  if (t.iva !== undefined && t.iva !== 'exento')
+    terms.push({ factor: new Dec(t.iva).times(ieps.plus(1)), key: `T002|Tasa|${t.iva}` });
+  if (t.retencionIsr !== undefined) terms.push({ factor: new Dec(t.retencionIsr), key: 'R001' });
+  if (t.retencionIva !== undefined) terms.push({ factor: new Dec(t.retencionIva), key: 'R002' });
+  const points: Dec[] = [low, high];
+  for (const { factor, key } of terms) {
+    if (factor.isZero()) continue;
+    // offset + factor·b crosses (n + ½)·step at b = ((n + ½)·step − offset) / factor.
+    const offset = offsets.get(key) ?? ZERO;
+    const first = offset.plus(low.times(factor)).dividedBy(step).integerValue(Dec.ROUND_FLOOR);
+    const last = offset.plus(high.times(factor)).dividedBy(step).integerValue(Dec.ROUND_CEIL);
+    for (let n = first; n.isLessThanOrEqualTo(last); n = n.plus(1)) {
+      const b = n.times(step).plus(half).minus(offset).dividedBy(factor);
+      if (b.isGreaterThan(low) && b.isLessThan(high)) points.push(b);
+    }
+  }
+  points.sort((a, b) => a.comparedTo(b));
+  // Nearest the estimate first: the line's own gross stays as close as can be to its price.
+  const mids = points
+    .slice(1)
+    .map((p, k) => p.plus(points[k]!).dividedBy(2))
+    .filter((m) => m.isGreaterThan(0))
+    .sort((a, b) => a.minus(estimate).abs().comparedTo(b.minus(estimate).abs()));
+  for (const mid of mids) {
+    const concepto = conceptoOf(line, fixed(mid.dividedBy(line.cantidad), 6));
+    if (fits(concepto)) return concepto;
+  }
+  return undefined;
+}

@@ -1,0 +1,224 @@
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import {
+  attr,
+  childElements,
+  conceptosForSale,
+  freezeComprobante,
+  NS,
+  parseXml,
+  type InvoiceRequestInput,
+  type SaleLine,
+} from '../src/index.ts';
+import { TEST_EMISOR, TEST_RECEPTOR } from '@timbra/test-support';
+import { loadTestCsd, SchemaValidator } from './helpers/sat.ts';
+
+const eku = loadTestCsd('EKU9003173C9');
+const cacx = loadTestCsd('CACX7605101P8');
+const schema = new SchemaValidator();
+
+const line = (overrides: Partial<SaleLine>): SaleLine => ({
+  claveProdServ: '50202306',
+  claveUnidad: 'H87',
+  descripcion: 'Producto',
+  cantidad: '1',
+  taxIncluded: true,
+  taxes: { iva: '0.160000' },
+  ...overrides,
+});
+
+/** A sale of `lines` paid with `paid`, frozen (the SAT rules run on it) with the EKU test CSD unless told. */
+function sale(lines: SaleLine[], paid: string, extra: Partial<InvoiceRequestInput> = {}, csd = eku) {
+  const plan = conceptosForSale(lines, extra.moneda ?? 'MXN', paid);
+  if (!plan.ok) throw new Error(JSON.stringify(plan.issues));
+  const request: InvoiceRequestInput = {
+    tipoDeComprobante: 'I',
+    sourceId: `sale-${paid}-${lines.length}`,
+    issuedAt: new Date(Date.now() - 60_000).toISOString(),
+    serie: 'A',
+    folio: '1',
+    lugarExpedicion: '42501',
+    formaPago: '04',
+    metodoPago: 'PUE',
+    emisor: { ...TEST_EMISOR },
+    receptor: { ...TEST_RECEPTOR },
+    conceptos: plan.conceptos,
+    ...extra,
+  };
+  return { plan, frozen: freezeComprobante(request, csd) };
+}
+
+const taxesOf = (xml: string) => {
+  const impuestos = childElements(parseXml(xml), NS.cfdi, 'Impuestos')[0];
+  const group = (name: string, child: string) =>
+    impuestos
+      ? childElements(childElements(impuestos, NS.cfdi, name)[0] ?? impuestos, NS.cfdi, child).map((c) =>
+          Object.fromEntries(c.attrs),
+        )
+      : [];
+  return { traslados: group('Traslados', 'Traslado'), retenciones: group('Retenciones', 'Retencion'), impuestos };
+};
+
+describe('a sale described by its lines (conceptosForSale)', () => {
+  it('three lines at 16%, 0% and exento: one concepto each, taxes grouped, Total = the money', async () => {
+    const { frozen } = sale(
+      [
+        line({ descripcion: 'Audífonos', amount: '1160.00' }),
+        line({
+          descripcion: 'Tortillas',
+          claveProdServ: '50221200',
+          claveUnidad: 'KGM',
+          cantidad: '2',
+          unitPrice: '24.50',
+          taxes: { iva: '0.000000' },
+        }),
+        line({ descripcion: 'Libro', claveProdServ: '55101500', amount: '349.00', taxes: { iva: 'exento' } }),
+      ],
+      '1558.00',
+    );
+    expect(frozen.total).toBe('1558.00');
+    expect(frozen.subTotal).toBe('1398.00');
+    const { traslados } = taxesOf(frozen.xml);
+    expect(traslados).toEqual([
+      { Base: '1000.00', Impuesto: '002', TipoFactor: 'Tasa', TasaOCuota: '0.160000', Importe: '160.00' },
+      { Base: '49.00', Impuesto: '002', TipoFactor: 'Tasa', TasaOCuota: '0.000000', Importe: '0.00' },
+      { Base: '349.00', Impuesto: '002', TipoFactor: 'Exento' },
+    ]);
+    expect(
+      childElements(childElements(parseXml(frozen.xml), NS.cfdi, 'Conceptos')[0]!, NS.cfdi, 'Concepto'),
+    ).toHaveLength(3);
+    expect(await schema.validate([frozen.xml])).toEqual([]);
+  });
+
+  it('a frontera emisor at IVA 8%', async () => {
+    const { frozen } = sale([line({ amount: '540.00', taxes: { iva: '0.080000' } })], '540.00', {
+      lugarExpedicion: '22000',
+    });
+    expect(frozen.total).toBe('540.00');
+    expect(taxesOf(frozen.xml).traslados).toEqual([
+      { Base: '500.00', Impuesto: '002', TipoFactor: 'Tasa', TasaOCuota: '0.080000', Importe: '40.00' },
+    ]);
+    expect(await schema.validate([frozen.xml])).toEqual([]);
+  });
+
+  it('IEPS at a catalogue rate, with IVA charged on the price including it', async () => {
+    // 100.00 + IEPS 8% 8.00 = 108.00, IVA 16% of 108.00 = 17.28: 125.28 with tax.
+    const { frozen } = sale(
+      [
+        line({
+          descripcion: 'Botana',
+          claveProdServ: '50192100',
+          amount: '125.28',
+          taxes: { iva: '0.160000', ieps: '0.080000' },
+        }),
+      ],
+      '125.28',
+    );
+    expect(frozen.subTotal).toBe('100.00');
+    expect(frozen.total).toBe('125.28');
+    expect(taxesOf(frozen.xml).traslados).toEqual([
+      { Base: '100.00', Impuesto: '003', TipoFactor: 'Tasa', TasaOCuota: '0.080000', Importe: '8.00' },
+      { Base: '108.00', Impuesto: '002', TipoFactor: 'Tasa', TasaOCuota: '0.160000', Importe: '17.28' },
+    ]);
+    expect(await schema.validate([frozen.xml])).toEqual([]);
+  });
+
+  it('a persona moral receptor withholding ISR and two thirds of the IVA on services', async () => {
+    // 10,000.00 + IVA 1,600.00 − ISR 10% 1,000.00 − IVA 10.6667% 1,066.67 = 9,533.33 paid.
+    const { frozen } = sale(
+      [
+        line({
+          descripcion: 'Honorarios por asesoría',
+          claveProdServ: '80101500',
+          claveUnidad: 'E48',
+          unitPrice: '10000.00',
+          taxIncluded: false,
+          taxes: { iva: '0.160000', retencionIsr: '0.100000', retencionIva: '0.106667' },
+        }),
+      ],
+      '9533.33',
+      {
+        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
+        lugarExpedicion: '36257',
+        receptor: {
+          rfc: 'EKU9003173C9',
+          nombre: 'ESCUELA KEMPER URGATE',
+          domicilioFiscalReceptor: '42501',
+          regimenFiscalReceptor: '601',
+          usoCFDI: 'G03',
+        },
+      },
+      cacx,
+    );
+    expect(frozen.total).toBe('9533.33');
+    const { retenciones, impuestos } = taxesOf(frozen.xml);
+    expect(retenciones).toEqual([
+      { Impuesto: '001', Importe: '1000.00' },
+      { Impuesto: '002', Importe: '1066.67' },
+    ]);
+    expect(attr(impuestos!, 'TotalImpuestosRetenidos')).toBe('2066.67');
+    expect(await schema.validate([frozen.xml])).toEqual([]);
+  });
+
+  it('a sale in dollars: USD decimals, its TipoCambio on the document', async () => {
+    const { frozen } = sale([line({ amount: '58.00' }), line({ amount: '19.99', taxes: { iva: 'exento' } })], '77.99', {
+      moneda: 'USD',
+      tipoCambio: '17.254300',
+    });
+    expect(frozen.total).toBe('77.99');
+    expect(frozen.xml).toContain('Moneda="USD" TipoCambio="17.254300" Total="77.99"');
+    expect(await schema.validate([frozen.xml])).toEqual([]);
+  });
+
+  it('refuses lines that do not add up to what was paid, with the difference', () => {
+    const plan = conceptosForSale([line({ amount: '100.00' }), line({ amount: '50.00' })], 'MXN', '149.00');
+    expect(plan.ok).toBe(false);
+    if (plan.ok) return;
+    expect(plan.mismatch).toEqual({ lines: '150.00', paid: '149.00', difference: '-1.00' });
+  });
+
+  it('refuses a descuento on a price with tax included, and prices finer than the currency', () => {
+    const plan = conceptosForSale(
+      [line({ amount: '100.00', descuento: '5.00' }), line({ amount: '10.005' })],
+      'MXN',
+      '110.01',
+    );
+    expect(plan.ok).toBe(false);
+    if (plan.ok) return;
+    expect(plan.issues.map((i) => i.path)).toEqual(['conceptos.0.descuento', 'conceptos.1.amount']);
+  });
+
+  it('any mix of prices with tax included: Total is the money paid to the cent, and the SAT rules hold', () => {
+    const profiles = [
+      { iva: '0.160000' },
+      { iva: '0.080000' },
+      { iva: '0.000000' },
+      { iva: 'exento' },
+      { iva: '0.160000', ieps: '0.080000' },
+      { iva: '0.160000', ieps: '0.265000' },
+      { iva: '0.160000', retencionIsr: '0.100000', retencionIva: '0.106667' },
+      {},
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            cents: fc.integer({ min: 1, max: 2_000_000 }),
+            cantidad: fc.constantFrom('1', '2', '3', '7', '12', '0.5', '1.25'),
+            profile: fc.constantFrom(...profiles),
+          }),
+          { minLength: 1, maxLength: 6 },
+        ),
+        (drawn) => {
+          const lines = drawn.map((d) =>
+            line({ cantidad: d.cantidad, amount: (d.cents / 100).toFixed(2), taxes: d.profile }),
+          );
+          const paid = (drawn.reduce((s, d) => s + d.cents, 0) / 100).toFixed(2);
+          const { frozen } = sale(lines, paid);
+          expect(frozen.total).toBe(paid);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
