@@ -14,7 +14,7 @@ export {
   type FrozenCfdi,
   type RefreshedCfdi,
 } from './freeze.ts';
-export { withRelatedUuid } from './build/related.ts';
+export { withRelatedUuid, relatedTaxes } from './build/related.ts';
 export {
   conceptosForSale,
   conceptoOf,

@@ -14,8 +14,8 @@ describe('SAT catalogues as data (sat/catalogos → src/validate/sat-catalogs.ts
     expect(catalogs.C_USO_CFDI.D10).toMatchObject({ fisica: true, moral: false });
     expect(catalogs.C_USO_CFDI.CN01!.regimenes).toEqual(['605']);
     expect(catalogs.C_REGIMEN_FISCAL['605']).toMatchObject({ fisica: true, moral: false, validTo: null });
-    expect(catalogs.MONEDA.CLP).toEqual({ decimals: 0 });
-    expect(catalogs.MONEDA.MXN).toEqual({ decimals: 2 });
+    expect(catalogs.MONEDA.CLP).toEqual({ decimals: 0, variation: 5 });
+    expect(catalogs.MONEDA.MXN).toEqual({ decimals: 2, variation: 5 });
     expect(catalogs.FORMA_PAGO['28']).toBe('Tarjeta de débito');
     expect(catalogs.C_CLAVE_UNIDAD.has('ACT')).toBe(true);
     expect(catalogs.C_CLAVE_UNIDAD.has('ACTT')).toBe(false);

@@ -7,9 +7,11 @@ import {
   freezeComprobante,
   NS,
   parseXml,
+  withRelatedUuid,
   type InvoiceRequestInput,
   type SaleLine,
 } from '../src/index.ts';
+import { pagoRequest } from './helpers/requests.ts';
 import { TEST_EMISOR, TEST_RECEPTOR } from '@timbra/test-support';
 import { loadTestCsd, SchemaValidator } from './helpers/sat.ts';
 
@@ -220,5 +222,105 @@ describe('a sale described by its lines (conceptosForSale)', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('installments of a mixed-rate sale: each Pago reports its share, and the Pagos add up to the Ingreso exactly', async () => {
+    // A PPD sale to a persona moral: a service with withholdings, a 0% line, an exento line, IEPS.
+    const { frozen: ingreso } = sale(
+      [
+        line({
+          descripcion: 'Servicio',
+          claveProdServ: '80101500',
+          claveUnidad: 'E48',
+          unitPrice: '3333.33',
+          taxIncluded: false,
+          taxes: { iva: '0.160000', retencionIsr: '0.100000', retencionIva: '0.106667' },
+        }),
+        line({ descripcion: 'Alimento', amount: '1234.57', taxes: { iva: '0.000000' } }),
+        line({ descripcion: 'Libro', amount: '789.01', taxes: { iva: 'exento' } }),
+        line({ descripcion: 'Botana', amount: '456.78', taxes: { iva: '0.160000', ieps: '0.080000' } }),
+      ],
+      '5658.13',
+      {
+        formaPago: '99',
+        metodoPago: 'PPD',
+        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
+        lugarExpedicion: '36257',
+        receptor: {
+          rfc: 'EKU9003173C9',
+          nombre: 'ESCUELA KEMPER URGATE',
+          domicilioFiscalReceptor: '42501',
+          regimenFiscalReceptor: '601',
+          usoCFDI: 'G03',
+        },
+      },
+      cacx,
+    );
+    expect(ingreso.total).toBe('5658.13');
+    const uuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F';
+    const installments = ['1000.00', '2345.67', '0.01', '2312.45'];
+    let saldo = '5658.13';
+    const pagos: string[] = [];
+    installments.forEach((amount, n) => {
+      const template = pagoRequest();
+      const docto = template.pago!.doctosRelacionados[0]!;
+      const request: InvoiceRequestInput = {
+        ...template,
+        sourceId: `installment-${n}`,
+        issuedAt: new Date(Date.now() - 60_000).toISOString(),
+        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
+        lugarExpedicion: '36257',
+        receptor: {
+          rfc: 'EKU9003173C9',
+          nombre: 'ESCUELA KEMPER URGATE',
+          domicilioFiscalReceptor: '42501',
+          regimenFiscalReceptor: '601',
+          usoCFDI: 'CP01',
+        },
+        pago: {
+          ...template.pago!,
+          monto: amount,
+          doctosRelacionados: [
+            { ...docto, numParcialidad: n + 1, impSaldoAnt: saldo, impPagado: amount, trasladosDR: [] },
+          ],
+        },
+      };
+      saldo = (Math.round(Number(saldo) * 100 - Number(amount) * 100) / 100).toFixed(2);
+      pagos.push(freezeComprobante(withRelatedUuid(request, uuid, ingreso.xml), cacx).xml);
+    });
+    expect(await schema.validate([ingreso.xml, ...pagos])).toEqual([]);
+
+    // Σ over the Pagos of each TrasladoDR / RetencionDR group = the Ingreso's group, to the cent.
+    const sums = new Map<string, { base: number; importe: number }>();
+    for (const xml of pagos) {
+      const text = xml.replace(/\n/g, '');
+      for (const m of text.matchAll(
+        /<pago20:(TrasladoDR|RetencionDR) BaseDR="([\d.]+)" ImpuestoDR="(\d+)" TipoFactorDR="(\w+)"(?: TasaOCuotaDR="([\d.]+)" ImporteDR="([\d.]+)")?/g,
+      )) {
+        const key = `${m[1]}|${m[3]}|${m[4]}|${m[5] ?? ''}`;
+        const g = sums.get(key) ?? { base: 0, importe: 0 };
+        g.base += Math.round(Number(m[2]) * 100);
+        g.importe += Math.round(Number(m[6] ?? 0) * 100);
+        sums.set(key, g);
+      }
+    }
+    const ingresoTaxes = taxesOf(ingreso.xml).traslados;
+    for (const t of ingresoTaxes) {
+      const g = sums.get(`TrasladoDR|${t.Impuesto}|${t.TipoFactor}|${t.TasaOCuota ?? ''}`);
+      expect({ base: g!.base, importe: g!.importe }).toEqual({
+        base: Math.round(Number(t.Base) * 100),
+        importe: Math.round(Number(t.Importe ?? 0) * 100),
+      });
+    }
+    expect(ingresoTaxes.map((t) => `${t.Impuesto}|${t.TipoFactor}|${t.TasaOCuota ?? ''}`).sort()).toEqual([
+      '002|Exento|',
+      '002|Tasa|0.000000',
+      '002|Tasa|0.160000',
+      '003|Tasa|0.080000',
+    ]);
+    const retenido = (impuesto: string) =>
+      sums.get(`RetencionDR|${impuesto}|Tasa|${impuesto === '001' ? '0.100000' : '0.106667'}`)!.importe;
+    expect(retenido('001')).toBe(33333);
+    expect(retenido('002')).toBe(35556);
   });
 });

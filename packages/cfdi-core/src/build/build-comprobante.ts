@@ -226,28 +226,52 @@ function pagos(p: PagoAmounts, fechaPago: string, r: InvoiceRequest): XmlElement
   const pago = r.pago;
   if (!pago) throw new Error('pagos() needs request.pago');
   const doctos = p.doctos.map((d) => {
+    const retencionesDR: XmlElement[] =
+      d.retencionesDR.length > 0
+        ? [
+            el(
+              P,
+              'pago20:RetencionesDR',
+              [],
+              d.retencionesDR.map((t) =>
+                el(P, 'pago20:RetencionDR', [
+                  ['BaseDR', t.base],
+                  ['ImpuestoDR', t.impuesto],
+                  ['TipoFactorDR', t.tipoFactor],
+                  ['TasaOCuotaDR', t.tasaOCuota],
+                  ['ImporteDR', t.importe],
+                ]),
+              ),
+            ),
+          ]
+        : [];
     const impuestosDR: XmlElement[] =
-      d.trasladosDR.length > 0
+      d.trasladosDR.length + d.retencionesDR.length > 0
         ? [
             el(
               P,
               'pago20:ImpuestosDR',
               [],
               [
-                el(
-                  P,
-                  'pago20:TrasladosDR',
-                  [],
-                  d.trasladosDR.map((t) =>
-                    el(P, 'pago20:TrasladoDR', [
-                      ['BaseDR', t.base],
-                      ['ImpuestoDR', t.impuesto],
-                      ['TipoFactorDR', t.tipoFactor],
-                      ['TasaOCuotaDR', t.tasaOCuota],
-                      ['ImporteDR', t.importe],
-                    ]),
-                  ),
-                ),
+                ...retencionesDR,
+                ...(d.trasladosDR.length > 0
+                  ? [
+                      el(
+                        P,
+                        'pago20:TrasladosDR',
+                        [],
+                        d.trasladosDR.map((t) =>
+                          el(P, 'pago20:TrasladoDR', [
+                            ['BaseDR', t.base],
+                            ['ImpuestoDR', t.impuesto],
+                            ['TipoFactorDR', t.tipoFactor],
+                            ['TasaOCuotaDR', t.tasaOCuota],
+                            ['ImporteDR', t.importe],
+                          ]),
+                        ),
+                      ),
+                    ]
+                  : []),
               ],
             ),
           ]
@@ -270,31 +294,44 @@ function pagos(p: PagoAmounts, fechaPago: string, r: InvoiceRequest): XmlElement
       impuestosDR,
     );
   });
-  const impuestosP: XmlElement[] =
+  const retencionesP: XmlElement[] =
+    p.retencionesP.length > 0
+      ? [
+          el(
+            P,
+            'pago20:RetencionesP',
+            [],
+            p.retencionesP.map((r) =>
+              el(P, 'pago20:RetencionP', [
+                ['ImpuestoP', r.impuesto],
+                ['ImporteP', r.importe],
+              ]),
+            ),
+          ),
+        ]
+      : [];
+  const trasladosP: XmlElement[] =
     p.trasladosP.length > 0
       ? [
           el(
             P,
-            'pago20:ImpuestosP',
+            'pago20:TrasladosP',
             [],
-            [
-              el(
-                P,
-                'pago20:TrasladosP',
-                [],
-                p.trasladosP.map((t) =>
-                  el(P, 'pago20:TrasladoP', [
-                    ['BaseP', t.base],
-                    ['ImpuestoP', t.impuesto],
-                    ['TipoFactorP', t.tipoFactor],
-                    ['TasaOCuotaP', t.tasaOCuota],
-                    ['ImporteP', t.importe],
-                  ]),
-                ),
-              ),
-            ],
+            p.trasladosP.map((t) =>
+              el(P, 'pago20:TrasladoP', [
+                ['BaseP', t.base],
+                ['ImpuestoP', t.impuesto],
+                ['TipoFactorP', t.tipoFactor],
+                ['TasaOCuotaP', t.tasaOCuota],
+                ['ImporteP', t.importe],
+              ]),
+            ),
           ),
         ]
+      : [];
+  const impuestosP: XmlElement[] =
+    retencionesP.length + trasladosP.length > 0
+      ? [el(P, 'pago20:ImpuestosP', [], [...retencionesP, ...trasladosP])]
       : [];
   return el(
     P,

@@ -1,5 +1,5 @@
 import type { DoctoRelacionadoRequest, PagoRequest } from '../validate/request-schema.ts';
-import { currencyDecimals, type TrasladoAmounts } from './compute-totals.ts';
+import { currencyDecimals, type RetencionAmounts, type TrasladoAmounts } from './compute-totals.ts';
 import { Dec, fixed, sum, ZERO } from './money.ts';
 import { taxLimits, within } from '../rules/nodes.ts';
 
@@ -12,6 +12,7 @@ export interface DoctoRelacionadoAmounts {
   impPagado: string;
   impSaldoInsoluto: string;
   trasladosDR: TrasladoAmounts[];
+  retencionesDR: RetencionAmounts[];
 }
 
 export interface PagoAmounts {
@@ -20,6 +21,8 @@ export interface PagoAmounts {
   doctos: DoctoRelacionadoAmounts[];
   /** ImpuestosP/TrasladosP: TrasladoDR grouped by impuesto, TipoFactor and tasa. */
   trasladosP: TrasladoAmounts[];
+  /** ImpuestosP/RetencionesP: RetencionDR grouped by impuesto. */
+  retencionesP: { impuesto: string; importe: string }[];
   /** Totales attributes in the order the SAT XSLT reads them; only those that apply. */
   totales: [string, string][];
 }
@@ -59,10 +62,26 @@ export function computePago(pago: PagoRequest): PagoAmounts {
         },
   );
 
+  const retencionGroups = new Map<string, Dec>();
+  for (const d of doctos)
+    for (const r of d.retencionesDR)
+      retencionGroups.set(r.impuesto, (retencionGroups.get(r.impuesto) ?? ZERO).plus(r.importe));
+  const retencionesP = [...retencionGroups.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([impuesto, importe]) => ({ impuesto, importe: fixed(importe, decimals) }));
+
   const tipoCambioP = pago.tipoCambioP ?? '1';
   const inMxn = (value: Dec) => fixed(value.times(tipoCambioP), 2);
   const ivaGroup = (tasa: string) => trasladosP.find((t) => t.impuesto === '002' && t.tasaOCuota === tasa);
   const totales: [string, string][] = [];
+  for (const [impuesto, name] of [
+    ['002', 'TotalRetencionesIVA'],
+    ['001', 'TotalRetencionesISR'],
+    ['003', 'TotalRetencionesIEPS'],
+  ] as const) {
+    const r = retencionesP.find((x) => x.impuesto === impuesto);
+    if (r) totales.push([name, inMxn(new Dec(r.importe))]);
+  }
   for (const [tasa, suffix] of [
     ['0.160000', '16'],
     ['0.080000', '8'],
@@ -83,6 +102,7 @@ export function computePago(pago: PagoRequest): PagoAmounts {
     tipoCambioP,
     doctos,
     trasladosP,
+    retencionesP,
     totales,
   };
 }
@@ -94,23 +114,46 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
   const base = new Dec(fixed(pagado.dividedBy(rates.plus(1)), decimals));
   const trasladosDR: TrasladoAmounts[] =
     d.objetoImpDR === '02'
-      ? d.trasladosDR.map((t) => {
-          if (t.tipoFactor === 'Exento' || t.tasaOCuota === undefined)
-            return { base: fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor };
-          const share = t.documento
-            ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals)
-            : undefined;
-          return {
-            base: share?.base ?? fixed(base, decimals),
-            impuesto: t.impuesto,
-            tipoFactor: t.tipoFactor,
-            tasaOCuota: t.tasaOCuota,
-            importe: share?.importe ?? fixed(base.times(t.tasaOCuota), decimals),
-          };
-        })
+      ? d.trasladosDR
+          .filter((t) => noShare(t, saldoAnt, pagado, decimals) === false)
+          .map((t) => {
+            if (t.tipoFactor === 'Exento' || t.tasaOCuota === undefined) {
+              // Exento has a base and no importe: this payment's share of the document's base.
+              const share = t.documento ? baseShare(t.documento, saldoAnt, pagado, decimals) : undefined;
+              return { base: share ?? fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor };
+            }
+            const share = t.documento
+              ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals)
+              : undefined;
+            return {
+              base: share?.base ?? fixed(base, decimals),
+              impuesto: t.impuesto,
+              tipoFactor: t.tipoFactor,
+              tasaOCuota: t.tasaOCuota,
+              importe: share?.importe ?? fixed(base.times(t.tasaOCuota), decimals),
+            };
+          })
+      : [];
+  const retencionesDR: RetencionAmounts[] =
+    d.objetoImpDR === '02'
+      ? d.retencionesDR
+          .filter((r) => noShare(r, saldoAnt, pagado, decimals) === false)
+          .map((r) => {
+            const share = r.documento
+              ? proportionalShare(r.documento, saldoAnt, pagado, r.tasaOCuota, decimals)
+              : undefined;
+            return {
+              base: share?.base ?? fixed(base, decimals),
+              impuesto: r.impuesto,
+              tipoFactor: r.tipoFactor,
+              tasaOCuota: r.tasaOCuota,
+              importe: share?.importe ?? fixed(base.times(r.tasaOCuota), decimals),
+            };
+          })
       : [];
   return {
     source: d,
+    retencionesDR,
     // Same currency in payment and document: the SAT asks for EquivalenciaDR = 1.
     equivalenciaDR: d.equivalenciaDR ?? '1',
     impSaldoAnt: fixed(saldoAnt, decimals),
@@ -149,4 +192,33 @@ function proportionalShare(
   if (new Dec(rate).isZero()) return undefined;
   const fine = fixed(importe.dividedBy(rate), 6);
   return withinLimits(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
+}
+
+/** This payment's share of a document's (exento) base, telescoping like `proportionalShare`. */
+function baseShare(
+  documento: { base: string; total: string },
+  saldoAnt: Dec,
+  pagado: Dec,
+  decimals: number,
+): string | undefined {
+  const total = new Dec(documento.total);
+  const before = total.minus(saldoAnt);
+  if (!total.isGreaterThan(0) || before.isNegative()) return undefined;
+  const cumulative = (paid: Dec) => new Dec(fixed(paid.times(documento.base).dividedBy(total), decimals));
+  const base = cumulative(before.plus(pagado)).minus(cumulative(before));
+  return base.isGreaterThan(0) ? fixed(base, decimals) : undefined;
+}
+
+/**
+ * True when a tax of the related document has no part in this payment (its share of the document's
+ * base rounds to nothing, as a one-cent installment of a large invoice may): it is left out of this
+ * Pago, and the next ones report it, so the Pagos still add up to the document.
+ */
+function noShare(
+  t: { documento?: { base: string; total: string } | undefined },
+  saldoAnt: Dec,
+  pagado: Dec,
+  decimals: number,
+): boolean {
+  return t.documento !== undefined && baseShare(t.documento, saldoAnt, pagado, decimals) === undefined;
 }

@@ -113,7 +113,9 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
   const nominal: Dec[] = [];
   lines.forEach((line, i) => {
     const path = `conceptos.${i}`;
-    const bad = (field: string, message: string) => issues.push({ path: `${path}.${field}`, message });
+    const bad = (field: string, message: string): void => {
+      issues.push({ path: `${path}.${field}`, message });
+    };
     const cantidad = new Dec(line.cantidad);
     if (!cantidad.isGreaterThan(0)) bad('cantidad', 'must be greater than 0');
     if ((line.unitPrice === undefined) === (line.amount === undefined))
@@ -177,7 +179,7 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     const carriers = lines
       .map((line, i) => ({ line, i }))
       .filter(({ line }) => line.taxIncluded)
-      .sort((a, b) => nominal[b.i]!.comparedTo(nominal[a.i]!) || a.i - b.i);
+      .sort((a, b) => (nominal[b.i]!.comparedTo(nominal[a.i]!) ?? 0) || a.i - b.i);
     for (const { line, i } of carriers) {
       const others = conceptos.filter((_, n) => n !== i);
       const fine = fineBase(line, nominal[i]!, others, decimals, (c) =>
@@ -289,13 +291,13 @@ function fineBase(
       if (b.isGreaterThan(low) && b.isLessThan(high)) points.push(b);
     }
   }
-  points.sort((a, b) => a.comparedTo(b));
+  points.sort((a, b) => a.comparedTo(b) ?? 0);
   // Nearest the estimate first: the line's own gross stays as close as can be to its price.
   const mids = points
     .slice(1)
     .map((p, k) => p.plus(points[k]!).dividedBy(2))
     .filter((m) => m.isGreaterThan(0))
-    .sort((a, b) => a.minus(estimate).abs().comparedTo(b.minus(estimate).abs()));
+    .sort((a, b) => a.minus(estimate).abs().comparedTo(b.minus(estimate).abs()) ?? 0);
   for (const mid of mids) {
     const concepto = conceptoOf(line, fixed(mid.dividedBy(line.cantidad), 6));
     if (fits(concepto)) return concepto;

@@ -67,10 +67,12 @@ export const MESES = names(C_MESES);
  * c_Moneda: the currencies Timbra invoices in, with the decimals the SAT allows for amounts in each
  * (from C_MONEDA). `XXX` is the "no currency" code used by the Pago comprobante.
  */
-export const MONEDA: Readonly<Record<string, { decimals: number }>> = Object.fromEntries(
+export const MONEDA: Readonly<
+  Record<string, { decimals: number; /** TipoCambio variation allowed, % */ variation: number }>
+> = Object.fromEntries(
   ['MXN', 'USD', 'EUR', 'CAD', 'GBP', 'CHF', 'CNY', 'BRL', 'ARS', 'COP', 'CLP', 'JPY', 'KRW', 'XXX'].map((code) => {
     const moneda = C_MONEDA[code];
     if (!moneda) throw new Error(`${code} is not in c_Moneda`);
-    return [code, { decimals: moneda.decimals }];
+    return [code, { decimals: moneda.decimals, variation: moneda.variation }];
   }),
 );

@@ -48,6 +48,13 @@ const trasladoDRSchema = trasladoSchema.extend({
   documento: z.object({ base: decimalString(6), importe: decimalString(6), total: decimalString(6) }).optional(),
 });
 
+const retencionDRSchema = z.object({
+  impuesto: z.string(),
+  tipoFactor: z.string(),
+  tasaOCuota: tasa,
+  documento: z.object({ base: decimalString(6), importe: decimalString(6), total: decimalString(6) }).optional(),
+});
+
 const retencionSchema = z.object({
   impuesto: z.string(),
   tipoFactor: z.string(),
@@ -85,6 +92,8 @@ const doctoRelacionadoSchema = z.object({
    * Pagos reported, so the Pagos of a document add up to its taxes exactly.
    */
   trasladosDR: z.array(trasladoDRSchema).max(10).default([]),
+  /** Retenciones of the related invoice (ISR, IVA the receptor withholds), shared out the same way. */
+  retencionesDR: z.array(retencionDRSchema).max(10).default([]),
 });
 
 const pagoSchema = z.object({
