@@ -25,6 +25,10 @@ export function localEnv(): Record<string, string> {
     STRIPE_API_URL: 'http://127.0.0.1:4020',
     MERCADOPAGO_ACCESS_TOKEN: 'TEST-timbra-sandbox-token',
     MERCADOPAGO_API_URL: 'http://127.0.0.1:4020/mercadopago',
+    // Exchange rates from the provider sandbox's copy of Banxico's SIE API.
+    EXCHANGE_RATE_SOURCE: 'banxico',
+    BANXICO_API_URL: 'http://127.0.0.1:4020',
+    BANXICO_TOKEN: 'banxico-sandbox-token',
     ...(process.env as Record<string, string>),
   };
   // The provider sandbox follows the API's settings (its port, secrets and keys), whatever they are.
@@ -37,6 +41,7 @@ export function localEnv(): Record<string, string> {
     PROVIDER_SANDBOX_MP_ACCESS_TOKEN: base.MERCADOPAGO_ACCESS_TOKEN!,
     PROVIDER_SANDBOX_MP_WEBHOOK_URL: `${api}/webhooks/mercadopago`,
     PROVIDER_SANDBOX_MP_WEBHOOK_SECRET: base.MERCADOPAGO_WEBHOOK_SECRET!,
+    PROVIDER_SANDBOX_BANXICO_TOKEN: base.BANXICO_TOKEN!,
     ...base,
   };
 }

@@ -27,7 +27,7 @@ export function settingsFor(tasa: string): InvoiceSettings {
 
 /** The Ingreso Timbra builds for `amount` received, IVA `tasa` included (the SAT test emisor). */
 export function ingresoFor(amount: string, tasa: string): InvoiceRequestInput {
-  return buildIngresoRequest(
+  const built = buildIngresoRequest(
     {
       provider: 'check',
       externalId: 'pi_exact',
@@ -43,6 +43,8 @@ export function ingresoFor(amount: string, tasa: string): InvoiceRequestInput {
     settingsFor(tasa),
     new Date(),
   );
+  if (!built.request) throw new Error(`no Ingreso for ${amount}: ${JSON.stringify(built.problems)}`);
+  return built.request;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -12,7 +12,9 @@ import { apiKeyAuth, hashApiKey } from './http/auth.ts';
 import { DASHBOARD_PATH } from './http/dashboard.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
+import { catalogRoutes } from './routes/catalog.ts';
 import { outboxRoutes } from './routes/outbox.ts';
+import type { ExchangeRateSource } from './use-cases/exchange-rates.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { webhookEventRoutes } from './routes/webhook-events.ts';
 import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
@@ -30,6 +32,8 @@ export interface AppDeps {
   metrics: Metrics;
   databaseUrl: string;
   payments: RecordPaymentDeps;
+  /** Exchange rates for sales in other currencies (EXCHANGE_RATE_SOURCE); undefined: none configured. */
+  rates?: ExchangeRateSource | undefined;
   defaultFormaPago: string;
   idempotencyTtlHours: number;
   /** A pending invoice may be corrected this many hours before its Fecha leaves the PAC's window (default 12). */
@@ -41,7 +45,13 @@ export interface AppDeps {
   trustProxy: boolean;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
-  stripe: { secret: string | undefined; toleranceSeconds: number; api: Stripe | undefined };
+  stripe: {
+    secret: string | undefined;
+    toleranceSeconds: number;
+    api: Stripe | undefined;
+    /** STRIPE_LINE_ITEMS: read each payment's Checkout Session line items (default true). */
+    lineItems?: boolean;
+  };
   mercadoPago: {
     secret: string | undefined;
     toleranceSeconds: number;
@@ -90,6 +100,7 @@ export function createApp(deps: AppDeps) {
       }),
     deps.ingest,
   );
+  const sale = { prisma: deps.prisma, settings: deps.payments.settings, rates: deps.rates };
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.use(helmet());
@@ -146,6 +157,8 @@ export function createApp(deps: AppDeps) {
       api: deps.stripe.api,
       defaultFormaPago: deps.defaultFormaPago,
       metrics: deps.metrics,
+      sale,
+      lineItems: deps.stripe.lineItems ?? true,
     }),
   );
   app.post(
@@ -160,6 +173,7 @@ export function createApp(deps: AppDeps) {
       toleranceSeconds: deps.mercadoPago.toleranceSeconds,
       defaultFormaPago: deps.defaultFormaPago,
       metrics: deps.metrics,
+      sale,
     }),
   );
 
@@ -174,6 +188,7 @@ export function createApp(deps: AppDeps) {
     paymentRoutes({
       prisma: deps.prisma,
       payments: deps.payments,
+      rates: deps.rates,
       defaultFormaPago: deps.defaultFormaPago,
       idempotencyTtlHours: deps.idempotencyTtlHours,
       metrics: deps.metrics,
@@ -192,6 +207,7 @@ export function createApp(deps: AppDeps) {
       },
     }),
   );
+  v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
   v1.use(outboxRoutes(deps.prisma));
   v1.use(webhookEventRoutes(deps.prisma));
   app.use('/v1', v1);

@@ -76,10 +76,25 @@ const schema = z.object({
   /** A restricted key with read access to Charges, PaymentIntents and Refunds is enough. */
   STRIPE_API_KEY: z.string().optional(),
   STRIPE_API_URL: z.string().url().default('https://api.stripe.com'),
+  /**
+   * Read the line items of the Checkout Session behind each PaymentIntent (one more Stripe API call
+   * per payment): each product becomes a concepto. false: a PaymentIntent's metadata only.
+   */
+  STRIPE_LINE_ITEMS: bool.default(true),
   MERCADOPAGO_WEBHOOK_SECRET: z.string().optional(),
   MERCADOPAGO_TOLERANCE_SECONDS: z.coerce.number().int().positive().default(300),
   MERCADOPAGO_ACCESS_TOKEN: z.string().optional(),
   MERCADOPAGO_API_URL: z.string().url().default('https://api.mercadopago.com'),
+  /**
+   * Where TipoCambio comes from for a sale in another currency when neither the request nor the
+   * provider's settlement gives one (and what given rates are checked against): `banxico` (its SIE
+   * API: BANXICO_API_URL and BANXICO_TOKEN) or `none`.
+   */
+  EXCHANGE_RATE_SOURCE: z.enum(['banxico', 'none']).default('none'),
+  BANXICO_API_URL: z.string().url().default('https://www.banxico.org.mx'),
+  /** Banxico SIE query token (free: https://www.banxico.org.mx/SieAPIRest/service/v1/token). */
+  BANXICO_TOKEN: z.string().optional(),
+  BANXICO_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   TRUST_PROXY: bool.default(false),
   // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
   DASHBOARD_USER: z.string().min(1).optional(),
@@ -116,6 +131,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
     const c = parsed.data;
     if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
       problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
+    if (c.EXCHANGE_RATE_SOURCE === 'banxico' && !c.BANXICO_TOKEN)
+      problems.push('  BANXICO_TOKEN: required with EXCHANGE_RATE_SOURCE=banxico (its SIE API asks for one)');
     if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
     // The operator's large catalogues first: the settings below are checked against them too.

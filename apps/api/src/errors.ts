@@ -37,6 +37,22 @@ export const API_ERRORS = {
     status: 422,
     message: 'The CFDI this request would issue breaks SAT rules; nothing was recorded.',
   },
+  lines_total_mismatch: {
+    status: 422,
+    message: 'The lines, with their taxes, do not add up to the amount paid; details say by how much.',
+  },
+  product_not_found: { status: 422, message: 'A line names a product that does not exist or is not active.' },
+  customer_not_found: { status: 422, message: 'The customer named does not exist.' },
+  exchange_rate_unavailable: {
+    status: 422,
+    message: 'No TipoCambio for this currency: send tipoCambio, or configure a rate source (EXCHANGE_RATE_SOURCE).',
+  },
+  exchange_rate_out_of_range: {
+    status: 422,
+    message: "The TipoCambio is outside the variation c_Moneda allows around the day's published rate.",
+  },
+  product_reference_taken: { status: 409, message: 'A product with this reference exists.' },
+  customer_conflict: { status: 409, message: 'Another customer has this Stripe or Mercado Pago id.' },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },
   occurred_in_future: {
@@ -46,6 +62,10 @@ export const API_ERRORS = {
   rate_limited: { status: 429, message: 'Too many requests.' },
   webhook_not_configured: { status: 503, message: 'This webhook is not configured.' },
   unavailable: { status: 503, message: 'A dependency is unavailable.' },
+  exchange_rate_source_down: {
+    status: 503,
+    message: 'The exchange rate source did not answer; retry later (or send tipoCambio).',
+  },
   internal: { status: 500, message: 'Internal error.' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

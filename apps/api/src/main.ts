@@ -11,6 +11,7 @@ import { loadConfig, parseApiKeys } from './config.ts';
 import { dashboard } from './http/dashboard.ts';
 import { createMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
+import { BanxicoRates } from './use-cases/exchange-rates.ts';
 
 export const REDACT = [
   'req.headers.authorization',
@@ -99,6 +100,14 @@ const app = createApp({
       periodicidad: periodicidadFor(config.EMISOR_REGIMEN_FISCAL, config.PUBLICO_GENERAL_PERIODICIDAD),
     },
   },
+  rates:
+    config.EXCHANGE_RATE_SOURCE === 'banxico' && config.BANXICO_TOKEN
+      ? new BanxicoRates({
+          url: config.BANXICO_API_URL,
+          token: config.BANXICO_TOKEN,
+          timeoutMs: config.BANXICO_TIMEOUT_MS,
+        })
+      : undefined,
   defaultFormaPago: config.DEFAULT_FORMA_PAGO,
   idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
   lateMarginHours: config.LATE_MARGIN_HOURS,
@@ -110,6 +119,7 @@ const app = createApp({
     secret: config.STRIPE_WEBHOOK_SECRET,
     toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS,
     api: config.STRIPE_API_KEY ? stripeApi(config.STRIPE_API_URL, config.STRIPE_API_KEY) : undefined,
+    lineItems: config.STRIPE_LINE_ITEMS,
   },
   mercadoPago: {
     secret: config.MERCADOPAGO_WEBHOOK_SECRET,

@@ -95,7 +95,7 @@ describe('correcting an invoice that needs data', () => {
     const made = await api.providers.stripePayment({ amount: 11600, currency: 'usd', metadata: CUSTOMER });
     const before = await ingresoOf(made.paymentIntent.id);
     expect(before.status).toBe('needs_data');
-    expect(JSON.stringify(before.problems)).toContain('CFDI40115');
+    expect(JSON.stringify(before.problems)).toContain('no TipoCambio for USD');
     const fixed = await patch(before.id, { tipoCambio: '17.2345' });
     expect(fixed.statusCode).toBe(200);
     const after = await ingresoOf(made.paymentIntent.id);

@@ -98,7 +98,15 @@ describe('a sale in installments: the Pagos add up to the Ingreso’s IVA', () =
     for (const [n, amount] of installments.entries()) {
       const pago = freezeComprobante(
         buildPagoRequest(
-          { serie: 'A', folio: 1, moneda: 'MXN', receptor, subTotal: ingreso.subTotal, total: ingreso.total },
+          {
+            serie: 'A',
+            folio: 1,
+            moneda: 'MXN',
+            receptor,
+            subTotal: ingreso.subTotal,
+            total: ingreso.total,
+            frozenXml: ingreso.xml,
+          },
           {
             provider: 'check',
             externalId: `inst-${n}`,

@@ -99,7 +99,13 @@ export async function startApi(
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     trustProxy: false,
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
-    stripe: { secret: STRIPE_SECRET, toleranceSeconds: 300, api: stripeApi(providerUrl, STRIPE_KEY) },
+    // Hand-built events (no provider sandbox) have no Checkout Session to look up.
+    stripe: {
+      secret: STRIPE_SECRET,
+      toleranceSeconds: 300,
+      api: stripeApi(providerUrl, STRIPE_KEY),
+      lineItems: options.providers ?? false,
+    },
     mercadoPago: {
       secret: MP_SECRET,
       toleranceSeconds: 300,

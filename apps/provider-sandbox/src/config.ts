@@ -15,6 +15,8 @@ const schema = z.object({
   PROVIDER_SANDBOX_MP_WEBHOOK_URL: z.string().url().optional(),
   /** The secret notifications are signed with: Timbra's MERCADOPAGO_WEBHOOK_SECRET. */
   PROVIDER_SANDBOX_MP_WEBHOOK_SECRET: z.string().min(1).default('mp_dev_local_only'),
+  /** The token Banxico SIE callers must send (`Bmx-Token`): Timbra's BANXICO_TOKEN. */
+  PROVIDER_SANDBOX_BANXICO_TOKEN: z.string().min(1).default('banxico-sandbox-token'),
   /** Waits between a failed delivery and its retries, comma-separated milliseconds. */
   PROVIDER_SANDBOX_RETRY_DELAYS_MS: z
     .string()

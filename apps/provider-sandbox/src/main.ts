@@ -19,6 +19,7 @@ const sandbox = new ProviderSandbox({
     webhookUrl: config.PROVIDER_SANDBOX_MP_WEBHOOK_URL,
     webhookSecret: config.PROVIDER_SANDBOX_MP_WEBHOOK_SECRET,
   },
+  banxico: { token: config.PROVIDER_SANDBOX_BANXICO_TOKEN },
   retryDelaysMs: config.PROVIDER_SANDBOX_RETRY_DELAYS_MS.split(',').map(Number),
   logger,
 });

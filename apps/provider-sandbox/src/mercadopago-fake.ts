@@ -28,7 +28,12 @@ export type FakeMpPayment = Required<
     | 'metadata'
     | 'live_mode'
   >
-> & { refunds: FakeMpRefund[] };
+> & {
+  refunds: FakeMpRefund[];
+  /** What was bought (items: id, title, quantity, unit_price with tax), when the integration sent it. */
+  additional_info?: Pick<NonNullable<PaymentResponse['additional_info']>, 'items'>;
+  payer?: Pick<NonNullable<PaymentResponse['payer']>, 'id' | 'type'>;
+};
 
 /** A notification as Mercado Pago POSTs it (`?data.id=…&type=payment`): ids only. */
 export interface FakeMpNotification {
@@ -60,6 +65,9 @@ export interface NewMpPayment {
   status: 'approved' | 'pending' | 'rejected';
   metadata: Record<string, unknown>;
   description: string | null;
+  items?: { id: string; title: string; quantity: number; unit_price: number }[] | undefined;
+  /** The payer's Mercado Pago id. */
+  payerId?: string | undefined;
 }
 
 let nextPaymentId = 1_000_000_000 + Math.floor(Math.random() * 1_000_000);
@@ -92,6 +100,10 @@ export class MercadoPagoFake {
       metadata: input.metadata,
       live_mode: false,
       refunds: [],
+      ...(input.items
+        ? { additional_info: { items: input.items.map((i) => ({ ...i, currency_id: input.currency })) } }
+        : {}),
+      ...(input.payerId ? { payer: { id: input.payerId, type: 'customer' } } : {}),
     };
     this.payments.set(String(payment.id), payment);
     return { payment, notification: this.notification(payment, 'payment.created') };

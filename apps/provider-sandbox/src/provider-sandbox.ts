@@ -14,6 +14,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Logger } from 'pino';
 import Stripe from 'stripe';
 import { z } from 'zod';
+import { BanxicoFake } from './banxico-fake.ts';
 import { Deliveries } from './deliveries.ts';
 import {
   MercadoPagoFake,
@@ -29,6 +30,8 @@ export interface ProviderSandboxOptions {
   port: number;
   stripe: { secretKey: string; webhookUrl: string | undefined; webhookSecret: string };
   mercadoPago: { accessToken: string; webhookUrl: string | undefined; webhookSecret: string };
+  /** The token Banxico SIE callers must send (`Bmx-Token`): Timbra's BANXICO_TOKEN. */
+  banxico: { token: string };
   /** Waits between a failed delivery and its retries. */
   retryDelaysMs: readonly number[];
   logger: Logger;
@@ -45,6 +48,27 @@ const stripePaymentBody = z.object({
   metadata,
   description: z.string().nullable().default(null),
   created: z.number().int().optional(),
+  customer: z.string().optional(),
+  settlementExchangeRate: z.number().positive().optional(),
+  deliver: deliverOption,
+});
+const checkoutBody = z.object({
+  currency: z.string().default('mxn'),
+  method: z.enum(STRIPE_METHODS).default('card_credit'),
+  metadata,
+  description: z.string().nullable().default(null),
+  customer: z.string().optional(),
+  settlementExchangeRate: z.number().positive().optional(),
+  lines: z
+    .array(
+      z.object({
+        name: z.string().min(1),
+        quantity: z.number().int().positive().default(1),
+        unitAmount: z.number().int().positive(),
+        metadata,
+      }),
+    )
+    .min(1),
   deliver: deliverOption,
 });
 const captureBody = z.object({ amount: z.number().int().optional(), deliver: deliverOption });
@@ -63,14 +87,26 @@ const mpPaymentBody = z.object({
   status: z.enum(['approved', 'pending', 'rejected']).default('approved'),
   metadata: z.record(z.string(), z.unknown()).default({}),
   description: z.string().nullable().default(null),
+  items: z
+    .array(
+      z.object({ id: z.string(), title: z.string(), quantity: z.number().int().positive(), unit_price: z.number() }),
+    )
+    .optional(),
+  payerId: z.string().optional(),
   deliver: deliverOption,
 });
 const mpRefundBody = z.object({ amount: z.number().optional(), deliver: deliverOption });
 const replayBody = z.object({ body: z.unknown() });
+const banxicoRateBody = z.object({
+  serie: z.string().default('SF43718'),
+  date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+  dato: z.string().regex(/^(\d+(\.\d+)?|N\/E)$/),
+});
 
 export class ProviderSandbox {
   readonly stripe = new StripeFake();
   readonly mercadoPago = new MercadoPagoFake();
+  readonly banxico = new BanxicoFake();
   private readonly deliveries: Deliveries;
   private readonly signer = new Stripe('sk_sandbox_signing_only');
   /** The headers of each Mercado Pago notification's last send: what an eavesdropper would capture. */
@@ -123,6 +159,35 @@ export class ProviderSandbox {
           : pi,
       );
     });
+    app.get('/v1/balance_transactions/:id', stripeAuth, (req, res) => {
+      res.json(found(this.stripe.balanceTransactions.get(String(req.params.id)), 'balance_transaction', req.params.id));
+    });
+    app.get('/v1/checkout/sessions', stripeAuth, (req, res) => {
+      const pi = req.query.payment_intent;
+      const data = [...this.stripe.checkoutSessions.values()].filter(
+        (s) => pi === undefined || s.payment_intent === pi,
+      );
+      res.json({ object: 'list', data, has_more: false, url: '/v1/checkout/sessions' });
+    });
+    app.get('/v1/checkout/sessions/:id', stripeAuth, (req, res) => {
+      res.json(found(this.stripe.checkoutSessions.get(String(req.params.id)), 'checkout.session', req.params.id));
+    });
+    app.get('/v1/checkout/sessions/:id/line_items', stripeAuth, (req, res) => {
+      const items = found(this.stripe.lineItems.get(String(req.params.id)), 'checkout.session', req.params.id);
+      const expand = Object.entries(req.query).flatMap(([k, v]) => (/^expand(\[\d*\])?$/.test(k) ? [v].flat() : []));
+      const data = expand.includes('data.price.product')
+        ? items.map((item) => ({
+            ...item,
+            price: { ...item.price, product: this.stripe.products.get(item.price.product) },
+          }))
+        : items;
+      res.json({
+        object: 'list',
+        data,
+        has_more: false,
+        url: `/v1/checkout/sessions/${String(req.params.id)}/line_items`,
+      });
+    });
     app.get('/v1/refunds/:id', stripeAuth, (req, res) => {
       res.json(found(this.stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
     });
@@ -148,7 +213,19 @@ export class ProviderSandbox {
       res.json(this.mercadoPago.find(String(req.params.id)));
     });
 
+    // Banxico's SIE API (exchange rates).
+    app.get('/SieAPIRest/service/v1/series/:serie/datos/:from/:to', (req, res) => {
+      if (req.get('bmx-token') !== this.options.banxico.token)
+        return void res.status(401).json({ error: { mensaje: 'Token inválido', detalle: 'Bmx-Token' } });
+      res.json(this.banxico.series(String(req.params.serie), String(req.params.from), String(req.params.to)));
+    });
+
     // Control.
+    app.post('/_sandbox/banxico/rates', (req, res) => {
+      const { serie, date, dato } = banxicoRateBody.parse(req.body);
+      this.banxico.set(serie, date, dato);
+      res.status(201).json({ serie, date, dato });
+    });
     app.get('/_sandbox/health', (_req, res) => res.json({ ok: true }));
     app.get('/_sandbox/deliveries', (_req, res) => res.json({ deliveries: this.deliveries.list() }));
     app.get('/_sandbox/deliveries/:id', (req, res) => {
@@ -165,6 +242,11 @@ export class ProviderSandbox {
     app.post('/_sandbox/stripe/payments', async (req, res) => {
       const { deliver, ...input } = stripePaymentBody.parse(req.body);
       const made = this.stripe.createPayment(input);
+      res.status(201).json({ ...made, events: await this.sendStripe(made.events, deliver) });
+    });
+    app.post('/_sandbox/stripe/checkout_sessions', async (req, res) => {
+      const { deliver, ...input } = checkoutBody.parse(req.body);
+      const made = this.stripe.createCheckoutSession(input);
       res.status(201).json({ ...made, events: await this.sendStripe(made.events, deliver) });
     });
     app.post('/_sandbox/stripe/payment_intents/:id/capture', async (req, res) => {

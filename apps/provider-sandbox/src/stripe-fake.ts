@@ -24,6 +24,7 @@ export type FakeCharge = Pick<
   | 'amount'
   | 'amount_captured'
   | 'amount_refunded'
+  | 'balance_transaction'
   | 'captured'
   | 'created'
   | 'currency'
@@ -47,6 +48,7 @@ export type FakePaymentIntent = Pick<
   | 'capture_method'
   | 'created'
   | 'currency'
+  | 'customer'
   | 'description'
   | 'latest_charge'
   | 'livemode'
@@ -59,10 +61,45 @@ export type FakeRefund = Pick<
   Stripe.Refund,
   'id' | 'object' | 'amount' | 'charge' | 'created' | 'currency' | 'metadata' | 'payment_intent' | 'reason' | 'status'
 > & { failure_reason?: Stripe.Refund['failure_reason'] };
+export type FakeBalanceTransaction = Pick<
+  Stripe.BalanceTransaction,
+  'id' | 'object' | 'amount' | 'created' | 'currency' | 'exchange_rate' | 'fee' | 'net' | 'source' | 'status' | 'type'
+>;
+export type FakeProduct = Pick<Stripe.Product, 'id' | 'object' | 'name' | 'metadata' | 'active'>;
+export type FakeLineItem = Pick<
+  Stripe.LineItem,
+  | 'id'
+  | 'object'
+  | 'amount_discount'
+  | 'amount_subtotal'
+  | 'amount_tax'
+  | 'amount_total'
+  | 'currency'
+  | 'description'
+  | 'quantity'
+> & {
+  price: Pick<Stripe.Price, 'id' | 'object' | 'currency' | 'unit_amount' | 'type'> & { product: string };
+};
+export type FakeCheckoutSession = Pick<
+  Stripe.Checkout.Session,
+  | 'id'
+  | 'object'
+  | 'amount_subtotal'
+  | 'amount_total'
+  | 'created'
+  | 'currency'
+  | 'customer'
+  | 'livemode'
+  | 'metadata'
+  | 'mode'
+  | 'payment_intent'
+  | 'payment_status'
+  | 'status'
+>;
 export type FakeEvent = Pick<
   Stripe.Event,
   'id' | 'object' | 'api_version' | 'created' | 'livemode' | 'pending_webhooks' | 'request' | 'type'
-> & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund } };
+> & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession } };
 
 /** How the customer paid, as a test card or method (what decides the CFDI's FormaPago). */
 export const STRIPE_METHODS = [
@@ -85,6 +122,21 @@ export interface NewStripePayment {
   description: string | null;
   /** Unix seconds; default now (an older time makes old events, as a backfill does). */
   created?: number;
+  /** The Stripe customer (cus_…) paying. */
+  customer?: string | undefined;
+  /**
+   * Money in another currency settled in pesos: the charge's balance transaction is in MXN with
+   * this `exchange_rate` (pesos per unit). Default: settled in the charge's own currency.
+   */
+  settlementExchangeRate?: number | undefined;
+}
+
+/** A line of a Checkout Session: a product (with its metadata), a quantity and a unit price in minor units. */
+export interface NewCheckoutLine {
+  name: string;
+  quantity: number;
+  unitAmount: number;
+  metadata: Record<string, string>;
 }
 
 const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -111,6 +163,80 @@ export class StripeFake {
   readonly charges = new Map<string, FakeCharge>();
   readonly paymentIntents = new Map<string, FakePaymentIntent>();
   readonly refunds = new Map<string, FakeRefund>();
+  readonly balanceTransactions = new Map<string, FakeBalanceTransaction>();
+  readonly products = new Map<string, FakeProduct>();
+  readonly checkoutSessions = new Map<string, FakeCheckoutSession>();
+  readonly lineItems = new Map<string, FakeLineItem[]>();
+  private readonly settlementRates = new Map<string, number | undefined>();
+
+  /**
+   * A Checkout Session in payment mode paid at once: its products and prices, the PaymentIntent and
+   * Charge behind it (createPayment), and the events Stripe sends — the charge's and the
+   * PaymentIntent's, then `checkout.session.completed`.
+   */
+  createCheckoutSession(input: Omit<NewStripePayment, 'amount' | 'capture'> & { lines: NewCheckoutLine[] }): {
+    session: FakeCheckoutSession;
+    paymentIntent: FakePaymentIntent;
+    charge: FakeCharge;
+    events: FakeEvent[];
+  } {
+    const currency = input.currency.toLowerCase();
+    const items: FakeLineItem[] = input.lines.map((line) => {
+      const product: FakeProduct = {
+        id: id('prod'),
+        object: 'product',
+        name: line.name,
+        metadata: line.metadata,
+        active: true,
+      };
+      this.products.set(product.id, product);
+      const total = line.unitAmount * line.quantity;
+      return {
+        id: id('li'),
+        object: 'item',
+        amount_discount: 0,
+        amount_subtotal: total,
+        amount_tax: 0,
+        amount_total: total,
+        currency,
+        description: line.name,
+        quantity: line.quantity,
+        price: {
+          id: id('price'),
+          object: 'price',
+          currency,
+          unit_amount: line.unitAmount,
+          type: 'one_time',
+          product: product.id,
+        },
+      };
+    });
+    const amount = items.reduce((sum, item) => sum + item.amount_total, 0);
+    const made = this.createPayment({ ...input, amount, capture: 'automatic' });
+    const session: FakeCheckoutSession = {
+      id: id('cs_test'),
+      object: 'checkout.session',
+      amount_subtotal: amount,
+      amount_total: amount,
+      created: made.paymentIntent.created,
+      currency,
+      customer: input.customer ?? null,
+      livemode: false,
+      metadata: input.metadata,
+      mode: 'payment',
+      payment_intent: made.paymentIntent.id,
+      payment_status: 'paid',
+      status: 'complete',
+    };
+    this.checkoutSessions.set(session.id, session);
+    this.lineItems.set(session.id, items);
+    return {
+      session,
+      paymentIntent: made.paymentIntent,
+      charge: made.charge,
+      events: [...made.events, this.event('checkout.session.completed', session, session.created)],
+    };
+  }
 
   /** A payment: its PaymentIntent and Charge, and the events Stripe sends for it. */
   createPayment(input: NewStripePayment): {
@@ -130,6 +256,7 @@ export class StripeFake {
       capture_method: input.capture,
       created,
       currency: input.currency.toLowerCase(),
+      customer: input.customer ?? null,
       description: input.description,
       latest_charge: null,
       livemode: false,
@@ -144,6 +271,7 @@ export class StripeFake {
       amount: input.amount,
       amount_captured: captured ? input.amount : 0,
       amount_refunded: 0,
+      balance_transaction: null,
       captured,
       created,
       currency: pi.currency,
@@ -158,6 +286,8 @@ export class StripeFake {
       status: 'succeeded',
     };
     pi.latest_charge = charge.id;
+    this.settlementRates.set(pi.id, input.settlementExchangeRate);
+    if (captured) charge.balance_transaction = this.settle(charge, input.settlementExchangeRate);
     this.paymentIntents.set(pi.id, pi);
     this.charges.set(charge.id, charge);
     const events = captured
@@ -180,6 +310,7 @@ export class StripeFake {
       throw new FakeError(400, 'amount_too_large', 'The capture amount is more than the authorized amount');
     const charge = this.charges.get(pi.latest_charge as string)!;
     Object.assign(charge, { captured: true, amount_captured: take });
+    charge.balance_transaction = this.settle(charge, this.settlementRates.get(pi.id));
     Object.assign(pi, { status: 'succeeded', amount_received: take, amount_capturable: 0 });
     return { charge, events: [this.event('charge.captured', charge), this.event('payment_intent.succeeded', pi)] };
   }
@@ -244,8 +375,34 @@ export class StripeFake {
     return this.event('charge.refunded', charge);
   }
 
+  /** The balance transaction of a captured charge: in MXN at `exchangeRate`, or in its own currency. */
+  private settle(charge: FakeCharge, exchangeRate: number | undefined): string {
+    const inPesos = exchangeRate !== undefined && charge.currency !== 'mxn';
+    const amount = inPesos ? Math.round(charge.amount_captured * exchangeRate) : charge.amount_captured;
+    const fee = Math.round(amount * 0.036);
+    const txn: FakeBalanceTransaction = {
+      id: id('txn'),
+      object: 'balance_transaction',
+      amount,
+      created: charge.created,
+      currency: inPesos ? 'mxn' : charge.currency,
+      exchange_rate: inPesos ? exchangeRate : null,
+      fee,
+      net: amount - fee,
+      source: charge.id,
+      status: 'available',
+      type: 'charge',
+    };
+    this.balanceTransactions.set(txn.id, txn);
+    return txn.id;
+  }
+
   /** An event as Stripe sends it: the object as it is now (a copy), of the library's API version. */
-  private event(type: string, object: FakeCharge | FakePaymentIntent | FakeRefund, created = now()): FakeEvent {
+  private event(
+    type: string,
+    object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession,
+    created = now(),
+  ): FakeEvent {
     return {
       id: id('evt'),
       object: 'event',

@@ -49,6 +49,7 @@ beforeAll(async () => {
     port: 0,
     stripe: { secretKey: SECRETS.stripeKey, webhookUrl: `${hook}/stripe`, webhookSecret: SECRETS.whsec },
     mercadoPago: { accessToken: SECRETS.mpToken, webhookUrl: `${hook}/mp`, webhookSecret: SECRETS.mpSecret },
+    banxico: { token: 'bmx-test' },
     retryDelaysMs: [50, 100],
     logger: pino({ level: 'silent' }),
   });

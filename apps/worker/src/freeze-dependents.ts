@@ -24,7 +24,10 @@ export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalI
     const ready: { invoiceId: string; stampKey: string }[] = [];
     for (const dependent of waiting.dependents) {
       const request = dependent.request as InvoiceRequestInput;
-      const { frozen, problems: invalid } = tryFreeze(withRelatedUuid(request, waiting.originalUuid), csd);
+      const { frozen, problems: invalid } = tryFreeze(
+        withRelatedUuid(request, waiting.originalUuid, waiting.originalXml ?? undefined),
+        csd,
+      );
       const problems =
         invalid ??
         (frozen.stampKey !== dependent.stampKey

@@ -18,6 +18,7 @@ const lockInvoiceForInstallmentRow = z.object({
   payment_id: col.uuid,
   payment_terms: col.text,
   receptor: col.json,
+  frozen_xml: z.string().nullable(),
 });
 const installmentsPaidRow = z.object({ sum: col.text, count: col.int });
 const insertInstallmentRow = z.object({ id: col.uuid });
@@ -36,6 +37,8 @@ export interface InstallmentInvoice {
   paymentId: string;
   paymentTerms: string;
   receptor: unknown;
+  /** The Ingreso's frozen document (its taxes and TipoCambio are what its Pagos report), null until frozen. */
+  frozenXml: string | null;
 }
 
 /** Locks an invoice's row until commit (installments are numbered once, balances stay consistent). */
@@ -45,7 +48,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
     lockInvoiceForInstallmentRow,
     Prisma.sql`
       SELECT i.id, i.status::text, i.uuid, i.kind, i.serie, i.folio, i.moneda, i.sub_total::text, i.total::text, i.payment_id,
-             p.payment_terms, p.receptor
+             p.payment_terms, p.receptor, i.frozen_xml
       FROM invoices i JOIN payments p ON p.id = i.payment_id
       WHERE i.id = ${invoiceId}::uuid
       FOR UPDATE OF i`,
@@ -64,6 +67,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
       paymentId: row.payment_id,
       paymentTerms: row.payment_terms,
       receptor: row.receptor,
+      frozenXml: row.frozen_xml,
     }
   );
 }

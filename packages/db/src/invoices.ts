@@ -18,7 +18,11 @@ import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
 const standingRelatedCountRow = z.object({ n: col.int });
-const originalStateColumns = z.object({ uuid: z.string().nullable(), status: col.text });
+const originalStateColumns = z.object({
+  uuid: z.string().nullable(),
+  status: col.text,
+  frozen_xml: z.string().nullable(),
+});
 const waitingDependentColumns = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
 const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
 
@@ -185,11 +189,11 @@ export interface WaitingDependent {
 export async function lockWaitingDependents(
   tx: Tx,
   originalId: string,
-): Promise<{ originalUuid: string; dependents: WaitingDependent[] } | undefined> {
+): Promise<{ originalUuid: string; originalXml: string | null; dependents: WaitingDependent[] } | undefined> {
   const [original] = await queryRows(
     tx,
     originalStateColumns,
-    Prisma.sql`SELECT uuid, status::text FROM invoices WHERE id = ${originalId}::uuid`,
+    Prisma.sql`SELECT uuid, status::text, frozen_xml FROM invoices WHERE id = ${originalId}::uuid`,
   );
   if (!original?.uuid || original.status !== 'stamped') return undefined;
   const rows = await queryRows(
@@ -202,6 +206,7 @@ export async function lockWaitingDependents(
   );
   return {
     originalUuid: original.uuid,
+    originalXml: original.frozen_xml,
     dependents: rows.map((r) => ({ id: r.id, request: r.request, stampKey: r.stamp_key })),
   };
 }

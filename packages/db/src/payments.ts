@@ -12,6 +12,8 @@ const lockPaymentRow = z.object({
   currency: col.text,
   receptor: col.json,
   forma_pago: z.string().nullable(),
+  lines: col.json,
+  tipo_cambio: z.string().nullable(),
 });
 const refundedTotalRow = z.object({ refunded: col.text });
 const insertRefundRow = z.object({ id: col.uuid });
@@ -28,6 +30,11 @@ export interface NewPayment {
   clientId?: string | null;
   formaPago: string | null | undefined;
   paymentTerms: 'single' | 'installments';
+  /** The sale's resolved lines (JSON), or null for the single default concepto. */
+  lines?: unknown;
+  customerId?: string | null;
+  /** TipoCambio (decimal string) and where it came from; both or neither. */
+  tipoCambio?: { rate: string; source: string } | null;
 }
 
 /** A payment the insert created: its position in the input (0-based) and the folio taken for its invoice. */
@@ -59,14 +66,16 @@ export async function insertPaymentsTakingFolios(
           ${c((p) => p.provider)}::text[], ${c((p) => p.externalId)}::text[], ${c((p) => p.amount)}::numeric[],
           ${c((p) => p.currency)}::text[], ${c((p) => p.occurredAt.toISOString())}::timestamptz[],
           ${c((p) => (p.receptor ? JSON.stringify(p.receptor) : null))}::jsonb[], ${c((p) => p.description ?? null)}::text[],
-          ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[]
+          ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[],
+          ${c((p) => (p.lines ? JSON.stringify(p.lines) : null))}::jsonb[], ${c((p) => p.customerId ?? null)}::uuid[],
+          ${c((p) => p.tipoCambio?.rate ?? null)}::numeric[], ${c((p) => p.tipoCambio?.source ?? null)}::text[]
         ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
-                               payment_terms, ord)
+                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, ord)
       ), payment AS (
         INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-                              forma_pago, payment_terms)
+                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source)
         SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-               forma_pago, payment_terms
+               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source
         FROM input ORDER BY ord
         ON CONFLICT (provider, external_id) DO NOTHING
         RETURNING id, provider, external_id
@@ -91,6 +100,9 @@ export interface LockedPayment {
   currency: string;
   receptor: unknown;
   formaPago: string | null;
+  /** The sale's lines as recorded (null: the single default concepto). */
+  lines: unknown;
+  tipoCambio: string | null;
 }
 
 /**
@@ -108,10 +120,19 @@ export async function lockPayment(
   const [row] = await queryRows(
     tx,
     lockPaymentRow,
-    Prisma.sql`SELECT id, amount::text, currency, receptor, forma_pago FROM payments WHERE ${condition} FOR UPDATE`,
+    Prisma.sql`SELECT id, amount::text, currency, receptor, forma_pago, lines, tipo_cambio::text
+          FROM payments WHERE ${condition} FOR UPDATE`,
   );
   return (
-    row && { id: row.id, amount: row.amount, currency: row.currency, receptor: row.receptor, formaPago: row.forma_pago }
+    row && {
+      id: row.id,
+      amount: row.amount,
+      currency: row.currency,
+      receptor: row.receptor,
+      formaPago: row.forma_pago,
+      lines: row.lines,
+      tipoCambio: row.tipo_cambio,
+    }
   );
 }
 
@@ -128,15 +149,23 @@ export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> 
 /** Inserts a refund row. @returns its id. */
 export async function insertRefund(
   tx: Tx,
-  refund: { paymentId: string; provider: string; externalId: string; amount: string; occurredAt: Date },
+  refund: {
+    paymentId: string;
+    provider: string;
+    externalId: string;
+    amount: string;
+    occurredAt: Date;
+    /** The payment's lines it is for ([{ line, amount }]), when it names them. */
+    lines?: unknown;
+  },
 ): Promise<string> {
   const [row] = await queryRows(
     tx,
     insertRefundRow,
     Prisma.sql`
-      INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at)
+      INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at, lines)
       VALUES (gen_random_uuid(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,
-              ${refund.occurredAt})
+              ${refund.occurredAt}, ${refund.lines ? JSON.stringify(refund.lines) : null}::jsonb)
       RETURNING id`,
   );
   return row!.id;

@@ -30,6 +30,7 @@ const correctableColumns = z.object({
   fecha: z.string().nullable(),
   request: col.json,
   related_uuid: z.string().nullable(),
+  related_xml: z.string().nullable(),
   version_frozen_at: z.date(),
   open_correction: z.string().nullable(),
 });
@@ -61,8 +62,9 @@ export interface CorrectableInvoice {
   fecha: string | null;
   /** The stored request of a dependent document (Egreso, Pago), if kept. */
   request: unknown;
-  /** The UUID of the invoice a dependent document relates to. */
+  /** The UUID of the invoice a dependent document relates to, and its document (a Pago reports its taxes). */
   relatedUuid: string | null;
+  relatedXml: string | null;
   /** When the current version was frozen (its Fecha's instant, to the second). */
   versionFrozenAt: Date;
   /** The id of a correction still proving, if any. */
@@ -77,6 +79,7 @@ export async function lockCorrectableInvoice(tx: Tx, invoiceId: string): Promise
     Prisma.sql`
       SELECT i.id, i.kind, i.status::text, i.uuid, i.version, i.serie, i.folio, i.stamp_key, i.payment_id, i.frozen_xml,
              i.fecha, i.request, (SELECT r.uuid FROM invoices r WHERE r.id = i.related_invoice_id) AS related_uuid,
+             (SELECT r.frozen_xml FROM invoices r WHERE r.id = i.related_invoice_id) AS related_xml,
              COALESCE((SELECT v.created_at FROM invoice_versions v WHERE v.invoice_id = i.id AND v.version = i.version),
                       i.created_at) AS version_frozen_at,
              (SELECT c.id FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving') AS open_correction
@@ -97,6 +100,7 @@ export async function lockCorrectableInvoice(tx: Tx, invoiceId: string): Promise
       fecha: row.fecha,
       request: row.request,
       relatedUuid: row.related_uuid,
+      relatedXml: row.related_xml,
       versionFrozenAt: row.version_frozen_at,
       openCorrection: row.open_correction,
     }
@@ -178,7 +182,7 @@ export interface CorrectionPayload {
   request?: unknown;
   /** The same document with a fresh Fecha (cfdi-core `refreshFecha`): a version past its window. */
   refresh?: boolean;
-  payment?: { id: string; receptor?: unknown; formaPago?: string };
+  payment?: { id: string; receptor?: unknown; formaPago?: string; tipoCambio?: string };
 }
 
 /**
@@ -228,11 +232,13 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
   if (!written) throw new Error(`invoice ${v.invoiceId}: the new version was not written`);
   await armStampRow(tx, v.invoiceId, invoice.stampKey, next);
   if (v.payment) {
-    const { id, receptor, formaPago } = v.payment;
+    const { id, receptor, formaPago, tipoCambio } = v.payment;
     await execute(
       tx,
       Prisma.sql`UPDATE payments SET receptor = COALESCE(${receptor === undefined ? null : JSON.stringify(receptor)}::jsonb, receptor),
-                        forma_pago = COALESCE(${formaPago ?? null}, forma_pago)
+                        forma_pago = COALESCE(${formaPago ?? null}, forma_pago),
+                        tipo_cambio = COALESCE(${tipoCambio ?? null}::numeric, tipo_cambio),
+                        tipo_cambio_source = CASE WHEN ${tipoCambio ?? null}::numeric IS NULL THEN tipo_cambio_source ELSE 'correction' END
                  WHERE id = ${id}::uuid`,
     );
   }

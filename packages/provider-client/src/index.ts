@@ -13,7 +13,16 @@ export interface StripePaymentInput {
   metadata?: Record<string, string>;
   description?: string | null;
   created?: number;
+  /** The Stripe customer paying (cus_…). */
+  customer?: string;
+  /** Settled in pesos at this rate (a payment in another currency): its balance transaction's `exchange_rate`. */
+  settlementExchangeRate?: number;
   deliver?: Deliver;
+}
+
+export interface CheckoutSessionInput extends Omit<StripePaymentInput, 'amount' | 'capture' | 'created'> {
+  /** Products bought: name, quantity, unit price in minor units, and the product's metadata. */
+  lines: { name: string; quantity?: number; unitAmount: number; metadata?: Record<string, string> }[];
 }
 
 export interface MercadoPagoPaymentInput {
@@ -23,6 +32,9 @@ export interface MercadoPagoPaymentInput {
   status?: 'approved' | 'pending' | 'rejected';
   metadata?: Record<string, unknown>;
   description?: string | null;
+  /** additional_info.items: what was bought (unit_price with tax). */
+  items?: { id: string; title: string; quantity: number; unit_price: number }[];
+  payerId?: string;
   deliver?: Deliver;
 }
 
@@ -52,6 +64,20 @@ export class ProviderSandboxClient {
       charge: { id: string };
       events: string[];
     }>('POST', '/_sandbox/stripe/payments', input);
+  }
+
+  /** A Checkout Session paid at once (its PaymentIntent, charge, and `checkout.session.completed`). */
+  checkoutSession(input: CheckoutSessionInput) {
+    return this.call<{
+      session: { id: string; amount_total: number; payment_intent: string };
+      paymentIntent: { id: string; amount: number };
+      events: string[];
+    }>('POST', '/_sandbox/stripe/checkout_sessions', input);
+  }
+
+  /** Sets a day's rate of a Banxico series (default the FIX, SF43718); "N/E" for none. */
+  banxicoRate(input: { serie?: string; date: string; dato: string }) {
+    return this.call<unknown>('POST', '/_sandbox/banxico/rates', input);
   }
 
   capture(paymentIntentId: string, input: { amount?: number; deliver?: Deliver } = {}) {

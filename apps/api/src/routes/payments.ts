@@ -11,6 +11,8 @@ import { ingresoProblems, recordPayment, type RecordPaymentDeps } from '../use-c
 import type { PaymentFacts } from '../use-cases/build-ingreso.ts';
 import { recordInstallment } from '../use-cases/record-installment.ts';
 import { recordRefund } from '../use-cases/record-refund.ts';
+import type { ExchangeRateSource } from '../use-cases/exchange-rates.ts';
+import { lineSchema, prepareSale } from '../use-cases/sale.ts';
 import { decodeCursor, encodeCursor, installmentView, paymentView, problemView, refundView } from './views.ts';
 
 const printable = (max: number) =>
@@ -51,14 +53,28 @@ export const createPaymentSchema = z
       .optional(),
     /** `installments`: the sale is paid later (PPD Ingreso); each amount received is POSTed to /v1/invoices/:id/payments. */
     paymentTerms: z.enum(['single', 'installments']).optional(),
+    /** The sale's lines (products or inline); their prices with taxes must add up to `amount`. Absent: one concepto. */
+    conceptos: z.array(lineSchema).min(1).max(1000).optional(),
+    /** A customer (POST /v1/customers): its fiscal data is the receptor's. Not with `receptor`. */
+    customerId: z.string().min(1).max(64).optional(),
+    /** TipoCambio of a sale in another currency than MXN (pesos per unit, up to 6 decimals). */
+    tipoCambio: z
+      .string()
+      .regex(/^\d{1,12}(\.\d{1,6})?$/, 'a positive decimal with up to 6 decimals')
+      .refine((t) => Number(t) > 0, 'greater than 0')
+      .optional(),
   })
   .strict()
   .superRefine((p, ctx) => {
+    if (p.receptor && p.customerId !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['customerId'], message: 'either receptor or customerId, not both' });
+    if (p.tipoCambio !== undefined && p.currency === 'MXN')
+      ctx.addIssue({ code: 'custom', path: ['tipoCambio'], message: 'only for a currency other than MXN' });
     const inCurrency = Object.hasOwn(catalogs.MONEDA, p.currency) ? parseAmount(p.amount, p.currency) : undefined;
     if (inCurrency && !inCurrency.ok)
       ctx.addIssue({ code: 'custom', path: ['amount'], message: inCurrency.problem.message });
     if (p.paymentTerms !== 'installments') return;
-    if (!p.receptor)
+    if (!p.receptor && p.customerId === undefined)
       ctx.addIssue({
         code: 'custom',
         path: ['receptor'],
@@ -83,6 +99,12 @@ export const createRefundSchema = z
     /** Your id for the refund; a second refund with the same id is the same refund. Without it, an Idempotency-Key is required. */
     externalId: printable(128).optional(),
     occurredAt: z.iso.datetime({ offset: true }).optional(),
+    /** The payment's lines it gives back (line: its index, from 0), adding up to `amount`. Absent: all of them, in proportion. */
+    lines: z
+      .array(z.object({ line: z.number().int().min(0).max(999), amount: amountSchema }).strict())
+      .min(1)
+      .max(1000)
+      .optional(),
   })
   .strict();
 
@@ -107,6 +129,8 @@ export const createInstallmentSchema = z
 export interface PaymentRoutesDeps {
   prisma: PrismaClient;
   payments: RecordPaymentDeps;
+  /** Exchange rates for sales in other currencies (EXCHANGE_RATE_SOURCE); undefined: none. */
+  rates: ExchangeRateSource | undefined;
   defaultFormaPago: string;
   idempotencyTtlHours: number;
   metrics: Metrics;
@@ -136,7 +160,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     // Each API client has its own namespace of external ids.
     const provider = `api:${client.name}`;
 
-    const facts: PaymentFacts = {
+    const given: PaymentFacts = {
       provider,
       externalId: input.externalId,
       amount: input.amount,
@@ -148,6 +172,17 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       paymentTerms: input.paymentTerms ?? 'single',
     };
     const create = async (tx: Tx) => {
+      // The lines' products, the customer, the TipoCambio: each refused with its code if wrong.
+      const facts = await prepareSale(
+        { prisma: tx, settings: deps.payments.settings, rates: deps.rates },
+        given,
+        {
+          lines: input.conceptos,
+          customer: input.customerId !== undefined ? { id: input.customerId } : undefined,
+          tipoCambio: input.tipoCambio ? { rate: input.tipoCambio, source: 'request' } : undefined,
+        },
+        'strict',
+      );
       // Before any row or folio: a REST caller can fix its data, so a CFDI that would break a SAT
       // rule is refused (a webhook's money is recorded anyway, its invoice in needs_data).
       const problems = ingresoProblems(deps.payments, facts, new Date());
@@ -190,6 +225,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         amount: input.amount,
         occurredAt,
         ...(input.formaPago ? { formaPago: input.formaPago } : {}),
+        ...(input.lines ? { lines: input.lines } : {}),
       });
       const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
       return {

@@ -55,6 +55,10 @@ export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSumma
     occurredAt: p.occurredAt.toISOString(),
     receptor: p.receptor,
     description: p.description,
+    /** The lines as resolved when recorded (products' keys, taxes as c_TasaOCuota rates); null: one default concepto. */
+    lines: p.lines ?? null,
+    customerId: p.customerId,
+    tipoCambio: p.tipoCambio ? { rate: p.tipoCambio.toFixed(), source: p.tipoCambioSource } : null,
     createdAt: p.createdAt.toISOString(),
     invoices: invoices.map(invoiceSummary),
   };
@@ -72,6 +76,7 @@ export function refundView(
     provider: r.provider,
     externalId: r.externalId,
     amount: r.amount.toFixed(2),
+    lines: r.lines ?? null,
     occurredAt: r.occurredAt.toISOString(),
     createdAt: r.createdAt.toISOString(),
     egreso: { ...invoiceSummary(egreso), ...(waitingFor ? { waitingFor } : {}) },

@@ -1,6 +1,14 @@
 import { BigNumber } from 'bignumber.js';
-import type { InvoiceRequestInput } from '@timbra/cfdi-core';
-import { baseFor, receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
+import {
+  amountDecimals,
+  conceptosForSale,
+  totalsOf,
+  withRelatedUuid,
+  type InvoiceRequestInput,
+  type SaleLine,
+  type ValidationIssue,
+} from '@timbra/cfdi-core';
+import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 
 /** What a refund's Egreso is built from: the refunded payment, as stored. */
 export interface RefundedPayment {
@@ -8,25 +16,42 @@ export interface RefundedPayment {
   /** Unknown for payments recorded before it was kept: the Egreso then needs data. */
   formaPago: string | undefined;
   receptor: ReceptorInput | null;
+  /** The lines the payment was sold with (linesOf) and their prices with tax, in order. */
+  lines: readonly SaleLine[];
+  grosses: readonly string[];
+  /** What refunds that named lines gave back of each line before this one. */
+  refundedByLine?: readonly string[];
+  tipoCambio?: string | null;
+}
+
+/** The part of one of the payment's lines a refund gives back (line: its index, from 0). */
+export interface RefundedLine {
+  line: number;
+  amount: string;
 }
 
 export interface RefundFacts {
   provider: string;
   externalId: string;
-  /** Refunded, IVA included, as a decimal string. */
+  /** Refunded, taxes included, as a decimal string. */
   amount: string;
   occurredAt: Date;
   /** How the money went back (c_FormaPago); default the payment's own, unless that was 99 (PPD). */
   formaPago?: string;
+  /** The lines it is for; absent: spread over the payment's lines in proportion to their prices. */
+  lines?: readonly RefundedLine[];
 }
 
 /**
  * The Egreso request (nota de crédito) for a refund: the SAT's concepto for devoluciones (ClaveProdServ
- * 84111506, ClaveUnidad ACT, "Devolución"), its base chosen as for the Ingreso so that base + IVA is
- * the refunded amount, the payment's receptor with UsoCFDI G02 where c_UsoCFDI allows it for
- * the customer's régimen, else S01 (público en general: S01), and FormaPago. CfdiRelacionados (TipoRelacion 01, the Ingreso's UUID) is added when
- * it is frozen, once the Ingreso is stamped (`withRelatedUuid`). Fecha is `issuedAt`, the time the refund
- * is recorded; an Egreso that waits for its Ingreso keeps it (the worker never uses now()).
+ * 84111506, ClaveUnidad ACT, "Devolución") once per tax profile of what is given back — the refunded
+ * lines' own taxes (a refund of the 0% line is at 0%), or for a refund that names no line, the
+ * payment's lines' in proportion to their prices — its bases solved as for the Ingreso so that the
+ * Total is the refunded amount; the payment's receptor with UsoCFDI G02 where c_UsoCFDI allows it for
+ * the customer's régimen, else S01 (público en general: S01), and FormaPago. CfdiRelacionados
+ * (TipoRelacion 01, the Ingreso's UUID) is added when it is frozen, once the Ingreso is stamped
+ * (`withRelatedUuid`). Fecha is `issuedAt`, the time the refund is recorded; an Egreso that waits for
+ * its Ingreso keeps it (the worker never uses now()).
  */
 export function buildEgresoRequest(
   payment: RefundedPayment,
@@ -35,33 +60,110 @@ export function buildEgresoRequest(
   folio: number,
   settings: InvoiceSettings,
   issuedAt: Date,
-): InvoiceRequestInput {
+): { request: InvoiceRequestInput; problems?: undefined } | { request?: undefined; problems: ValidationIssue[] } {
+  const parts = refundParts(payment, refund);
+  if ('problems' in parts) return { problems: parts.problems };
+  const lines: SaleLine[] = parts.map(({ taxes, amount }) => ({
+    claveProdServ: '84111506',
+    noIdentificacion: refund.externalId.slice(0, 100),
+    cantidad: '1',
+    claveUnidad: 'ACT',
+    descripcion: 'Devolución',
+    amount,
+    taxIncluded: true,
+    taxes,
+  }));
+  const plan = conceptosForSale(lines, payment.currency, refund.amount);
+  if (!plan.ok) return { problems: plan.issues };
+  const formaPago = formaPagoOf(payment, refund);
   return {
-    tipoDeComprobante: 'E',
-    // The refund, not our row id: every freeze of this Egreso derives the same stamp key.
-    sourceId: `${refund.provider}:refund:${refund.externalId}`,
-    issuedAt: issuedAt.toISOString(),
-    serie,
-    folio: String(folio),
-    lugarExpedicion: settings.emisor.lugarExpedicion,
-    moneda: payment.currency,
-    ...(formaPagoOf(payment, refund) ? { formaPago: formaPagoOf(payment, refund) } : {}),
-    metodoPago: 'PUE',
-    emisor: { rfc: settings.emisor.rfc, nombre: settings.emisor.nombre, regimenFiscal: settings.emisor.regimenFiscal },
-    receptor: receptorFor(payment.receptor, settings, ['G02', 'S01']),
-    conceptos: [
-      {
-        claveProdServ: '84111506',
-        noIdentificacion: refund.externalId.slice(0, 100),
-        cantidad: '1',
-        claveUnidad: 'ACT',
-        descripcion: 'Devolución',
-        valorUnitario: baseFor(refund.amount, settings.ivaTasa),
-        objetoImp: '02',
-        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
+    request: {
+      tipoDeComprobante: 'E',
+      // The refund, not our row id: every freeze of this Egreso derives the same stamp key.
+      sourceId: `${refund.provider}:refund:${refund.externalId}`,
+      issuedAt: issuedAt.toISOString(),
+      serie,
+      folio: String(folio),
+      lugarExpedicion: settings.emisor.lugarExpedicion,
+      moneda: payment.currency,
+      ...(payment.currency !== 'MXN' && payment.tipoCambio ? { tipoCambio: payment.tipoCambio } : {}),
+      ...(formaPago ? { formaPago } : {}),
+      metodoPago: 'PUE',
+      emisor: {
+        rfc: settings.emisor.rfc,
+        nombre: settings.emisor.nombre,
+        regimenFiscal: settings.emisor.regimenFiscal,
       },
-    ],
+      receptor: receptorFor(payment.receptor, settings, ['G02', 'S01']),
+      conceptos: plan.conceptos,
+    },
   };
+}
+
+/**
+ * What a refund gives back, by tax profile (lines with the same taxes share a concepto): the named
+ * lines' amounts, or the refund spread over every line in proportion to its price with tax (to the
+ * cent, the remainders to the largest parts), so the Egreso's taxes mirror the Ingreso's.
+ */
+function refundParts(
+  payment: RefundedPayment,
+  refund: RefundFacts,
+): { taxes: SaleLine['taxes']; amount: string }[] | { problems: ValidationIssue[] } {
+  const decimals = amountDecimals(payment.currency) ?? 2;
+  const byProfile = new Map<string, { taxes: SaleLine['taxes']; amount: BigNumber }>();
+  const add = (taxes: SaleLine['taxes'], amount: BigNumber) => {
+    const key = JSON.stringify([taxes.iva, taxes.ieps, taxes.retencionIsr, taxes.retencionIva]);
+    const entry = byProfile.get(key) ?? { taxes, amount: new BigNumber(0) };
+    entry.amount = entry.amount.plus(amount);
+    byProfile.set(key, entry);
+  };
+  if (refund.lines && refund.lines.length > 0) {
+    const problems: ValidationIssue[] = [];
+    const used = new Map<number, BigNumber>();
+    const left = (line: number) =>
+      new BigNumber(payment.grosses[line]!).minus(payment.refundedByLine?.[line] ?? 0).minus(used.get(line) ?? 0);
+    let total = new BigNumber(0);
+    refund.lines.forEach(({ line, amount }, i) => {
+      const sold = payment.lines[line];
+      if (!sold)
+        problems.push({ path: `lines.${i}.line`, message: `the payment has ${payment.lines.length} line(s), from 0` });
+      else if (new BigNumber(amount).isGreaterThan(left(line)))
+        problems.push({
+          path: `lines.${i}.amount`,
+          message: `line ${line} was sold for ${payment.grosses[line]} and ${left(line).toFixed(decimals)} of it is left to refund`,
+        });
+      else {
+        add(sold.taxes, new BigNumber(amount));
+        used.set(line, (used.get(line) ?? new BigNumber(0)).plus(amount));
+      }
+      total = total.plus(amount);
+    });
+    if (problems.length === 0 && !total.isEqualTo(refund.amount))
+      problems.push({
+        path: 'lines',
+        message: `the lines add up to ${total.toFixed()}, the refund is ${refund.amount}`,
+      });
+    if (problems.length > 0) return { problems };
+  } else {
+    const grosses = payment.grosses.map((g) => new BigNumber(g));
+    const sold = grosses.reduce((a, b) => a.plus(b), new BigNumber(0));
+    const unit = new BigNumber(1).shiftedBy(-decimals);
+    const exact = grosses.map((g) => g.times(refund.amount).dividedBy(sold));
+    const shares = exact.map((e) => e.decimalPlaces(decimals, BigNumber.ROUND_FLOOR));
+    let left = new BigNumber(refund.amount).minus(shares.reduce((a, b) => a.plus(b), new BigNumber(0)));
+    const order = exact
+      .map((e, i) => ({ i, rest: e.minus(shares[i]!) }))
+      .sort((a, b) => (b.rest.comparedTo(a.rest) ?? 0) || a.i - b.i);
+    for (const { i } of order) {
+      if (!left.isGreaterThan(0)) break;
+      shares[i] = shares[i]!.plus(unit);
+      left = left.minus(unit);
+    }
+    payment.lines.forEach((line, i) => {
+      if (shares[i]!.isGreaterThan(0)) add(line.taxes, shares[i]!);
+    });
+  }
+  return [...byProfile.values()].map(({ taxes, amount }) => ({ taxes, amount: amount.toFixed(decimals) }));
 }
 
 /**
@@ -73,10 +175,9 @@ function formaPagoOf(payment: RefundedPayment, refund: RefundFacts): string | un
   return formaPago && formaPago !== '99' ? formaPago : undefined;
 }
 
-/** SubTotal and Total of that Egreso before it is frozen (what a waiting invoice shows). */
-export function egresoTotals(amount: string, tasa: string): { subTotal: string; total: string } {
-  const base = new BigNumber(baseFor(amount, tasa));
-  const iva = base.times(tasa).decimalPlaces(6, BigNumber.ROUND_HALF_UP).decimalPlaces(2, BigNumber.ROUND_HALF_UP);
-  const subTotal = base.decimalPlaces(2, BigNumber.ROUND_HALF_UP);
-  return { subTotal: subTotal.toFixed(2), total: subTotal.plus(iva).toFixed(2) };
+/** SubTotal and Total of an Egreso before it is frozen (what a waiting invoice shows). */
+export function egresoTotals(request: InvoiceRequestInput): { subTotal: string; total: string } {
+  // Its relation is set once the Ingreso is stamped; the amounts do not depend on it.
+  const { subTotal, total } = totalsOf(withRelatedUuid(request, '00000000-0000-0000-0000-000000000000'));
+  return { subTotal, total };
 }

@@ -1,5 +1,5 @@
-import { BigNumber } from 'bignumber.js';
 import {
+  conceptosForSale,
   formatFecha,
   NOMBRE_PUBLICO_GENERAL,
   RFC_PUBLICO_GENERAL,
@@ -7,6 +7,8 @@ import {
   usoCfdiFor,
   timeZoneForCodigoPostal,
   type InvoiceRequestInput,
+  type SaleLine,
+  type ValidationIssue,
 } from '@timbra/cfdi-core';
 
 /** The customer's fiscal data, as a payment carries it (Stripe metadata, MP metadata, REST body). */
@@ -28,7 +30,7 @@ export interface InvoiceSettings {
 export interface PaymentFacts {
   provider: string;
   externalId: string;
-  /** Total paid, IVA included, as a decimal string. */
+  /** Total paid, taxes included, as a decimal string. */
   amount: string;
   currency: string;
   occurredAt: Date;
@@ -37,12 +39,57 @@ export interface PaymentFacts {
   formaPago: string;
   /** `installments`: a PPD Ingreso (FormaPago 99), paid later with Pagos. Default `single` (PUE). */
   paymentTerms?: 'single' | 'installments';
+  /** The sale's lines, resolved (sale.ts). Absent or null: one concepto for the whole amount (`defaultLine`). */
+  lines?: SaleLine[] | null;
+  /** The customer the receptor data was copied from. */
+  customerId?: string | null;
+  /** TipoCambio of a sale in another currency, and where it came from (exchange-rates.ts). */
+  tipoCambio?: { rate: string; source: string } | null;
+  /** Why the Ingreso cannot be frozen as the sale stands (found while resolving it): it waits in needs_data. */
+  problems?: readonly ValidationIssue[];
+}
+
+/** The stamp key's source: the business event, not our row id (the same for every retry). */
+export function ingresoSourceId(facts: Pick<PaymentFacts, 'provider' | 'externalId'>): string {
+  return `${facts.provider}:${facts.externalId}`;
 }
 
 /**
- * The Ingreso request for a payment. The amount received includes IVA, so the concepto's base is
- * chosen (baseFor) so that the CFDI's Total is exactly the amount. Without receptor data the CFDI goes to público en general, with InformacionGlobal for the
- * month of the payment. Fecha is `issuedAt` — when the document is frozen — not the payment's time.
+ * The one line of a sale that names none: the deployment's concepto (CONCEPTO_*), the whole amount
+ * with the emisor's IVA (IVA_TASA) included, the payment's description.
+ */
+export function defaultLine(
+  facts: Pick<PaymentFacts, 'amount' | 'externalId' | 'description'>,
+  settings: InvoiceSettings,
+): SaleLine {
+  return {
+    claveProdServ: settings.concepto.claveProdServ,
+    claveUnidad: settings.concepto.claveUnidad,
+    noIdentificacion: facts.externalId.slice(0, 100),
+    descripcion: facts.description?.trim() || settings.concepto.descripcion,
+    cantidad: '1',
+    amount: facts.amount,
+    taxIncluded: true,
+    taxes: { iva: settings.ivaTasa },
+  };
+}
+
+/** The lines a payment was sold with: its own, or the default one. */
+export function linesOf(
+  facts: Pick<PaymentFacts, 'lines' | 'amount' | 'externalId' | 'description'>,
+  settings: InvoiceSettings,
+): SaleLine[] {
+  return facts.lines && facts.lines.length > 0 ? facts.lines : [defaultLine(facts, settings)];
+}
+
+/**
+ * The Ingreso request for a payment: one concepto per line of the sale, its bases solved so that the
+ * CFDI's Total is exactly the amount (cfdi-core conceptosForSale). Without receptor data the CFDI goes
+ * to público en general, with InformacionGlobal for the month of the payment. Fecha is `issuedAt` —
+ * when the document is frozen — not the payment's time. A sale in another currency carries its
+ * TipoCambio.
+ *
+ * @returns the request, or why there is none (lines that do not add up, problems found resolving the sale).
  */
 export function buildIngresoRequest(
   facts: PaymentFacts,
@@ -50,20 +97,22 @@ export function buildIngresoRequest(
   folio: number,
   settings: InvoiceSettings,
   issuedAt: Date,
-): InvoiceRequestInput {
-  const base = baseFor(facts.amount, settings.ivaTasa);
+): { request: InvoiceRequestInput; problems?: undefined } | { request?: undefined; problems: ValidationIssue[] } {
+  if (facts.problems && facts.problems.length > 0) return { problems: [...facts.problems] };
+  const plan = conceptosForSale(linesOf(facts, settings), facts.currency, facts.amount);
+  if (!plan.ok) return { problems: plan.issues };
   const zone = timeZoneForCodigoPostal(settings.emisor.lugarExpedicion);
   const local = formatFecha(facts.occurredAt, zone);
   const receptor = receptorFor(facts.receptor, settings);
-  return {
+  const request: InvoiceRequestInput = {
     tipoDeComprobante: 'I',
-    // The business event, not our row id: the stamp key must be the same for every retry.
-    sourceId: `${facts.provider}:${facts.externalId}`,
+    sourceId: ingresoSourceId(facts),
     issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),
     lugarExpedicion: settings.emisor.lugarExpedicion,
     moneda: facts.currency,
+    ...(facts.currency !== 'MXN' && facts.tipoCambio ? { tipoCambio: facts.tipoCambio.rate } : {}),
     ...(facts.paymentTerms === 'installments'
       ? { formaPago: '99', metodoPago: 'PPD' }
       : { formaPago: facts.formaPago, metodoPago: 'PUE' }),
@@ -78,19 +127,9 @@ export function buildIngresoRequest(
             año: Number(local.slice(0, 4)),
           },
         }),
-    conceptos: [
-      {
-        claveProdServ: settings.concepto.claveProdServ,
-        noIdentificacion: facts.externalId.slice(0, 100),
-        cantidad: '1',
-        claveUnidad: settings.concepto.claveUnidad,
-        descripcion: facts.description?.trim() || settings.concepto.descripcion,
-        valorUnitario: base,
-        objetoImp: '02',
-        traslados: [{ impuesto: '002', tipoFactor: 'Tasa', tasaOCuota: settings.ivaTasa }],
-      },
-    ],
+    conceptos: plan.conceptos,
   };
+  return { request };
 }
 
 /**
@@ -127,41 +166,6 @@ function dependentUsoCfdi(preferred: readonly string[], receptor: ReceptorInput)
   const allowed =
     kind === 'fisica' || kind === 'moral' ? usoCfdiFor(preferred, receptor.regimenFiscal, kind) : undefined;
   return allowed ?? preferred[0]!;
-}
-
-/**
- * The concepto's ValorUnitario (= its Base, cantidad 1) for money received IVA included, chosen so
- * that the CFDI's Total is exactly `amount`: SubTotal = round2(v) and the IVA = round2(round6(v ×
- * tasa)) add up to it (cfdi-core computes a concepto whose ValorUnitario is finer than the currency at
- * 6 decimals, which Anexo 20 allows, and rounds the totals at the end).
- *
- * A 2-decimal value is used when one works (the simpler document); otherwise a 6-decimal one: for
- * SubTotal s and IVA i = amount − s, any v in [s − 0.005, s + 0.005) ∩ [(i − 0.005) / tasa,
- * (i + 0.005) / tasa) does, and for the s nearest amount / (1 + tasa) that intersection is never
- * empty (it is 0.01 / tasa ≥ 0.0625 wide for tasa ≤ 0.16). Property-tested for every tasa Timbra
- * supports (test/exact-totals.test.ts).
- */
-export function baseFor(amount: string, tasa: string): string {
-  const total = new BigNumber(amount);
-  const rate = new BigNumber(tasa);
-  if (rate.isZero()) return total.toFixed(2);
-  const round2 = (x: BigNumber) => x.decimalPlaces(2, BigNumber.ROUND_HALF_UP);
-  const adds = (v: BigNumber) =>
-    round2(v)
-      .plus(round2(v.times(rate).decimalPlaces(6, BigNumber.ROUND_HALF_UP)))
-      .isEqualTo(total);
-  const estimate = round2(total.dividedBy(rate.plus(1)));
-  for (const s of [estimate, estimate.minus('0.01'), estimate.plus('0.01')]) if (adds(s)) return s.toFixed(2);
-  const half = new BigNumber('0.005');
-  for (const s of [estimate, estimate.minus('0.01'), estimate.plus('0.01')]) {
-    const i = total.minus(s);
-    const low = BigNumber.max(s.minus(half), i.minus(half).dividedBy(rate));
-    const high = BigNumber.min(s.plus(half), i.plus(half).dividedBy(rate));
-    if (!low.isLessThan(high)) continue;
-    const v = low.plus(high).dividedBy(2).decimalPlaces(6, BigNumber.ROUND_HALF_UP);
-    if (adds(v)) return v.toFixed(6);
-  }
-  return estimate.toFixed(2); // unreachable for the supported rates (see above); the closest 2-decimal base
 }
 
 /**

@@ -1,5 +1,5 @@
 import { BigNumber } from 'bignumber.js';
-import type { InvoiceRequestInput } from '@timbra/cfdi-core';
+import { relatedTaxes, type InvoiceRequestInput } from '@timbra/cfdi-core';
 import type { NewInstallment } from '@timbra/db';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 
@@ -15,9 +15,11 @@ export interface PaidInvoice {
   folio: number;
   moneda: string;
   receptor: ReceptorInput;
-  /** The Ingreso's SubTotal (its IVA's Base) and Total (the IVA is the difference). */
+  /** The Ingreso's SubTotal and Total. */
   subTotal: string;
   total: string;
+  /** The Ingreso's frozen document: its taxes and TipoCambio are what the Pago reports. */
+  frozenXml: string | null;
 }
 
 /** An installment as recorded, with its place among the invoice's installments. */
@@ -43,13 +45,30 @@ export function buildPagoRequest(
   issuedAt: Date,
   settings: InvoiceSettings,
 ): InvoiceRequestInput {
-  // The Ingreso's IVA (one concepto: Base = SubTotal, Importe = Total − SubTotal): each Pago reports
-  // its share, so the Pagos add up to it (cfdi-core, computePago).
-  const documento = {
-    base: invoice.subTotal,
-    importe: new BigNumber(invoice.total).minus(invoice.subTotal).toFixed(),
-    total: invoice.total,
-  };
+  // The Ingreso's own taxes (every rate, exento, IEPS, retenciones), each with its Base, Importe and
+  // the Total: each Pago reports its share, so the Pagos add up to them (cfdi-core computePago). Read
+  // again from the Ingreso's document when the Pago is frozen (withRelatedUuid); until the Ingreso is
+  // frozen, its IVA at the deployment's rate (Base = SubTotal, Importe = Total − SubTotal).
+  const taxes = invoice.frozenXml
+    ? relatedTaxes(invoice.frozenXml)
+    : {
+        objetoImpDR: '02',
+        trasladosDR: [
+          {
+            impuesto: '002',
+            tipoFactor: 'Tasa',
+            tasaOCuota: settings.ivaTasa,
+            documento: {
+              base: invoice.subTotal,
+              importe: new BigNumber(invoice.total).minus(invoice.subTotal).toFixed(),
+              total: invoice.total,
+            },
+          },
+        ],
+        retencionesDR: [],
+      };
+  // A Pago in another currency than MXN: the Ingreso's TipoCambio (that of the sale).
+  const tipoCambio = invoice.frozenXml ? /\bTipoCambio="([\d.]+)"/.exec(invoice.frozenXml)?.[1] : undefined;
   return {
     tipoDeComprobante: 'P',
     sourceId: `${installment.provider}:installment:${installment.externalId}`,
@@ -64,6 +83,7 @@ export function buildPagoRequest(
       fechaPago: installment.paidAt.toISOString(),
       formaDePagoP: installment.formaPago,
       monedaP: invoice.moneda,
+      ...(invoice.moneda !== 'MXN' && tipoCambio ? { tipoCambioP: tipoCambio } : {}),
       monto: installment.amount,
       ...(installment.numOperacion ? { numOperacion: installment.numOperacion } : {}),
       doctosRelacionados: [
@@ -76,15 +96,7 @@ export function buildPagoRequest(
           numParcialidad: installment.numParcialidad,
           impSaldoAnt: installment.saldoAnterior,
           impPagado: installment.amount,
-          objetoImpDR: '02',
-          trasladosDR: [
-            {
-              impuesto: '002',
-              tipoFactor: 'Tasa',
-              tasaOCuota: settings.ivaTasa,
-              documento,
-            },
-          ],
+          ...taxes,
         },
       ],
     },

@@ -6,6 +6,7 @@ import {
   timeZoneForCodigoPostal,
   withRelatedUuid,
   type InvoiceRequestInput,
+  type SaleLine,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
 import {
@@ -20,7 +21,7 @@ import {
   type CorrectionPayload,
   type Tx,
 } from '@timbra/db';
-import { buildIngresoRequest, type ReceptorInput } from './build-ingreso.ts';
+import { buildIngresoRequest, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
 import { DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
@@ -264,28 +265,38 @@ async function correctedRequest(
       throw new DomainError('validation_failed', undefined, [
         { path: 'formaPago', message: 'a sale in installments says 99 on its Ingreso' },
       ]);
-    const request = buildIngresoRequest(
-      {
-        provider: payment.provider,
-        externalId: payment.externalId,
-        amount: payment.amount.toFixed(2),
-        currency: payment.currency,
-        occurredAt: payment.occurredAt,
-        receptor,
-        description: payment.description,
-        formaPago,
-        paymentTerms: payment.paymentTerms === 'installments' ? 'installments' : 'single',
-      },
-      invoice.serie,
-      invoice.folio,
-      deps.payments.settings,
-      now,
-    );
-    const [concepto] = request.conceptos ?? [];
+    const lines = Array.isArray(payment.lines) ? (payment.lines as unknown as SaleLine[]) : null;
+    if (input.concepto && lines && lines.length > 1)
+      throw new DomainError('validation_failed', undefined, [
+        {
+          path: 'concepto',
+          message: `this sale has ${lines.length} lines: a concepto correction applies to a sale of one`,
+        },
+      ]);
+    const facts: PaymentFacts = {
+      provider: payment.provider,
+      externalId: payment.externalId,
+      amount: payment.amount.toFixed(2),
+      currency: payment.currency,
+      occurredAt: payment.occurredAt,
+      receptor,
+      description: payment.description,
+      formaPago,
+      paymentTerms: payment.paymentTerms === 'installments' ? 'installments' : 'single',
+      lines,
+      tipoCambio: input.tipoCambio
+        ? { rate: input.tipoCambio, source: 'correction' }
+        : payment.tipoCambio && payment.tipoCambioSource
+          ? { rate: payment.tipoCambio.toFixed(), source: payment.tipoCambioSource }
+          : null,
+    };
+    const built = buildIngresoRequest(facts, invoice.serie, invoice.folio, deps.payments.settings, now);
+    if (!built.request) throw new DomainError('validation_failed', undefined, built.problems);
     const corrected: InvoiceRequestInput = {
-      ...request,
-      ...(input.tipoCambio ? { tipoCambio: input.tipoCambio } : {}),
-      conceptos: [{ ...concepto!, ...(input.concepto ?? {}) }],
+      ...built.request,
+      ...(input.concepto
+        ? { conceptos: (built.request.conceptos ?? []).map((c) => ({ ...c, ...input.concepto })) }
+        : {}),
     };
     return {
       request: corrected,
@@ -293,6 +304,7 @@ async function correctedRequest(
         id: payment.id,
         ...(input.receptor && receptor ? { receptor } : {}),
         ...(input.formaPago ? { formaPago: input.formaPago } : {}),
+        ...(input.tipoCambio && payment.currency !== 'MXN' ? { tipoCambio: input.tipoCambio } : {}),
       },
     };
   }
@@ -331,7 +343,7 @@ async function correctedRequest(
   }
   if (input.formaPago) request = { ...request, formaPago: input.formaPago };
   if (input.tipoCambio) request = { ...request, tipoCambio: input.tipoCambio };
-  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid);
+  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid, invoice.relatedXml ?? undefined);
   return { request };
 }
 

@@ -28,13 +28,17 @@ export async function writeDependentInvoice(
     folio: number;
     paymentId: string;
     original: OriginalInvoice;
+    /** The original's frozen document, when known: a Pago reports its taxes. */
+    originalXml?: string | null;
     /** Its SubTotal and Total until it is frozen. */
     totals: { subTotal: string; total: string };
     link: { refundId: string } | { installmentId: string };
   },
 ): Promise<{ id: string; status: string }> {
   const stamped = doc.original.status === 'stamped' && doc.original.uuid !== null;
-  const { frozen, problems } = stamped ? tryFreeze(withRelatedUuid(doc.request, doc.original.uuid!), deps.csd) : {};
+  const { frozen, problems } = stamped
+    ? tryFreeze(withRelatedUuid(doc.request, doc.original.uuid!, doc.originalXml ?? undefined), deps.csd)
+    : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
   const [id] = await insertInvoices(tx, deps.emisorId, [
     {

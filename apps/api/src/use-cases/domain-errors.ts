@@ -16,6 +16,12 @@ export const DOMAIN_ERROR_CODES = [
   'not_correctable',
   'correction_in_progress',
   'not_replaceable',
+  'lines_total_mismatch',
+  'product_not_found',
+  'customer_not_found',
+  'exchange_rate_unavailable',
+  'exchange_rate_out_of_range',
+  'exchange_rate_source_down',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 

@@ -1,7 +1,7 @@
 import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } from '@timbra/cfdi-core';
 import { insertInvoices, insertPaymentsTakingFolios, type Tx } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
-import { buildIngresoRequest, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
+import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
 
 export interface RecordPaymentDeps {
   csd: Csd;
@@ -67,17 +67,22 @@ export async function recordPayments(
       clientId: clientId ?? null,
       formaPago: facts.formaPago,
       paymentTerms: facts.paymentTerms ?? 'single',
+      lines: facts.lines && facts.lines.length > 0 ? facts.lines : null,
+      customerId: facts.customerId ?? null,
+      tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
     })),
   );
 
   const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
     const facts = payments[index]!.facts;
-    const request = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
-    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', request.sourceId);
-    const unpayable = installmentsProblems(facts);
+    const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
+    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts));
+    const unpayable = [...installmentsProblems(facts), ...(built.problems ?? [])];
     const { frozen, problems } =
-      unpayable.length > 0 ? { frozen: undefined, problems: unpayable } : tryFreeze(request, deps.csd);
+      unpayable.length > 0 || !built.request
+        ? { frozen: undefined, problems: unpayable }
+        : tryFreeze(built.request, deps.csd);
     return { index, paymentId, facts, folio, stampKey, frozen, problems };
   });
   invoices.sort((a, b) => a.folio - b.folio);
@@ -146,7 +151,8 @@ export function ingresoProblems(deps: RecordPaymentDeps, facts: PaymentFacts, is
   const unpayable = installmentsProblems(facts);
   if (unpayable.length > 0) return unpayable;
   // The folio does not enter any rule: the next one is not needed to check.
-  return preflight(buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt), deps.csd);
+  const built = buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt);
+  return built.request ? preflight(built.request, deps.csd) : built.problems;
 }
 
 /** `recordPayments` for one payment. */

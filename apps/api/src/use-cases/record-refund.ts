@@ -1,7 +1,8 @@
 import { BigNumber } from 'bignumber.js';
 import { ingresoOf, insertRefund, lockPayment, refundedTotal, takeFolio, type Tx } from '@timbra/db';
-import { buildEgresoRequest, egresoTotals, type RefundFacts } from './build-egreso.ts';
-import type { ReceptorInput } from './build-ingreso.ts';
+import { conceptosForSale, type SaleLine } from '@timbra/cfdi-core';
+import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts } from './build-egreso.ts';
+import { defaultLine, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
 import { assertNotInFuture, DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
@@ -70,26 +71,42 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     ]);
   }
 
+  const sold = soldLines(payment, deps.settings);
+  const before = await tx.refund.findMany({
+    where: { paymentId: payment.id, status: 'succeeded' },
+    select: { lines: true },
+  });
+  const refundedByLine = sold.grosses.map((_, line) =>
+    before
+      .flatMap((r) => (Array.isArray(r.lines) ? (r.lines as unknown as RefundedLine[]) : []))
+      .filter((l) => l.line === line)
+      .reduce((total, l) => total.plus(l.amount), new BigNumber(0))
+      .toFixed(),
+  );
+  const refundedPayment = {
+    currency: payment.currency,
+    formaPago: payment.formaPago ?? undefined,
+    receptor: payment.receptor as ReceptorInput | null,
+    lines: sold.lines,
+    grosses: sold.grosses,
+    refundedByLine,
+    tipoCambio: payment.tipoCambio,
+  };
+  // Checked before any row or folio: lines this refund names that the payment cannot give back.
+  const issuedAt = new Date();
+  const built = buildEgresoRequest(refundedPayment, refund, deps.serieEgreso, 1, deps.settings, issuedAt);
+  if (built.problems) throw new DomainError('validation_failed', undefined, built.problems);
+
   const refundId = await insertRefund(tx, {
     paymentId: payment.id,
     provider: refund.provider,
     externalId: refund.externalId,
     amount: refund.amount,
     occurredAt: refund.occurredAt,
+    ...(refund.lines && refund.lines.length > 0 ? { lines: refund.lines } : {}),
   });
   const folio = await takeFolio(tx, deps.emisorId, deps.serieEgreso);
-  const request = buildEgresoRequest(
-    {
-      currency: payment.currency,
-      formaPago: payment.formaPago ?? undefined,
-      receptor: payment.receptor as ReceptorInput | null,
-    },
-    refund,
-    deps.serieEgreso,
-    folio,
-    deps.settings,
-    new Date(),
-  );
+  const request = { ...built.request, folio: String(folio) };
   const egreso = await writeDependentInvoice(
     tx,
     { csd: deps.csd, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
@@ -99,7 +116,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
       folio,
       paymentId: payment.id,
       original: ingreso,
-      totals: egresoTotals(refund.amount, deps.settings.ivaTasa),
+      totals: egresoTotals(request),
       link: { refundId },
     },
   );
@@ -109,5 +126,22 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     egresoId: egreso.id,
     created: true,
     ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
+  };
+}
+
+/**
+ * The lines a payment was sold with and each one's price with tax — the default single line when it
+ * named none, or when its lines cannot be invoiced as they stand (its Ingreso then needs data).
+ */
+function soldLines(
+  payment: { lines: unknown; amount: string; currency: string },
+  settings: InvoiceSettings,
+): { lines: SaleLine[]; grosses: string[] } {
+  const lines = Array.isArray(payment.lines) && payment.lines.length > 0 ? (payment.lines as SaleLine[]) : undefined;
+  const plan = lines ? conceptosForSale(lines, payment.currency, payment.amount) : undefined;
+  if (lines && plan?.ok) return { lines, grosses: plan.grosses };
+  return {
+    lines: [defaultLine({ amount: payment.amount, externalId: '', description: null }, settings)],
+    grosses: [payment.amount],
   };
 }

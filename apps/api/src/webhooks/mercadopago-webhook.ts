@@ -9,6 +9,8 @@ import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { formaPagoOf, mercadoPagoFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
+import { tipoCambioText } from '../use-cases/exchange-rates.ts';
+import { prepareSale, type LineInput, type SaleDeps, type SaleDraft } from '../use-cases/sale.ts';
 import { PoisonEvent, recordProviderEvent } from './record-event.ts';
 
 /** Reads a payment from Mercado Pago's API (`GET /v1/payments/{id}`, the official SDK's Payment.get). */
@@ -23,6 +25,8 @@ export interface MercadoPagoWebhookDeps {
   toleranceSeconds: number;
   defaultFormaPago: string;
   metrics: Metrics;
+  /** Products, customers and exchange rates: what a sale's lines, customer and TipoCambio resolve against. */
+  sale: SaleDeps;
   now?: () => number;
 }
 
@@ -73,40 +77,44 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
       async () => {
         if (type !== 'payment' || !dataId) return { handled: false };
         if (!/^\d{1,20}$/.test(dataId)) throw new PoisonEvent('malformed_payload', 'data.id is not a payment id');
-        return effectOf(await fromApi(() => fetchPayment(dataId)), dataId, deps.defaultFormaPago);
+        return effectOf(await fromApi(() => fetchPayment(dataId)), dataId, deps);
       },
     );
     res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
   };
 }
 
-function effectOf(
+async function effectOf(
   payment: PaymentResponse,
   dataId: string,
-  defaultFormaPago: string,
-): Omit<WebhookDelivery, 'event'> & { handled: boolean } {
+  deps: MercadoPagoWebhookDeps,
+): Promise<Omit<WebhookDelivery, 'event'> & { handled: boolean }> {
   if (hasUnstorableText(payment)) throw new PoisonEvent('malformed_payload', 'NUL or a lone surrogate in the payment');
   if (String(payment.id) !== dataId)
     throw new PoisonEvent('malformed_payload', `the API answered payment ${String(payment.id)} for ${dataId}`);
   if (!RECEIVED.has(payment.status ?? '')) return { handled: false };
   const currency = (payment.currency_id ?? '').toUpperCase();
   const refunds = payment.refunds ?? [];
+  const received = moneyIn({
+    provider: 'mercadopago',
+    externalId: dataId,
+    amount: amountOf(payment.transaction_amount, currency),
+    currency,
+    occurredAt: dateOf(payment.date_approved ?? payment.date_created),
+    metadata: payment.metadata as Record<string, unknown> | null | undefined,
+    description: payment.description ?? null,
+    formaPago: formaPagoOf(
+      payment.metadata as Record<string, unknown> | undefined,
+      mercadoPagoFormaPago(payment.payment_type_id),
+      deps.defaultFormaPago,
+    ),
+  });
   return {
     handled: true,
-    ...moneyIn({
-      provider: 'mercadopago',
-      externalId: dataId,
-      amount: amountOf(payment.transaction_amount, currency),
-      currency,
-      occurredAt: dateOf(payment.date_approved ?? payment.date_created),
-      metadata: payment.metadata as Record<string, unknown> | null | undefined,
-      description: payment.description ?? null,
-      formaPago: formaPagoOf(
-        payment.metadata as Record<string, unknown> | undefined,
-        mercadoPagoFormaPago(payment.payment_type_id),
-        defaultFormaPago,
-      ),
-    }),
+    ...received,
+    ...(received.payment
+      ? { payment: await prepareSale(deps.sale, received.payment, mercadoPagoSaleDraft(payment, currency), 'lenient') }
+      : {}),
     refunds: refunds
       .filter((r) => r.status === 'approved')
       .map((refund) => ({
@@ -151,4 +159,35 @@ function dateOf(value: string | undefined): Date {
   const date = new Date(value ?? Number.NaN);
   if (Number.isNaN(date.getTime())) throw new PoisonEvent('malformed_payload', 'the payment has no valid date');
   return date;
+}
+
+/**
+ * What Mercado Pago knows of the sale besides its money: `additional_info.items` (an item's id is a
+ * product's reference when it names one of ours; its unit_price includes tax), the payer (metadata
+ * `timbra_customer`, else `payer.id`), and metadata `tipo_cambio`.
+ */
+function mercadoPagoSaleDraft(payment: PaymentResponse, currency: string): SaleDraft {
+  const metadata = (payment.metadata ?? {}) as Record<string, unknown>;
+  const meta = (key: string) => (typeof metadata[key] === 'string' ? metadata[key].trim() || undefined : undefined);
+  const items = payment.additional_info?.items ?? [];
+  const lines: LineInput[] = items.map((item) => {
+    const quantity = Number.isSafeInteger(item.quantity) && item.quantity > 0 ? item.quantity : 1;
+    const unit = amountOf(item.unit_price, currency);
+    return {
+      ...(item.id ? { product: String(item.id).slice(0, 100) } : {}),
+      descripcion: String(item.title || item.description || 'Producto').slice(0, 1000),
+      cantidad: String(quantity),
+      unitPrice: unit,
+      taxIncluded: true,
+    };
+  });
+  const ours = meta('timbra_customer');
+  const payer = payment.payer?.id ? String(payment.payer.id) : undefined;
+  const given = meta('tipo_cambio') ? tipoCambioText(meta('tipo_cambio')!) : undefined;
+  return {
+    providerLines: true,
+    ...(lines.length > 0 ? { lines } : {}),
+    ...(ours ? { customer: { id: ours } } : payer ? { customer: { mercadopago: payer } } : {}),
+    ...(given ? { tipoCambio: { rate: given, source: 'request' as const } } : {}),
+  };
 }

@@ -9,6 +9,8 @@ import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { RefundFacts, WebhookDelivery } from '../use-cases/record-webhook.ts';
 import { formaPagoOf, stripeFormaPago } from './forma-pago.ts';
 import { moneyIn } from './money-in.ts';
+import { tipoCambioText } from '../use-cases/exchange-rates.ts';
+import { prepareSale, type LineInput, type SaleDeps, type SaleDraft } from '../use-cases/sale.ts';
 import { PoisonEvent, recordProviderEvent } from './record-event.ts';
 
 export interface StripeWebhookDeps {
@@ -20,6 +22,10 @@ export interface StripeWebhookDeps {
   api: Stripe | undefined;
   defaultFormaPago: string;
   metrics: Metrics;
+  /** Products, customers and exchange rates: what a sale's lines, customer and TipoCambio resolve against. */
+  sale: SaleDeps;
+  /** Look up each PaymentIntent's Checkout Session for its line items (one more API call per payment). */
+  lineItems: boolean;
 }
 
 type Effect = Omit<WebhookDelivery, 'event'> & { handled: boolean };
@@ -74,7 +80,7 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
         if (event.malformed) throw new PoisonEvent('malformed_payload', event.malformed);
         if (hasUnstorableText(event.payload))
           throw new PoisonEvent('malformed_payload', 'NUL or a lone surrogate in a string');
-        return effectOf(event.payload as Stripe.Event, api, deps.defaultFormaPago);
+        return effectOf(event.payload as Stripe.Event, api, deps);
       },
     );
     res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
@@ -104,34 +110,39 @@ function parseEvent(body: Buffer): { id: string; type: string; payload: unknown;
   return { id, type, payload };
 }
 
-async function effectOf(event: Stripe.Event, api: Stripe, defaultFormaPago: string): Promise<Effect> {
+async function effectOf(event: Stripe.Event, api: Stripe, deps: StripeWebhookDeps): Promise<Effect> {
   switch (event.type) {
-    case 'payment_intent.succeeded': {
-      const pi = event.data.object;
-      const charge = await chargeOf(api, pi.latest_charge);
-      return moneyInOf(
-        { id: text(pi.id, 'id'), amount: pi.amount_received, currency: pi.currency, metadata: pi.metadata },
-        pi.description,
-        stripeFormaPago(charge?.payment_method_details),
-        event.created,
-        defaultFormaPago,
-      );
+    case 'payment_intent.succeeded':
+      return paymentIntentEffect(event.data.object, api, deps, event.created);
+    case 'checkout.session.completed':
+    case 'checkout.session.async_payment_succeeded': {
+      // The session's PaymentIntent is the payment (its own events name the same one): one payment.
+      const session = event.data.object;
+      const piId = idOf(session.payment_intent);
+      if (session.mode !== 'payment' || session.payment_status !== 'paid' || !piId) return IGNORED;
+      const pi = await fromApi(() => api.paymentIntents.retrieve(piId));
+      if (pi.status !== 'succeeded') return IGNORED;
+      return paymentIntentEffect(pi, api, deps, event.created);
     }
     case 'charge.succeeded':
     case 'charge.captured': {
       const charge = event.data.object;
       if (charge.captured !== true) return IGNORED; // an authorization: invoiced when captured, for what is captured
       return moneyInOf(
+        api,
+        deps,
         {
           id: idOf(charge.payment_intent) ?? text(charge.id, 'id'),
+          paymentIntent: idOf(charge.payment_intent),
           amount: charge.amount_captured,
           currency: charge.currency,
           metadata: charge.metadata,
+          customer: idOf(charge.customer),
+          charge,
         },
         charge.description,
         stripeFormaPago(charge.payment_method_details),
         event.created,
-        defaultFormaPago,
       );
     }
     case 'charge.refunded': {
@@ -178,27 +189,151 @@ function refundsEffect(refunds: readonly Stripe.Refund[]): Effect {
   return { handled: recorded.length + reversals.length > 0, refunds: recorded, reversals };
 }
 
-function moneyInOf(
-  source: { id: string; amount: unknown; currency: unknown; metadata: Record<string, string> | null | undefined },
+async function paymentIntentEffect(
+  pi: Stripe.PaymentIntent,
+  api: Stripe,
+  deps: StripeWebhookDeps,
+  created: number,
+): Promise<Effect> {
+  const charge = await chargeOf(api, pi.latest_charge);
+  return moneyInOf(
+    api,
+    deps,
+    {
+      id: text(pi.id, 'id'),
+      paymentIntent: pi.id,
+      amount: pi.amount_received,
+      currency: pi.currency,
+      metadata: pi.metadata,
+      customer: idOf(pi.customer),
+      charge,
+    },
+    pi.description,
+    stripeFormaPago(charge?.payment_method_details),
+    created,
+  );
+}
+
+async function moneyInOf(
+  api: Stripe,
+  deps: StripeWebhookDeps,
+  source: {
+    id: string;
+    paymentIntent: string | undefined;
+    amount: unknown;
+    currency: unknown;
+    metadata: Record<string, string> | null | undefined;
+    customer: string | undefined;
+    charge: Stripe.Charge | undefined;
+  },
   description: string | null | undefined,
   fromMethod: string | undefined,
   created: number,
-  defaultFormaPago: string,
-): Effect {
+): Promise<Effect> {
   const currency = text(source.currency, 'currency').toUpperCase();
-  return {
-    handled: true,
-    ...moneyIn({
-      provider: 'stripe',
-      externalId: source.id,
-      amount: amountOf(parseMinorUnits(source.amount, currency), currency),
-      currency,
-      occurredAt: new Date(created * 1000),
-      metadata: source.metadata,
-      description: typeof description === 'string' ? description : null,
-      formaPago: formaPagoOf(source.metadata, fromMethod, defaultFormaPago),
-    }),
-  };
+  const received = moneyIn({
+    provider: 'stripe',
+    externalId: source.id,
+    amount: amountOf(parseMinorUnits(source.amount, currency), currency),
+    currency,
+    occurredAt: new Date(created * 1000),
+    metadata: source.metadata,
+    description: typeof description === 'string' ? description : null,
+    formaPago: formaPagoOf(source.metadata, fromMethod, deps.defaultFormaPago),
+  });
+  if (!received.payment) return { handled: true, ...received };
+  const draft = await stripeSaleDraft(api, source, currency, received.payment.amount, deps.lineItems);
+  return { handled: true, ...received, payment: await prepareSale(deps.sale, received.payment, draft, 'lenient') };
+}
+
+/**
+ * What Stripe knows of the sale besides its money: the lines of the Checkout Session that made the
+ * PaymentIntent (its line items, their products' metadata `timbra_product` / `sat_product_key` /
+ * `sat_unit_key`, and shipping), or for a PaymentIntent alone its metadata's product; the customer
+ * (metadata `timbra_customer`, else Stripe's `customer`); and the TipoCambio: metadata `tipo_cambio`,
+ * else the charge's balance transaction when it was settled in pesos (`exchange_rate`).
+ */
+async function stripeSaleDraft(
+  api: Stripe,
+  source: {
+    paymentIntent: string | undefined;
+    metadata: Record<string, string> | null | undefined;
+    customer: string | undefined;
+    charge: Stripe.Charge | undefined;
+  },
+  currency: string,
+  /** The payment's amount (decimal): a PaymentIntent's one product line is all of it. */
+  amount: string,
+  lineItems: boolean,
+): Promise<SaleDraft> {
+  const meta = (key: string) => source.metadata?.[key]?.trim() || undefined;
+  const draft: SaleDraft = { providerLines: false };
+  const session =
+    lineItems && source.paymentIntent
+      ? (await fromApi(() => api.checkout.sessions.list({ payment_intent: source.paymentIntent!, limit: 1 }))).data[0]
+    : undefined;
+  if (session) {
+    const items: Stripe.LineItem[] = [];
+    await fromApi(async () => {
+      for await (const item of api.checkout.sessions.listLineItems(session.id, {
+        limit: 100,
+        expand: ['data.price.product'],
+      }))
+        items.push(item);
+    });
+    const lines: LineInput[] = items.flatMap((item) => {
+      if (!item.amount_total) return []; // a free line: nothing to invoice
+      const product = typeof item.price?.product === 'object' ? (item.price.product as Stripe.Product) : undefined;
+      const pm = (key: string) => product?.metadata?.[key]?.trim() || undefined;
+      return [
+        {
+          ...(pm('timbra_product') ? { product: pm('timbra_product')! } : {}),
+          ...(pm('sat_product_key') ? { claveProdServ: pm('sat_product_key')! } : {}),
+          ...(pm('sat_unit_key') ? { claveUnidad: pm('sat_unit_key')! } : {}),
+          ...(pm('timbra_product')
+            ? {}
+            : { descripcion: (item.description || product?.name || 'Producto').slice(0, 1000) }),
+          cantidad: String(item.quantity ?? 1),
+          amount: amountOf(parseMinorUnits(item.amount_total, currency), currency),
+          taxIncluded: true,
+        },
+      ];
+    });
+    const shipping = session.shipping_cost?.amount_total;
+    if (shipping)
+      lines.push({
+        claveProdServ: '78102203',
+        claveUnidad: 'E48',
+        descripcion: 'Envío',
+        amount: amountOf(parseMinorUnits(shipping, currency), currency),
+        taxIncluded: true,
+      });
+    draft.lines = lines;
+  } else if (meta('timbra_product') || meta('sat_product_key')) {
+    draft.lines = [
+      {
+        ...(meta('timbra_product') ? { product: meta('timbra_product')! } : {}),
+        ...(meta('sat_product_key') ? { claveProdServ: meta('sat_product_key')! } : {}),
+        ...(meta('sat_unit_key') ? { claveUnidad: meta('sat_unit_key')! } : {}),
+        ...(meta('timbra_product') ? {} : { descripcion: meta('description') ?? 'Venta' }),
+        amount,
+        taxIncluded: true,
+      },
+    ];
+  }
+  const ours = meta('timbra_customer');
+  const stripeCustomer = source.customer ?? idOf(session?.customer);
+  if (ours) draft.customer = { id: ours };
+  else if (stripeCustomer) draft.customer = { stripe: stripeCustomer };
+  const given = meta('tipo_cambio') ? tipoCambioText(meta('tipo_cambio')!) : undefined;
+  if (given) draft.tipoCambio = { rate: given, source: 'request' };
+  else if (currency !== 'MXN' && source.charge?.balance_transaction) {
+    const txnId = idOf(source.charge.balance_transaction)!;
+    const txn = await fromApi(() => api.balanceTransactions.retrieve(txnId));
+    const rate = txn.currency === 'mxn' && txn.exchange_rate ? tipoCambioText(txn.exchange_rate) : undefined;
+    if (rate) draft.tipoCambio = { rate, source: 'stripe' };
+  }
+  return draft;
 }
 
 /** The charge behind a PaymentIntent (for its payment method), from the event or the API. */

@@ -1,0 +1,230 @@
+/**
+ * Products and customers: what a merchant sells and to whom, entered once and named by the sales
+ * that use them. Changing either never touches a frozen document — a payment copies what it needs
+ * when it is recorded (a correction changes a CFDI, PATCH /v1/invoices/:id).
+ */
+import { Router, type Request, type Response } from 'express';
+import type { z } from 'zod';
+import { Prisma, type PrismaClient } from '@timbra/db';
+import { ApiError } from '../errors.ts';
+import { uuidParams } from '../http/ids.ts';
+import { idempotentResponder } from '../http/idempotency.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { customerProblems, customerSchema, productPatchSchema, productSchema, taxesSchema } from '../use-cases/sale.ts';
+import { listParams, validation } from './payments.ts';
+import { encodeCursor } from './views.ts';
+
+export interface CatalogRoutesDeps {
+  prisma: PrismaClient;
+  idempotencyTtlHours: number;
+  metrics: Metrics;
+}
+
+type ProductRow = Prisma.ProductGetPayload<object>;
+type CustomerRow = Prisma.CustomerGetPayload<object>;
+
+export function productView(p: ProductRow) {
+  return {
+    id: p.id,
+    reference: p.reference,
+    descripcion: p.descripcion,
+    claveProdServ: p.claveProdServ,
+    claveUnidad: p.claveUnidad,
+    unidad: p.unidad,
+    taxes: taxesSchema.parse(p.taxes),
+    unitPrice: p.unitPrice?.toFixed() ?? null,
+    priceIncludesTax: p.priceIncludesTax,
+    active: p.active,
+    createdAt: p.createdAt.toISOString(),
+    updatedAt: p.updatedAt.toISOString(),
+  };
+}
+
+export function customerView(c: CustomerRow) {
+  return {
+    id: c.id,
+    rfc: c.rfc,
+    nombre: c.nombre,
+    codigoPostal: c.codigoPostal,
+    regimenFiscal: c.regimenFiscal,
+    usoCfdi: c.usoCfdi,
+    email: c.email,
+    stripeCustomerId: c.stripeCustomerId,
+    mercadoPagoPayerId: c.mercadoPagoPayerId,
+    createdAt: c.createdAt.toISOString(),
+    updatedAt: c.updatedAt.toISOString(),
+  };
+}
+
+/** A unique index refused the write: what it says (its fields) tells which conflict it is. */
+function uniqueViolation(error: unknown): string | undefined {
+  if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002')
+    return `${JSON.stringify(error.meta ?? {})} ${error.message}`;
+  return undefined;
+}
+
+const customerConflict = (error: unknown) => {
+  const field = uniqueViolation(error);
+  if (field !== undefined)
+    throw new ApiError('customer_conflict', undefined, [
+      { path: /mercado/i.test(field) ? 'mercadoPagoPayerId' : 'stripeCustomerId', message: 'another customer has it' },
+    ]);
+  throw error;
+};
+
+function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw validation(parsed.error);
+  return parsed.data;
+}
+
+export function catalogRoutes(deps: CatalogRoutesDeps): Router {
+  const router = Router();
+  uuidParams(router, 'id');
+  const respondOnce = idempotentResponder(deps);
+
+  router.post('/products', async (req: Request, res: Response) => {
+    const input = parse(productSchema, req.body);
+    await respondOnce(req, res, '/v1/products', input, async (tx) => {
+      const existing = await tx.product.findUnique({ where: { reference: input.reference } });
+      if (existing)
+        throw new ApiError('product_reference_taken', undefined, [{ path: 'reference', message: existing.id }]);
+      const product = await tx.product.create({
+        data: {
+          reference: input.reference,
+          descripcion: input.descripcion,
+          claveProdServ: input.claveProdServ,
+          claveUnidad: input.claveUnidad,
+          unidad: input.unidad ?? null,
+          taxes: input.taxes,
+          unitPrice: input.unitPrice ?? null,
+          priceIncludesTax: input.priceIncludesTax,
+          active: input.active,
+        },
+      });
+      return { status: 201, body: productView(product) };
+    });
+  });
+
+  router.patch('/products/:id', async (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const input = parse(productPatchSchema, req.body);
+    if (Object.keys(input).length === 0)
+      throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
+    const product = await deps.prisma.product
+      .update({
+        where: { id },
+        data: {
+          ...input,
+          ...(input.taxes ? { taxes: input.taxes } : {}),
+        },
+      })
+      .catch((error: unknown) => {
+        if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2025')
+          throw new ApiError('not_found');
+        throw error;
+      });
+    res.json(productView(product));
+  });
+
+  router.get('/products/:id', async (req, res) => {
+    const product = await deps.prisma.product.findUnique({ where: { id: String(req.params.id) } });
+    if (!product) throw new ApiError('not_found');
+    res.json(productView(product));
+  });
+
+  router.get('/products', async (req, res) => {
+    const { limit, cursor } = listParams(req);
+    const reference = typeof req.query.reference === 'string' ? req.query.reference : undefined;
+    const rows = await deps.prisma.product.findMany({
+      where: {
+        ...(reference ? { reference } : {}),
+        ...(cursor
+          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+          : {}),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    res.json({
+      data: page.map(productView),
+      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
+    });
+  });
+
+  router.post('/customers', async (req: Request, res: Response) => {
+    const input = parse(customerSchema, req.body);
+    const problems = customerProblems(input);
+    if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
+    await respondOnce(req, res, '/v1/customers', input, async (tx) => {
+      const customer = await tx.customer
+        .create({
+          data: {
+            rfc: input.rfc,
+            nombre: input.nombre,
+            codigoPostal: input.codigoPostal,
+            regimenFiscal: input.regimenFiscal,
+            usoCfdi: input.usoCfdi,
+            email: input.email ?? null,
+            stripeCustomerId: input.stripeCustomerId ?? null,
+            mercadoPagoPayerId: input.mercadoPagoPayerId ?? null,
+          },
+        })
+        .catch(customerConflict);
+      return { status: 201, body: customerView(customer) };
+    });
+  });
+
+  router.patch('/customers/:id', async (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const input = parse(customerSchema.partial().strict(), req.body);
+    const { acceptCheckDigitMismatch, ...fields } = input;
+    if (Object.keys(fields).length === 0)
+      throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
+    const current = await deps.prisma.customer.findUnique({ where: { id } });
+    if (!current) throw new ApiError('not_found');
+    // The customer as it would be, checked as a whole (a new régimen must still allow the UsoCFDI).
+    const problems = customerProblems({
+      rfc: fields.rfc ?? current.rfc,
+      nombre: fields.nombre ?? current.nombre,
+      codigoPostal: fields.codigoPostal ?? current.codigoPostal,
+      regimenFiscal: fields.regimenFiscal ?? current.regimenFiscal,
+      usoCfdi: fields.usoCfdi ?? current.usoCfdi,
+      ...(acceptCheckDigitMismatch !== undefined ? { acceptCheckDigitMismatch } : {}),
+      // An RFC not changed now was checked when it was entered.
+      ...(fields.rfc === undefined ? { acceptCheckDigitMismatch: true } : {}),
+    });
+    if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
+    const customer = await deps.prisma.customer.update({ where: { id }, data: fields }).catch(customerConflict);
+    res.json(customerView(customer));
+  });
+
+  router.get('/customers/:id', async (req, res) => {
+    const customer = await deps.prisma.customer.findUnique({ where: { id: String(req.params.id) } });
+    if (!customer) throw new ApiError('not_found');
+    res.json(customerView(customer));
+  });
+
+  router.get('/customers', async (req, res) => {
+    const { limit, cursor } = listParams(req);
+    const rfc = typeof req.query.rfc === 'string' ? req.query.rfc.toUpperCase() : undefined;
+    const rows = await deps.prisma.customer.findMany({
+      where: {
+        ...(rfc ? { rfc } : {}),
+        ...(cursor
+          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+          : {}),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    res.json({
+      data: page.map(customerView),
+      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
+    });
+  });
+
+  return router;
+}
