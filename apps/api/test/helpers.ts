@@ -11,6 +11,7 @@ import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
+import { BanxicoRates } from '../src/use-cases/exchange-rates.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
 import { mercadoPagoPayments, stripeApi } from '../src/webhooks/providers.ts';
@@ -47,8 +48,16 @@ export interface TestApi {
  * Pago clients point at a provider sandbox port; with `providers: true` the sandbox runs there (a
  * process of its own, ~1 s to start) and sends its signed webhooks to this API.
  */
+const BANXICO_TOKEN = 'banxico-sandbox-token';
+
 export async function startApi(
-  options: { rateLimitPerMinute?: number; dashboard?: Router; providers?: boolean } = {},
+  options: {
+    rateLimitPerMinute?: number;
+    dashboard?: Router;
+    providers?: boolean;
+    /** Exchange rates from the provider sandbox's Banxico (needs `providers`). */
+    rates?: boolean;
+  } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
   const db = await createTestDatabase();
@@ -92,6 +101,7 @@ export async function startApi(
     metrics: createMetrics(),
     databaseUrl: db.url,
     payments,
+    ...(options.rates ? { rates: new BanxicoRates({ url: providerUrl, token: BANXICO_TOKEN }) } : {}),
     defaultFormaPago: '04',
     idempotencyTtlHours: 24,
     ingest: { maxBatch: 32, maxInFlight: 2 },

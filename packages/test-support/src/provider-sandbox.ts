@@ -25,6 +25,8 @@ export interface ProviderSandboxSettings {
   retryDelaysMs?: readonly number[];
   /** Default: a free one. */
   port?: number;
+  /** The Bmx-Token its Banxico SIE API asks for (default `banxico-sandbox-token`). */
+  banxicoToken?: string;
 }
 
 /** Settings for a sandbox whose secrets are made up for this run. */
@@ -46,6 +48,7 @@ export function providerSandboxEnv(settings: ProviderSandboxSettings & { port: n
     PROVIDER_SANDBOX_STRIPE_WEBHOOK_SECRET: settings.stripeWebhookSecret,
     PROVIDER_SANDBOX_MP_ACCESS_TOKEN: settings.mercadoPagoAccessToken,
     PROVIDER_SANDBOX_MP_WEBHOOK_SECRET: settings.mercadoPagoWebhookSecret,
+    PROVIDER_SANDBOX_BANXICO_TOKEN: settings.banxicoToken ?? 'banxico-sandbox-token',
     PROVIDER_SANDBOX_RETRY_DELAYS_MS: (settings.retryDelaysMs ?? [100, 300, 1000]).join(','),
     ...(settings.stripeWebhookUrl ? { PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL: settings.stripeWebhookUrl } : {}),
     ...(settings.mercadoPagoWebhookUrl ? { PROVIDER_SANDBOX_MP_WEBHOOK_URL: settings.mercadoPagoWebhookUrl } : {}),

@@ -250,8 +250,11 @@ export async function resolveLines(
   prisma: Pick<PrismaClient, 'product'>,
   lines: readonly LineInput[],
   settings: InvoiceSettings,
-  /** A provider's item id may or may not be one of our products' references: unknown ones are inline. */
-  options: { unknownProductsInline?: boolean } = {},
+  /**
+   * The lines are a provider's items: an item id may or may not be one of our products' references —
+   * when it is, the product's description wins over the item's title; when not, the item is inline.
+   */
+  options: { providerItems?: boolean } = {},
 ): Promise<{ lines: SaleLine[]; problems: ValidationIssue[] }> {
   const refs = [...new Set(lines.flatMap((l) => (l.product ? [l.product] : [])))];
   const found =
@@ -276,7 +279,7 @@ export async function resolveLines(
     }
     const line = parsed.data;
     const product = line.product ? byRef.get(line.product) : undefined;
-    if (line.product && !product && options.unknownProductsInline) delete line.product;
+    if (line.product && !product && options.providerItems) delete line.product;
     if (line.product && (!product || !product.active)) {
       problems.push({
         path: `conceptos.${i}.product`,
@@ -290,7 +293,8 @@ export async function resolveLines(
       problems.push({ path: `conceptos.${i}.amount`, message: 'give amount or unitPrice (the product has no price)' });
       return;
     }
-    const descripcion = line.descripcion ?? product?.descripcion;
+    const descripcion =
+      (options.providerItems ? product?.descripcion : undefined) ?? line.descripcion ?? product?.descripcion;
     if (!descripcion) {
       problems.push({ path: `conceptos.${i}.descripcion`, message: 'required for a line without a product' });
       return;
@@ -360,7 +364,7 @@ export async function prepareSale(
 
   if (draft.lines && draft.lines.length > 0) {
     const resolved = await resolveLines(deps.prisma, draft.lines, deps.settings, {
-      unknownProductsInline: draft.providerLines === true,
+      providerItems: draft.providerLines === true,
     });
     if (mode === 'strict' && resolved.problems.length > 0) {
       const missing = resolved.problems.filter((p) => p.path.endsWith('.product'));

@@ -271,7 +271,7 @@ async function stripeSaleDraft(
   const session =
     lineItems && source.paymentIntent
       ? (await fromApi(() => api.checkout.sessions.list({ payment_intent: source.paymentIntent!, limit: 1 }))).data[0]
-    : undefined;
+      : undefined;
   if (session) {
     const items: Stripe.LineItem[] = [];
     await fromApi(async () => {

@@ -1,0 +1,455 @@
+/**
+ * Real sales through the API: products and customers entered once, payments with lines (REST,
+ * Stripe Checkout through the provider sandbox, Mercado Pago items), currencies with their TipoCambio
+ * (request, Stripe's settlement, Banxico's rate from the provider sandbox's SIE API), refunds of one
+ * line and installments of a mixed-rate sale. Every frozen document is checked against the XSD.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import got from 'got';
+import { attr, childElements, NS, parseXml } from '@timbra/cfdi-core';
+import { eventually, SchemaValidator } from '@timbra/test-support';
+import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi({ providers: true, rates: true });
+});
+afterAll(() => api.close());
+
+const schema = new SchemaValidator();
+const post = jsonPoster(() => api);
+const auth = { authorization: `Bearer ${KEYS.pos}` };
+const get = <T>(path: string) => got.get(`${api.url}${path}`, { headers: auth }).json<T>();
+const patch = (path: string, body: object) =>
+  got.patch(`${api.url}${path}`, { json: body, headers: auth, throwHttpErrors: false, responseType: 'json' });
+const recent = () => new Date(Date.now() - 60_000).toISOString();
+const unique = (tag: string) => `${tag}-${randomUUID().slice(0, 8)}`;
+
+type ErrorBody = { error: { code: string; details?: { path: string; message: string; difference?: string }[] } };
+type PaymentBody = {
+  id: string;
+  invoices: { id: string; status: string }[];
+  lines: unknown[] | null;
+  customerId: string | null;
+  tipoCambio: { rate: string; source: string } | null;
+};
+
+const conceptosOf = (xml: string) =>
+  childElements(childElements(parseXml(xml), NS.cfdi, 'Conceptos')[0]!, NS.cfdi, 'Concepto').map((c) => ({
+    claveProdServ: attr(c, 'ClaveProdServ'),
+    descripcion: attr(c, 'Descripcion'),
+    objetoImp: attr(c, 'ObjetoImp'),
+    taxes: (childElements(c, NS.cfdi, 'Impuestos')[0]
+      ? childElements(
+          childElements(childElements(c, NS.cfdi, 'Impuestos')[0]!, NS.cfdi, 'Traslados')[0]!,
+          NS.cfdi,
+          'Traslado',
+        )
+      : []
+    ).map((t) => `${attr(t, 'Impuesto')}:${attr(t, 'TipoFactor')}:${attr(t, 'TasaOCuota') ?? ''}`),
+  }));
+
+async function frozenOf(invoiceId: string): Promise<string> {
+  const row = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+  expect(row.status).toBe('pending');
+  expect(await schema.validate([row.frozenXml!])).toEqual([]);
+  return row.frozenXml!;
+}
+
+async function stamp(invoiceId: string): Promise<string> {
+  const uuid = randomUUID().toUpperCase();
+  await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid } });
+  return uuid;
+}
+
+const CUSTOMER = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  codigoPostal: '36257',
+  regimenFiscal: '612',
+  usoCfdi: 'G03',
+};
+
+describe('products', () => {
+  it('are checked against the catalogues, keep their tax profile, and are found by reference', async () => {
+    const reference = unique('AUD');
+    const created = await post('/v1/products', {
+      reference,
+      descripcion: 'Audífonos inalámbricos',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+      unidad: 'Pieza',
+      taxes: { iva: '16' },
+      unitPrice: '1160.00',
+    });
+    expect(created.statusCode).toBe(201);
+    expect(created.body).toMatchObject({ reference, claveUnidad: 'H87', taxes: { iva: '16' }, priceIncludesTax: true });
+
+    const refused = await post('/v1/products', {
+      reference: unique('BAD'),
+      descripcion: 'x',
+      claveProdServ: '5216151',
+      claveUnidad: 'ZZZ',
+      taxes: { iva: '16', ieps: '7.5', retenciones: { isr: '40' } },
+    });
+    expect(refused.statusCode).toBe(422);
+    expect((refused.body as ErrorBody).error.details!.map((d) => d.path).sort()).toEqual([
+      'claveProdServ',
+      'claveUnidad',
+      'taxes.ieps',
+      'taxes.retenciones.isr',
+    ]);
+
+    const again = await post('/v1/products', {
+      reference,
+      descripcion: 'x',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+    });
+    expect(again.statusCode).toBe(409);
+    expect((again.body as ErrorBody).error.code).toBe('product_reference_taken');
+
+    const listed = await get<{ data: { id: string }[] }>(`/v1/products?reference=${reference}`);
+    expect(listed.data).toHaveLength(1);
+    const id = listed.data[0]!.id;
+    const changed = await patch(`/v1/products/${id}`, { unitPrice: '1299.00', taxes: { iva: '8' } });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.body).toMatchObject({ unitPrice: '1299', taxes: { iva: '8' } });
+    expect((await patch(`/v1/products/${randomUUID()}`, { active: false })).statusCode).toBe(404);
+  });
+});
+
+describe('customers', () => {
+  it('an RFC must match its check digit, the régimen its persona, the UsoCFDI its régimen', async () => {
+    const created = await post('/v1/customers', { ...CUSTOMER, stripeCustomerId: `cus_${randomUUID().slice(0, 8)}` });
+    expect(created.statusCode).toBe(201);
+
+    const typo = await post('/v1/customers', { ...CUSTOMER, rfc: 'CACX7605101P9' });
+    expect(typo.statusCode).toBe(422);
+    expect((typo.body as ErrorBody).error.details).toEqual([
+      { path: 'rfc', message: expect.stringContaining('the check digit should be 8') as unknown },
+    ]);
+    const wrongRegimen = await post('/v1/customers', { ...CUSTOMER, regimenFiscal: '601' });
+    expect((wrongRegimen.body as ErrorBody).error.details![0]).toMatchObject({ path: 'regimenFiscal' });
+    const wrongUso = await post('/v1/customers', {
+      ...CUSTOMER,
+      rfc: 'EKU9003173C9',
+      nombre: 'ESCUELA KEMPER URGATE',
+      regimenFiscal: '601',
+      usoCfdi: 'D01',
+    });
+    expect((wrongUso.body as ErrorBody).error.details![0]).toMatchObject({ path: 'usoCfdi' });
+    const generic = await post('/v1/customers', { ...CUSTOMER, rfc: 'XAXX010101000' });
+    expect((generic.body as ErrorBody).error.details![0]).toMatchObject({ path: 'rfc' });
+
+    const stripeId = (created.body as { stripeCustomerId: string }).stripeCustomerId;
+    const taken = await post('/v1/customers', { ...CUSTOMER, stripeCustomerId: stripeId });
+    expect(taken.statusCode).toBe(409);
+    expect((taken.body as ErrorBody).error.code).toBe('customer_conflict');
+  });
+});
+
+describe('a payment with lines (REST)', () => {
+  it('three lines at 16% (a product), 0% and exento → one concepto each; the customer is the receptor; changing the customer later changes no frozen CFDI', async () => {
+    const reference = unique('AUD');
+    await post('/v1/products', {
+      reference,
+      descripcion: 'Audífonos',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+      taxes: { iva: '16' },
+      unitPrice: '580.00',
+    });
+    const customer = (await post('/v1/customers', CUSTOMER)).body as { id: string };
+    const res = await post('/v1/payments', {
+      externalId: unique('sale'),
+      amount: '1558.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      customerId: customer.id,
+      conceptos: [
+        { product: reference, cantidad: '2' },
+        {
+          claveProdServ: '50221200',
+          claveUnidad: 'KGM',
+          descripcion: 'Tortilla',
+          cantidad: '2',
+          unitPrice: '24.50',
+          taxes: { iva: '0' },
+        },
+        {
+          claveProdServ: '55101500',
+          claveUnidad: 'H87',
+          descripcion: 'Libro',
+          amount: '349.00',
+          taxes: { iva: 'exento' },
+        },
+      ],
+    });
+    expect(res.statusCode).toBe(201);
+    const body = res.body as PaymentBody;
+    expect(body.customerId).toBe(customer.id);
+    expect(body.lines).toHaveLength(3);
+    const xml = await frozenOf(body.invoices[0]!.id);
+    expect(conceptosOf(xml)).toEqual([
+      { claveProdServ: '52161514', descripcion: 'Audífonos', objetoImp: '02', taxes: ['002:Tasa:0.160000'] },
+      { claveProdServ: '50221200', descripcion: 'Tortilla', objetoImp: '02', taxes: ['002:Tasa:0.000000'] },
+      { claveProdServ: '55101500', descripcion: 'Libro', objetoImp: '02', taxes: ['002:Exento:'] },
+    ]);
+    expect(xml).toContain('Total="1558.00"');
+    expect(xml).toContain('Rfc="CACX7605101P8" Nombre="XOCHILT CASAS CHAVEZ"');
+
+    expect((await patch(`/v1/customers/${customer.id}`, { nombre: 'XOCHILT CASAS' })).statusCode).toBe(200);
+    const after = await api.prisma.invoice.findUniqueOrThrow({ where: { id: body.invoices[0]!.id } });
+    expect(after.frozenXml).toBe(xml);
+  });
+
+  it('refuses lines that do not add up (with the difference), unknown products and customers — nothing written', async () => {
+    const before = await api.prisma.payment.count();
+    const mismatch = await post('/v1/payments', {
+      externalId: unique('bad'),
+      amount: '100.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      conceptos: [
+        { descripcion: 'A', amount: '60.00' },
+        { descripcion: 'B', amount: '39.00' },
+      ],
+    });
+    expect(mismatch.statusCode).toBe(422);
+    expect((mismatch.body as ErrorBody).error).toMatchObject({
+      code: 'lines_total_mismatch',
+      details: [{ path: 'conceptos', lines: '99.00', paid: '100.00', difference: '1.00' }],
+    });
+    const noProduct = await post('/v1/payments', {
+      externalId: unique('bad'),
+      amount: '100.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      conceptos: [{ product: 'NO-SUCH-THING', amount: '100.00' }],
+    });
+    expect((noProduct.body as ErrorBody).error.code).toBe('product_not_found');
+    const noCustomer = await post('/v1/payments', {
+      externalId: unique('bad'),
+      amount: '100.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      customerId: randomUUID(),
+    });
+    expect((noCustomer.body as ErrorBody).error.code).toBe('customer_not_found');
+    expect(await api.prisma.payment.count()).toBe(before);
+  });
+
+  it('a partial refund of one line: its Egreso carries that line’s tax (0%), not the sale’s', async () => {
+    const res = await post('/v1/payments', {
+      externalId: unique('sale'),
+      amount: '1216.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: CUSTOMER,
+      conceptos: [
+        { descripcion: 'Bocina', amount: '1160.00' },
+        { descripcion: 'Leche', amount: '56.00', taxes: { iva: '0' } },
+      ],
+    });
+    const payment = res.body as PaymentBody;
+    await stamp(payment.invoices[0]!.id);
+    const tooMuch = await post(`/v1/payments/${payment.id}/refunds`, {
+      amount: '60.00',
+      lines: [{ line: 1, amount: '60.00' }],
+    });
+    expect(tooMuch.statusCode).toBe(422);
+    const refund = await post(`/v1/payments/${payment.id}/refunds`, {
+      amount: '28.00',
+      lines: [{ line: 1, amount: '28.00' }],
+    });
+    expect(refund.statusCode).toBe(201);
+    const egreso = (refund.body as { egreso: { id: string; total: string } }).egreso;
+    expect(egreso.total).toBe('28.00');
+    const xml = await frozenOf(egreso.id);
+    expect(conceptosOf(xml)).toEqual([
+      { claveProdServ: '84111506', descripcion: 'Devolución', objetoImp: '02', taxes: ['002:Tasa:0.000000'] },
+    ]);
+    // What is left of that line, and no more.
+    const rest = await post(`/v1/payments/${payment.id}/refunds`, {
+      amount: '28.01',
+      lines: [{ line: 1, amount: '28.01' }],
+    });
+    expect(rest.statusCode).toBe(422);
+    // A refund naming no line gives back every line in proportion: two conceptos, 16% and 0%.
+    const spread = await post(`/v1/payments/${payment.id}/refunds`, { amount: '100.00' });
+    const spreadXml = await frozenOf((spread.body as { egreso: { id: string } }).egreso.id);
+    expect(conceptosOf(spreadXml).map((c) => c.taxes)).toEqual([['002:Tasa:0.160000'], ['002:Tasa:0.000000']]);
+    expect(spreadXml).toContain('Total="100.00"');
+  });
+
+  it('installments of a mixed-rate sale: each Pago reports the Ingreso’s own taxes, and they add up to them', async () => {
+    const res = await post('/v1/payments', {
+      externalId: unique('ppd'),
+      amount: '2000.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: CUSTOMER,
+      paymentTerms: 'installments',
+      conceptos: [
+        { descripcion: 'Curso', amount: '1160.00' },
+        { descripcion: 'Libro', amount: '500.00', taxes: { iva: 'exento' } },
+        { descripcion: 'Despensa', amount: '340.00', taxes: { iva: '0' } },
+      ],
+    });
+    expect(res.statusCode).toBe(201);
+    const ingresoId = (res.body as PaymentBody).invoices[0]!.id;
+    const ingresoXml = await frozenOf(ingresoId);
+    await stamp(ingresoId);
+    const pagos: string[] = [];
+    for (const amount of ['666.67', '666.67', '666.66']) {
+      const paid = await post(`/v1/invoices/${ingresoId}/payments`, { amount, paidAt: recent(), formaPago: '03' });
+      expect(paid.statusCode).toBe(201);
+      pagos.push(await frozenOf((paid.body as { pago: { id: string } }).pago.id));
+    }
+    const sum = (xmls: string[], re: RegExp) =>
+      xmls.flatMap((x) => [...x.matchAll(re)]).reduce((s, m) => s + Math.round(Number(m[1]) * 100), 0);
+    for (const [tasa, ingresoBase] of [
+      ['0.160000', '1000.00'],
+      ['0.000000', '340.00'],
+    ] as const) {
+      expect(
+        sum(pagos, new RegExp(`BaseDR="([\\d.]+)" ImpuestoDR="002" TipoFactorDR="Tasa" TasaOCuotaDR="${tasa}"`, 'g')),
+      ).toBe(Math.round(Number(ingresoBase) * 100));
+    }
+    expect(sum(pagos, /ImpuestoDR="002" TipoFactorDR="Tasa" TasaOCuotaDR="0.160000" ImporteDR="([\d.]+)"/g)).toBe(
+      16000,
+    );
+    expect(sum(pagos, /BaseDR="([\d.]+)" ImpuestoDR="002" TipoFactorDR="Exento"/g)).toBe(50000);
+    expect(ingresoXml).toContain('Total="2000.00"');
+  });
+});
+
+describe('currencies', () => {
+  const usd = (extra: object) =>
+    post('/v1/payments', {
+      externalId: unique('usd'),
+      amount: '58.00',
+      currency: 'USD',
+      occurredAt: recent(),
+      ...extra,
+    });
+
+  it('TipoCambio from the request, checked against Banxico’s rate (c_Moneda: ±5%)', async () => {
+    const given = await usd({ tipoCambio: '17.5000' });
+    expect(given.statusCode).toBe(201);
+    expect((given.body as PaymentBody).tipoCambio).toEqual({ rate: '17.5', source: 'request' });
+    expect(await frozenOf((given.body as PaymentBody).invoices[0]!.id)).toContain('Moneda="USD" TipoCambio="17.5000"');
+    const wild = await usd({ tipoCambio: '25.00' });
+    expect(wild.statusCode).toBe(422);
+    expect((wild.body as ErrorBody).error.code).toBe('exchange_rate_out_of_range');
+  });
+
+  it('without one, Banxico’s FIX of the day before (the provider sandbox’s SIE API); a currency without a rate → 422', async () => {
+    const fromBanxico = await usd({});
+    expect(fromBanxico.statusCode).toBe(201);
+    expect((fromBanxico.body as PaymentBody).tipoCambio).toEqual({ rate: '17.2543', source: 'banxico' });
+    expect(await frozenOf((fromBanxico.body as PaymentBody).invoices[0]!.id)).toContain('TipoCambio="17.2543"');
+    const chf = await post('/v1/payments', {
+      externalId: unique('chf'),
+      amount: '50.00',
+      currency: 'CHF',
+      occurredAt: recent(),
+    });
+    expect(chf.statusCode).toBe(422);
+    expect((chf.body as ErrorBody).error.code).toBe('exchange_rate_unavailable');
+  });
+});
+
+describe('from the providers', () => {
+  const ingresoOf = async (externalId: string) => {
+    const find = () => api.prisma.payment.findFirst({ where: { externalId }, include: { invoices: true } });
+    await eventually(async () => ((await find())?.invoices.length ?? 0) > 0);
+    const payment = (await find())!;
+    return { payment, invoice: payment.invoices[0]! };
+  };
+
+  it('a Stripe Checkout Session with two products → one invoice with two conceptos and the products’ keys; the Stripe customer is ours', async () => {
+    const reference = unique('CAM');
+    await post('/v1/products', {
+      reference,
+      descripcion: 'Cámara deportiva',
+      claveProdServ: '45121504',
+      claveUnidad: 'H87',
+      taxes: { iva: '16' },
+    });
+    const stripeCustomer = `cus_${randomUUID().replace(/-/g, '').slice(0, 14)}`;
+    await post('/v1/customers', { ...CUSTOMER, stripeCustomerId: stripeCustomer });
+    const made = await api.providers.checkoutSession({
+      customer: stripeCustomer,
+      lines: [
+        { name: 'Cámara', quantity: 1, unitAmount: 348000, metadata: { timbra_product: reference } },
+        {
+          name: 'Tarjeta de memoria',
+          quantity: 2,
+          unitAmount: 29000,
+          metadata: { sat_product_key: '43202005', sat_unit_key: 'H87' },
+        },
+      ],
+    });
+    const { payment, invoice } = await ingresoOf(made.paymentIntent.id);
+    expect(payment.amount.toFixed(2)).toBe('4060.00');
+    const xml = await frozenOf(invoice.id);
+    expect(conceptosOf(xml).map((c) => [c.claveProdServ, c.descripcion])).toEqual([
+      ['45121504', 'Cámara deportiva'],
+      ['43202005', 'Tarjeta de memoria'],
+    ]);
+    expect(xml).toContain('Cantidad="2" ClaveUnidad="H87"');
+    expect(xml).toContain('Rfc="CACX7605101P8"');
+    expect(xml).toContain('Total="4060.00"');
+    // charge.succeeded, payment_intent.succeeded and checkout.session.completed: one payment.
+    expect(await api.prisma.payment.count({ where: { externalId: made.paymentIntent.id } })).toBe(1);
+  });
+
+  it('a Stripe payment in dollars settled in pesos: TipoCambio is the balance transaction’s exchange_rate', async () => {
+    const made = await api.providers.stripePayment({ amount: 5800, currency: 'usd', settlementExchangeRate: 17.3125 });
+    const { payment, invoice } = await ingresoOf(made.paymentIntent.id);
+    expect(payment.tipoCambioSource).toBe('stripe');
+    expect(await frozenOf(invoice.id)).toContain('Moneda="USD" TipoCambio="17.3125" Total="58.00"');
+  });
+
+  it('Mercado Pago additional_info.items → conceptos (an item id that is a product’s reference takes its keys); the payer is our customer', async () => {
+    const reference = unique('TAZ');
+    await post('/v1/products', {
+      reference,
+      descripcion: 'Taza de cerámica',
+      claveProdServ: '52151634',
+      claveUnidad: 'H87',
+      taxes: { iva: '16' },
+    });
+    const payerId = String(Date.now());
+    await post('/v1/customers', { ...CUSTOMER, mercadoPagoPayerId: payerId });
+    const made = await api.providers.mercadoPagoPayment({
+      amount: 406,
+      payerId,
+      items: [
+        { id: reference, title: 'Taza', quantity: 2, unit_price: 145 },
+        { id: 'not-ours', title: 'Galletas', quantity: 1, unit_price: 116 },
+      ],
+    });
+    const { invoice } = await ingresoOf(String(made.payment.id));
+    const xml = await frozenOf(invoice.id);
+    expect(conceptosOf(xml).map((c) => [c.claveProdServ, c.descripcion])).toEqual([
+      ['52151634', 'Taza de cerámica'],
+      ['01010101', 'Galletas'],
+    ]);
+    expect(xml).toContain('Rfc="CACX7605101P8"');
+    expect(xml).toContain('Total="406.00"');
+  });
+
+  it('Stripe lines that do not add up to the money: the payment is recorded, its invoice needs data and says why', async () => {
+    const made = await api.providers.stripePayment({
+      amount: 10000,
+      metadata: { timbra_product: 'NO-SUCH-PRODUCT' },
+    });
+    const { invoice } = await ingresoOf(made.paymentIntent.id);
+    expect(invoice.status).toBe('needs_data');
+    expect(JSON.stringify(invoice.problems)).toContain('no product NO-SUCH-PRODUCT');
+  });
+});
