@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { walkInvoiceTo } from '@timbra/db/testing';
 import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
 import { cancelInvoiceSchema } from '../src/routes/invoices.ts';
+import { customerSchema, productSchema } from '../src/use-cases/sale.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**
@@ -88,11 +89,14 @@ describe('openapi.yaml', () => {
     ['RefundCreate', createRefundSchema],
     ['InstallmentCreate', createInstallmentSchema],
     ['CancelCreate', cancelInvoiceSchema],
+    ['ProductCreate', productSchema],
+    ['CustomerCreate', customerSchema],
   ] as const)('documents the %s request exactly as the API parses it', (name, schema) => {
-    const parsed = z.toJSONSchema(schema) as { properties: object; required: string[] };
+    // As a client writes it: fields with a default are optional.
+    const parsed = z.toJSONSchema(schema, { io: 'input' }) as { properties: object; required?: string[] };
     const documented = doc.components.schemas[name]!;
     expect(Object.keys(documented.properties).sort()).toEqual(Object.keys(parsed.properties).sort());
-    expect([...documented.required].sort()).toEqual([...parsed.required].sort());
+    expect([...documented.required].sort()).toEqual([...(parsed.required ?? [])].sort());
   });
 
   it('describes what the running app answers, for every documented operation', async () => {
@@ -298,6 +302,131 @@ describe('openapi.yaml', () => {
       '/v1/outbox/{id}/retry',
       'post',
       await request('post', `/v1/outbox/${outboxId}/retry`, { headers: { authorization: `Bearer ${KEYS.admin}` } }),
+    );
+
+    // Products and customers: created, refused, listed, read, changed.
+    const product = await request('post', '/v1/products', {
+      json: {
+        reference: 'OA-P1',
+        descripcion: 'Audífonos',
+        claveProdServ: '52161514',
+        claveUnidad: 'H87',
+        unitPrice: '580',
+      },
+      headers: auth,
+    });
+    expect(product.statusCode).toBe(201);
+    conforms('/v1/products', 'post', product);
+    conforms(
+      '/v1/products',
+      'post',
+      await request('post', '/v1/products', {
+        json: { reference: 'OA-P1', descripcion: 'x', claveProdServ: '52161514', claveUnidad: 'H87' },
+        headers: auth,
+      }),
+    );
+    conforms(
+      '/v1/products',
+      'post',
+      await request('post', '/v1/products', { json: { reference: 'OA-P2', claveUnidad: 'ZZZ' }, headers: auth }),
+    );
+    conforms('/v1/products', 'post', await request('post', '/v1/products', { json: {} }));
+    conforms('/v1/products', 'get', await request('get', '/v1/products?reference=OA-P1', { headers: auth }));
+    conforms('/v1/products', 'get', await request('get', '/v1/products?limit=x', { headers: auth }));
+    const productId = (JSON.parse(product.body) as { id: string }).id;
+    const unknown = `${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}`;
+    conforms('/v1/products/{id}', 'get', await request('get', `/v1/products/${productId}`, { headers: auth }));
+    conforms('/v1/products/{id}', 'get', await request('get', `/v1/products/${unknown}`, { headers: auth }));
+    conforms(
+      '/v1/products/{id}',
+      'patch',
+      await request('patch', `/v1/products/${productId}`, { json: { unitPrice: null }, headers: auth }),
+    );
+    conforms(
+      '/v1/products/{id}',
+      'patch',
+      await request('patch', `/v1/products/${unknown}`, { json: { active: false }, headers: auth }),
+    );
+    conforms(
+      '/v1/products/{id}',
+      'patch',
+      await request('patch', `/v1/products/${productId}`, { json: { taxes: { iva: '17' } }, headers: auth }),
+    );
+    const customerBody = { ...body.receptor, stripeCustomerId: 'cus_openapi1' };
+    const customer = await request('post', '/v1/customers', { json: customerBody, headers: auth });
+    expect(customer.statusCode).toBe(201);
+    conforms('/v1/customers', 'post', customer);
+    conforms('/v1/customers', 'post', await request('post', '/v1/customers', { json: customerBody, headers: auth }));
+    conforms(
+      '/v1/customers',
+      'post',
+      await request('post', '/v1/customers', { json: { ...body.receptor, rfc: 'CACX7605101P9' }, headers: auth }),
+    );
+    conforms('/v1/customers', 'post', await request('post', '/v1/customers', { json: customerBody }));
+    conforms('/v1/customers', 'get', await request('get', '/v1/customers?rfc=CACX7605101P8', { headers: auth }));
+    conforms('/v1/customers', 'get', await request('get', '/v1/customers?limit=0', { headers: auth }));
+    const customerId = (JSON.parse(customer.body) as { id: string }).id;
+    conforms('/v1/customers/{id}', 'get', await request('get', `/v1/customers/${customerId}`, { headers: auth }));
+    conforms('/v1/customers/{id}', 'get', await request('get', `/v1/customers/${unknown}`, { headers: auth }));
+    conforms(
+      '/v1/customers/{id}',
+      'patch',
+      await request('patch', `/v1/customers/${customerId}`, { json: { email: 'pagos@example.mx' }, headers: auth }),
+    );
+    conforms(
+      '/v1/customers/{id}',
+      'patch',
+      await request('patch', `/v1/customers/${customerId}`, { json: { regimenFiscal: '601' }, headers: auth }),
+    );
+    conforms(
+      '/v1/customers/{id}',
+      'patch',
+      await request('patch', `/v1/customers/${unknown}`, { json: { nombre: 'X' }, headers: auth }),
+    );
+    const taken = await request('post', '/v1/customers', {
+      json: { ...body.receptor, stripeCustomerId: 'cus_openapi2' },
+      headers: auth,
+    });
+    conforms(
+      '/v1/customers/{id}',
+      'patch',
+      await request('patch', `/v1/customers/${(JSON.parse(taken.body) as { id: string }).id}`, {
+        json: { stripeCustomerId: 'cus_openapi1' },
+        headers: auth,
+      }),
+    );
+    // A sale of the product to the customer, with lines; and one whose lines do not add up.
+    const sale = await request('post', '/v1/payments', {
+      json: {
+        externalId: 'OPENAPI-LINES',
+        amount: '1216.00',
+        currency: 'MXN',
+        occurredAt: body.occurredAt,
+        customerId,
+        conceptos: [
+          { product: 'OA-P1', cantidad: '2', amount: '1160.00' },
+          { descripcion: 'Leche', amount: '56.00', taxes: { iva: '0' } },
+        ],
+      },
+      headers: auth,
+    });
+    expect(sale.statusCode).toBe(201);
+    conforms('/v1/payments', 'post', sale);
+    conforms(
+      '/v1/payments',
+      'post',
+      await request('post', '/v1/payments', {
+        json: { ...body, externalId: 'OPENAPI-MISMATCH', conceptos: [{ descripcion: 'A', amount: '1.00' }] },
+        headers: auth,
+      }),
+    );
+    conforms(
+      refundPath,
+      'post',
+      await request('post', `/v1/payments/${(JSON.parse(sale.body) as { id: string }).id}/refunds`, {
+        json: { amount: '28.00', externalId: 'oa-line', lines: [{ line: 1, amount: '28.00' }] },
+        headers: auth,
+      }),
     );
 
     const events = '/v1/webhook-events';
