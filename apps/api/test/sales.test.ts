@@ -443,6 +443,44 @@ describe('from the providers', () => {
     expect(xml).toContain('Total="406.00"');
   });
 
+  it('Mercado Pago items that do not add up (shipping charged apart): recorded, needs data; corrected with all the lines → frozen', async () => {
+    const made = await api.providers.mercadoPagoPayment({
+      amount: 399,
+      items: [{ id: 'x', title: 'Tenis', quantity: 1, unit_price: 299 }],
+    });
+    const { payment, invoice } = await ingresoOf(String(made.payment.id));
+    expect(invoice.status).toBe('needs_data');
+    expect(JSON.stringify(invoice.problems)).toContain('difference 100.00');
+    expect(payment.lines).toHaveLength(1);
+    const fixed = await patch(`/v1/invoices/${invoice.id}`, {
+      conceptos: [
+        { descripcion: 'Tenis', amount: '299.00' },
+        { claveProdServ: '78102203', claveUnidad: 'E48', descripcion: 'Envío', amount: '100.00' },
+      ],
+      reason: 'el envío se cobró aparte',
+    });
+    expect(fixed.statusCode).toBe(200);
+    const xml = await frozenOf(invoice.id);
+    expect(conceptosOf(xml).map((c) => c.descripcion)).toEqual(['Tenis', 'Envío']);
+    expect(xml).toContain('Total="399.00"');
+    expect((await api.prisma.payment.findUniqueOrThrow({ where: { id: payment.id } })).lines).toHaveLength(2);
+    // Lines that still do not add up are refused, with the difference, and nothing changes.
+    const other = await api.providers.mercadoPagoPayment({
+      amount: 50,
+      items: [{ id: 'y', title: 'Calcetas', quantity: 1, unit_price: 45 }],
+    });
+    const { invoice: stuck } = await ingresoOf(String(other.payment.id));
+    const refused = await patch(`/v1/invoices/${stuck.id}`, {
+      conceptos: [{ descripcion: 'Calcetas', amount: '49.00' }],
+    });
+    expect(refused.statusCode).toBe(422);
+    expect((refused.body as ErrorBody).error).toMatchObject({
+      code: 'lines_total_mismatch',
+      details: [{ difference: '1.00' }],
+    });
+    expect((await api.prisma.invoice.findUniqueOrThrow({ where: { id: stuck.id } })).status).toBe('needs_data');
+  });
+
   it('Stripe lines that do not add up to the money: the payment is recorded, its invoice needs data and says why', async () => {
     const made = await api.providers.stripePayment({
       amount: 10000,

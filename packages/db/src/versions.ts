@@ -182,7 +182,7 @@ export interface CorrectionPayload {
   request?: unknown;
   /** The same document with a fresh Fecha (cfdi-core `refreshFecha`): a version past its window. */
   refresh?: boolean;
-  payment?: { id: string; receptor?: unknown; formaPago?: string; tipoCambio?: string };
+  payment?: { id: string; receptor?: unknown; formaPago?: string; tipoCambio?: string; lines?: unknown };
 }
 
 /**
@@ -232,12 +232,13 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
   if (!written) throw new Error(`invoice ${v.invoiceId}: the new version was not written`);
   await armStampRow(tx, v.invoiceId, invoice.stampKey, next);
   if (v.payment) {
-    const { id, receptor, formaPago, tipoCambio } = v.payment;
+    const { id, receptor, formaPago, tipoCambio, lines } = v.payment;
     await execute(
       tx,
       Prisma.sql`UPDATE payments SET receptor = COALESCE(${receptor === undefined ? null : JSON.stringify(receptor)}::jsonb, receptor),
                         forma_pago = COALESCE(${formaPago ?? null}, forma_pago),
                         tipo_cambio = COALESCE(${tipoCambio ?? null}::numeric, tipo_cambio),
+                        lines = COALESCE(${lines === undefined ? null : JSON.stringify(lines)}::jsonb, lines),
                         tipo_cambio_source = CASE WHEN ${tipoCambio ?? null}::numeric IS NULL THEN tipo_cambio_source ELSE 'correction' END
                  WHERE id = ${id}::uuid`,
     );

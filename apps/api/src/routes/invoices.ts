@@ -7,6 +7,7 @@ import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
 import { listParams, validation } from './payments.ts';
+import { lineSchema } from '../use-cases/sale.ts';
 import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
 import {
   cancelRequestView,
@@ -58,6 +59,8 @@ export const correctInvoiceSchema = z
       })
       .partial()
       .strict(),
+    /** An Ingreso's lines, all of them anew (as POST /v1/payments takes them). */
+    conceptos: z.array(lineSchema).min(1).max(1000),
     reason: z.string().min(1).max(500),
   })
   .partial()

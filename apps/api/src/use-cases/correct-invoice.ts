@@ -23,6 +23,7 @@ import {
 } from '@timbra/db';
 import { buildIngresoRequest, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
 import { DomainError } from './domain-errors.ts';
+import { saleLines, type LineInput } from './sale.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 /** What a correction may change (PATCH /v1/invoices/:id): all optional, at least one. */
@@ -35,6 +36,8 @@ export interface CorrectionInput {
   formaPago?: string;
   /** The concepto of a single-concepto Ingreso: its SAT keys and description (the amount is the payment's). */
   concepto?: { claveProdServ?: string; claveUnidad?: string; descripcion?: string };
+  /** An Ingreso's lines, all of them anew (as POST /v1/payments takes them): they must add up to the payment. */
+  conceptos?: readonly LineInput[];
   /** Why (kept with the version). */
   reason?: string;
 }
@@ -42,7 +45,7 @@ export interface CorrectionInput {
 /** What a correction stores (CorrectionPayload), with the request typed. */
 export interface StoredCorrection extends CorrectionPayload {
   request?: InvoiceRequestInput;
-  payment?: { id: string; receptor?: ReceptorInput; formaPago?: string };
+  payment?: { id: string; receptor?: ReceptorInput; formaPago?: string; tipoCambio?: string; lines?: SaleLine[] };
 }
 
 export interface CorrectInvoiceDeps {
@@ -265,7 +268,12 @@ async function correctedRequest(
       throw new DomainError('validation_failed', undefined, [
         { path: 'formaPago', message: 'a sale in installments says 99 on its Ingreso' },
       ]);
-    const lines = Array.isArray(payment.lines) ? (payment.lines as unknown as SaleLine[]) : null;
+    if (input.concepto && input.conceptos)
+      throw new DomainError('validation_failed', undefined, [
+        { path: 'concepto', message: 'either concepto (a sale of one line) or conceptos (all the lines), not both' },
+      ]);
+    const corrected = input.conceptos ? await correctedLines(tx, deps, input.conceptos, payment) : undefined;
+    const lines = corrected ?? (Array.isArray(payment.lines) ? (payment.lines as unknown as SaleLine[]) : null);
     if (input.concepto && lines && lines.length > 1)
       throw new DomainError('validation_failed', undefined, [
         {
@@ -292,27 +300,28 @@ async function correctedRequest(
     };
     const built = buildIngresoRequest(facts, invoice.serie, invoice.folio, deps.payments.settings, now);
     if (!built.request) throw new DomainError('validation_failed', undefined, built.problems);
-    const corrected: InvoiceRequestInput = {
+    const request: InvoiceRequestInput = {
       ...built.request,
       ...(input.concepto
         ? { conceptos: (built.request.conceptos ?? []).map((c) => ({ ...c, ...input.concepto })) }
         : {}),
     };
     return {
-      request: corrected,
+      request,
       payment: {
         id: payment.id,
         ...(input.receptor && receptor ? { receptor } : {}),
         ...(input.formaPago ? { formaPago: input.formaPago } : {}),
         ...(input.tipoCambio && payment.currency !== 'MXN' ? { tipoCambio: input.tipoCambio } : {}),
+        ...(corrected ? { lines: corrected } : {}),
       },
     };
   }
   if (!invoice.request)
     throw new DomainError('not_correctable', 'this document was recorded without its request and cannot be rebuilt');
-  if (input.concepto)
+  if (input.concepto || input.conceptos)
     throw new DomainError('validation_failed', undefined, [
-      { path: 'concepto', message: 'only an Ingreso’s concepto can be corrected' },
+      { path: input.concepto ? 'concepto' : 'conceptos', message: 'only an Ingreso’s conceptos can be corrected' },
     ]);
   if (input.formaPago && invoice.kind === 'P')
     throw new DomainError('validation_failed', undefined, [
@@ -364,4 +373,18 @@ function completeReceptor(r: Partial<ReceptorInput>): ReceptorInput {
     regimenFiscal: r.regimenFiscal!,
     usoCfdi: r.usoCfdi!,
   };
+}
+
+/**
+ * The lines a correction gives an Ingreso, resolved as a REST payment's are (products, defaults) and
+ * checked to add up to what was paid — refused with the same codes.
+ */
+async function correctedLines(
+  tx: Tx,
+  deps: CorrectInvoiceDeps,
+  conceptos: readonly LineInput[],
+  payment: { amount: { toFixed(d: number): string }; currency: string },
+): Promise<SaleLine[]> {
+  const sale = { amount: payment.amount.toFixed(2), currency: payment.currency };
+  return (await saleLines({ prisma: tx, settings: deps.payments.settings }, sale, conceptos, 'strict')).lines;
 }

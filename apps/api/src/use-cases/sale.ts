@@ -363,29 +363,10 @@ export async function prepareSale(
   let prepared: PaymentFacts = { ...facts };
 
   if (draft.lines && draft.lines.length > 0) {
-    const resolved = await resolveLines(deps.prisma, draft.lines, deps.settings, {
-      providerItems: draft.providerLines === true,
-    });
-    if (mode === 'strict' && resolved.problems.length > 0) {
-      const missing = resolved.problems.filter((p) => p.path.endsWith('.product'));
-      throw new DomainError(
-        missing.length > 0 ? 'product_not_found' : 'validation_failed',
-        undefined,
-        resolved.problems,
-      );
-    }
+    const resolved = await saleLines(deps, facts, draft.lines, mode, draft.providerLines === true);
     problems.push(...resolved.problems);
-    if (resolved.problems.length === 0) {
-      prepared.lines = resolved.lines;
-      const plan = conceptosForSale(resolved.lines, facts.currency, facts.amount);
-      if (!plan.ok && mode === 'strict')
-        throw plan.mismatch
-          ? new DomainError('lines_total_mismatch', undefined, [
-              { path: 'conceptos', ...plan.mismatch, message: plan.issues[0]!.message },
-            ])
-          : new DomainError('validation_failed', undefined, plan.issues);
-      if (!plan.ok) problems.push(...plan.issues);
-    }
+    // Lines that resolved but do not add up are kept (the invoice needs data; a correction replaces them).
+    if (resolved.lines.length === draft.lines.length) prepared.lines = resolved.lines;
   }
 
   if (draft.customer) {
@@ -410,6 +391,34 @@ export async function prepareSale(
     } else prepared = { ...prepared, tipoCambio: found };
   }
   return problems.length > 0 ? { ...prepared, problems: [...(prepared.problems ?? []), ...problems] } : prepared;
+}
+
+/**
+ * A sale's lines resolved (products, defaults) and checked to add up to what was paid: in `strict`
+ * mode refused with product_not_found, lines_total_mismatch or validation_failed; in `lenient` mode
+ * returned as problems.
+ */
+export async function saleLines(
+  deps: Pick<SaleDeps, 'prisma' | 'settings'>,
+  sale: { amount: string; currency: string },
+  lines: readonly LineInput[],
+  mode: 'strict' | 'lenient',
+  providerItems = false,
+): Promise<{ lines: SaleLine[]; problems: ValidationIssue[] }> {
+  const resolved = await resolveLines(deps.prisma, lines, deps.settings, { providerItems });
+  if (resolved.problems.length > 0) {
+    if (mode === 'lenient') return resolved;
+    const missing = resolved.problems.some((p) => p.path.endsWith('.product'));
+    throw new DomainError(missing ? 'product_not_found' : 'validation_failed', undefined, resolved.problems);
+  }
+  const plan = conceptosForSale(resolved.lines, sale.currency, sale.amount);
+  if (plan.ok) return resolved;
+  if (mode === 'lenient') return { lines: resolved.lines, problems: plan.issues };
+  throw plan.mismatch
+    ? new DomainError('lines_total_mismatch', undefined, [
+        { path: 'conceptos', ...plan.mismatch, message: plan.issues[0]!.message },
+      ])
+    : new DomainError('validation_failed', undefined, plan.issues);
 }
 
 /** The sale's TipoCambio: given (and checked against the published rate when there is one), or the rate source's. */
