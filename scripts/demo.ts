@@ -3,7 +3,8 @@
  * machine (as `npm run dev`: migrations, pac-sandbox, provider sandbox, API, worker), then a handful
  * of sample payments through the real entrances: made to happen at the provider sandbox's Stripe
  * (a card payment with the customer's RFC, one of its events delivered again, an OXXO payment to
- * público en general, an authorization captured for less) and Mercado Pago (a debit card payment,
+ * público en general, an authorization captured for less, a Checkout Session with two products — a
+ * product and a customer entered through the API first —, dollars settled in pesos) and Mercado Pago (a debit card payment,
  * fetched by the API), a REST payment with Idempotency-Key sent twice, a Stripe refund (an Egreso,
  * read from Stripe's API), and a sale in installments with its
  * first installment (a Pago). It waits until every invoice is stamped, cancels the REST one through

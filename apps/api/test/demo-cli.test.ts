@@ -47,11 +47,17 @@ describe('demo client (compose demo profile)', () => {
       'stripe',
       'stripe',
       'stripe',
+      'stripe',
+      'stripe',
     ]);
     expect(payments.find((p) => p.amount.toFixed(2) === '1200.00')?.provider).toBe('stripe');
     const ingresos = payments.flatMap((p) => p.invoices.filter((i) => i.kind === 'I'));
     // The corrected one too: frozen by the PATCH, waiting for a worker like the others.
-    expect(ingresos.map((i) => i.status)).toEqual(Array(7).fill('pending'));
+    expect(ingresos.map((i) => i.status)).toEqual(Array(9).fill('pending'));
+    // The Checkout Session: one invoice with one concepto per product; the dollars: USD at Stripe's rate.
+    expect(stdout).toMatch(/two products → one invoice, conceptos: Audífonos inalámbricos \+ Libro de cocina/);
+    const usd = payments.find((p) => p.currency === 'USD')!;
+    expect(usd.invoices[0]!.frozenXml).toContain('Moneda="USD" TipoCambio="17.3125"');
     expect(payments.flatMap((p) => p.refunds)).toHaveLength(1);
     // The refund's Egreso and the installment's Pago wait for their Ingresos, which nothing stamps here.
     const dependents = payments.flatMap((p) => p.invoices.filter((i) => i.kind !== 'I'));

@@ -95,6 +95,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
       accepted(sandbox.stripeRefund(input)),
     mercadoPagoPayment: (input: Parameters<ProviderSandboxClient['mercadoPagoPayment']>[0]) =>
       accepted(sandbox.mercadoPagoPayment(input)),
+    checkoutSession: (input: Parameters<ProviderSandboxClient['checkoutSession']>[0]) =>
+      accepted(sandbox.checkoutSession(input)),
     deliver: (id: string) => sandbox.deliver(id),
   };
   const sent: { externalId: string; note: string }[] = [];
@@ -121,6 +123,55 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   await providers.capture(authorized.paymentIntent.id, { amount: 120000 });
   log('[demo] a Stripe authorization of 1500.00 captured for 1200.00 → invoiced once, for 1200.00');
   sent.push({ externalId: authorized.paymentIntent.id, note: 'Stripe, captured for less' });
+
+  // A store's catalogue and a customer entered once, then a Stripe Checkout Session with two products:
+  // one invoice, one concepto per product (its SAT keys), the Stripe customer's fiscal data.
+  const reference = `demo-audifonos-${run}`;
+  await post(
+    '/v1/products',
+    JSON.stringify({
+      reference,
+      descripcion: 'Audífonos inalámbricos',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+      taxes: { iva: '16' },
+    }),
+    auth,
+    201,
+  );
+  const stripeCustomer = `cus_demo${run}`;
+  await post(
+    '/v1/customers',
+    JSON.stringify({
+      rfc: CUSTOMER.rfc,
+      nombre: CUSTOMER.razon_social,
+      codigoPostal: CUSTOMER.codigo_postal,
+      regimenFiscal: CUSTOMER.regimen_fiscal,
+      usoCfdi: CUSTOMER.uso_cfdi,
+      stripeCustomerId: stripeCustomer,
+    }),
+    auth,
+    201,
+  );
+  const checkout = await providers.checkoutSession({
+    customer: stripeCustomer,
+    lines: [
+      { name: 'Audífonos', quantity: 1, unitAmount: 116000, metadata: { timbra_product: reference } },
+      { name: 'Libro de cocina', quantity: 2, unitAmount: 34900, metadata: { sat_product_key: '55101500' } },
+    ],
+  });
+  const sale = await fetch(`${apiUrl}/v1/payments?limit=20`, { headers: auth });
+  const lines = (
+    (await sale.json()) as { data: (PaymentView & { lines: { descripcion: string }[] | null })[] }
+  ).data.find((p) => p.externalId === checkout.paymentIntent.id)?.lines;
+  log(
+    `[demo] a Stripe Checkout Session with two products → one invoice, conceptos: ${lines?.map((l) => l.descripcion).join(' + ') ?? 'none?'}, to customer ${stripeCustomer}'s RFC`,
+  );
+  sent.push({ externalId: checkout.paymentIntent.id, note: 'Stripe Checkout, 2 products' });
+
+  // Dollars settled in pesos: the CFDI is in USD with Stripe's own exchange rate as TipoCambio.
+  const dollars = await providers.stripePayment({ amount: 5800, currency: 'usd', settlementExchangeRate: 17.3125 });
+  sent.push({ externalId: dollars.paymentIntent.id, note: 'Stripe USD, TipoCambio 17.3125' });
 
   // Mercado Pago: the notification carries ids only; the API fetches the payment.
   const mp = await providers.mercadoPagoPayment({ amount: 580.5, paymentType: 'debit_card', description: 'Libros' });
