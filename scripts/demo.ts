@@ -93,6 +93,7 @@ if (values['check-secrets']) {
     'Mercado Pago webhook secret': env.MERCADOPAGO_WEBHOOK_SECRET!,
     'Stripe API key': env.STRIPE_API_KEY!,
     'Mercado Pago access token': env.MERCADOPAGO_ACCESS_TOKEN!,
+    'Banxico token': env.BANXICO_TOKEN!,
     'CSD password': env.CSD_PASSWORD ?? csdPassword,
     'PAC password': pacPassword,
     'dashboard password': env.DASHBOARD_PASSWORD!,

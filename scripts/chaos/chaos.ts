@@ -347,6 +347,8 @@ try {
         const c = random();
         return c < 0.25 ? 'wrong-name' : c < 0.4 ? 'race-named' : c < 0.5 ? 'race-public' : undefined;
       })(),
+      /** REST payments not corrected: ~60% sell three lines (IVA 16%, 0% and exento) adding up to the amount. */
+      lines: kind === 'rest' && random() < 0.6,
       // ~10% of captured Stripe payments are partly refunded up to 4 s after the payment was made —
       // sometimes before its events have arrived (409, redelivered); ~1 in 6 refunds fails at once.
       refund:
@@ -473,6 +475,18 @@ try {
     }
   };
 
+  /** Three lines with tax included — 16%, 0%, exento — whose prices add up to `centavos`. */
+  const linesOf = (centavos: number) => {
+    const a = Math.floor(centavos * 0.6);
+    const b = Math.floor(centavos * 0.3);
+    const money = (c: number) => (c / 100).toFixed(2);
+    return [
+      { descripcion: 'Artículo', amount: money(a) },
+      { descripcion: 'Alimento', amount: money(b), taxes: { iva: '0' } },
+      { descripcion: 'Libro', amount: money(centavos - a - b), taxes: { iva: 'exento' } },
+    ];
+  };
+
   const send = async (p: (typeof plan)[number]): Promise<void> => {
     if (p.kind === 'stripe') {
       const made = await atProvider(() =>
@@ -517,6 +531,7 @@ try {
       ...(named
         ? { receptor: { ...XOCHILT, nombre: p.correction === 'wrong-name' ? 'XOCHILT CASAS' : XOCHILT.nombre } }
         : {}),
+      ...(p.lines && !p.correction ? { conceptos: linesOf(p.centavos) } : {}),
     });
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
     await deliver(

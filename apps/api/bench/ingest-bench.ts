@@ -73,6 +73,8 @@ const child = spawn(
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
       // payment_intent.succeeded without a charge to read: no call reaches Stripe's API.
       STRIPE_API_KEY: 'sk_test_bench_unused',
+      // Hand-built PaymentIntents made by no Checkout Session: no session to look up at Stripe.
+      STRIPE_LINE_ITEMS: 'false',
       LOG_LEVEL: 'error',
       RATE_LIMIT_PER_MINUTE: '10000000',
       DATABASE_POOL_SIZE: String(Math.min(concurrency, 20)),
