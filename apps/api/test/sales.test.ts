@@ -346,6 +346,23 @@ describe('currencies', () => {
     expect((wild.body as ErrorBody).error.code).toBe('exchange_rate_out_of_range');
   });
 
+  it('a currency without decimals (JPY, c_Moneda: 0): amounts and the Total have none', async () => {
+    const yen = await post('/v1/payments', {
+      externalId: unique('jpy'),
+      amount: '11600',
+      currency: 'JPY',
+      occurredAt: recent(),
+      conceptos: [
+        { descripcion: 'Té', amount: '5800' },
+        { descripcion: 'Arroz', amount: '5800', taxes: { iva: '0' } },
+      ],
+    });
+    expect(yen.statusCode).toBe(201);
+    const xml = await frozenOf((yen.body as PaymentBody).invoices[0]!.id);
+    expect(xml).toContain('SubTotal="10800" Moneda="JPY" TipoCambio="0.1154" Total="11600"');
+    expect((await usd({ amount: '58.001' })).statusCode).toBe(422);
+  });
+
   it('without one, Banxico’s FIX of the day before (the provider sandbox’s SIE API); a currency without a rate → 422', async () => {
     const fromBanxico = await usd({});
     expect(fromBanxico.statusCode).toBe(201);
