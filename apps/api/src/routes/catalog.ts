@@ -11,8 +11,7 @@ import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { customerProblems, customerSchema, productPatchSchema, productSchema, taxesSchema } from '../use-cases/sale.ts';
-import { listParams, validation } from './payments.ts';
-import { encodeCursor } from './views.ts';
+import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
 
 export interface CatalogRoutesDeps {
   prisma: PrismaClient;
@@ -139,18 +138,12 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     const rows = await deps.prisma.product.findMany({
       where: {
         ...(reference ? { reference } : {}),
-        ...(cursor
-          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-          : {}),
+        ...afterCursor(cursor),
       },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      orderBy: NEWEST_FIRST,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map(productView),
-      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
-    });
+    res.json(pageOf(rows, limit, productView));
   });
 
   router.post('/customers', async (req: Request, res: Response) => {
@@ -212,18 +205,12 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     const rows = await deps.prisma.customer.findMany({
       where: {
         ...(rfc ? { rfc } : {}),
-        ...(cursor
-          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-          : {}),
+        ...afterCursor(cursor),
       },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      orderBy: NEWEST_FIRST,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map(customerView),
-      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
-    });
+    res.json(pageOf(rows, limit, customerView));
   });
 
   return router;

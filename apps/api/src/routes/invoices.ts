@@ -6,13 +6,12 @@ import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
-import { listParams, validation } from './payments.ts';
+import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
 import { lineSchema } from '../use-cases/sale.ts';
 import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
 import {
   cancelRequestView,
   correctionView,
-  encodeCursor,
   invoiceSummary,
   invoiceView,
   problemView,
@@ -198,18 +197,18 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         ...(status ? { status } : {}),
         ...(externalId ? { payment: { externalId } } : {}),
         ...(uuid ? { uuid } : {}),
-        ...(cursor
-          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-          : {}),
+        ...afterCursor(cursor),
       },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      orderBy: NEWEST_FIRST,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map((i) => ({ ...invoiceSummary(i), paymentId: i.paymentId, createdAt: i.createdAt.toISOString() })),
-      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
-    });
+    res.json(
+      pageOf(rows, limit, (i) => ({
+        ...invoiceSummary(i),
+        paymentId: i.paymentId,
+        createdAt: i.createdAt.toISOString(),
+      })),
+    );
   });
   return router;
 }

@@ -294,18 +294,12 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   router.get('/payments', async (req, res) => {
     const { limit, cursor } = listParams(req);
     const rows = await deps.prisma.payment.findMany({
-      where: cursor
-        ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-        : {},
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      where: afterCursor(cursor),
+      orderBy: NEWEST_FIRST,
       take: limit + 1,
       include: { invoices: true },
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map((p) => paymentView(p, p.invoices)),
-      nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
-    });
+    res.json(pageOf(rows, limit, (p) => paymentView(p, p.invoices)));
   });
 
   return router;
@@ -324,6 +318,28 @@ export function listParams(req: Request): { limit: number; cursor: ReturnType<ty
   if (!cursor)
     throw new ApiError('validation_failed', undefined, [{ path: 'cursor', message: 'not a cursor this API returned' }]);
   return { limit, cursor };
+}
+
+/** Rows after `cursor` in the order every list uses: newest first (createdAt, then id, descending). */
+export function afterCursor(cursor: ReturnType<typeof decodeCursor>) {
+  return cursor
+    ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+    : {};
+}
+
+export const NEWEST_FIRST: [{ createdAt: 'desc' }, { id: 'desc' }] = [{ createdAt: 'desc' }, { id: 'desc' }];
+
+/** A list's answer from the `limit + 1` rows fetched: the page's views and the next page's cursor. */
+export function pageOf<T extends { createdAt: Date; id: string }, V>(
+  rows: readonly T[],
+  limit: number,
+  view: (row: T) => V,
+) {
+  const page = rows.slice(0, limit);
+  return {
+    data: page.map(view),
+    nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
+  };
 }
 
 /**

@@ -112,6 +112,23 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
   const pagado = new Dec(d.impPagado);
   const rates = sum(d.trasladosDR.filter((t) => t.tasaOCuota !== undefined).map((t) => new Dec(t.tasaOCuota ?? 0)));
   const base = new Dec(fixed(pagado.dividedBy(rates.plus(1)), decimals));
+  // A tax at a rate: this payment's share of the document's, or (without the document's figures)
+  // computed on this payment's base.
+  const rated = (t: {
+    impuesto: string;
+    tipoFactor: string;
+    tasaOCuota: string;
+    documento?: { base: string; importe: string; total: string } | undefined;
+  }): RetencionAmounts => {
+    const share = t.documento ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals) : undefined;
+    return {
+      base: share?.base ?? fixed(base, decimals),
+      impuesto: t.impuesto,
+      tipoFactor: t.tipoFactor,
+      tasaOCuota: t.tasaOCuota,
+      importe: share?.importe ?? fixed(base.times(t.tasaOCuota), decimals),
+    };
+  };
   const trasladosDR: TrasladoAmounts[] =
     d.objetoImpDR === '02'
       ? d.trasladosDR
@@ -122,34 +139,12 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
               const share = t.documento ? baseShare(t.documento, saldoAnt, pagado, decimals) : undefined;
               return { base: share ?? fixed(base, decimals), impuesto: t.impuesto, tipoFactor: t.tipoFactor };
             }
-            const share = t.documento
-              ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals)
-              : undefined;
-            return {
-              base: share?.base ?? fixed(base, decimals),
-              impuesto: t.impuesto,
-              tipoFactor: t.tipoFactor,
-              tasaOCuota: t.tasaOCuota,
-              importe: share?.importe ?? fixed(base.times(t.tasaOCuota), decimals),
-            };
+            return rated({ ...t, tasaOCuota: t.tasaOCuota });
           })
       : [];
   const retencionesDR: RetencionAmounts[] =
     d.objetoImpDR === '02'
-      ? d.retencionesDR
-          .filter((r) => noShare(r, saldoAnt, pagado, decimals) === false)
-          .map((r) => {
-            const share = r.documento
-              ? proportionalShare(r.documento, saldoAnt, pagado, r.tasaOCuota, decimals)
-              : undefined;
-            return {
-              base: share?.base ?? fixed(base, decimals),
-              impuesto: r.impuesto,
-              tipoFactor: r.tipoFactor,
-              tasaOCuota: r.tasaOCuota,
-              importe: share?.importe ?? fixed(base.times(r.tasaOCuota), decimals),
-            };
-          })
+      ? d.retencionesDR.filter((r) => noShare(r, saldoAnt, pagado, decimals) === false).map(rated)
       : [];
   return {
     source: d,
