@@ -19,6 +19,19 @@ const eku = loadTestCsd('EKU9003173C9');
 const cacx = loadTestCsd('CACX7605101P8');
 const schema = new SchemaValidator();
 
+/** A persona física (the CACX test CSD) selling to a persona moral (EKU) that withholds. */
+const TO_A_COMPANY = {
+  emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
+  lugarExpedicion: '36257',
+  receptor: {
+    rfc: 'EKU9003173C9',
+    nombre: 'ESCUELA KEMPER URGATE',
+    domicilioFiscalReceptor: '42501',
+    regimenFiscalReceptor: '601',
+    usoCFDI: 'G03',
+  },
+};
+
 const line = (overrides: Partial<SaleLine>): SaleLine => ({
   claveProdServ: '50202306',
   claveUnidad: 'H87',
@@ -140,15 +153,7 @@ describe('a sale described by its lines (conceptosForSale)', () => {
       ],
       '9533.33',
       {
-        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
-        lugarExpedicion: '36257',
-        receptor: {
-          rfc: 'EKU9003173C9',
-          nombre: 'ESCUELA KEMPER URGATE',
-          domicilioFiscalReceptor: '42501',
-          regimenFiscalReceptor: '601',
-          usoCFDI: 'G03',
-        },
+        ...TO_A_COMPANY,
       },
       cacx,
     );
@@ -244,15 +249,7 @@ describe('a sale described by its lines (conceptosForSale)', () => {
       {
         formaPago: '99',
         metodoPago: 'PPD',
-        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
-        lugarExpedicion: '36257',
-        receptor: {
-          rfc: 'EKU9003173C9',
-          nombre: 'ESCUELA KEMPER URGATE',
-          domicilioFiscalReceptor: '42501',
-          regimenFiscalReceptor: '601',
-          usoCFDI: 'G03',
-        },
+        ...TO_A_COMPANY,
       },
       cacx,
     );
@@ -268,15 +265,8 @@ describe('a sale described by its lines (conceptosForSale)', () => {
         ...template,
         sourceId: `installment-${n}`,
         issuedAt: new Date(Date.now() - 60_000).toISOString(),
-        emisor: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612' },
-        lugarExpedicion: '36257',
-        receptor: {
-          rfc: 'EKU9003173C9',
-          nombre: 'ESCUELA KEMPER URGATE',
-          domicilioFiscalReceptor: '42501',
-          regimenFiscalReceptor: '601',
-          usoCFDI: 'CP01',
-        },
+        ...TO_A_COMPANY,
+        receptor: { ...TO_A_COMPANY.receptor, usoCFDI: 'CP01' },
         pago: {
           ...template.pago!,
           monto: amount,
