@@ -77,8 +77,9 @@ const schema = z.object({
   STRIPE_API_KEY: z.string().optional(),
   STRIPE_API_URL: z.string().url().default('https://api.stripe.com'),
   /**
-   * Read the line items of the Checkout Session behind each PaymentIntent (one more Stripe API call
-   * per payment): each product becomes a concepto. false: a PaymentIntent's metadata only.
+   * Read the line items of the Checkout Session or Stripe Invoice behind each PaymentIntent (one or
+   * two more Stripe API calls per payment): each product becomes a concepto. false: a
+   * PaymentIntent's metadata only.
    */
   STRIPE_LINE_ITEMS: bool.default(true),
   MERCADOPAGO_WEBHOOK_SECRET: z.string().optional(),

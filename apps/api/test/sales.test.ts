@@ -424,6 +424,32 @@ describe('from the providers', () => {
     expect(await api.prisma.payment.count({ where: { externalId: made.paymentIntent.id } })).toBe(1);
   });
 
+  it('a paid Stripe Invoice with two products → one invoice, one concepto per line (found through its InvoicePayment)', async () => {
+    const made = await api.providers.stripeInvoice({
+      lines: [
+        {
+          name: 'Suscripción mensual',
+          quantity: 1,
+          unitAmount: 58000,
+          metadata: { sat_product_key: '81112500', sat_unit_key: 'E48' },
+        },
+        { name: 'Usuarios adicionales', quantity: 3, unitAmount: 11600, metadata: {} },
+      ],
+    });
+    const { payment, invoice } = await ingresoOf(made.paymentIntent.id);
+    expect(payment.amount.toFixed(2)).toBe('928.00');
+    const xml = await frozenOf(invoice.id);
+    expect(conceptosOf(xml).map((c) => [c.claveProdServ, c.descripcion])).toEqual([
+      ['81112500', 'Suscripción mensual'],
+      ['01010101', 'Usuarios adicionales'],
+    ]);
+    expect(xml).toContain('Cantidad="3"');
+    // charge.succeeded, payment_intent.succeeded and invoice.paid: one payment.
+    expect(await api.prisma.payment.count({ where: { externalId: made.paymentIntent.id } })).toBe(1);
+    const events = await api.prisma.webhookEvent.findMany({ where: { type: 'invoice.paid' } });
+    expect(events.map((e) => e.result)).toEqual(['accepted']);
+  });
+
   it('a Stripe payment in dollars settled in pesos: TipoCambio is the balance transaction’s exchange_rate', async () => {
     const made = await api.providers.stripePayment({ amount: 5800, currency: 'usd', settlementExchangeRate: 17.3125 });
     const { payment, invoice } = await ingresoOf(made.paymentIntent.id);

@@ -188,6 +188,26 @@ export class ProviderSandbox {
         url: `/v1/checkout/sessions/${String(req.params.id)}/line_items`,
       });
     });
+    app.get('/v1/invoice_payments', stripeAuth, (req, res) => {
+      // stripe-node sends `payment[type]=…&payment[payment_intent]=…` (kept as flat keys by Express 5).
+      const pi = req.query['payment[payment_intent]'];
+      const invoice = req.query.invoice;
+      const data = [...this.stripe.invoicePayments.values()].filter(
+        (p) =>
+          (pi === undefined || p.payment.payment_intent === pi) && (invoice === undefined || p.invoice === invoice),
+      );
+      res.json({ object: 'list', data, has_more: false, url: '/v1/invoice_payments' });
+    });
+    app.get('/v1/invoices/:id', stripeAuth, (req, res) => {
+      res.json(found(this.stripe.invoices.get(String(req.params.id)), 'invoice', req.params.id));
+    });
+    app.get('/v1/invoices/:id/lines', stripeAuth, (req, res) => {
+      const data = found(this.stripe.invoiceLines.get(String(req.params.id)), 'invoice', req.params.id);
+      res.json({ object: 'list', data, has_more: false, url: `/v1/invoices/${String(req.params.id)}/lines` });
+    });
+    app.get('/v1/products/:id', stripeAuth, (req, res) => {
+      res.json(found(this.stripe.products.get(String(req.params.id)), 'product', req.params.id));
+    });
     app.get('/v1/refunds/:id', stripeAuth, (req, res) => {
       res.json(found(this.stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
     });
@@ -247,6 +267,11 @@ export class ProviderSandbox {
     app.post('/_sandbox/stripe/checkout_sessions', async (req, res) => {
       const { deliver, ...input } = checkoutBody.parse(req.body);
       const made = this.stripe.createCheckoutSession(input);
+      res.status(201).json({ ...made, events: await this.sendStripe(made.events, deliver) });
+    });
+    app.post('/_sandbox/stripe/invoices', async (req, res) => {
+      const { deliver, ...input } = checkoutBody.parse(req.body);
+      const made = this.stripe.createInvoice(input);
       res.status(201).json({ ...made, events: await this.sendStripe(made.events, deliver) });
     });
     app.post('/_sandbox/stripe/payment_intents/:id/capture', async (req, res) => {

@@ -96,10 +96,54 @@ export type FakeCheckoutSession = Pick<
   | 'payment_status'
   | 'status'
 >;
+export type FakeInvoice = Pick<
+  Stripe.Invoice,
+  | 'id'
+  | 'object'
+  | 'amount_due'
+  | 'amount_paid'
+  | 'created'
+  | 'currency'
+  | 'customer'
+  | 'livemode'
+  | 'metadata'
+  | 'status'
+  | 'total'
+>;
+export type FakeInvoiceLineItem = Pick<
+  Stripe.InvoiceLineItem,
+  | 'id'
+  | 'object'
+  | 'amount'
+  | 'currency'
+  | 'description'
+  | 'discount_amounts'
+  | 'invoice'
+  | 'livemode'
+  | 'metadata'
+  | 'quantity'
+  | 'subtotal'
+  | 'taxes'
+> & {
+  pricing: { type: 'price_details'; price_details: { price: string; product: string }; unit_amount_decimal: string };
+};
+export type FakeInvoicePayment = Pick<
+  Stripe.InvoicePayment,
+  | 'id'
+  | 'object'
+  | 'amount_paid'
+  | 'amount_requested'
+  | 'created'
+  | 'currency'
+  | 'invoice'
+  | 'is_default'
+  | 'livemode'
+  | 'status'
+> & { payment: { type: 'payment_intent'; payment_intent: string } };
 export type FakeEvent = Pick<
   Stripe.Event,
   'id' | 'object' | 'api_version' | 'created' | 'livemode' | 'pending_webhooks' | 'request' | 'type'
-> & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession } };
+> & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession | FakeInvoice } };
 
 /** How the customer paid, as a test card or method (what decides the CFDI's FormaPago). */
 export const STRIPE_METHODS = [
@@ -168,6 +212,92 @@ export class StripeFake {
   readonly checkoutSessions = new Map<string, FakeCheckoutSession>();
   readonly lineItems = new Map<string, FakeLineItem[]>();
   private readonly settlementRates = new Map<string, number | undefined>();
+  readonly invoices = new Map<string, FakeInvoice>();
+  readonly invoiceLines = new Map<string, FakeInvoiceLineItem[]>();
+  readonly invoicePayments = new Map<string, FakeInvoicePayment>();
+
+  /**
+   * A Stripe Invoice paid at once: its products, its lines (each `amount` = quantity × unit amount,
+   * no tax or discount), the PaymentIntent and Charge that paid it, its InvoicePayment, and the events
+   * — the charge's, the PaymentIntent's, then `invoice.paid`. (Since API 2025-03-31 a PaymentIntent
+   * does not name its invoice: the InvoicePayment links them.)
+   */
+  createInvoice(input: Omit<NewStripePayment, 'amount' | 'capture'> & { lines: NewCheckoutLine[] }): {
+    invoice: FakeInvoice;
+    paymentIntent: FakePaymentIntent;
+    charge: FakeCharge;
+    events: FakeEvent[];
+  } {
+    const currency = input.currency.toLowerCase();
+    const invoiceId = id('in');
+    const lines: FakeInvoiceLineItem[] = input.lines.map((line) => {
+      const product: FakeProduct = {
+        id: id('prod'),
+        object: 'product',
+        name: line.name,
+        metadata: line.metadata,
+        active: true,
+      };
+      this.products.set(product.id, product);
+      const amount = line.unitAmount * line.quantity;
+      return {
+        id: id('il'),
+        object: 'line_item',
+        amount,
+        currency,
+        description: line.name,
+        discount_amounts: [],
+        invoice: invoiceId,
+        livemode: false,
+        metadata: {},
+        quantity: line.quantity,
+        subtotal: amount,
+        taxes: [],
+        pricing: {
+          type: 'price_details',
+          price_details: { price: id('price'), product: product.id },
+          unit_amount_decimal: String(line.unitAmount),
+        },
+      };
+    });
+    const amount = lines.reduce((sum, line) => sum + line.amount, 0);
+    const made = this.createPayment({ ...input, amount, capture: 'automatic' });
+    const invoice: FakeInvoice = {
+      id: invoiceId,
+      object: 'invoice',
+      amount_due: amount,
+      amount_paid: amount,
+      created: made.paymentIntent.created,
+      currency,
+      customer: input.customer ?? null,
+      livemode: false,
+      metadata: input.metadata,
+      status: 'paid',
+      total: amount,
+    };
+    const payment: FakeInvoicePayment = {
+      id: id('inpay'),
+      object: 'invoice_payment',
+      amount_paid: amount,
+      amount_requested: amount,
+      created: invoice.created,
+      currency,
+      invoice: invoiceId,
+      is_default: true,
+      livemode: false,
+      status: 'paid',
+      payment: { type: 'payment_intent', payment_intent: made.paymentIntent.id },
+    };
+    this.invoices.set(invoice.id, invoice);
+    this.invoiceLines.set(invoice.id, lines);
+    this.invoicePayments.set(payment.id, payment);
+    return {
+      invoice,
+      paymentIntent: made.paymentIntent,
+      charge: made.charge,
+      events: [...made.events, this.event('invoice.paid', invoice, invoice.created)],
+    };
+  }
 
   /**
    * A Checkout Session in payment mode paid at once: its products and prices, the PaymentIntent and
@@ -400,7 +530,7 @@ export class StripeFake {
   /** An event as Stripe sends it: the object as it is now (a copy), of the library's API version. */
   private event(
     type: string,
-    object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession,
+    object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession | FakeInvoice,
     created = now(),
   ): FakeEvent {
     return {

@@ -75,6 +75,15 @@ export class ProviderSandboxClient {
     }>('POST', '/_sandbox/stripe/checkout_sessions', input);
   }
 
+  /** A Stripe Invoice paid at once (its PaymentIntent, charge, InvoicePayment, and `invoice.paid`). */
+  stripeInvoice(input: CheckoutSessionInput) {
+    return this.call<{
+      invoice: { id: string; total: number };
+      paymentIntent: { id: string; amount: number };
+      events: string[];
+    }>('POST', '/_sandbox/stripe/invoices', input);
+  }
+
   /** Sets a day's rate of a Banxico series (default the FIX, SF43718); "N/E" for none. */
   banxicoRate(input: { serie?: string; date: string; dato: string }) {
     return this.call<unknown>('POST', '/_sandbox/banxico/rates', input);

@@ -9,14 +9,7 @@ import { requestCancellation } from '../use-cases/request-cancellation.ts';
 import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
 import { lineSchema } from '../use-cases/sale.ts';
 import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
-import {
-  cancelRequestView,
-  correctionView,
-  invoiceSummary,
-  invoiceView,
-  problemView,
-  versionsView,
-} from './views.ts';
+import { cancelRequestView, correctionView, invoiceSummary, invoiceView, problemView, versionsView } from './views.ts';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 

@@ -24,7 +24,7 @@ export interface StripeWebhookDeps {
   metrics: Metrics;
   /** Products, customers and exchange rates: what a sale's lines, customer and TipoCambio resolve against. */
   sale: SaleDeps;
-  /** Look up each PaymentIntent's Checkout Session for its line items (one more API call per payment). */
+  /** Look up each PaymentIntent's Checkout Session or Invoice for its line items (more API calls per payment). */
   lineItems: boolean;
 }
 
@@ -120,6 +120,18 @@ async function effectOf(event: Stripe.Event, api: Stripe, deps: StripeWebhookDep
       const session = event.data.object;
       const piId = idOf(session.payment_intent);
       if (session.mode !== 'payment' || session.payment_status !== 'paid' || !piId) return IGNORED;
+      const pi = await fromApi(() => api.paymentIntents.retrieve(piId));
+      if (pi.status !== 'succeeded') return IGNORED;
+      return paymentIntentEffect(pi, api, deps, event.created);
+    }
+    case 'invoice.paid': {
+      // A Stripe Invoice is paid by a PaymentIntent (its InvoicePayment says which): that is the payment.
+      const invoice = event.data.object;
+      const payments = await fromApi(() =>
+        api.invoicePayments.list({ invoice: text(invoice.id, 'id'), status: 'paid', limit: 10 }),
+      );
+      const piId = payments.data.map((p) => idOf(p.payment.payment_intent)).find((id) => id !== undefined);
+      if (!piId) return IGNORED; // paid out of band, or by credit: no money moved through Stripe
       const pi = await fromApi(() => api.paymentIntents.retrieve(piId));
       if (pi.status !== 'succeeded') return IGNORED;
       return paymentIntentEffect(pi, api, deps, event.created);
@@ -272,6 +284,20 @@ async function stripeSaleDraft(
     lineItems && source.paymentIntent
       ? (await fromApi(() => api.checkout.sessions.list({ payment_intent: source.paymentIntent!, limit: 1 }))).data[0]
       : undefined;
+  // Not from a Checkout Session: perhaps a Stripe Invoice's payment (its InvoicePayment names it).
+  const invoiceId =
+    lineItems && source.paymentIntent && !session
+      ? idOf(
+          (
+            await fromApi(() =>
+              api.invoicePayments.list({
+                payment: { type: 'payment_intent', payment_intent: source.paymentIntent! },
+                limit: 1,
+              }),
+            )
+          ).data[0]?.invoice,
+        )
+      : undefined;
   if (session) {
     const items: Stripe.LineItem[] = [];
     await fromApi(async () => {
@@ -309,6 +335,8 @@ async function stripeSaleDraft(
         taxIncluded: true,
       });
     draft.lines = lines;
+  } else if (invoiceId) {
+    draft.lines = await invoiceLines(api, invoiceId, currency);
   } else if (meta('timbra_product') || meta('sat_product_key')) {
     draft.lines = [
       {
@@ -334,6 +362,46 @@ async function stripeSaleDraft(
     if (rate) draft.tipoCambio = { rate, source: 'stripe' };
   }
   return draft;
+}
+
+/**
+ * A Stripe Invoice's lines as a sale's: each line's price after its discounts and with the taxes Stripe
+ * added on top (`tax_behavior: exclusive`), its quantity, and its product's metadata (`timbra_product`,
+ * `sat_product_key`, `sat_unit_key`, read from the product: since API 2025-03-31 a line names its
+ * product by id). Lines of no amount are left out.
+ */
+async function invoiceLines(api: Stripe, invoiceId: string, currency: string): Promise<LineInput[]> {
+  const items: Stripe.InvoiceLineItem[] = [];
+  await fromApi(async () => {
+    for await (const item of api.invoices.listLineItems(invoiceId, { limit: 100 })) items.push(item);
+  });
+  const products = new Map<string, Stripe.Product>();
+  const lines: LineInput[] = [];
+  for (const item of items) {
+    const discounts = (item.discount_amounts ?? []).reduce((sum, d) => sum + d.amount, 0);
+    const added = (item.taxes ?? [])
+      .filter((t) => t.tax_behavior === 'exclusive')
+      .reduce((sum, t) => sum + t.amount, 0);
+    const gross = item.amount - discounts + added;
+    if (gross <= 0) continue;
+    const productId = item.pricing?.price_details?.product;
+    if (productId && !products.has(productId))
+      products.set(productId, await fromApi(() => api.products.retrieve(productId)));
+    const product = productId ? products.get(productId) : undefined;
+    const pm = (key: string) => product?.metadata?.[key]?.trim() || undefined;
+    lines.push({
+      ...(pm('timbra_product') ? { product: pm('timbra_product')! } : {}),
+      ...(pm('sat_product_key') ? { claveProdServ: pm('sat_product_key')! } : {}),
+      ...(pm('sat_unit_key') ? { claveUnidad: pm('sat_unit_key')! } : {}),
+      ...(pm('timbra_product')
+        ? {}
+        : { descripcion: (item.description || product?.name || 'Producto').slice(0, 1000) }),
+      cantidad: String(item.quantity ?? 1),
+      amount: amountOf(parseMinorUnits(gross, currency), currency),
+      taxIncluded: true,
+    });
+  }
+  return lines;
 }
 
 /** The charge behind a PaymentIntent (for its payment method), from the event or the API. */
