@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
-import { attr, childElements, NS, parseXml } from '@timbra/cfdi-core';
+import { attr, childElements, NS, parseXml, setOperatorCatalogs } from '@timbra/cfdi-core';
 import { eventually, SchemaValidator } from '@timbra/test-support';
 import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
@@ -117,6 +117,22 @@ describe('products', () => {
     expect(changed.statusCode).toBe(200);
     expect(changed.body).toMatchObject({ unitPrice: '1299', taxes: { iva: '8' } });
     expect((await patch(`/v1/products/${randomUUID()}`, { active: false })).statusCode).toBe(404);
+  });
+  it('with the SAT’s c_ClaveProdServ supplied (SAT_CLAVE_PROD_SERV_FILE), a key not in it is refused', async () => {
+    setOperatorCatalogs({ clavesProdServ: new Set(['52161514']) });
+    try {
+      const body = { descripcion: 'x', claveUnidad: 'H87' };
+      expect(
+        (await post('/v1/products', { ...body, reference: unique('IN'), claveProdServ: '52161514' })).statusCode,
+      ).toBe(201);
+      const refused = await post('/v1/products', { ...body, reference: unique('OUT'), claveProdServ: '52161515' });
+      expect(refused.statusCode).toBe(422);
+      expect((refused.body as ErrorBody).error.details).toEqual([
+        { path: 'claveProdServ', message: '52161515 is not in c_ClaveProdServ (SAT_CLAVE_PROD_SERV_FILE)' },
+      ]);
+    } finally {
+      setOperatorCatalogs({});
+    }
   });
 });
 
