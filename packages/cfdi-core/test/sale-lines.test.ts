@@ -184,6 +184,18 @@ describe('a sale described by its lines (conceptosForSale)', () => {
     expect(plan.mismatch).toEqual({ lines: '150.00', paid: '149.00', difference: '-1.00' });
   });
 
+  it('refuses lines that round apart on the comprobante when no line can carry the cent', () => {
+    // Each 1.004 is 1.00 on its own, but the SubTotal is round(2.008) = 2.01.
+    const noTax = { taxIncluded: false, taxes: {}, unitPrice: '1.004' };
+    const plan = conceptosForSale([line(noTax), line(noTax)], 'MXN', '2.00');
+    expect(plan.ok).toBe(false);
+    if (plan.ok) return;
+    expect(plan.mismatch).toEqual({ lines: '2.01', paid: '2.00', difference: '-0.01' });
+    // With a line priced with tax beside them, that line carries it.
+    const carried = conceptosForSale([line(noTax), line(noTax), line({ amount: '10.00' })], 'MXN', '12.00');
+    expect(carried.ok).toBe(true);
+  });
+
   it('refuses a descuento on a price with tax included, and prices finer than the currency', () => {
     const plan = conceptosForSale(
       [line({ amount: '100.00', descuento: '5.00' }), line({ amount: '10.005' })],

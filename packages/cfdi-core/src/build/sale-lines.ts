@@ -175,7 +175,9 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     line.taxIncluded ? coarseBase(line, nominal[i]!, decimals) : conceptoOf(line, valorUnitarioBeforeTax(line)!),
   );
   const totalOf = (cs: ConceptoRequest[]) => new Dec(computeAmounts({ moneda, conceptos: cs } as InvoiceRequest).total);
-  if (!totalOf(conceptos).isEqualTo(paidDec)) {
+  const total = totalOf(conceptos);
+  if (!total.isEqualTo(paidDec)) {
+    let carried = false;
     const carriers = lines
       .map((line, i) => ({ line, i }))
       .filter(({ line }) => line.taxIncluded)
@@ -187,13 +189,31 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
       );
       if (fine) {
         conceptos[i] = fine;
+        carried = true;
         break;
       }
     }
+    // No line could carry the cents (two before-tax lines with six-decimal prices can round apart, and
+    // such lines are as priced): the comprobante would not come to what was paid.
+    if (!carried) {
+      const mismatch = {
+        lines: fixed(total, decimals),
+        paid: fixed(paidDec, decimals),
+        difference: fixed(paidDec.minus(total), decimals),
+      };
+      return {
+        ok: false,
+        mismatch,
+        issues: [
+          {
+            path: 'conceptos',
+            message: `with its totals rounded the CFDI comes to ${mismatch.lines} ${moneda}, but ${mismatch.paid} was paid (difference ${mismatch.difference})`,
+          },
+        ],
+      };
+    }
   }
-  const grosses = nominal;
-
-  return { ok: true, conceptos, grosses: grosses.map((g) => fixed(g, decimals)) };
+  return { ok: true, conceptos, grosses: nominal.map((g) => fixed(g, decimals)) };
 }
 
 /** A before-tax line's ValorUnitario: its unit price, or its amount ÷ cantidad when that is exact at 6 decimals. */
@@ -232,7 +252,8 @@ function coarseBase(line: SaleLine, gross: Dec, decimals: number): ConceptoReque
   const step = new Dec(1).shiftedBy(-decimals);
   const estimate = new Dec(fixed(gross.dividedBy(effectiveRate(line.taxes).plus(1)), decimals));
   let best: { concepto: ConceptoRequest; off: Dec } | undefined;
-  for (const k of [0, -1, 1, -2, 2, -3, 3]) {
+  // The estimate rounds to within a step of the exact base: its neighbours are the candidates.
+  for (const k of [0, -1, 1]) {
     const base = estimate.plus(step.times(k));
     if (!base.isGreaterThan(0)) continue;
     const concepto = atBase(line, base, decimals);
@@ -257,12 +278,26 @@ function fineBase(
   decimals: number,
   fits: (concepto: ConceptoRequest) => boolean,
 ): ConceptoRequest | undefined {
+  // Nearly always within a step of the estimate; a wider window only when that finds none.
+  return (
+    fineBaseWithin(line, gross, others, decimals, fits, 1) ?? fineBaseWithin(line, gross, others, decimals, fits, 4)
+  );
+}
+
+function fineBaseWithin(
+  line: SaleLine,
+  gross: Dec,
+  others: readonly ConceptoRequest[],
+  decimals: number,
+  fits: (concepto: ConceptoRequest) => boolean,
+  steps: number,
+): ConceptoRequest | undefined {
   const step = new Dec(1).shiftedBy(-decimals);
   const half = step.dividedBy(2);
   const t = line.taxes;
   const estimate = gross.dividedBy(effectiveRate(t).plus(1));
-  const low = estimate.minus(step.times(4));
-  const high = estimate.plus(step.times(4));
+  const low = estimate.minus(step.times(steps));
+  const high = estimate.plus(step.times(steps));
   // What the other conceptos put in each rounded sum, by the keys computeAmounts groups them with.
   const offsets = new Map<string, Dec>();
   const add = (key: string, value: string | undefined) => offsets.set(key, (offsets.get(key) ?? ZERO).plus(value ?? 0));
