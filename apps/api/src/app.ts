@@ -5,14 +5,15 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
-import { migrationStatus, MIGRATIONS_DIR, pingDatabase, type PrismaClient } from '@timbra/db';
+import { hashApiKey, migrationStatus, MIGRATIONS_DIR, pingDatabase, type PrismaClient } from '@timbra/db';
 import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
 import { DomainError } from './use-cases/domain-errors.ts';
-import { apiKeyAuth, hashApiKey } from './http/auth.ts';
+import { apiKeyAuth, requireScopes } from './http/auth.ts';
 import { DASHBOARD_PATH } from './http/dashboard.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { keyRoutes } from './routes/keys.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import type { ExchangeRateSource } from './use-cases/exchange-rates.ts';
 import { paymentRoutes } from './routes/payments.ts';
@@ -184,6 +185,7 @@ export function createApp(deps: AppDeps) {
   );
   v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
   v1.use(apiKeyAuth(deps.prisma));
+  v1.use(requireScopes);
   v1.use(
     paymentRoutes({
       prisma: deps.prisma,
@@ -208,6 +210,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
+  v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma));
   v1.use(webhookEventRoutes(deps.prisma));
   app.use('/v1', v1);

@@ -1,18 +1,18 @@
-import { ensureSeries, type PrismaClient } from '@timbra/db';
-import { hashApiKey } from './http/auth.ts';
+import { ensureSeries, syncConfiguredApiKeys, type PrismaClient, type Scope } from '@timbra/db';
 
 /**
  * Makes the database reflect the configuration: the emisor row, its series (Ingreso, Egreso, Pago), and
- * the API clients from API_KEYS (stored hashed). Idempotent; safe with several API replicas.
+ * the API keys from API_KEYS (stored hashed; a key it no longer lists is revoked — keys made with
+ * keys:create or POST /v1/keys are left alone). Idempotent; safe with several API replicas.
  */
 export async function bootstrap(
   prisma: PrismaClient,
   config: {
     emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string };
     series: { serie: string; kind: 'I' | 'E' | 'P' }[];
-    apiKeys: { name: string; key: string; admin: boolean }[];
+    apiKeys: { name: string; key: string; scopes: readonly Scope[] }[];
   },
-): Promise<{ emisorId: string }> {
+): Promise<{ emisorId: string; revokedKeys: string[] }> {
   const emisor = await prisma.emisor.upsert({
     where: { rfc: config.emisor.rfc },
     create: config.emisor,
@@ -23,13 +23,6 @@ export async function bootstrap(
     },
   });
   await ensureSeries(prisma, emisor.id, config.series);
-  for (const k of config.apiKeys) {
-    const keyHash = hashApiKey(k.key);
-    await prisma.apiClient.upsert({
-      where: { name: k.name },
-      create: { name: k.name, keyHash, admin: k.admin },
-      update: { keyHash, admin: k.admin },
-    });
-  }
-  return { emisorId: emisor.id };
+  const revokedKeys = await syncConfiguredApiKeys(prisma, config.apiKeys);
+  return { emisorId: emisor.id, revokedKeys };
 }

@@ -7,6 +7,7 @@ import {
   SANDBOX_EMISOR,
   supplyOperatorCatalogs,
 } from '@timbra/cfdi-core';
+import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -178,7 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
 }
 
 /** Parses API_KEYS (`name:key[:admin]`, comma-separated). */
-export function parseApiKeys(value: string): { name: string; key: string; admin: boolean }[] {
+export function parseApiKeys(value: string): { name: string; key: string; scopes: Scope[] }[] {
   return value
     .split(',')
     .map((s) => s.trim())
@@ -187,6 +188,13 @@ export function parseApiKeys(value: string): { name: string; key: string; admin:
       const [name, key, flag] = entry.split(':');
       if (!name || !key || key.length < 16)
         throw new Error(`invalid API_KEYS entry for ${name ?? '?'}: keys need at least 16 characters`);
-      return { name, key, admin: flag === 'admin' };
+      // `admin`: every scope (as before scopes existed); `read+write`: those; nothing: all but admin.
+      const scopes = flag === 'admin' ? [...SCOPES] : flag ? flag.split('+') : [...DEFAULT_SCOPES];
+      const unknown = scopes.filter((s) => !isScope(s));
+      if (unknown.length > 0 || scopes.length === 0)
+        throw new Error(
+          `invalid API_KEYS entry for ${name}: scopes are ${SCOPES.join(', ')} (joined with +), or admin`,
+        );
+      return { name, key, scopes: scopes.filter(isScope) };
     });
 }

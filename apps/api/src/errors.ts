@@ -52,6 +52,7 @@ export const API_ERRORS = {
     message: "The TipoCambio is outside the variation c_Moneda allows around the day's published rate.",
   },
   product_reference_taken: { status: 409, message: 'A product with this reference exists.' },
+  key_name_taken: { status: 409, message: 'An API key with this name exists.' },
   customer_conflict: { status: 409, message: 'Another customer has this Stripe or Mercado Pago id.' },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },

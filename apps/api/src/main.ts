@@ -54,7 +54,7 @@ const emisor = {
   regimenFiscal: config.EMISOR_REGIMEN_FISCAL,
   lugarExpedicion: config.EMISOR_LUGAR_EXPEDICION,
 };
-const { emisorId } = await bootstrap(prisma, {
+const { emisorId, revokedKeys } = await bootstrap(prisma, {
   emisor,
   series: [
     { serie: config.SERIE_INGRESO, kind: 'I' },
@@ -63,6 +63,7 @@ const { emisorId } = await bootstrap(prisma, {
   ],
   apiKeys: parseApiKeys(config.API_KEYS),
 });
+if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no longer in API_KEYS were revoked');
 
 const metrics = createMetrics();
 const board =

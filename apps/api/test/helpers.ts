@@ -57,10 +57,12 @@ export async function startApi(
     providers?: boolean;
     /** Exchange rates from the provider sandbox's Banxico (needs `providers`). */
     rates?: boolean;
+    /** Another API instance over this one's database (not dropped when this one closes). */
+    database?: TestDatabase;
   } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
-  const db = await createTestDatabase();
+  const db = options.database ?? (await createTestDatabase());
   const prisma = createPrisma(db.url, { poolSize: 10 });
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
     lazyConnect: true,
@@ -76,9 +78,9 @@ export async function startApi(
       { serie: 'P', kind: 'P' },
     ],
     apiKeys: [
-      { name: 'pos', key: KEYS.pos, admin: false },
-      { name: 'other', key: KEYS.other, admin: false },
-      { name: 'ops', key: KEYS.admin, admin: true },
+      { name: 'pos', key: KEYS.pos, scopes: ['read', 'write', 'cancel'] },
+      { name: 'other', key: KEYS.other, scopes: ['read', 'write', 'cancel'] },
+      { name: 'ops', key: KEYS.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
     ],
   });
   const payments: RecordPaymentDeps = {
@@ -152,7 +154,7 @@ export async function startApi(
       await new Promise((r) => server.close(r));
       await prisma.$disconnect();
       await redis.quit();
-      await db.drop();
+      if (!options.database) await db.drop();
     },
   };
 }

