@@ -13,6 +13,7 @@ import { DASHBOARD_PATH } from './http/dashboard.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { catalogRoutes } from './routes/catalog.ts';
+import { FailureLimiter } from './http/failure-limiter.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import type { ExchangeRateSource } from './use-cases/exchange-rates.ts';
@@ -43,6 +44,10 @@ export interface AppDeps {
   ingest: GroupCommitOptions;
   bodyLimit: string;
   rateLimitPerMinute: number;
+  /** Failed authentications (bad keys, bad webhook signatures) an address may make a minute (default 30). */
+  authFailuresPerMinute?: number;
+  /** Failed authentications a minute with one key prefix before they are answered 429 (default 10). */
+  authFailuresPerPrefixPerMinute?: number;
   trustProxy: boolean;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
@@ -59,6 +64,10 @@ export interface AppDeps {
     fetchPayment: FetchMercadoPagoPayment | undefined;
   };
 }
+
+/** Query parameters that carry a credential (`?api_key=…`, `?token=…`): never accepted. */
+const CREDENTIAL_PARAM =
+  /^(api[_-]?key|apikey|x-api-key|key|token|access[_-]?token|authorization|auth|secret|password)$/i;
 
 /** The API as an Express app; every dependency injected (the composition root is main.ts). */
 export function createApp(deps: AppDeps) {
@@ -102,6 +111,10 @@ export function createApp(deps: AppDeps) {
     deps.ingest,
   );
   const sale = { prisma: deps.prisma, settings: deps.payments.settings, rates: deps.rates };
+  const failures = new FailureLimiter({
+    perAddress: deps.authFailuresPerMinute ?? 30,
+    perPrefix: deps.authFailuresPerPrefixPerMinute ?? 10,
+  });
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.use(helmet());
@@ -114,6 +127,16 @@ export function createApp(deps: AppDeps) {
       end({ route: (req.route as { path?: string } | undefined)?.path ?? 'unmatched', status: String(res.statusCode) }),
     );
     next();
+  });
+  // A credential in the query string ends up in logs, proxies and browser histories: refused, and the
+  // query is cut from the URL before anything logs it.
+  app.use((req, _res, next) => {
+    const query = req.url.indexOf('?');
+    if (query < 0) return next();
+    const names = [...new URLSearchParams(req.url.slice(query + 1)).keys()];
+    if (!names.some((n) => CREDENTIAL_PARAM.test(n))) return next();
+    req.url = `${req.url.slice(0, query)}?[redacted]`;
+    next(new ApiError('credentials_in_query'));
   });
   app.use(
     pinoHttp({
@@ -145,11 +168,12 @@ export function createApp(deps: AppDeps) {
     handler: (_req, _res, next) => next(new ApiError('rate_limited')),
   });
 
-  // Webhooks: Stripe signs the raw bytes, so its body is kept raw.
+  // Webhooks: Stripe signs the raw bytes, so its body is kept raw. A signed delivery is never rate
+  // limited (the providers pace their own deliveries and retries); bad signatures count as failed
+  // authentication per address (429 over the limit), so a flood of forgeries cannot starve them.
   const raw = express.raw({ type: () => true, limit: deps.bodyLimit });
   app.post(
     '/webhooks/stripe',
-    limiter,
     raw,
     stripeWebhook({
       ingest,
@@ -160,11 +184,11 @@ export function createApp(deps: AppDeps) {
       metrics: deps.metrics,
       sale,
       lineItems: deps.stripe.lineItems ?? true,
+      failures,
     }),
   );
   app.post(
     '/webhooks/mercadopago',
-    limiter,
     requireJson,
     express.json({ limit: deps.bodyLimit }),
     mercadoPagoWebhook({
@@ -175,6 +199,7 @@ export function createApp(deps: AppDeps) {
       defaultFormaPago: deps.defaultFormaPago,
       metrics: deps.metrics,
       sale,
+      failures,
     }),
   );
 
@@ -184,7 +209,7 @@ export function createApp(deps: AppDeps) {
     req.method === 'POST' || req.method === 'PATCH' ? requireJson(req, _res, next) : next(),
   );
   v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
-  v1.use(apiKeyAuth(deps.prisma));
+  v1.use(apiKeyAuth(deps.prisma, failures));
   v1.use(requireScopes);
   v1.use(
     paymentRoutes({

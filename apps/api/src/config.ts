@@ -25,6 +25,10 @@ const schema = z.object({
   API_KEYS: z.string().default(''),
   BODY_LIMIT: z.string().default('256kb'),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(1200),
+  /** Failed authentications (bad API keys, bad webhook signatures) per address a minute; above: 429. */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(30),
+  /** Failed authentications a minute presenting one key prefix (8 characters) before they get 429. */
+  AUTH_FAILURES_PER_PREFIX_PER_MINUTE: z.coerce.number().int().positive().default(10),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
   LATE_MARGIN_HOURS: z.coerce.number().positive().max(72).default(12),
   /** Group commit of payments in: most payments in one transaction, and transactions open at once. */

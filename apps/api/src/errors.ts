@@ -6,6 +6,10 @@ import { DOMAIN_ERROR_CODES, type DomainError } from './use-cases/domain-errors.
  */
 export const API_ERRORS = {
   malformed_json: { status: 400, message: 'The body is not valid JSON.' },
+  credentials_in_query: {
+    status: 400,
+    message: 'Credentials go in the Authorization (or X-Api-Key) header, never in the URL.',
+  },
   invalid_idempotency_key: { status: 400, message: 'Idempotency-Key must be 1–255 printable ASCII characters.' },
   idempotency_required: {
     status: 400,
@@ -30,6 +34,10 @@ export const API_ERRORS = {
   },
   correction_in_progress: { status: 409, message: 'A correction of this invoice is still being proved.' },
   not_replaceable: { status: 409, message: 'Only a stamped Ingreso not replaced yet can be replaced.' },
+  invoice_cancelled: {
+    status: 409,
+    message: "The payment's invoice is cancelled (or being cancelled): no Egreso can relate to it.",
+  },
   payload_too_large: { status: 413, message: 'The body is too large.' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },
   validation_failed: { status: 422, message: 'The request has invalid fields.' },

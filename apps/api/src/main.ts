@@ -6,20 +6,13 @@ import { pino } from 'pino';
 import { loadCsd, periodicidadFor } from '@timbra/cfdi-core';
 import { createPrisma, purgeExpiredIdempotencyKeys } from '@timbra/db';
 import { createApp } from './app.ts';
+import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
 import { dashboard } from './http/dashboard.ts';
 import { createMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
 import { BanxicoRates } from './use-cases/exchange-rates.ts';
-
-export const REDACT = [
-  'req.headers.authorization',
-  'req.headers["x-api-key"]',
-  'req.headers["stripe-signature"]',
-  'req.headers["x-signature"]',
-  'req.headers.cookie',
-];
 
 const config = (() => {
   try {
@@ -115,6 +108,8 @@ const app = createApp({
   ingest: { maxBatch: config.INGEST_BATCH_MAX, maxInFlight: config.INGEST_TRANSACTIONS },
   bodyLimit: config.BODY_LIMIT,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
+  authFailuresPerPrefixPerMinute: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,
   stripe: {
     secret: config.STRIPE_WEBHOOK_SECRET,

@@ -11,6 +11,7 @@ import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
+import { REDACT } from '../src/http/log-redact.ts';
 import { BanxicoRates } from '../src/use-cases/exchange-rates.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
@@ -53,12 +54,16 @@ const BANXICO_TOKEN = 'banxico-sandbox-token';
 export async function startApi(
   options: {
     rateLimitPerMinute?: number;
+    /** Failed authentications per address / per key prefix a minute (default: high, tests share 127.0.0.1). */
+    authFailures?: { perAddress: number; perPrefix: number };
     dashboard?: Router;
     providers?: boolean;
     /** Exchange rates from the provider sandbox's Banxico (needs `providers`). */
     rates?: boolean;
     /** Another API instance over this one's database (not dropped when this one closes). */
     database?: TestDatabase;
+    /** Collects every log line the API writes (level info and above). */
+    logs?: string[];
   } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
@@ -99,7 +104,12 @@ export async function startApi(
   const app = createApp({
     prisma,
     redis,
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    logger: options.logs
+      ? pino(
+          { level: 'info', redact: { paths: REDACT, censor: '[redacted]' } },
+          { write: (line: string) => void options.logs!.push(line) },
+        )
+      : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     metrics: createMetrics(),
     databaseUrl: db.url,
     payments,
@@ -109,6 +119,8 @@ export async function startApi(
     ingest: { maxBatch: 32, maxInFlight: 2 },
     bodyLimit: '64kb',
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
+    authFailuresPerMinute: options.authFailures?.perAddress ?? 100_000,
+    authFailuresPerPrefixPerMinute: options.authFailures?.perPrefix ?? 100_000,
     trustProxy: false,
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     // Hand-built events (no provider sandbox) have no Checkout Session to look up.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { checkSatRules, parseXml, SAT_TEST_TAXPAYERS } from '@timbra/cfdi-core';
+import { walkInvoiceTo } from '@timbra/db/testing';
 import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
 import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
@@ -206,6 +207,18 @@ describe('POST /v1/payments/:id/refunds', () => {
     const folios = results.flatMap((r) => (r.statusCode === 201 ? [(r.body as RefundBody).egreso.folio] : []));
     expect(folios.sort((x, y) => x - y)).toEqual([folio, folio + 1, folio + 2]);
     expect(await nextFolio('NC')).toBe(folio + 3);
+  });
+
+  it('a refund of a payment whose Ingreso is cancelled → 409 invoice_cancelled, nothing written', async () => {
+    const { paymentId, ingresoId } = await payment();
+    await stamp(ingresoId);
+    await walkInvoiceTo(api.prisma, ingresoId, 'cancelled');
+    const folio = await nextFolio('NC');
+    const res = await refund(paymentId, { amount: '10.00', externalId: 'rf-after-cancel' });
+    expect(res.statusCode).toBe(409);
+    expect(res.body).toMatchObject({ error: { code: 'invoice_cancelled' } });
+    expect(await api.prisma.refund.count({ where: { paymentId } })).toBe(0);
+    expect(await nextFolio('NC')).toBe(folio);
   });
 
   it('reports an Egreso that waits for a dead-lettered Ingreso (blocked)', async () => {

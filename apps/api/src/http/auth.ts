@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { findApiKey, touchApiKey, type PrismaClient, type Scope } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import type { FailureLimiter } from './failure-limiter.ts';
 
 export interface ApiClientIdentity {
   id: string;
@@ -20,14 +21,20 @@ declare module 'express-serve-static-core' {
  * every request (one indexed lookup by its hash), so a revoked key is refused at once on every API
  * instance; when a key was last used is written at most once a minute per instance.
  */
-export function apiKeyAuth(prisma: PrismaClient) {
+export function apiKeyAuth(prisma: PrismaClient, failures: FailureLimiter) {
   const touched = new Map<string, number>();
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
+      const address = req.ip ?? 'unknown';
+      if (failures.blocked(address))
+        throw new ApiError('rate_limited', 'Too many failed authentications from this address.');
       const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
-      if (!key || key.length > 512) throw new ApiError('unauthorized');
-      const identity = await findApiKey(prisma, key);
-      if (!identity) throw new ApiError('unauthorized');
+      const identity = key && key.length <= 512 ? await findApiKey(prisma, key) : undefined;
+      if (!identity) {
+        if (failures.fail(address, key ? key.slice(0, 8) : undefined))
+          throw new ApiError('rate_limited', 'Too many failed authentications.');
+        throw new ApiError('unauthorized');
+      }
       req.client = identity;
       if (Date.now() - (touched.get(identity.id) ?? 0) > 60_000) {
         touched.set(identity.id, Date.now());

@@ -152,6 +152,8 @@ export function invoiceView(
     cancellations: (i.cancelRequests ?? []).map(cancelRequestView),
     history: {
       outbox: i.outbox.map((o) => ({
+        // What POST /v1/outbox/:id/retry takes (a dead-lettered row).
+        id: o.id,
         kind: o.kind,
         status: o.status,
         attempts: o.attempts,

@@ -16,6 +16,7 @@ export const DOMAIN_ERROR_CODES = [
   'not_correctable',
   'correction_in_progress',
   'not_replaceable',
+  'invoice_cancelled',
   'lines_total_mismatch',
   'product_not_found',
   'customer_not_found',

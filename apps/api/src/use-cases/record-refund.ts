@@ -34,7 +34,8 @@ export interface RecordedRefund {
  *
  * @throws DomainError payment_not_found_yet (409) when the payment is not known (yet);
  *   refund_conflict (409) when this refund was recorded with another payment or amount;
- *   refund_exceeds_payment (422) when the refunds would add up to more than the payment.
+ *   refund_exceeds_payment (422) when the refunds would add up to more than the payment;
+ *   invoice_cancelled (409) when the payment's Ingreso is cancelled or being cancelled.
  */
 export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: RefundToRecord): Promise<RecordedRefund> {
   assertNotInFuture('occurredAt', refund.occurredAt);
@@ -59,6 +60,13 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
       ...(existing.egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
     };
   }
+
+  // An Egreso relates its Ingreso, which the SAT requires to be in force: a cancelled (or cancelling)
+  // sale has no income CFDI to credit — the money goes back without one.
+  if (ingreso.status === 'cancelled' || ingreso.status === 'cancel_requested')
+    throw new DomainError('invoice_cancelled', undefined, [
+      { path: 'payment', message: `its Ingreso ${ingreso.id} is ${ingreso.status}: no Egreso can relate to it` },
+    ]);
 
   const refunded = await refundedTotal(tx, payment.id);
   const after = new BigNumber(refunded).plus(refund.amount);

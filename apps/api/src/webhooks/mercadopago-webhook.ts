@@ -4,6 +4,7 @@ import type { PaymentResponse } from 'mercadopago/dist/clients/payment/commonTyp
 import { parseAmount } from '@timbra/cfdi-core';
 import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import type { FailureLimiter } from '../http/failure-limiter.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
@@ -25,6 +26,8 @@ export interface MercadoPagoWebhookDeps {
   toleranceSeconds: number;
   defaultFormaPago: string;
   metrics: Metrics;
+  /** Counts bad signatures per address (429 over the limit); a signed request is never limited by them. */
+  failures?: FailureLimiter;
   /** Products, customers and exchange rates: what a sale's lines, customer and TipoCambio resolve against. */
   sale: SaleDeps;
   now?: () => number;
@@ -63,6 +66,7 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
       });
     } catch {
       deps.metrics.webhooks.inc({ provider: 'mercadopago', result: 'bad_signature' });
+      if (deps.failures?.fail(req.ip ?? 'unknown')) throw new ApiError('rate_limited', 'Too many bad signatures.');
       throw new ApiError('invalid_signature');
     }
     const type = typeof req.query.type === 'string' ? req.query.type : 'unknown';

@@ -4,6 +4,7 @@ import Stripe from 'stripe';
 import { parseMinorUnits } from '@timbra/cfdi-core';
 import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import type { FailureLimiter } from '../http/failure-limiter.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { RefundFacts, WebhookDelivery } from '../use-cases/record-webhook.ts';
@@ -22,6 +23,8 @@ export interface StripeWebhookDeps {
   api: Stripe | undefined;
   defaultFormaPago: string;
   metrics: Metrics;
+  /** Counts bad signatures per address (429 over the limit); a signed request is never limited by them. */
+  failures?: FailureLimiter;
   /** Products, customers and exchange rates: what a sale's lines, customer and TipoCambio resolve against. */
   sale: SaleDeps;
   /** Look up each PaymentIntent's Checkout Session or Invoice for its line items (more API calls per payment). */
@@ -64,6 +67,7 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
       );
     } catch {
       deps.metrics.webhooks.inc({ provider: 'stripe', result: 'bad_signature' });
+      if (deps.failures?.fail(req.ip ?? 'unknown')) throw new ApiError('rate_limited', 'Too many bad signatures.');
       throw new ApiError('invalid_signature');
     }
     // Signed: from here on, whatever it says is Stripe's (or our endpoint secret's holder's) word.
