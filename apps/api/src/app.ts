@@ -142,7 +142,13 @@ export function createApp(deps: AppDeps) {
     pinoHttp({
       logger: deps.logger,
       genReqId: (req) => (req as Request).requestId ?? randomUUID(),
-      customProps: (req) => ({ requestId: (req as Request).requestId }),
+      // One lean line per request: what happened and to what — no headers (security headers were
+      // most of each line; credentials must never be there anyway).
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      customProps: (req, res) => requestLogProps(req as Request, res as Response),
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
     }),
   );
@@ -272,6 +278,7 @@ export function errorHandler(logger: Logger) {
     if (apiError.status >= 500 && apiError.code !== 'internal')
       logger.warn({ code: apiError.code, requestId: req.requestId }, apiError.message);
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.set(k, v);
+    res.locals.errorCode = apiError.code;
     res.status(apiError.status).json({
       error: {
         code: apiError.code,
@@ -280,6 +287,24 @@ export function errorHandler(logger: Logger) {
         requestId: req.requestId,
       },
     });
+  };
+}
+
+/**
+ * What a request's log line says besides method, URL and status: its id, the route matched, the API
+ * key's name, the error code of a refusal, and the payment or invoice it was about.
+ */
+function requestLogProps(req: Request, res: Response): Record<string, unknown> {
+  const route = (req.route as { path?: string } | undefined)?.path;
+  const id = (res.locals.ids as Record<string, string> | undefined)?.id;
+  const about =
+    id && route?.startsWith('/payments') ? 'paymentId' : id && route?.startsWith('/invoices') ? 'invoiceId' : undefined;
+  return {
+    requestId: req.requestId,
+    ...(route ? { route } : {}),
+    ...(req.client ? { key: req.client.name } : {}),
+    ...(typeof res.locals.errorCode === 'string' ? { code: res.locals.errorCode } : {}),
+    ...(about ? { [about]: id } : {}),
   };
 }
 

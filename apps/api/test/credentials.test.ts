@@ -38,3 +38,27 @@ describe('credentials in the query string', () => {
     expect(res.statusCode).toBe(200);
   });
 });
+
+describe('request logs', () => {
+  it('one lean line per request: route, key name, status, duration, the error code of a refusal, the id it was about', async () => {
+    const id = '00000000-0000-4000-8000-000000000000';
+    await got.get(`${api.url}/v1/payments/${id}`, {
+      headers: { authorization: `Bearer ${KEYS.pos}` },
+      throwHttpErrors: false,
+    });
+    const line = logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => (l.req as { url?: string })?.url === `/v1/payments/${id}`);
+    expect(line).toMatchObject({
+      req: { method: 'GET', url: `/v1/payments/${id}` },
+      res: { statusCode: 404 },
+      route: '/payments/:id',
+      key: 'pos',
+      code: 'not_found',
+      paymentId: id,
+    });
+    expect(typeof line!.responseTime).toBe('number');
+    expect(JSON.stringify(line).length).toBeLessThan(500);
+    expect(JSON.stringify(line)).not.toMatch(/content-security-policy|authorization/i);
+  });
+});
