@@ -150,21 +150,7 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
   const linesTotal = sum(nominal);
   const paidDec = new Dec(paid);
   if (!linesTotal.isEqualTo(paidDec)) {
-    const mismatch = {
-      lines: fixed(linesTotal, decimals),
-      paid: fixed(paidDec, decimals),
-      difference: fixed(paidDec.minus(linesTotal), decimals),
-    };
-    return {
-      ok: false,
-      mismatch,
-      issues: [
-        {
-          path: 'conceptos',
-          message: `the lines add up to ${mismatch.lines} ${moneda} with their taxes, but ${mismatch.paid} was paid (difference ${mismatch.difference})`,
-        },
-      ],
-    };
+    return notPaid(linesTotal, paidDec, decimals, (lines) => `the lines add up to ${lines} ${moneda} with their taxes`);
   }
 
   // Each line with tax included at a base with the currency's decimals where one gives its gross
@@ -196,24 +182,34 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     // No line could carry the cents (two before-tax lines with six-decimal prices can round apart, and
     // such lines are as priced): the comprobante would not come to what was paid.
     if (!carried) {
-      const mismatch = {
-        lines: fixed(total, decimals),
-        paid: fixed(paidDec, decimals),
-        difference: fixed(paidDec.minus(total), decimals),
-      };
-      return {
-        ok: false,
-        mismatch,
-        issues: [
-          {
-            path: 'conceptos',
-            message: `with its totals rounded the CFDI comes to ${mismatch.lines} ${moneda}, but ${mismatch.paid} was paid (difference ${mismatch.difference})`,
-          },
-        ],
-      };
+      return notPaid(
+        total,
+        paidDec,
+        decimals,
+        (lines) => `with its totals rounded the CFDI comes to ${lines} ${moneda}`,
+      );
     }
   }
   return { ok: true, conceptos, grosses: nominal.map((g) => fixed(g, decimals)) };
+}
+
+/** The refusal of lines that come to `total` when `paid` was paid, with the difference. */
+function notPaid(total: Dec, paid: Dec, decimals: number, said: (lines: string) => string): SalePlan {
+  const mismatch = {
+    lines: fixed(total, decimals),
+    paid: fixed(paid, decimals),
+    difference: fixed(paid.minus(total), decimals),
+  };
+  return {
+    ok: false,
+    mismatch,
+    issues: [
+      {
+        path: 'conceptos',
+        message: `${said(mismatch.lines)}, but ${mismatch.paid} was paid (difference ${mismatch.difference})`,
+      },
+    ],
+  };
 }
 
 /** A before-tax line's ValorUnitario: its unit price, or its amount ÷ cantidad when that is exact at 6 decimals. */
