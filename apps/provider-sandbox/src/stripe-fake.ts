@@ -231,14 +231,7 @@ export class StripeFake {
     const currency = input.currency.toLowerCase();
     const invoiceId = id('in');
     const lines: FakeInvoiceLineItem[] = input.lines.map((line) => {
-      const product: FakeProduct = {
-        id: id('prod'),
-        object: 'product',
-        name: line.name,
-        metadata: line.metadata,
-        active: true,
-      };
-      this.products.set(product.id, product);
+      const product = this.product(line);
       const amount = line.unitAmount * line.quantity;
       return {
         id: id('il'),
@@ -312,14 +305,7 @@ export class StripeFake {
   } {
     const currency = input.currency.toLowerCase();
     const items: FakeLineItem[] = input.lines.map((line) => {
-      const product: FakeProduct = {
-        id: id('prod'),
-        object: 'product',
-        name: line.name,
-        metadata: line.metadata,
-        active: true,
-      };
-      this.products.set(product.id, product);
+      const product = this.product(line);
       const total = line.unitAmount * line.quantity;
       return {
         id: id('li'),
@@ -503,6 +489,19 @@ export class StripeFake {
     charge.amount_refunded += _refund.amount;
     charge.refunded = charge.amount_refunded === charge.amount_captured;
     return this.event('charge.refunded', charge);
+  }
+
+  /** A product for a line being sold (kept, so GET /v1/products/{id} and expansions find it). */
+  private product(line: NewCheckoutLine): FakeProduct {
+    const product: FakeProduct = {
+      id: id('prod'),
+      object: 'product',
+      name: line.name,
+      metadata: line.metadata,
+      active: true,
+    };
+    this.products.set(product.id, product);
+    return product;
   }
 
   /** The balance transaction of a captured charge: in MXN at `exchangeRate`, or in its own currency. */

@@ -314,19 +314,13 @@ async function stripeSaleDraft(
     const lines: LineInput[] = items.flatMap((item) => {
       if (!item.amount_total) return []; // a free line: nothing to invoice
       const product = typeof item.price?.product === 'object' ? (item.price.product as Stripe.Product) : undefined;
-      const pm = (key: string) => product?.metadata?.[key]?.trim() || undefined;
       return [
-        {
-          ...(pm('timbra_product') ? { product: pm('timbra_product')! } : {}),
-          ...(pm('sat_product_key') ? { claveProdServ: pm('sat_product_key')! } : {}),
-          ...(pm('sat_unit_key') ? { claveUnidad: pm('sat_unit_key')! } : {}),
-          ...(pm('timbra_product')
-            ? {}
-            : { descripcion: (item.description || product?.name || 'Producto').slice(0, 1000) }),
-          cantidad: String(item.quantity ?? 1),
-          amount: amountOf(parseMinorUnits(item.amount_total, currency), currency),
-          taxIncluded: true,
-        },
+        stripeLine(
+          product?.metadata,
+          item.description || product?.name || 'Producto',
+          item.quantity ?? 1,
+          amountOf(parseMinorUnits(item.amount_total, currency), currency),
+        ),
       ];
     });
     const shipping = session.shipping_cost?.amount_total;
@@ -342,16 +336,7 @@ async function stripeSaleDraft(
   } else if (invoiceId) {
     draft.lines = await invoiceLines(api, invoiceId, currency);
   } else if (meta('timbra_product') || meta('sat_product_key')) {
-    draft.lines = [
-      {
-        ...(meta('timbra_product') ? { product: meta('timbra_product')! } : {}),
-        ...(meta('sat_product_key') ? { claveProdServ: meta('sat_product_key')! } : {}),
-        ...(meta('sat_unit_key') ? { claveUnidad: meta('sat_unit_key')! } : {}),
-        ...(meta('timbra_product') ? {} : { descripcion: meta('description') ?? 'Venta' }),
-        amount,
-        taxIncluded: true,
-      },
-    ];
+    draft.lines = [stripeLine(source.metadata, meta('description') ?? 'Venta', 1, amount)];
   }
   const ours = meta('timbra_customer');
   const stripeCustomer = source.customer ?? idOf(session?.customer);
@@ -366,6 +351,29 @@ async function stripeSaleDraft(
     if (rate) draft.tipoCambio = { rate, source: 'stripe' };
   }
   return draft;
+}
+
+/**
+ * A line of what Stripe sold, priced with tax: metadata `timbra_product` names one of our products
+ * (its keys, taxes and description), else `sat_product_key` / `sat_unit_key` give the SAT keys and
+ * `description` is the concepto's.
+ */
+function stripeLine(
+  metadata: Record<string, string> | null | undefined,
+  description: string,
+  quantity: number,
+  amount: string,
+): LineInput {
+  const m = (key: string) => metadata?.[key]?.trim() || undefined;
+  const product = m('timbra_product');
+  return {
+    ...(product ? { product } : { descripcion: description.slice(0, 1000) }),
+    ...(m('sat_product_key') ? { claveProdServ: m('sat_product_key')! } : {}),
+    ...(m('sat_unit_key') ? { claveUnidad: m('sat_unit_key')! } : {}),
+    cantidad: String(quantity),
+    amount,
+    taxIncluded: true,
+  };
 }
 
 /**
@@ -392,18 +400,14 @@ async function invoiceLines(api: Stripe, invoiceId: string, currency: string): P
     if (productId && !products.has(productId))
       products.set(productId, await fromApi(() => api.products.retrieve(productId)));
     const product = productId ? products.get(productId) : undefined;
-    const pm = (key: string) => product?.metadata?.[key]?.trim() || undefined;
-    lines.push({
-      ...(pm('timbra_product') ? { product: pm('timbra_product')! } : {}),
-      ...(pm('sat_product_key') ? { claveProdServ: pm('sat_product_key')! } : {}),
-      ...(pm('sat_unit_key') ? { claveUnidad: pm('sat_unit_key')! } : {}),
-      ...(pm('timbra_product')
-        ? {}
-        : { descripcion: (item.description || product?.name || 'Producto').slice(0, 1000) }),
-      cantidad: String(item.quantity ?? 1),
-      amount: amountOf(parseMinorUnits(gross, currency), currency),
-      taxIncluded: true,
-    });
+    lines.push(
+      stripeLine(
+        product?.metadata,
+        item.description || product?.name || 'Producto',
+        item.quantity ?? 1,
+        amountOf(parseMinorUnits(gross, currency), currency),
+      ),
+    );
   }
   return lines;
 }
