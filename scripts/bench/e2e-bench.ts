@@ -65,6 +65,7 @@ const processes = [
     REDIS_URL: redisUrl,
     PORT: String(apiPort),
     HOST: '127.0.0.1',
+    METRICS_PORT: '0',
     STRIPE_WEBHOOK_SECRET: stripeSecret,
     // payment_intent.succeeded without a charge to read: no call reaches Stripe's API.
     STRIPE_API_KEY: 'sk_test_bench_unused',

@@ -124,6 +124,7 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   REDIS_URL: redisUrl,
   PORT: String(apiPort),
   HOST: '127.0.0.1',
+  METRICS_PORT: '0',
   API_KEYS: `chaos:${secrets.apiKey}`,
   STRIPE_WEBHOOK_SECRET: secrets.stripeWebhookSecret,
   STRIPE_API_KEY: secrets.stripeSecretKey,

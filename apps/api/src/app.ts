@@ -149,7 +149,7 @@ export function createApp(deps: AppDeps) {
         res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customProps: (req, res) => requestLogProps(req as Request, res as Response),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+      autoLogging: { ignore: (req) => req.url === '/healthz' },
     }),
   );
 
@@ -157,9 +157,6 @@ export function createApp(deps: AppDeps) {
     res.json({ ok: true });
   });
   app.get('/readyz', readiness(deps));
-  app.get('/metrics', async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
 
   const limiter = rateLimit({
     windowMs: 60_000,

@@ -17,6 +17,9 @@ const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const schema = z.object({
   HOST: z.string().default('0.0.0.0'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  /** GET /metrics on a listener of its own (0: off); loopback unless told otherwise. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  METRICS_HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().url(),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),

@@ -10,7 +10,7 @@ import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
 import { dashboard } from './http/dashboard.ts';
-import { createMetrics } from './http/metrics.ts';
+import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
 import { BanxicoRates } from './use-cases/exchange-rates.ts';
 
@@ -127,6 +127,9 @@ const app = createApp({
 });
 
 const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
+const metricsServer =
+  config.METRICS_PORT > 0 ? await listenMetrics(metrics, config.METRICS_PORT, config.METRICS_HOST) : undefined;
+if (metricsServer) logger.info({ host: config.METRICS_HOST, port: config.METRICS_PORT }, 'metrics listening');
 // Idempotency keys are kept IDEMPOTENCY_TTL_HOURS, then forgotten.
 const purge = setInterval(() => {
   purgeExpiredIdempotencyKeys(prisma).then(
@@ -143,6 +146,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
     clearInterval(purge);
+    metricsServer?.close();
     server.close(() => {
       Promise.allSettled([prisma.$disconnect(), board?.close()])
         .then(() => redis.quit())

@@ -32,10 +32,12 @@ describe('health, readiness, metrics', () => {
     }
   });
 
-  it('exposes Prometheus metrics', async () => {
-    const text = await got.get(`${api.url}/metrics`).text();
+  it('exposes Prometheus metrics on their own listener, not on the API port', async () => {
+    const text = await got.get(api.metricsUrl).text();
     expect(text).toContain('timbra_http_request_duration_seconds');
     expect(text).toContain('process_cpu_seconds_total');
+    expect((await got.get(`${api.url}/metrics`, { throwHttpErrors: false })).statusCode).toBe(404);
+    expect((await got.get(api.metricsUrl.replace('/metrics', '/'), { throwHttpErrors: false })).statusCode).toBe(404);
   });
 });
 

@@ -13,7 +13,7 @@ import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { REDACT } from '../src/http/log-redact.ts';
 import { BanxicoRates } from '../src/use-cases/exchange-rates.ts';
-import { createMetrics } from '../src/http/metrics.ts';
+import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
 import { mercadoPagoPayments, stripeApi } from '../src/webhooks/providers.ts';
 
@@ -35,6 +35,8 @@ export const EMISOR = {
 
 export interface TestApi {
   url: string;
+  /** GET /metrics, on its own listener (METRICS_PORT). */
+  metricsUrl: string;
   prisma: PrismaClient;
   db: TestDatabase;
   /** What the API records payments with (CSD, emisor, serie, settings). */
@@ -101,6 +103,7 @@ export async function startApi(
       periodicidad: '01',
     },
   };
+  const metrics = createMetrics();
   const app = createApp({
     prisma,
     redis,
@@ -110,7 +113,7 @@ export async function startApi(
           { write: (line: string) => void options.logs!.push(line) },
         )
       : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    metrics: createMetrics(),
+    metrics,
     databaseUrl: db.url,
     payments,
     ...(options.rates ? { rates: new BanxicoRates({ url: providerUrl, token: BANXICO_TOKEN }) } : {}),
@@ -140,6 +143,7 @@ export async function startApi(
     const s = app.listen(0, '127.0.0.1', () => r(s));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const metricsServer = await listenMetrics(metrics, 0, '127.0.0.1');
   const sandbox = options.providers
     ? await startProviderSandbox({
         port: Number(new URL(providerUrl).port),
@@ -153,6 +157,7 @@ export async function startApi(
     : undefined;
   return {
     url,
+    metricsUrl: `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`,
     prisma,
     db,
     payments,
@@ -164,6 +169,7 @@ export async function startApi(
       await sandbox?.stop();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+      await new Promise((r) => metricsServer.close(r));
       await prisma.$disconnect();
       await redis.quit();
       if (!options.database) await db.drop();

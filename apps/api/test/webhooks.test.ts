@@ -351,7 +351,7 @@ describe('poison events: signed, but impossible to record', () => {
   });
 
   async function failedMetric(reason: string): Promise<number> {
-    const text = (await got(`${api.url}/metrics`)).body;
+    const text = (await got(api.metricsUrl)).body;
     const line = text
       .split('\n')
       .find((l) => l.startsWith(`timbra_webhook_events_failed_total{provider="stripe",reason="${reason}"}`));

@@ -52,8 +52,10 @@ const schema = z.object({
   ...pac('BACKUP'),
   /** Allow a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
   ALLOW_EVICTING_REDIS: bool.default(false),
-  /** Port of /healthz and /readyz (0: off). */
+  /** Port of /healthz, /readyz and /metrics (0: off). */
   WORKER_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
+  /** Interface of that port: loopback unless told otherwise (a container's orchestrator: 0.0.0.0). */
+  WORKER_HTTP_HOST: z.string().default('127.0.0.1'),
   /** Not ready when jobs wait and none was consumed for this long. */
   WORKER_STALL_MS: z.coerce.number().int().positive().default(120_000),
   ALERT_WEBHOOK_URL: z.string().url().optional(),

@@ -55,7 +55,7 @@ export function createHealth(deps: HealthDeps) {
   return {
     readiness,
     /** `GET /healthz` (process up), `GET /readyz` and `GET /metrics` on a small HTTP port. */
-    listen(port: number, host = '0.0.0.0'): Promise<Server> {
+    listen(port: number, host: string): Promise<Server> {
       const server = createServer((req, res) => {
         if (req.url === '/healthz') {
           res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');

@@ -144,7 +144,8 @@ const health = createHealth({
   ...(roles.has('stamper') ? { worker: w.worker } : {}),
   stallMs: config.WORKER_STALL_MS,
 });
-const healthServer = config.WORKER_HTTP_PORT > 0 ? await health.listen(config.WORKER_HTTP_PORT) : undefined;
+const healthServer =
+  config.WORKER_HTTP_PORT > 0 ? await health.listen(config.WORKER_HTTP_PORT, config.WORKER_HTTP_HOST) : undefined;
 logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
 
 let stopping = false;

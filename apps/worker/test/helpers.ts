@@ -176,6 +176,7 @@ export async function startApiProcess(
         DATABASE_URL: databaseUrl,
         PORT: String(port),
         HOST: '127.0.0.1',
+        METRICS_PORT: '0',
         API_KEYS: `pos:${apiKey}:admin`,
         LOG_LEVEL: 'error',
       },

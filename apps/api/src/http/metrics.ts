@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
 /** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
@@ -34,3 +35,24 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * `GET /metrics` on a listener of its own (METRICS_HOST:METRICS_PORT, default 127.0.0.1): the
+ * metrics name routes, providers and volumes, so they are not served on the public API port.
+ */
+export function listenMetrics(metrics: Pick<Metrics, 'registry'>, port: number, host: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
