@@ -5,7 +5,14 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
-import { hashApiKey, migrationStatus, MIGRATIONS_DIR, pingDatabase, type PrismaClient } from '@timbra/db';
+import {
+  hashApiKey,
+  migrationStatus,
+  MIGRATIONS_DIR,
+  pingDatabase,
+  type DeadLetterQueue,
+  type PrismaClient,
+} from '@timbra/db';
 import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
 import { DomainError } from './use-cases/domain-errors.ts';
 import { apiKeyAuth, requireScopes } from './http/auth.ts';
@@ -51,6 +58,8 @@ export interface AppDeps {
   trustProxy: boolean;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
+  /** The stamp-dlq queue: a re-drive settles its letter there (else the worker's sweeper does). */
+  deadLetters?: DeadLetterQueue;
   stripe: {
     secret: string | undefined;
     toleranceSeconds: number;
@@ -239,7 +248,7 @@ export function createApp(deps: AppDeps) {
   );
   v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
-  v1.use(outboxRoutes(deps.prisma));
+  v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);

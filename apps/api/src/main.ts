@@ -1,10 +1,11 @@
 /** Composition root of the API: config, logger, Prisma, Redis, CSD, then the Express app. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadCsd, periodicidadFor } from '@timbra/cfdi-core';
-import { createPrisma, purgeExpiredIdempotencyKeys } from '@timbra/db';
+import { createPrisma, purgeExpiredIdempotencyKeys, STAMP_DLQ } from '@timbra/db';
 import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
@@ -14,16 +15,30 @@ import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
 import { BanxicoRates } from './use-cases/exchange-rates.ts';
 
+// Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
+const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
+  logger.fatal({ err: error }, message);
+  process.exit(1);
+};
 const config = (() => {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    // The list of what is missing or wrong, and nothing else: no stack for a configuration mistake.
-    process.stderr.write(`${(error as Error).message}\n`);
-    process.exit(1);
+    return fatal(pino({ name: 'api' }), error, 'invalid API configuration');
   }
 })();
 const logger = pino({ level: config.LOG_LEVEL, name: 'api', redact: { paths: REDACT, censor: '[redacted]' } });
+process.on('uncaughtException', (error) => fatal(logger, error, 'uncaught exception'));
+process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled rejection'));
+for (const [provider, secret] of [
+  ['stripe', config.STRIPE_WEBHOOK_SECRET],
+  ['mercadopago', config.MERCADOPAGO_WEBHOOK_SECRET],
+] as const)
+  if (!secret)
+    logger.warn(
+      { provider },
+      `${provider} webhooks are off: no ${provider === 'stripe' ? 'STRIPE' : 'MERCADOPAGO'}_WEBHOOK_SECRET (its deliveries get 503 webhook_not_configured)`,
+    );
 
 const cerPath = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
 const keyPath = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
@@ -37,9 +52,26 @@ const csd = loadCsd(readFileSync(cerPath), readFileSync(keyPath), password);
 
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-await redis
-  .connect()
-  .catch((error: unknown) => logger.warn({ err: error }, 'redis not reachable yet; /readyz will say so'));
+redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+const connected = await redis.connect().then(
+  () => true,
+  (error: unknown) => {
+    logger.warn({ err: error }, 'redis not reachable yet; /readyz will say so');
+    return false;
+  },
+);
+// The API queues nothing itself, but its dashboard and re-drives share the worker's Redis: an
+// evicting Redis loses jobs, so the API refuses it too (checked when reachable at start).
+if (connected) {
+  const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1];
+  if (policy !== 'noeviction' && !config.ALLOW_EVICTING_REDIS)
+    fatal(
+      logger,
+      new Error(`maxmemory-policy is ${policy}`),
+      'Redis maxmemory-policy must be noeviction (set ALLOW_EVICTING_REDIS=true to run anyway)',
+    );
+  if (policy !== 'noeviction') logger.warn({ policy }, 'Redis may evict queued jobs (ALLOW_EVICTING_REDIS=true)');
+}
 
 const emisor = {
   rfc: config.EMISOR_RFC,
@@ -59,10 +91,14 @@ const { emisorId, revokedKeys } = await bootstrap(prisma, {
 if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no longer in API_KEYS were revoked');
 
 const metrics = createMetrics();
+// The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
+const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });
 const board =
   config.DASHBOARD_USER && config.DASHBOARD_PASSWORD
     ? dashboard({
+        prisma,
         redis,
+        dlq,
         prefix: config.QUEUE_PREFIX,
         user: config.DASHBOARD_USER,
         password: config.DASHBOARD_PASSWORD,
@@ -75,6 +111,7 @@ const app = createApp({
   redis,
   logger,
   ...(board ? { dashboard: board.router } : {}),
+  deadLetters: dlq,
   metrics,
   databaseUrl: config.DATABASE_URL,
   payments: {
@@ -127,8 +164,13 @@ const app = createApp({
 });
 
 const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
+server.on('error', (error) => fatal(logger, error, `the API port ${config.PORT} could not be opened`));
 const metricsServer =
-  config.METRICS_PORT > 0 ? await listenMetrics(metrics, config.METRICS_PORT, config.METRICS_HOST) : undefined;
+  config.METRICS_PORT > 0
+    ? await listenMetrics(metrics, config.METRICS_PORT, config.METRICS_HOST).catch((error: unknown) =>
+        fatal(logger, error, `the metrics port ${config.METRICS_PORT} could not be opened`),
+      )
+    : undefined;
 if (metricsServer) logger.info({ host: config.METRICS_HOST, port: config.METRICS_PORT }, 'metrics listening');
 // Idempotency keys are kept IDEMPOTENCY_TTL_HOURS, then forgotten.
 const purge = setInterval(() => {
@@ -148,7 +190,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     clearInterval(purge);
     metricsServer?.close();
     server.close(() => {
-      Promise.allSettled([prisma.$disconnect(), board?.close()])
+      Promise.allSettled([prisma.$disconnect(), board?.close(), dlq.close()])
         .then(() => redis.quit())
         .then(
           () => process.exit(0),

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import got from 'got';
 import { Redis } from 'ioredis';
-import { STAMP_DLQ, STAMP_QUEUE } from '@timbra/db';
-import { dashboard, redactForDashboard } from '../src/http/dashboard.ts';
-import { startApi, type TestApi } from './helpers.ts';
+import { deadLetterOutboxRow, STAMP_DLQ, STAMP_QUEUE } from '@timbra/db';
+import { dashboard, dashboardJobName, redactForDashboard } from '../src/http/dashboard.ts';
+import { jsonPoster, startApi, type TestApi } from './helpers.ts';
 
 const prefix = `{timbra-dashboard-test-${process.pid}}`;
 const USER = 'ops';
@@ -13,19 +13,29 @@ const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:
 
 let redis: Redis;
 let board: ReturnType<typeof dashboard>;
+let readOnlyBoard: ReturnType<typeof dashboard>;
 let api: TestApi;
+let readOnly: TestApi;
 let plain: TestApi;
 let dlq: Queue;
 
 beforeAll(async () => {
   redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
-  board = dashboard({ redis, prefix, user: USER, password: PASSWORD, allowDlqRetry: false });
-  [api, plain] = await Promise.all([startApi({ dashboard: board.router }), startApi()]);
   dlq = new Queue(STAMP_DLQ, { connection: redis, prefix });
+  plain = await startApi();
+  // Two dashboards over one database: Retry allowed, and Retry off (the default).
+  const options = { prisma: plain.prisma, redis, dlq, prefix, user: USER, password: PASSWORD };
+  board = dashboard({ ...options, allowDlqRetry: true });
+  readOnlyBoard = dashboard({ ...options, allowDlqRetry: false });
+  [api, readOnly] = await Promise.all([
+    startApi({ dashboard: board.router, database: plain.db }),
+    startApi({ dashboard: readOnlyBoard.router, database: plain.db }),
+  ]);
   await dlq.add('dead-letter', {
-    outboxId: 'o-1',
+    outboxId: '00000000-0000-4000-8000-000000000001',
     stampKey: 'I-abc',
-    invoiceId: 'i-1',
+    invoiceId: '00000000-0000-4000-8000-000000000002',
+    serieFolio: 'A-999',
     reason: '402. RFC del emisor EKU9003173C9 no se encuentra en el régimen',
     code: '402',
     failedAt: new Date().toISOString(),
@@ -35,12 +45,27 @@ beforeAll(async () => {
 afterAll(async () => {
   await dlq.obliterate({ force: true });
   await dlq.close();
-  await board.close();
-  await Promise.all([api.close(), plain.close()]);
+  await Promise.all([board.close(), readOnlyBoard.close()]);
+  await Promise.all([api.close(), readOnly.close()]);
+  await plain.close();
   const keys = await redis.keys(`${prefix}*`);
   if (keys.length > 0) await redis.del(...keys);
   await redis.quit();
 });
+
+/** A payment recorded through the API whose stamp then failed for good: a real dead letter in Postgres. */
+async function deadLetter(externalId: string): Promise<{ outboxId: string; serieFolio: string }> {
+  const { body } = (await jsonPoster(() => plain)('/v1/payments', {
+    externalId,
+    amount: '116.00',
+    currency: 'MXN',
+    occurredAt: new Date().toISOString(),
+  })) as { body: { invoices: { id: string; serieFolio: string }[] } };
+  const invoice = body.invoices[0]!;
+  const row = await plain.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId: invoice.id } });
+  await deadLetterOutboxRow(plain.prisma, { outboxId: row.id, invoiceId: invoice.id }, '402: RFC EKU9003173C9 refused');
+  return { outboxId: row.id, serieFolio: invoice.serieFolio };
+}
 
 const get = (base: TestApi, path: string, authorization?: string) =>
   got.get(`${base.url}${path}`, {
@@ -79,12 +104,16 @@ describe('queue dashboard (bull-board at /admin/queues)', () => {
       queues: { name: string; readOnlyMode: boolean; allowRetries: boolean; jobs: { data: unknown }[] }[];
     };
     const byName = new Map(body.queues.map((q) => [q.name, q]));
+    // Read-only both, whatever DASHBOARD_ALLOW_DLQ_RETRY says: bull-board has no Retry without
+    // Delete, Edit, Add, Empty and Obliterate; re-drives happen on the dead-letters page.
     expect(byName.get(STAMP_QUEUE)).toMatchObject({ readOnlyMode: true });
     expect(byName.get(STAMP_DLQ)).toMatchObject({ readOnlyMode: true, allowRetries: false });
-    const jobs = byName.get(STAMP_DLQ)!.jobs;
+    const jobs = byName.get(STAMP_DLQ)!.jobs as { name: string; data: unknown; externalUrl?: { href: string } }[];
     expect(jobs).toHaveLength(1);
+    expect(jobs[0]!.name).toBe('dead-letter A-999');
+    expect(jobs[0]!.externalUrl?.href).toBe('/admin/queues/dead-letters/00000000-0000-4000-8000-000000000001');
     expect(jobs[0]!.data).toMatchObject({
-      invoiceId: 'i-1',
+      invoiceId: '00000000-0000-4000-8000-000000000002',
       reason: '402. RFC del emisor [rfc] no se encuentra en el régimen',
       note: '[xml redacted]',
     });
@@ -98,6 +127,105 @@ describe('queue dashboard (bull-board at /admin/queues)', () => {
     });
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(await dlq.isPaused()).toBe(false);
+  });
+});
+
+describe('the dead-letters page (/admin/queues/dead-letters)', () => {
+  const page = (base: TestApi, path = '') => get(base, `/admin/queues/dead-letters${path}`, basic(USER, PASSWORD));
+  const post = (base: TestApi, path: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+    got.post(`${base.url}/admin/queues/dead-letters${path}`, {
+      form,
+      headers: { authorization: basic(USER, PASSWORD), ...headers },
+      throwHttpErrors: false,
+      followRedirect: false,
+    });
+  const tokenOf = (html: string) => /name="token" value="([^"]+)"/.exec(html)?.[1];
+
+  it('lists the dead letters from Postgres by serie-folio, behind the same credentials, RFCs redacted', async () => {
+    const letter = await deadLetter('DLQ-PAGE-1');
+    expect((await get(api, '/admin/queues/dead-letters')).statusCode).toBe(401);
+    const res = await page(api);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain(`data-outbox-id="${letter.outboxId}"`);
+    expect(res.body).toContain(`>${letter.serieFolio}<`);
+    expect(res.body).toContain('402: RFC [rfc] refused');
+    expect(res.body).not.toContain('EKU9003173C9');
+  });
+
+  it('refuses a forged retry (no token, another site, a token for another row) and changes nothing', async () => {
+    const letter = await deadLetter('DLQ-PAGE-2');
+    const other = await deadLetter('DLQ-PAGE-3');
+    const token = tokenOf((await page(api, `/${letter.outboxId}`)).body)!;
+    expect(token).toBeDefined();
+    for (const [form, headers] of [
+      [{}, {}],
+      [{ token }, { 'sec-fetch-site': 'cross-site' }],
+      [{ token }, { origin: 'https://evil.example' }],
+      [{ token: tokenOf((await page(api, `/${other.outboxId}`)).body)! }, {}],
+    ] as [Record<string, string>, Record<string, string>][]) {
+      const res = await post(api, `/${letter.outboxId}/retry`, form, headers);
+      expect(res.statusCode).toBe(403);
+    }
+    const row = await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: letter.outboxId } });
+    expect(row.status).toBe('failed');
+    expect(await api.prisma.outboxRedrive.count({ where: { outboxId: letter.outboxId } })).toBe(0);
+  });
+
+  it('re-drives with the form: the row pending, the re-drive on record (who, why, the failure)', async () => {
+    const letter = await deadLetter('DLQ-PAGE-4');
+    const token = tokenOf((await page(api, `/${letter.outboxId}`)).body)!;
+    const res = await post(api, `/${letter.outboxId}/retry`, { token, reason: 'PAC fixed' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(`/admin/queues/dead-letters/${letter.outboxId}?redriven=1`);
+    expect((await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: letter.outboxId } })).status).toBe('pending');
+    expect(await api.prisma.outboxRedrive.findMany({ where: { outboxId: letter.outboxId } })).toEqual([
+      expect.objectContaining({
+        by: `dashboard:${USER}`,
+        reason: 'PAC fixed',
+        lastError: '402: RFC EKU9003173C9 refused',
+      }),
+    ]);
+    // Twice is not a second re-drive: it is not a dead letter any more.
+    expect((await post(api, `/${letter.outboxId}/retry`, { token })).statusCode).toBe(409);
+    expect((await page(api, `/${letter.outboxId}`)).body).toContain('Not a dead letter now (status pending)');
+  });
+
+  it('offers no Retry, and refuses one, when DASHBOARD_ALLOW_DLQ_RETRY is off', async () => {
+    const letter = await deadLetter('DLQ-PAGE-5');
+    const res = await page(readOnly, `/${letter.outboxId}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.body).not.toContain('<form');
+    expect(res.body).toContain('npm run ops -- dlq:retry');
+    const token = tokenOf((await page(api, `/${letter.outboxId}`)).body)!;
+    expect((await post(readOnly, `/${letter.outboxId}/retry`, { token })).statusCode).toBe(403);
+    expect((await readOnly.prisma.outboxRow.findUniqueOrThrow({ where: { id: letter.outboxId } })).status).toBe(
+      'failed',
+    );
+  });
+});
+
+describe('dashboardJobName', () => {
+  it.each([
+    [{ name: 'stamp', data: { serieFolio: 'A-7' } }, 'stamp A-7'],
+    [
+      { name: 'cancel', data: { serieFolio: 'A-7' }, returnvalue: { status: 'rejected' } },
+      'cancel A-7 → REJECTED by the receptor (the invoice stays valid)',
+    ],
+    [
+      { name: 'cancel', data: { serieFolio: 'A-7' }, returnvalue: { status: 'failed', code: 'x' } },
+      'cancel A-7 → NOT cancelled: the PAC refused it',
+    ],
+    [
+      {
+        name: 'dead-letter',
+        data: { serieFolio: 'A-7' },
+        returnvalue: { dead: false, settled: 'redriven', redrivenBy: 'ops:ana' },
+      },
+      'dead-letter A-7 → re-driven by ops:ana',
+    ],
+    [{ name: 'stamp', data: {} }, 'stamp'],
+  ])('%j → %s', (job, name) => {
+    expect(dashboardJobName(job)).toBe(name);
   });
 });
 

@@ -8,10 +8,10 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-const retry = (id: string, key = KEYS.admin) =>
+const retry = (id: string, key = KEYS.admin, body: object = {}) =>
   got.post(`${api.url}/v1/outbox/${id}/retry`, {
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: '{}',
+    body: JSON.stringify(body),
     throwHttpErrors: false,
   });
 
@@ -35,7 +35,9 @@ describe('POST /v1/outbox/:id/retry (re-drive a dead letter)', () => {
     expect(forbidden.statusCode).toBe(403);
     expect(JSON.parse(forbidden.body)).toMatchObject({ error: { code: 'forbidden' } });
 
-    const res = await retry(row.id);
+    expect((await retry(row.id, KEYS.admin, { reason: '' })).statusCode).toBe(422);
+    expect((await retry(row.id, KEYS.admin, { why: 'x' })).statusCode).toBe(422);
+    const res = await retry(row.id, KEYS.admin, { reason: 'LCO refreshed' });
     expect(res.statusCode).toBe(202);
     expect(await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
       status: 'pending',
@@ -45,5 +47,12 @@ describe('POST /v1/outbox/:id/retry (re-drive a dead letter)', () => {
     expect(invoice.status).toBe('pending');
     expect(invoice.frozenXml).toBe(frozen);
     expect((await retry('00000000-0000-4000-8000-000000000000')).statusCode).toBe(404);
+    // The re-drive is on record in the invoice's history: who (the key), why, and what failed.
+    const view = await got
+      .get(`${api.url}/v1/invoices/${invoiceId}`, { headers: { authorization: `Bearer ${KEYS.pos}` } })
+      .json<{ history: { redrives: unknown[] } }>();
+    expect(view.history.redrives).toEqual([
+      { outboxId: row.id, by: 'api:ops', reason: 'LCO refreshed', lastError: '402: LCO', at: expect.any(String) },
+    ]);
   });
 });

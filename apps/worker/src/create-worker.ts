@@ -6,6 +6,7 @@ import {
   parseStampJob,
   replacementsAwaitingCancellation,
   requestReplacedCancellation,
+  settleDeadLetters,
   type PrismaClient,
 } from '@timbra/db';
 import { failureText } from './errors.ts';
@@ -24,6 +25,7 @@ import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
 import { Sweeper } from './sweeper.ts';
 import { CorrectionRunner } from './corrections.ts';
+import { createDeadLetterConsumer } from './dead-letters.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -78,6 +80,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
+    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq),
     cancelReplaced: async () => {
       let n = 0;
       for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
@@ -150,6 +153,10 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     },
   );
   worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+  const deadLetters = createDeadLetterConsumer(
+    { prisma: deps.prisma, redis: connection, prefix: deps.prefix, logger: deps.logger },
+    { autorun: options.autorun ?? true },
+  );
   return {
     queue,
     dlq,
@@ -157,9 +164,12 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     sweeper,
     corrections,
     worker,
+    /** The consumer of stamp-dlq (dead-letters.ts); runs with `worker`. */
+    deadLetters,
     /** Stops taking jobs, lets in-flight ones finish, closes the queues. */
     close: async () => {
       await worker.close();
+      await deadLetters.close();
       await queue.close();
       await dlq.close();
     },

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { STAMP_WINDOW_MS } from '@timbra/cfdi-core';
 import {
   correctionsProving,
+  deadLetterCount,
   invoicesNeedingData,
   lateInvoices,
   oldestOpenOutboxAgeSeconds,
@@ -13,11 +14,10 @@ import type { PacChain } from './pac-chain.ts';
 
 /**
  * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
- * at scrape time from Postgres (the record) and BullMQ.
+ * at scrape time from Postgres (the record).
  */
 export function createWorkerMetrics(deps: {
   prisma: PrismaClient;
-  dlqSize: () => Promise<number>;
   chain: PacChain;
   /** An invoice is late this long before its Fecha leaves the PACs' window (default 12 h). */
   lateMarginMs?: number;
@@ -120,11 +120,11 @@ export function createWorkerMetrics(deps: {
     },
   });
   new Gauge({
-    name: 'timbra_dlq_size',
-    help: 'Jobs in the stamp dead-letter queue',
+    name: 'timbra_dead_letters',
+    help: 'Dead letters: outbox rows in status failed (Postgres, the record; a re-drive lowers it at once)',
     registers: [registry],
     async collect() {
-      this.set(await deps.dlqSize());
+      this.set(await deadLetterCount(deps.prisma));
     },
   });
   new Gauge({

@@ -31,7 +31,7 @@ export class Relay {
           rows.map((r) => ({
             // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
             name: JOBS[r.kind].name,
-            data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey },
+            data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey, serieFolio: r.serieFolio },
             opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
           })),
         );

@@ -38,7 +38,8 @@ export interface StampProcessorDeps {
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { prisma, logger } = deps;
-    const row = await loadStampRow(prisma, job.data.outboxId);
+    const loaded = await loadStampRow(prisma, job.data.outboxId);
+    const row = loaded && { ...loaded, serieFolio: job.data.serieFolio };
     // `held`: a correction is proving this version was never stamped; it arms the row again after.
     if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
       return { skipped: row?.status ?? 'missing' };
@@ -135,7 +136,7 @@ class HeldForCorrection extends Error {
 
 async function deadLetter(
   deps: StampProcessorDeps,
-  row: { id: string; stampKey: string; invoiceId: string },
+  row: { id: string; stampKey: string; invoiceId: string; serieFolio?: string | undefined },
   reason: string,
   // A WorkerErrorCode, or the PAC's own code.
   code: string,
@@ -156,6 +157,7 @@ async function deadLetter(
     outboxId: row.id,
     stampKey: row.stampKey,
     invoiceId: row.invoiceId,
+    ...(row.serieFolio ? { serieFolio: row.serieFolio } : {}),
     reason,
     code,
     ...(pac ? { pac } : {}),
@@ -164,8 +166,11 @@ async function deadLetter(
   };
   await deps.dlq.add(JOBS.deadLetter.name, letter, {
     jobId: `${row.stampKey}-${Date.now()}`,
-    removeOnComplete: false,
+    // Failed (dead) letters stay until settled; settled ones are kept a month for the record.
+    removeOnComplete: { age: 30 * 24 * 3600 },
     removeOnFail: false,
+    // The letter's failure is the PAC's words, not a stack of ours.
+    stackTraceLimit: 0,
   });
   deps.logger.error({ alert: 'stamp_dead_letter', ...letter }, 'invoice dead-lettered');
   await deps.alert(letter);

@@ -14,6 +14,8 @@ export interface SweeperDeps {
   freezeOverdue?: () => Promise<number>;
   /** Requests the cancellation of invoices whose replacement is stamped but which were left standing. */
   cancelReplaced?: () => Promise<number>;
+  /** Settles stamp-dlq letters whose row is no longer dead (a re-drive made while Redis was away). */
+  settleDeadLetters?: () => Promise<number>;
 }
 
 /**
@@ -31,7 +33,9 @@ export class Sweeper {
     if (frozen > 0) this.deps.logger.warn({ frozen }, 'dependent documents left waiting were frozen');
     const cancelled = this.deps.cancelReplaced ? await this.deps.cancelReplaced() : 0;
     if (cancelled > 0) this.deps.logger.warn({ cancelled }, 'replaced invoices left standing: cancellation requested');
-    return frozen + cancelled + (await this.republishLost());
+    const settled = this.deps.settleDeadLetters ? await this.deps.settleDeadLetters() : 0;
+    if (settled > 0) this.deps.logger.info({ settled }, 'dead letters re-driven elsewhere settled in stamp-dlq');
+    return frozen + cancelled + settled + (await this.republishLost());
   }
 
   private async republishLost(): Promise<number> {

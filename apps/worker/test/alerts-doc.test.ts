@@ -6,7 +6,6 @@ import { createWorkerMetrics } from '../src/metrics.ts';
 const registry = () =>
   createWorkerMetrics({
     prisma: {} as PrismaClient,
-    dlqSize: () => Promise.resolve(0),
     chain: { breakers: new Map() } as unknown as Parameters<typeof createWorkerMetrics>[0]['chain'],
   }).registry;
 

@@ -162,6 +162,8 @@ export function testWorker(
 export async function startApiProcess(
   databaseUrl: string,
   apiKey: string,
+  /** More settings (the dashboard's, a queue prefix…). */
+  env: Record<string, string> = {},
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -179,6 +181,7 @@ export async function startApiProcess(
         METRICS_PORT: '0',
         API_KEYS: `pos:${apiKey}:admin`,
         LOG_LEVEL: 'error',
+        ...env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     },
@@ -202,12 +205,15 @@ export async function startApiProcess(
  * `npm run ops -- …` against a database, as a separate process. Asynchronously: blocking the event
  * loop would leave this process's idle keep-alive sockets to the sandbox unread while it closes them.
  */
-export function runOps(databaseUrl: string, args: string[]) {
+export function runOps(databaseUrl: string | undefined, args: string[], env: Record<string, string> = {}) {
+  const base: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '', ...env };
+  if (databaseUrl) base.DATABASE_URL = databaseUrl;
+  else delete base.DATABASE_URL;
   return new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
     execFile(
       'npx',
       ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
-      { env: { ...process.env, NODE_OPTIONS: '', DATABASE_URL: databaseUrl }, encoding: 'utf8' },
+      { env: base, encoding: 'utf8' },
       (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
     );
   });

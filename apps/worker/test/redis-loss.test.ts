@@ -113,10 +113,10 @@ describe('readiness reflects consumption', () => {
 });
 
 describe('worker metrics', () => {
-  it('exposes attempts by PAC and outcome, the backlog from Postgres, DLQ size and circuit state', async () => {
+  it('exposes attempts by PAC and outcome, the backlog and the dead letters from Postgres, and circuit state', async () => {
     const { createWorkerMetrics } = await import('../src/metrics.ts');
     const chain = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 60_000 });
-    const metrics = createWorkerMetrics({ prisma, dlqSize: () => Promise.resolve(2), chain });
+    const metrics = createWorkerMetrics({ prisma, chain });
     await pendingInvoice(prisma, 'metrics');
     const before = await metrics.registry.getSingleMetricAsString('timbra_invoices_needs_data');
     const needing = Number(/timbra_invoices_needs_data (\d+)/.exec(before)![1]);
@@ -144,7 +144,7 @@ describe('worker metrics', () => {
     expect(text).toMatch(/timbra_failovers_total 1/);
     expect(text).toMatch(/timbra_outbox_pending\{status="pending"\} \d+/);
     expect(text).toMatch(/timbra_outbox_oldest_pending_age_seconds \d/);
-    expect(text).toMatch(/timbra_dlq_size 2/);
+    expect(text).toMatch(/timbra_dead_letters \d+/);
     expect(text).toContain(`timbra_invoices_needs_data ${needing + 1}`);
     expect(text).toMatch(/timbra_invoices_needs_data_oldest_age_seconds \d/);
     expect(text).toMatch(/timbra_circuit_open\{pac="backup"\} 1/);

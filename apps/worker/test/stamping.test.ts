@@ -187,11 +187,21 @@ describe('relay + stamp worker against the sandbox', () => {
     expect(failed.outbox[0]!.lastError).toMatch(/^402/);
     expect(failed.attempts).toEqual([expect.objectContaining({ pac: 'primary', outcome: 'permanent', code: '402' })]);
     expect(letters).toEqual([expect.objectContaining({ stampKey: p.stampKey, code: '402', pac: 'primary' })]);
-    expect(await w.dlq.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    // The DLQ's consumer holds the letter in the failed set, with the PAC's words.
+    await eventually(async () => (await w.dlq.getFailedCount()) === 1);
+    const [held] = await w.dlq.getFailed();
+    expect(held!.failedReason).toMatch(/^402: /);
 
     // Fixed (the emisor is in the LCO again) and re-driven: stamped, with the very same bytes.
     await sandbox.admin('faults', { instance: 'primary', reset: true });
-    expect(await redriveOutboxRow(prisma, p.outboxId)).toMatchObject({ ok: true });
+    expect(await redriveOutboxRow(prisma, p.outboxId, { by: 'test' })).toMatchObject({ ok: true });
+    // Re-driven without touching Redis (as the ops CLI does when Redis is away): the sweeper settles
+    // the letter — completed, saying who re-drove it — and none is left failed.
+    await w.sweeper.sweepOnce();
+    await eventually(async () => (await w.dlq.getCompletedCount()) === 1);
+    expect(await w.dlq.getFailedCount()).toBe(0);
+    const [settled] = await w.dlq.getCompleted();
+    expect(settled!.returnvalue).toMatchObject({ dead: false, settled: 'redriven', redrivenBy: 'test' });
     await w.relay.drainAll();
     await eventually(async () => (await invoice(p.invoiceId)).status === 'stamped');
     const sent = (await ledger()).received.filter((r) => r.customid === p.stampKey);

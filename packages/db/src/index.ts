@@ -21,6 +21,7 @@ export type {
   InvoiceVersion,
   InvoiceCorrection,
   OutboxRow,
+  OutboxRedrive,
   PacAttempt,
   ApiClient,
   IdempotencyKey,
@@ -116,7 +117,15 @@ export {
   type PacCallRecord,
   type PersistedStamp,
 } from './stamping.ts';
-export { redriveOutboxRow, type RedriveResult } from './redrive.ts';
+export { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
+export {
+  deadLetterCount,
+  deadLetterState,
+  redriveDeadLetter,
+  settleDeadLetters,
+  type DeadLetterQueue,
+  type DeadLetterState,
+} from './dead-letters.ts';
 export {
   lockCorrectableInvoice,
   pacsThatReceived,

@@ -17,6 +17,7 @@ const claimOutboxBatchRow = z.object({
   stamp_key: col.text,
   kind: z.enum(['stamp', 'cancel']),
   version: col.int,
+  serie_folio: col.text,
 });
 const outboxCountsByStatusRow = z.object({ status: col.text, n: col.int });
 const oldestOpenOutboxAgeSecondsRow = z.object({ age: z.number().nullable() });
@@ -85,6 +86,8 @@ export interface ClaimedOutboxRow {
   kind: OutboxKind;
   /** The document version it carries (see jobIdFor). */
   version: number;
+  /** Its invoice's serie-folio (shown on the queue dashboard). */
+  serieFolio: string;
 }
 
 /**
@@ -97,13 +100,20 @@ export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOu
     tx,
     claimOutboxBatchRow,
     Prisma.sql`
-      SELECT id, stamp_key, kind, version FROM outbox
-      WHERE status = 'pending' AND available_at <= now()
-      ORDER BY available_at
+      SELECT o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio
+      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
+      WHERE o.status = 'pending' AND o.available_at <= now()
+      ORDER BY o.available_at
       LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED`,
+      FOR UPDATE OF o SKIP LOCKED`,
   );
-  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, kind: r.kind, version: r.version }));
+  return rows.map((r) => ({
+    id: r.id,
+    stampKey: r.stamp_key,
+    kind: r.kind,
+    version: r.version,
+    serieFolio: r.serie_folio,
+  }));
 }
 
 /** Marks claimed rows `enqueued` (their jobs are in the queue), in the claiming transaction. */

@@ -14,6 +14,8 @@ const outboxJob = z.object({
   v: z.literal(1).default(1),
   outboxId: z.uuid(),
   stampKey: z.string().min(1),
+  /** The invoice's serie-folio, for the people reading the dashboard (never read by a processor). */
+  serieFolio: z.string().optional(),
 });
 
 const deadLetter = z.object({
@@ -28,6 +30,8 @@ const deadLetter = z.object({
   failedAt: z.string(),
   /** Documents (a refund's Egreso, a Pago) waiting for this invoice to be stamped: blocked with it. */
   waitingDependents: z.number().int().positive().optional(),
+  /** The invoice's serie-folio, for the people reading the dashboard. */
+  serieFolio: z.string().optional(),
 });
 
 /**

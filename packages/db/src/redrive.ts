@@ -2,19 +2,30 @@ import type { PrismaClient } from './generated/client.ts';
 import { assertTransition } from './invoice-status.ts';
 import { lockOutboxRow, notifyOutbox } from './outbox.ts';
 
+/** Who re-drives, for the audit trail: `api:<key name>`, `ops:<user>`, `dashboard:<user>`; and why. */
+export interface RedriveBy {
+  by: string;
+  reason?: string | undefined;
+}
+
 export type RedriveResult =
   { ok: true; outboxId: string; invoiceId: string } | { ok: false; reason: 'not_found' | 'not_failed' };
 
 /**
  * Puts a dead-lettered outbox row back to pending (and its invoice back to pending), in one
- * transaction, and wakes the relay. The invoice keeps its frozen XML: a re-driven document sends
+ * transaction with its audit record (who, when, why, the failure it answers), and wakes the relay. The invoice keeps its frozen XML: a re-driven document sends
  * exactly the bytes it sent before. Used by the API (`POST /v1/outbox/:id/retry`) and ops tooling.
  */
-export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string): Promise<RedriveResult> {
+export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string, who: RedriveBy): Promise<RedriveResult> {
   return prisma.$transaction(async (tx) => {
     const row = await lockOutboxRow(tx, outboxId);
     if (!row) return { ok: false, reason: 'not_found' } as const;
     if (row.status !== 'failed') return { ok: false, reason: 'not_failed' } as const;
+    const { lastError } = await tx.outboxRow.findUniqueOrThrow({ where: { id: row.id }, select: { lastError: true } });
+    // The audit trail, in the same transaction: a re-drive that happened is always on record.
+    await tx.outboxRedrive.create({
+      data: { outboxId: row.id, invoiceId: row.invoiceId, by: who.by, reason: who.reason ?? null, lastError },
+    });
     const invoice = await tx.invoice.findUniqueOrThrow({ where: { id: row.invoiceId }, select: { status: true } });
     if (invoice.status !== 'pending') {
       assertTransition(invoice.status, 'pending');

@@ -81,6 +81,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
         cancelRequests: { orderBy: { createdAt: 'asc' } },
         replacedBy: { select: { id: true } },
         corrections: { orderBy: { createdAt: 'asc' } },
+        redrives: { orderBy: { createdAt: 'asc' } },
       },
     });
     if (!invoice) throw new ApiError('not_found');

@@ -1,17 +1,31 @@
 import { Router } from 'express';
-import { redriveOutboxRow, type PrismaClient } from '@timbra/db';
+import { z } from 'zod';
+import { redriveDeadLetter, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
+import { validation } from './payments.ts';
 
-/** Admin operations on the outbox. */
-export function outboxRoutes(prisma: PrismaClient): Router {
+const redriveSchema = z.object({ reason: z.string().trim().min(1).max(500).optional() }).strict();
+
+/** Admin operations on the outbox. `dlq`: the stamp-dlq queue, whose letter a re-drive settles. */
+export function outboxRoutes(prisma: PrismaClient, dlq?: DeadLetterQueue): Router {
   const router = Router();
   uuidParams(router, 'id');
 
-  /** Re-drives a dead letter: the row goes back to pending with its original frozen bytes. */
+  /**
+   * Re-drives a dead letter: the row goes back to pending with its original frozen bytes, recorded
+   * (who: this key; why: `reason`) in the invoice's history.
+   */
   router.post('/outbox/:id/retry', async (req, res) => {
     const id = String(req.params.id);
-    const result = await redriveOutboxRow(prisma, id);
+    const body = redriveSchema.safeParse(req.body ?? {});
+    if (!body.success) throw validation(body.error);
+    const result = await redriveDeadLetter(
+      prisma,
+      id,
+      { by: `api:${req.client!.name}`, reason: body.data.reason },
+      dlq,
+    );
     if (!result.ok) throw new ApiError(result.reason === 'not_found' ? 'not_found' : 'not_retryable');
     res.status(202).json({ outboxId: result.outboxId, invoiceId: result.invoiceId, status: 'pending' });
   });

@@ -6,6 +6,7 @@ import {
   type Invoice,
   type InvoiceCorrection,
   type InvoiceVersion,
+  type OutboxRedrive,
   type OutboxRow,
   type PacAttempt,
   type Payment,
@@ -132,6 +133,7 @@ export function invoiceView(
     cancelRequests?: CancelRequest[];
     replacedBy?: { id: string } | null;
     corrections?: InvoiceCorrection[];
+    redrives?: OutboxRedrive[];
   },
 ) {
   return {
@@ -162,6 +164,14 @@ export function invoiceView(
         updatedAt: o.updatedAt.toISOString(),
       })),
       corrections: (i.corrections ?? []).map(correctionView),
+      // Dead letters put back to pending: who, when, why, and the failure each answered.
+      redrives: (i.redrives ?? []).map((r) => ({
+        outboxId: r.outboxId,
+        by: r.by,
+        reason: r.reason,
+        lastError: r.lastError,
+        at: r.createdAt.toISOString(),
+      })),
       pacAttempts: i.attempts.map((a) => ({
         pac: a.pac,
         version: a.version,

@@ -1,0 +1,112 @@
+/**
+ * The dead-letter truth is Postgres: an outbox row in status `failed` is a dead letter, and nothing
+ * else is. The `stamp-dlq` queue is a view of it for the dashboard — a letter job per failure — and
+ * is kept true here: a letter whose row was re-driven (or is no longer failed) is settled, i.e. sent
+ * back to the queue's consumer, which completes it with what became of the row.
+ */
+import type { PrismaClient } from './generated/client.ts';
+import { JOBS } from './queues.ts';
+import { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
+
+/** What settling needs of the `stamp-dlq` queue: a BullMQ `Queue` is one. */
+export interface DeadLetterQueue {
+  getJobs(
+    types: 'failed'[],
+    start?: number,
+    end?: number,
+  ): Promise<({ data: unknown; retry: (state?: 'failed') => Promise<void> } | undefined)[]>;
+}
+
+/** A letter's state: still dead, or settled — how (re-driven by whom, or the row moved on) and what the row is now. */
+export type DeadLetterState =
+  | { dead: true; serieFolio: string }
+  | {
+      dead: false;
+      serieFolio: string;
+      settled: 'redriven' | 'row_moved_on' | 'row_missing';
+      redrivenBy?: string;
+      redrivenAt?: string;
+      reason?: string | null;
+      outboxStatus?: string;
+      invoiceStatus?: string;
+    };
+
+/** Dead letters now: outbox rows in status `failed` (what the metric and the alert read). */
+export function deadLetterCount(prisma: PrismaClient): Promise<number> {
+  return prisma.outboxRow.count({ where: { status: 'failed' } });
+}
+
+/**
+ * What a letter (its outbox row and when it failed) stands for now: dead while its row is failed and
+ * no re-drive came after the failure.
+ */
+export async function deadLetterState(
+  prisma: PrismaClient,
+  letter: { outboxId: string; failedAt: string },
+): Promise<DeadLetterState> {
+  const row = await prisma.outboxRow.findUnique({
+    where: { id: letter.outboxId },
+    select: {
+      status: true,
+      invoice: { select: { serie: true, folio: true, status: true } },
+      redrives: { where: { createdAt: { gte: new Date(letter.failedAt) } }, orderBy: { createdAt: 'asc' }, take: 1 },
+    },
+  });
+  if (!row) return { dead: false, serieFolio: '?', settled: 'row_missing' };
+  const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
+  const redrive = row.redrives[0];
+  if (!redrive && row.status === 'failed') return { dead: true, serieFolio };
+  return {
+    dead: false,
+    serieFolio,
+    settled: redrive ? 'redriven' : 'row_moved_on',
+    ...(redrive ? { redrivenBy: redrive.by, redrivenAt: redrive.createdAt.toISOString(), reason: redrive.reason } : {}),
+    outboxStatus: row.status,
+    invoiceStatus: row.invoice.status,
+  };
+}
+
+/**
+ * Settles the letters in the queue's failed set that are no longer dead (only those of `outboxIds`
+ * when given): each is retried, and the queue's consumer completes it with its state. Returns how
+ * many were settled. Called after every re-drive and by the worker's sweeper (which catches a
+ * re-drive made while Redis was away).
+ */
+export async function settleDeadLetters(
+  prisma: PrismaClient,
+  dlq: DeadLetterQueue,
+  outboxIds?: readonly string[],
+): Promise<number> {
+  const only = outboxIds ? new Set(outboxIds) : undefined;
+  let settled = 0;
+  for (const job of await dlq.getJobs(['failed'], 0, 999)) {
+    if (!job) continue;
+    const parsed = JOBS.deadLetter.data.safeParse(job.data);
+    if (!parsed.success || (only && !only.has(parsed.data.outboxId))) continue;
+    if ((await deadLetterState(prisma, parsed.data)).dead) continue;
+    await job.retry('failed');
+    settled++;
+  }
+  return settled;
+}
+
+/**
+ * A re-drive of a dead letter, whoever asks (API, dashboard, ops CLI): the row back to pending with
+ * its audit record (`redriveOutboxRow`), then its letter settled in `stamp-dlq` when a queue is
+ * given. Settling is best effort — Redis may be away — and the worker's sweeper settles what is left:
+ * `settled: 'later'`.
+ */
+export async function redriveDeadLetter(
+  prisma: PrismaClient,
+  outboxId: string,
+  who: RedriveBy,
+  dlq?: DeadLetterQueue,
+): Promise<RedriveResult & { settled?: number | 'later' }> {
+  const result = await redriveOutboxRow(prisma, outboxId, who);
+  if (!result.ok || !dlq) return result;
+  try {
+    return { ...result, settled: await settleDeadLetters(prisma, dlq, [outboxId]) };
+  } catch {
+    return { ...result, settled: 'later' };
+  }
+}
