@@ -17,12 +17,13 @@
  * passwords, sandbox admin token) appears in their logs. `.ci/run` runs it with both flags.
  */
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoTable, runDemo } from '@timbra/api/demo';
 import { SAT_DIR } from '@timbra/test-support';
-import { localEnv, startLocalSystem } from './local-system.ts';
+import { localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 
 const { values } = parseArgs({
   options: {
@@ -52,7 +53,7 @@ const system = await startLocalSystem(env, values.verbose ? out : () => undefine
     .forEach(out);
   failed = true;
 });
-process.on('SIGINT', () => void system.stop().then(() => process.exit(0)));
+const stop = stopOnSignals(system, out);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -76,7 +77,16 @@ try {
   demoTable(rows).forEach(out);
   out('');
   out(`[demo] queue dashboard: ${api}/admin/queues (user ${env.DASHBOARD_USER}, password in DASHBOARD_PASSWORD)`);
-  out(`[demo] an invoice's history: npm run ops -- invoice:show ${rows[0]?.uuid ?? '<uuid>'}`);
+  // The operator's command, run here as printed (so it is known to work), with the demo's database.
+  const target = rows[0]?.uuid ?? '<uuid>';
+  const shown = new URL(env.DATABASE_URL!).password ? '' : `DATABASE_URL=${env.DATABASE_URL} `;
+  out(`[demo] an invoice's history: ${shown}npm run ops -- invoice:show ${target}`);
+  const history = await runCommand('npm', ['run', '--silent', 'ops', '--', 'invoice:show', target], {
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: env.DATABASE_URL!,
+  });
+  if (history.code !== 0) throw new Error(`npm run ops -- invoice:show exited ${history.code}: ${history.stderr.trim()}`);
+  out(`[demo]   ${history.stdout.split('\n')[0]}`);
   ok = true;
 } catch (error) {
   out(`[demo] FAILED: ${(error as Error).message}`);
@@ -109,8 +119,14 @@ if (values['check-secrets']) {
   if (leaked.length > 0) ok = false;
 }
 
-if (values.exit || !ok) {
-  await system.stop();
-  process.exit(ok ? 0 : 1);
-}
+if (values.exit || !ok) await stop(ok ? 0 : 1);
 out('[demo] still running — Ctrl-C stops it');
+
+/** A command's exit code and output. */
+function runCommand(command: string, args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
+    execFile(command, args, { env, encoding: 'utf8' }, (error, stdout, stderr) =>
+      done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
+}

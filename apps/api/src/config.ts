@@ -6,6 +6,7 @@ import {
   productionEmisorProblems,
   SANDBOX_EMISOR,
   supplyOperatorCatalogs,
+  withSecretFiles,
 } from '@timbra/cfdi-core';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db';
 
@@ -22,6 +23,8 @@ const schema = z.object({
   METRICS_HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().url(),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** Accept a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
+  ALLOW_EVICTING_REDIS: bool.default(false),
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `name:key[:admin]` pairs, comma-separated; keys are stored hashed at start-up. */
@@ -119,7 +122,9 @@ export const API_VARIABLES: readonly string[] = Object.keys(schema.shape);
 export type ApiConfig = z.output<typeof schema>;
 
 /** Reads the API configuration from `env`; throws listing every problem. */
-export function loadConfig(env: NodeJS.ProcessEnv): ApiConfig {
+export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
+  // Secrets may come from files (`<NAME>_FILE`, compose `secrets:`): read here, before anything else.
+  const env = withSecretFiles(given);
   const sandbox = env.TIMBRA_PROFILE === 'sandbox';
   const parsed = schema.safeParse(sandbox ? { ...SANDBOX_EMISOR, ...env } : env);
   const problems = sandbox

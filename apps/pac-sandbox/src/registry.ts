@@ -53,6 +53,8 @@ export class SatRegistry {
   readonly stamps: StampRecord[] = [];
   readonly received: ReceivedRecord[] = [];
   private readonly byUuid = new Map<string, StampRecord>();
+  /** Since when the ledger knows every stamp (ISO): its start, a reset, or the saved state's start. */
+  coversSince = new Date().toISOString();
 
   add(record: StampRecord): void {
     this.stamps.push(record);
@@ -67,6 +69,7 @@ export class SatRegistry {
     this.stamps.length = 0;
     this.received.length = 0;
     this.byUuid.clear();
+    this.coversSince = new Date().toISOString();
   }
 }
 

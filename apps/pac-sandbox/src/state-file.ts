@@ -3,6 +3,8 @@ import type { PacInstance } from './pac-instance.ts';
 import type { SatRegistry, StampRecord } from './registry.ts';
 
 interface StateFile {
+  /** Since when the saved ledger knows every stamp (absent in files older than it: their first stamp). */
+  coversSince?: string;
   stamps: StampRecord[];
   customids: Record<string, [string, string][]>;
 }
@@ -11,6 +13,7 @@ interface StateFile {
 export function loadState(file: string, registry: SatRegistry, instances: ReadonlyMap<string, PacInstance>): number {
   if (!existsSync(file)) return 0;
   const state = JSON.parse(readFileSync(file, 'utf8')) as StateFile;
+  registry.coversSince = state.coversSince ?? state.stamps[0]?.stampedAt ?? registry.coversSince;
   for (const record of state.stamps) {
     registry.add(record);
     instances.get(record.instance)?.memory.byCadena.set(record.cadenaHash, record);
@@ -36,6 +39,7 @@ export function stateSaver(
   const save = () => {
     timer = undefined;
     const state: StateFile = {
+      coversSince: registry.coversSince,
       stamps: registry.stamps,
       customids: Object.fromEntries([...instances.values()].map((i) => [i.name, [...i.memory.customids.entries()]])),
     };

@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { productionEmisorProblems, SANDBOX_EMISOR, supplyOperatorCatalogs } from '@timbra/cfdi-core';
+import { productionEmisorProblems, SANDBOX_EMISOR, supplyOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-core';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -105,7 +105,9 @@ const SANDBOX_DEFAULTS = {
  * required; the sandbox profile (`TIMBRA_PROFILE=sandbox`) defaults them to the local sandbox PAC and
  * the SAT test CSD. The backup PAC is optional. Throws listing every problem.
  */
-export function loadConfig(env: NodeJS.ProcessEnv): { config: WorkerConfig; pacs: PacConfig[] } {
+export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pacs: PacConfig[] } {
+  // Secrets may come from files (`<NAME>_FILE`, compose `secrets:`): read here, before anything else.
+  const env = withSecretFiles(given);
   const sandbox = env.TIMBRA_PROFILE === 'sandbox';
   const parsed = schema.safeParse(sandbox ? { ...SANDBOX_DEFAULTS, ...env } : env);
   const problems = sandbox
@@ -143,4 +145,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): { config: WorkerConfig; pacs
     pacs.push({ name, kind, url, user: c[`${p}_USER`] ?? '', password: c[`${p}_PASSWORD`] ?? '' });
   }
   return { config: parsed.data, pacs };
+}
+
+/**
+ * What `npm run ops` needs, read as the worker reads its own (secret files, the same names and
+ * defaults): the database, and Redis for settling the dead-letter queue after a re-drive.
+ */
+export function loadOpsConfig(given: NodeJS.ProcessEnv) {
+  const parsed = schema
+    .pick({ DATABASE_URL: true, REDIS_URL: true, QUEUE_PREFIX: true })
+    .safeParse(withSecretFiles(given));
+  if (!parsed.success)
+    throw new Error(
+      `invalid ops configuration:\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}` +
+        "\n  (the worker's settings: DATABASE_URL is required, e.g. postgresql://postgres@127.0.0.1:5432/timbra for `npm run dev`)",
+    );
+  return parsed.data;
 }

@@ -1,102 +1,124 @@
 /**
- * `npm run ops -- <command>` — operations on the stamping pipeline:
- *   outbox:stats                     rows by status and the oldest not-done age
- *   dlq:list                         dead-lettered outbox rows (failed), newest first
- *   dlq:retry <outboxId> | --all     put dead-lettered rows back to pending (same frozen bytes)
- *   invoice:show <id|uuid|serie-folio>  an invoice and its history (outbox rows, PAC attempts)
- *   invoices:needs-data              invoices that need data (money arrived, no CFDI yet), oldest first
- *   invoice:versions <id|uuid|serie-folio>  the versions of its frozen document and its corrections
- *   invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT]
- *                                    PATCH /v1/invoices/:id through the API (the rules' and the
- *                                    folio's owner): fields receptor.rfc, receptor.nombre,
- *                                    receptor.codigoPostal, receptor.regimenFiscal, receptor.usoCfdi,
- *                                    tipoCambio, formaPago, concepto.claveProdServ, concepto.claveUnidad,
- *                                    concepto.descripcion; --reason alone re-freezes with a fresh Fecha
- *   keys:create <name> [--scopes read,write,cancel,admin]
- *                                    a new API key (printed once, stored hashed); default scopes
- *                                    read, write, cancel
- *   keys:list                        every API key: name, prefix, scopes, source, last used, revoked
- *   keys:revoke <name|prefix|id>     revoke a key: refused at once on every API instance
- *   keys:purge                       delete expired Idempotency-Key records
- *   webhooks:failed [--since ISO]    signed provider events that could not be recorded (poison
- *                                    events, stored as failed), newest first, with their reasons
- *   reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]
- *                                    compare a PAC ledger (the sandbox's) with our invoices:
- *                                    orphan stamps and duplicates; exit 1 when any. --fix proposes
- *                                    the repair of each duplicate (cancel the other UUIDs, motivo 01,
- *                                    replaced by ours; never both); --execute queues those
- *                                    cancellations for the worker
- * Options: --json. Exit 0 on success, 1 on a problem, 64 on bad usage. Needs DATABASE_URL.
+ * `npm run ops -- <command>`: operations on the stamping pipeline. `npm run ops -- --help` lists the
+ * commands, `npm run ops -- <command> --help` explains one. Settings are the worker's (DATABASE_URL,
+ * REDIS_URL, QUEUE_PREFIX, each also as `<NAME>_FILE`). Exit codes: 0 done; 1 a problem found or an
+ * operation refused; 2 bad usage; 3 could not check (the PAC ledger unreachable or not covering the
+ * window asked for).
  */
-import { parseArgs } from 'node:util';
+import { userInfo } from 'node:os';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import {
   ApiKeyNameTaken,
   createApiKey,
   createPrisma,
   DEFAULT_SCOPES,
   isScope,
+  isUuid,
   listApiKeys,
-  revokeApiKey,
-  SCOPES,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
   purgeExpiredIdempotencyKeys,
-  redriveOutboxRow,
+  redriveDeadLetter,
   requestDuplicateCancellation,
+  revokeApiKey,
+  SCOPES,
+  STAMP_DLQ,
+  type PrismaClient,
 } from '@timbra/db';
+import { loadOpsConfig } from './config.ts';
+import { parseSince } from './since.ts';
 import { proposeFixes, reconcile, sandboxLedger } from './reconcile.ts';
 
-/** A command given the wrong arguments: its message, exit 64. */
+/** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
 class UsageError extends Error {}
+/** A check that could not be made: exit 3. */
+class CannotCheck extends Error {}
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    all: { type: 'boolean', default: false },
-    json: { type: 'boolean', default: false },
-    'ledger-url': { type: 'string' },
-    'admin-token': { type: 'string' },
-    since: { type: 'string' },
-    fix: { type: 'boolean', default: false },
-    execute: { type: 'boolean', default: false },
-    'api-url': { type: 'string' },
-    'api-key': { type: 'string' },
-    set: { type: 'string', multiple: true },
-    reason: { type: 'string' },
-    scopes: { type: 'string' },
-  },
-});
-const out = (value: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(value) : text}\n`);
-const url = process.env.DATABASE_URL;
-if (!url) {
-  process.stderr.write('DATABASE_URL is not set\n');
-  process.exit(1);
+const uuidArg = (what: string) => (value: string) => {
+  if (!isUuid(value)) throw new InvalidArgumentError(`${what} is a UUID (e.g. from dlq:list)`);
+  return value.toLowerCase();
+};
+
+let json = false;
+const out = (value: unknown, text: string) => process.stdout.write(`${json ? JSON.stringify(value) : text}\n`);
+const fail = (message: string, code = 1) => {
+  process.stderr.write(`${message}\n`);
+  process.exitCode = code;
+};
+
+// The database (and Redis) are opened by the first command that needs them: --help needs neither.
+let prismaClient: PrismaClient | undefined;
+const config = () => {
+  try {
+    return loadOpsConfig(process.env);
+  } catch (error) {
+    throw new CannotCheck((error as Error).message);
+  }
+};
+const db = (): PrismaClient => (prismaClient ??= createPrisma(config().DATABASE_URL, { poolSize: 2 }));
+
+/** Which invoice a command names: its id or UUID, its serie-folio, or its stamp key. */
+function invoiceWhere(target: string) {
+  const serieFolio = /^(.+)-(\d+)$/.exec(target);
+  if (isUuid(target)) return { OR: [{ uuid: target.toUpperCase() }, { id: target.toLowerCase() }] };
+  return serieFolio ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) } : { stampKey: target };
 }
-const prisma = createPrisma(url, { poolSize: 2 });
-const [command, target] = positionals;
 
-try {
-  const since = values.since ? new Date(values.since) : undefined;
-  if (command === 'webhooks:failed' && since && Number.isNaN(since.getTime())) {
-    process.stderr.write('--since must be an ISO 8601 time\n');
-    process.exitCode = 64;
-  } else if (command === 'webhooks:failed') {
-    const rows = await prisma.webhookEvent.findMany({
-      where: { result: 'failed', ...(since ? { receivedAt: { gte: since } } : {}) },
-      orderBy: { receivedAt: 'desc' },
-      take: 500,
-      select: { provider: true, eventId: true, type: true, reason: true, receivedAt: true },
-    });
+/** The stamp-dlq queue, for settling letters after a re-drive; undefined when Redis does not answer. */
+async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<void> } | undefined> {
+  const { REDIS_URL, QUEUE_PREFIX } = config();
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3000 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+  } catch {
+    redis.disconnect();
+    return undefined;
+  }
+  const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: QUEUE_PREFIX });
+  return {
+    dlq,
+    close: async () => {
+      await dlq.close();
+      await redis.quit();
+    },
+  };
+}
+
+const program = new Command('npm run ops --')
+  .description("Operations on the stamping pipeline (the worker's settings: DATABASE_URL, REDIS_URL, QUEUE_PREFIX).")
+  .option('--json', 'print JSON instead of text')
+  .showHelpAfterError('(npm run ops -- --help lists the commands)')
+  .addHelpText(
+    'after',
+    '\nExit codes: 0 done; 1 a problem found or an operation refused; 2 bad usage; 3 could not check.',
+  )
+  .hook('preAction', (command) => {
+    json = Boolean(command.optsWithGlobals().json);
+  });
+
+program
+  .command('outbox:stats')
+  .description('outbox rows by status, and the age of the oldest not done')
+  .action(async () => {
+    const rows = await outboxCountsByStatus(db(), { includeDone: true });
+    const stats = {
+      byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
+      oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(db()),
+    };
     out(
-      rows,
-      rows.length === 0
-        ? 'no failed webhook events'
-        : rows
-            .map((r) => `${r.receivedAt.toISOString()}  ${r.provider}  ${r.eventId}  ${r.type}  ${r.reason ?? ''}`)
-            .join('\n'),
+      stats,
+      `${rows.map((r) => `${r.status}: ${r.n}`).join('  ') || 'empty'}\noldest not done: ${Math.round(stats.oldestNotDoneSeconds)} s`,
     );
-  } else if (command === 'dlq:list') {
-    const rows = await prisma.outboxRow.findMany({
+  });
+
+program
+  .command('dlq:list')
+  .description('dead letters (outbox rows that failed for good), newest first')
+  .action(async () => {
+    const rows = await db().outboxRow.findMany({
       where: { status: 'failed' },
       orderBy: { updatedAt: 'desc' },
       take: 500,
@@ -117,32 +139,84 @@ try {
             .map((r) => `${r.id}  ${r.invoice.serie}-${r.invoice.folio}  attempts=${r.attempts}  ${r.lastError ?? ''}`)
             .join('\n'),
     );
-  } else if (command === 'dlq:retry' && (target || values.all)) {
-    const ids = values.all
-      ? (await prisma.outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id)
-      : [target!];
+  });
+
+program
+  .command('dlq:retry')
+  .description(
+    're-drive dead letters: back to pending with the same frozen bytes, recorded (you, now, --reason) in the invoice history',
+  )
+  .argument('[outboxId]', 'the dead letter (an outbox id from dlq:list)', uuidArg('outboxId'))
+  .option('--all', 'every dead letter')
+  .option('--reason <text>', 'why, for the audit trail')
+  .action(async (outboxId: string | undefined, options: { all?: boolean; reason?: string }) => {
+    if (!outboxId === !options.all) throw new UsageError('dlq:retry: give an outbox id or --all (not both)');
+    const ids = options.all
+      ? (await db().outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id)
+      : [outboxId!];
+    const queue = ids.length > 0 ? await deadLetterQueue() : undefined;
+    const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
     const results = [];
-    for (const id of ids) results.push({ id, ...(await redriveOutboxRow(prisma, id)) });
-    const failed = results.filter((r) => !r.ok);
+    try {
+      for (const id of ids)
+        results.push({ id, ...(await redriveDeadLetter(db(), id, { by, reason: options.reason }, queue?.dlq)) });
+    } finally {
+      await queue?.close();
+    }
     out(
       results,
       results
-        .map((r) => `${r.id}  ${r.ok ? 're-driven: pending' : `not re-driven: ${'reason' in r ? r.reason : ''}`}`)
+        .map((r) =>
+          r.ok
+            ? `${r.id}  re-driven: pending${r.settled === undefined || r.settled === 'later' ? ' (its letter in stamp-dlq is settled by the worker)' : ''}`
+            : `${r.id}  not re-driven: ${r.reason}`,
+        )
         .join('\n') || 'no dead letters',
     );
-    process.exitCode = failed.length > 0 ? 1 : 0;
-  } else if (command === 'outbox:stats') {
-    const rows = await outboxCountsByStatus(prisma, { includeDone: true });
-    const stats = {
-      byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
-      oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(prisma),
-    };
+    process.exitCode = results.some((r) => !r.ok) ? 1 : 0;
+  });
+
+program
+  .command('invoice:show')
+  .description('an invoice and its history: outbox rows, re-drives, PAC attempts')
+  .argument('<invoice>', 'its id, UUID, serie-folio (A-17) or stamp key')
+  .action(async (target: string) => {
+    const invoice = await db().invoice.findFirst({
+      where: invoiceWhere(target),
+      include: {
+        outbox: { orderBy: { createdAt: 'asc' } },
+        attempts: { orderBy: { createdAt: 'asc' } },
+        redrives: { orderBy: { createdAt: 'asc' } },
+      },
+    });
+    if (!invoice) return fail(`no invoice ${target}`);
+    const { frozenXml: _f, stampedXml: _s, tfdXml: _t, cadenaOriginal: _c, request: _r, ...summary } = invoice;
     out(
-      stats,
-      `${rows.map((r) => `${r.status}: ${r.n}`).join('  ') || 'empty'}\noldest not done: ${Math.round(stats.oldestNotDoneSeconds)} s`,
+      summary,
+      [
+        `${invoice.serie}-${invoice.folio}  ${invoice.kind}  ${invoice.status}  ${invoice.uuid ?? '(no UUID)'}  total ${invoice.total.toFixed(2)} ${invoice.moneda}`,
+        `stamp key ${invoice.stampKey}${invoice.pac ? `  pac ${invoice.pac}` : ''}`,
+        ...invoice.outbox.map(
+          (o) =>
+            `  outbox ${o.id} ${o.kind} ${o.status} attempts=${o.attempts}${o.lastError ? ` last_error=${o.lastError}` : ''}`,
+        ),
+        ...invoice.redrives.map(
+          (r) =>
+            `  ${r.createdAt.toISOString()}  re-driven by ${r.by}${r.reason ? ` (${r.reason})` : ''}${r.lastError ? `  after ${r.lastError}` : ''}`,
+        ),
+        ...invoice.attempts.map(
+          (a) =>
+            `  ${a.createdAt.toISOString()}  ${a.pac}  ${a.outcome}${a.code ? ` ${a.code}` : ''}${a.uuid ? ` ${a.uuid}` : ''}  ${a.durationMs} ms`,
+        ),
+      ].join('\n'),
     );
-  } else if (command === 'invoices:needs-data') {
-    const rows = await prisma.invoice.findMany({
+  });
+
+program
+  .command('invoices:needs-data')
+  .description('invoices that need data (money arrived, no CFDI yet), oldest first')
+  .action(async () => {
+    const rows = await db().invoice.findMany({
       where: { status: 'needs_data' },
       orderBy: { createdAt: 'asc' },
       take: 500,
@@ -163,61 +237,80 @@ try {
             )
             .join('\n'),
     );
-  } else if (command === 'invoice:versions' && target) {
-    const invoice = await prisma.invoice.findFirst({
+  });
+
+program
+  .command('invoice:versions')
+  .description("the versions of an invoice's frozen document, and its corrections")
+  .argument('<invoice>', 'its id, UUID, serie-folio (A-17) or stamp key')
+  .action(async (target: string) => {
+    const invoice = await db().invoice.findFirst({
       where: invoiceWhere(target),
       include: { versions: { orderBy: { version: 'asc' } }, corrections: { orderBy: { createdAt: 'asc' } } },
     });
-    if (!invoice) {
-      process.stderr.write(`no invoice ${target}\n`);
-      process.exitCode = 1;
-    } else {
-      const versions = invoice.versions.map((v) => ({
-        version: v.version,
-        fecha: v.fecha,
-        reason: v.reason,
-        createdBy: v.createdBy,
-        createdAt: v.createdAt,
-        supersededAt: v.supersededAt,
-        proof: v.proof,
-      }));
-      const corrections = invoice.corrections.map((c) => ({
-        id: c.id,
-        status: c.status,
-        code: c.code,
-        detail: c.detail,
-        fromVersion: c.fromVersion,
-        toVersion: c.toVersion,
-        reason: c.reason,
-        requestedBy: c.requestedBy,
-        createdAt: c.createdAt,
-      }));
-      out(
-        {
-          invoiceId: invoice.id,
-          version: invoice.version,
-          status: invoice.status,
-          uuid: invoice.uuid,
-          versions,
-          corrections,
-        },
-        [
-          `${invoice.serie}-${invoice.folio}  ${invoice.status}  version ${invoice.version}${invoice.uuid ? `  stamped ${invoice.uuid}` : ''}`,
-          ...(versions.length === 0 ? ['  version 1 (the only one)'] : []),
-          ...versions.map(
-            (v) =>
-              `  v${v.version}  Fecha ${v.fecha}  ${v.reason} (${v.createdBy})${v.supersededAt ? `  superseded ${v.supersededAt.toISOString()}` : ''}`,
-          ),
-          ...corrections.map(
-            (c) =>
-              `  correction ${c.id}  ${c.status}${c.code ? ` ${c.code}` : ''}  v${c.fromVersion}→${c.toVersion ?? '?'}  ${c.reason}`,
-          ),
-        ].join('\n'),
-      );
-    }
-  } else if (command === 'invoice:correct' && target && values['api-url'] && values['api-key']) {
-    const body: Record<string, unknown> = values.reason ? { reason: values.reason } : {};
-    for (const pair of values.set ?? []) {
+    if (!invoice) return fail(`no invoice ${target}`);
+    const versions = invoice.versions.map((v) => ({
+      version: v.version,
+      fecha: v.fecha,
+      reason: v.reason,
+      createdBy: v.createdBy,
+      createdAt: v.createdAt,
+      supersededAt: v.supersededAt,
+      proof: v.proof,
+    }));
+    const corrections = invoice.corrections.map((c) => ({
+      id: c.id,
+      status: c.status,
+      code: c.code,
+      detail: c.detail,
+      fromVersion: c.fromVersion,
+      toVersion: c.toVersion,
+      reason: c.reason,
+      requestedBy: c.requestedBy,
+      createdAt: c.createdAt,
+    }));
+    out(
+      {
+        invoiceId: invoice.id,
+        version: invoice.version,
+        status: invoice.status,
+        uuid: invoice.uuid,
+        versions,
+        corrections,
+      },
+      [
+        `${invoice.serie}-${invoice.folio}  ${invoice.status}  version ${invoice.version}${invoice.uuid ? `  stamped ${invoice.uuid}` : ''}`,
+        ...(versions.length === 0 ? ['  version 1 (the only one)'] : []),
+        ...versions.map(
+          (v) =>
+            `  v${v.version}  Fecha ${v.fecha}  ${v.reason} (${v.createdBy})${v.supersededAt ? `  superseded ${v.supersededAt.toISOString()}` : ''}`,
+        ),
+        ...corrections.map(
+          (c) =>
+            `  correction ${c.id}  ${c.status}${c.code ? ` ${c.code}` : ''}  v${c.fromVersion}→${c.toVersion ?? '?'}  ${c.reason}`,
+        ),
+      ].join('\n'),
+    );
+  });
+
+program
+  .command('invoice:correct')
+  .description(
+    'PATCH /v1/invoices/:id through the API (the owner of the rules and the folio); --reason alone re-freezes with a fresh Fecha',
+  )
+  .argument('<invoice>', 'its id, serie-folio (A-17) or stamp key')
+  .requiredOption('--api-url <url>', 'the API, e.g. http://127.0.0.1:3000')
+  .requiredOption('--api-key <key>', 'an API key with the write scope')
+  .option(
+    '--set <field=value>',
+    'a field to change (repeatable): receptor.rfc, receptor.nombre, receptor.codigoPostal, receptor.regimenFiscal, receptor.usoCfdi, tipoCambio, formaPago, concepto.claveProdServ, concepto.claveUnidad, concepto.descripcion',
+    (value: string, previous: string[]) => [...previous, value],
+    [] as string[],
+  )
+  .option('--reason <text>', 'why, kept with the correction')
+  .action(async (target: string, options: { apiUrl: string; apiKey: string; set: string[]; reason?: string }) => {
+    const body: Record<string, unknown> = options.reason ? { reason: options.reason } : {};
+    for (const pair of options.set) {
       const [path, ...rest] = pair.split('=');
       const [head, field] = path!.split('.');
       if (!head || rest.length === 0) throw new UsageError(`--set ${pair}: expected field=value`);
@@ -225,12 +318,12 @@ try {
       if (field) body[head] = { ...(body[head] ?? {}), [field]: value };
       else body[head] = value;
     }
-    const invoice = await prisma.invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
-    if (!invoice) throw new UsageError(`no invoice ${target}`);
-    const response = await fetch(`${values['api-url'].replace(/\/$/, '')}/v1/invoices/${invoice.id}`, {
+    const invoice = await db().invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
+    if (!invoice) return fail(`no invoice ${target}`);
+    const response = await fetch(`${options.apiUrl.replace(/\/$/, '')}/v1/invoices/${invoice.id}`, {
       method: 'PATCH',
       headers: {
-        authorization: `Bearer ${values['api-key']}`,
+        authorization: `Bearer ${options.apiKey}`,
         'content-type': 'application/json',
         'idempotency-key': `ops-${invoice.id}-${Date.now()}`,
       },
@@ -239,51 +332,35 @@ try {
     const answer = await response.json();
     out(answer, `${response.status}  ${JSON.stringify(answer)}`);
     process.exitCode = response.ok ? 0 : 1;
-  } else if (command === 'invoice:show' && target) {
-    const invoice = await prisma.invoice.findFirst({
-      where: invoiceWhere(target),
-      include: { outbox: { orderBy: { createdAt: 'asc' } }, attempts: { orderBy: { createdAt: 'asc' } } },
-    });
-    if (!invoice) {
-      process.stderr.write(`no invoice ${target}\n`);
-      process.exitCode = 1;
-    } else {
-      const { frozenXml: _f, stampedXml: _s, tfdXml: _t, cadenaOriginal: _c, request: _r, ...summary } = invoice;
-      out(
-        summary,
-        [
-          `${invoice.serie}-${invoice.folio}  ${invoice.kind}  ${invoice.status}  ${invoice.uuid ?? '(no UUID)'}  total ${invoice.total.toFixed(2)} ${invoice.moneda}`,
-          `stamp key ${invoice.stampKey}${invoice.pac ? `  pac ${invoice.pac}` : ''}`,
-          ...invoice.outbox.map(
-            (o) =>
-              `  outbox ${o.kind} ${o.status} attempts=${o.attempts}${o.lastError ? ` last_error=${o.lastError}` : ''}`,
-          ),
-          ...invoice.attempts.map(
-            (a) =>
-              `  ${a.createdAt.toISOString()}  ${a.pac}  ${a.outcome}${a.code ? ` ${a.code}` : ''}${a.uuid ? ` ${a.uuid}` : ''}  ${a.durationMs} ms`,
-          ),
-        ].join('\n'),
-      );
-    }
-  } else if (command === 'keys:create') {
-    if (!target) throw new UsageError('keys:create <name> [--scopes read,write,cancel,admin]');
-    const scopes = values.scopes ? values.scopes.split(',').map((s) => s.trim()) : [...DEFAULT_SCOPES];
+  });
+
+program
+  .command('keys:create')
+  .description('a new API key, printed once and stored hashed')
+  .argument('<name>', 'its name (letters, digits, _ . -)')
+  .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')}`, DEFAULT_SCOPES.join(','))
+  .action(async (name: string, options: { scopes: string }) => {
+    const scopes = options.scopes.split(',').map((s) => s.trim());
     const unknown = scopes.filter((s) => !isScope(s));
     if (unknown.length > 0)
       throw new UsageError(`--scopes: ${unknown.join(', ')}: the scopes are ${SCOPES.join(', ')}`);
     try {
-      const made = await createApiKey(prisma, target, [...new Set(scopes.filter(isScope))]);
+      const made = await createApiKey(db(), name, [...new Set(scopes.filter(isScope))]);
       out(
         { key: made.key, ...made.apiKey },
         `${made.key}\n(API key ${made.apiKey.name}, scopes ${made.apiKey.scopes.join(', ')}: shown this once, stored hashed)`,
       );
     } catch (error) {
       if (!(error instanceof ApiKeyNameTaken)) throw error;
-      process.stderr.write(`${error.message}\n`);
-      process.exitCode = 1;
+      fail(error.message);
     }
-  } else if (command === 'keys:list') {
-    const keys = await listApiKeys(prisma);
+  });
+
+program
+  .command('keys:list')
+  .description('every API key: name, prefix, scopes, source, last used, revoked (never the secret)')
+  .action(async () => {
+    const keys = await listApiKeys(db());
     out(
       keys,
       keys
@@ -293,74 +370,148 @@ try {
         )
         .join('\n') || 'no API keys',
     );
-  } else if (command === 'keys:revoke') {
-    if (!target) throw new UsageError('keys:revoke <name|prefix|id>');
-    const revoked = await revokeApiKey(prisma, target);
-    if (!revoked) {
-      process.stderr.write(`no single API key named ${target} (name, prefix or id)\n`);
-      process.exitCode = 1;
-    } else out(revoked, `API key ${revoked.name} revoked at ${revoked.revokedAt!.toISOString()}`);
-  } else if (command === 'keys:purge') {
-    const count = await purgeExpiredIdempotencyKeys(prisma);
-    out({ purged: count }, `purged ${count} expired idempotency keys`);
-  } else if (command === 'reconcile' && values['ledger-url'] && values['admin-token']) {
-    const ledger = await sandboxLedger(values['ledger-url'], values['admin-token']).list(values.since);
-    const invoices = await prisma.invoice.findMany({
-      where: { uuid: { not: null } },
-      select: { id: true, uuid: true },
-    });
-    const invoiceOf = new Map(invoices.map((i) => [i.uuid!.toUpperCase(), i.id]));
-    const result = reconcile(ledger, new Set(invoiceOf.keys()));
-    const fixes = values.fix ? proposeFixes(result.duplicates, invoiceOf) : [];
-    const executed = [];
-    if (values.fix && values.execute) {
-      for (const fix of fixes) {
-        if (!('keep' in fix)) continue;
-        for (const duplicateUuid of fix.cancel)
-          executed.push({
-            duplicateUuid,
-            ...(await requestDuplicateCancellation(prisma, { invoiceId: fix.invoiceId, duplicateUuid })),
-          });
-      }
-    }
-    out(
-      { ...result, ...(values.fix ? { fixes, executed } : {}) },
-      [
-        `${result.stamps} stamps in the ledger, ${invoiceOf.size} UUIDs in the database`,
-        `orphans: ${result.orphans.length}${result.orphans.map((o) => `\n  ${o.uuid} (${o.instance}${o.customid ? `, key ${o.customid}` : ''})`).join('')}`,
-        `duplicates: ${result.duplicates.length}${result.duplicates.map((d) => `\n  by ${d.by} ${d.key}: ${d.uuids.join(', ')}`).join('')}`,
-        ...(values.fix
-          ? [
-              `fixes${values.execute ? ' (queued)' : ' (proposed; --execute queues them)'}: ${fixes.length}${fixes
-                .map((f) =>
-                  'keep' in f
-                    ? `\n  keep ${f.keep}; cancel ${f.cancel.join(', ')} (motivo 01, replaced by ${f.keep})`
-                    : `\n  skipped ${f.skipped.join(', ')}: ${f.reason}`,
-                )
-                .join('')}`,
-            ]
-          : []),
-      ].join('\n'),
-    );
-    process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
-  } else {
-    process.stderr.write(
-      'usage: npm run ops -- outbox:stats | dlq:list | dlq:retry <outboxId>|--all | invoice:show <id|uuid|serie-folio> | invoices:needs-data | invoice:versions <id|uuid|serie-folio> | invoice:correct <id|serie-folio> --api-url URL --api-key KEY [--set field=value]… [--reason TEXT] | keys:create <name> [--scopes …] | keys:list | keys:revoke <name|prefix|id> | keys:purge | webhooks:failed [--since ISO] | reconcile --ledger-url URL --admin-token T [--since ISO] [--fix [--execute]]  [--json]\n',
-    );
-    process.exitCode = 64;
-  }
-} catch (error) {
-  if (!(error instanceof UsageError)) throw error;
-  process.stderr.write(`${error.message}\n`);
-  process.exitCode = 64;
-} finally {
-  await prisma.$disconnect();
-}
+  });
 
-/** Which invoice a command names: its id or UUID, its serie-folio, or its stamp key. */
-function invoiceWhere(target: string) {
-  const serieFolio = /^(.+)-(\d+)$/.exec(target);
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(target))
-    return { OR: [{ uuid: target.toUpperCase() }, { id: target.toLowerCase() }] };
-  return serieFolio ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) } : { stampKey: target };
+program
+  .command('keys:revoke')
+  .description('revoke an API key: refused at once on every API instance')
+  .argument('<key>', 'its name, prefix or id')
+  .action(async (target: string) => {
+    const revoked = await revokeApiKey(db(), target);
+    if (!revoked) return fail(`no single API key named ${target} (name, prefix or id)`);
+    out(revoked, `API key ${revoked.name} revoked at ${revoked.revokedAt!.toISOString()}`);
+  });
+
+program
+  .command('keys:purge')
+  .description('delete expired Idempotency-Key records')
+  .action(async () => {
+    const count = await purgeExpiredIdempotencyKeys(db());
+    out({ purged: count }, `purged ${count} expired idempotency keys`);
+  });
+
+program
+  .command('webhooks:failed')
+  .description('signed provider events that could not be recorded (stored as failed), newest first, with their reasons')
+  .addOption(
+    new Option('--since <when>', 'ISO 8601 date or time, or a duration back from now (30m, 12h, 7d)').argParser((v) =>
+      parseSince(v),
+    ),
+  )
+  .action(async (options: { since?: Date }) => {
+    const rows = await db().webhookEvent.findMany({
+      where: { result: 'failed', ...(options.since ? { receivedAt: { gte: options.since } } : {}) },
+      orderBy: { receivedAt: 'desc' },
+      take: 500,
+      select: { provider: true, eventId: true, type: true, reason: true, receivedAt: true },
+    });
+    out(
+      rows,
+      rows.length === 0
+        ? 'no failed webhook events'
+        : rows
+            .map((r) => `${r.receivedAt.toISOString()}  ${r.provider}  ${r.eventId}  ${r.type}  ${r.reason ?? ''}`)
+            .join('\n'),
+    );
+  });
+
+program
+  .command('reconcile')
+  .description(
+    "compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window)",
+  )
+  .requiredOption('--ledger-url <url>', 'the PAC ledger (the sandbox admin URL)')
+  .requiredOption('--admin-token <token>', 'its admin token')
+  .addOption(
+    new Option(
+      '--since <when>',
+      'the window: ISO 8601 date or time, or a duration (30m, 12h, 7d); default: since our first stamp',
+    ).argParser((v) => parseSince(v)),
+  )
+  .option(
+    '--fix',
+    'propose the repair of each duplicate: cancel the other UUIDs (motivo 01, replaced by ours; never both)',
+  )
+  .option('--execute', 'with --fix: queue those cancellations for the worker')
+  .action(
+    async (options: { ledgerUrl: string; adminToken: string; since?: Date; fix?: boolean; execute?: boolean }) => {
+      if (options.execute && !options.fix) throw new UsageError('--execute goes with --fix');
+      const invoices = await db().invoice.findMany({
+        where: { uuid: { not: null } },
+        select: { id: true, uuid: true, stampedAt: true },
+      });
+      const firstStamp = invoices.reduce<Date | undefined>(
+        (first, i) => (i.stampedAt && (!first || i.stampedAt < first) ? i.stampedAt : first),
+        undefined,
+      );
+      const windowStart = options.since ?? firstStamp;
+      let ledger;
+      try {
+        ledger = await sandboxLedger(options.ledgerUrl, options.adminToken).list(options.since?.toISOString());
+      } catch (error) {
+        throw new CannotCheck(`cannot read the PAC ledger at ${options.ledgerUrl}: ${(error as Error).message}`);
+      }
+      if (!ledger.coversSince)
+        throw new CannotCheck('the PAC ledger does not say which window it covers: nothing can be concluded');
+      if (windowStart && new Date(ledger.coversSince) > windowStart)
+        throw new CannotCheck(
+          `the PAC ledger covers only since ${ledger.coversSince}; the window asked for starts ${windowStart.toISOString()}${options.since ? '' : ' (our first stamp)'}: stamps before it cannot be checked — narrow --since or use a ledger that covers it`,
+        );
+      const invoiceOf = new Map(invoices.map((i) => [i.uuid!.toUpperCase(), i.id]));
+      const result = reconcile(ledger.stamps, new Set(invoiceOf.keys()));
+      const fixes = options.fix ? proposeFixes(result.duplicates, invoiceOf) : [];
+      const executed = [];
+      if (options.fix && options.execute) {
+        for (const fix of fixes) {
+          if (!('keep' in fix)) continue;
+          for (const duplicateUuid of fix.cancel)
+            executed.push({
+              duplicateUuid,
+              ...(await requestDuplicateCancellation(db(), { invoiceId: fix.invoiceId, duplicateUuid })),
+            });
+        }
+      }
+      out(
+        { ...result, coversSince: ledger.coversSince, ...(options.fix ? { fixes, executed } : {}) },
+        [
+          `${result.stamps} stamps in the ledger (it covers since ${ledger.coversSince}), ${invoiceOf.size} UUIDs in the database`,
+          `orphans: ${result.orphans.length}${result.orphans.map((o) => `\n  ${o.uuid} (${o.instance}${o.customid ? `, key ${o.customid}` : ''})`).join('')}`,
+          `duplicates: ${result.duplicates.length}${result.duplicates.map((d) => `\n  by ${d.by} ${d.key}: ${d.uuids.join(', ')}`).join('')}`,
+          ...(options.fix
+            ? [
+                `fixes${options.execute ? ' (queued)' : ' (proposed; --execute queues them)'}: ${fixes.length}${fixes
+                  .map((f) =>
+                    'keep' in f
+                      ? `\n  keep ${f.keep}; cancel ${f.cancel.join(', ')} (motivo 01, replaced by ${f.keep})`
+                      : `\n  skipped ${f.skipped.join(', ')}: ${f.reason}`,
+                  )
+                  .join('')}`,
+              ]
+            : []),
+        ].join('\n'),
+      );
+      process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
+    },
+  );
+
+// Every usage mistake — the parser's or ours — exits 2 with the message and a pointer to --help.
+program.exitOverride();
+for (const command of program.commands) command.exitOverride();
+try {
+  await program.parseAsync(process.argv.slice(2), { from: 'user' });
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // --help and --version end here with code 0; a parser error has printed its message already.
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  } else if (error instanceof UsageError) {
+    fail(`${error.message}\n(npm run ops -- --help lists the commands)`, 2);
+  } else if (error instanceof CannotCheck) {
+    fail(error.message, 3);
+  } else {
+    // Anything else is a failure of ours or of a service: one line, no stack (LOG_LEVEL=debug shows it).
+    fail(`ops: ${(error as Error).message}`, 1);
+    if (process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(error as Error).stack}\n`);
+  }
+} finally {
+  await prismaClient?.$disconnect();
 }

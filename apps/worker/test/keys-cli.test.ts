@@ -1,7 +1,7 @@
 /**
  * `npm run ops -- keys:create | keys:list | keys:revoke` against the API as its real process: a key
  * made on the command line works at once with the scopes it was given, and a revoked one is refused
- * at once; bad usage exits 64.
+ * at once; bad usage exits 2.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
@@ -47,9 +47,9 @@ describe('ops keys:*', () => {
     expect((await runOps(db.url, ['keys:list'])).stdout).toMatch(/dashboard-reader .* REVOKED/);
   });
 
-  it('bad usage exits 64; an unknown key or a taken name exits 1', async () => {
-    expect((await runOps(db.url, ['keys:create'])).status).toBe(64);
-    expect((await runOps(db.url, ['keys:create', 'x', '--scopes', 'read,root'])).status).toBe(64);
+  it('bad usage exits 2; an unknown key or a taken name exits 1', async () => {
+    expect((await runOps(db.url, ['keys:create'])).status).toBe(2);
+    expect((await runOps(db.url, ['keys:create', 'x', '--scopes', 'read,root'])).status).toBe(2);
     expect((await runOps(db.url, ['keys:revoke', 'nobody'])).status).toBe(1);
     expect((await runOps(db.url, ['keys:create', 'twice'])).status).toBe(0);
     expect((await runOps(db.url, ['keys:create', 'twice'])).status).toBe(1);

@@ -95,6 +95,7 @@ export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
 export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
 export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';
 export { SAT_TEST_RFCS, SAT_TEST_TAXPAYERS, SANDBOX_EMISOR, productionEmisorProblems } from './sandbox-profile.ts';
+export { SECRET_SETTINGS, withSecretFiles } from './secret-files.ts';
 export { catalogSchema, schemaFiles, SCHEMA_FOLDERS, SCHEMA_WRAPPER } from './validate/catalog-schema.ts';
 export {
   parseAmount,

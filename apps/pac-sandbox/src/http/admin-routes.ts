@@ -142,7 +142,8 @@ export function adminRoutes(deps: AdminDeps): Router {
       .map(([cadenaHash, uuids]) => ({ cadenaHash, uuids }));
     const counts = Object.fromEntries([...deps.instances.values()].map((i) => [i.name, i.counts]));
     const received = req.query.received === 'false' ? undefined : deps.registry.received.filter((r) => r.at >= since);
-    res.json({ stamps, duplicates, counts, ...(received ? { received } : {}) });
+    // `coversSince`: a window that starts before it is not all there (the sandbox restarted without a state file, or was reset).
+    res.json({ coversSince: deps.registry.coversSince, stamps, duplicates, counts, ...(received ? { received } : {}) });
   });
 
   router.post('/reset', (_req, res) => {

@@ -1,0 +1,201 @@
+/**
+ * `npm run ops` as an operator meets it: help for every command without a database, usage mistakes
+ * exit 2 with a message (never a stack trace), `--since` takes ISO times and durations and refuses
+ * anything else, `reconcile` refuses to give an all-clear it cannot back (exit 3), and a re-drive is
+ * recorded with who did it and settles the letter in stamp-dlq at once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { createPrisma, deadLetterOutboxRow, STAMP_DLQ, type PrismaClient } from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createDeadLetterConsumer } from '../src/dead-letters.ts';
+import { parseSince } from '../src/since.ts';
+import { pino } from 'pino';
+import {
+  ADMIN_TOKEN,
+  eventually,
+  freePort,
+  pendingInvoice,
+  redisFor,
+  runOps,
+  startSandboxProcess,
+  type SandboxProcess,
+} from './helpers.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+const redis = redisFor();
+const prefix = `{tops${randomBytes(4).toString('hex')}}`;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 3 });
+  sandbox = await startSandboxProcess();
+});
+afterAll(async () => {
+  await sandbox.stop();
+  await prisma.$disconnect();
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+  await db.drop();
+});
+
+const ops = (args: string[], env: Record<string, string> = {}) => runOps(db.url, args, env);
+
+describe('npm run ops: usage', () => {
+  it('--help and -h list every command, without a database; a command explains itself', async () => {
+    for (const flag of ['--help', '-h']) {
+      const help = await runOps(undefined, [flag]);
+      expect(help.status).toBe(0);
+      for (const command of ['outbox:stats', 'dlq:list', 'dlq:retry', 'invoice:show', 'keys:create', 'reconcile'])
+        expect(help.stdout).toContain(command);
+      expect(help.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 bad usage; 3 could not check/);
+    }
+    const one = await runOps(undefined, ['reconcile', '--help']);
+    expect(one.status).toBe(0);
+    expect(one.stdout).toMatch(/--ledger-url <url>/);
+    expect(one.stdout).toMatch(/--since <when>/);
+  });
+
+  it('bad usage exits 2 with a message and no stack trace', async () => {
+    for (const args of [
+      [],
+      ['no-such-command'],
+      ['dlq:retry', 'not-a-uuid'],
+      ['dlq:retry'],
+      ['invoice:show'],
+      ['webhooks:failed', '--since', 'yesterday'],
+      ['reconcile', '--ledger-url', 'http://127.0.0.1:1'],
+      ['keys:list', '--bogus'],
+    ]) {
+      const run = await ops(args);
+      expect({ args, status: run.status }).toEqual({ args, status: 2 });
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+      expect(run.stderr.trim().length).toBeGreaterThan(0);
+    }
+    expect((await ops(['dlq:retry', 'not-a-uuid'])).stderr).toMatch(/outboxId is a UUID/);
+    expect((await ops(['webhooks:failed', '--since', 'yesterday'])).stderr).toMatch(
+      /ISO 8601 date or time .* or a duration \(30m, 12h, 7d, 2w\)/,
+    );
+  });
+
+  it('an unknown invoice is a problem (exit 1), not a crash; no DATABASE_URL says what to set', async () => {
+    const missing = await ops(['invoice:show', 'ZZ-404']);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toBe('no invoice ZZ-404\n');
+    const unset = await runOps(undefined, ['outbox:stats']);
+    expect(unset.status).toBe(3);
+    expect(unset.stderr).toMatch(/DATABASE_URL/);
+    expect(unset.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('reads DATABASE_URL from DATABASE_URL_FILE, like the apps', async () => {
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'ops-secret-')), 'database-url');
+    writeFileSync(file, `${db.url}\n`);
+    const run = await runOps(undefined, ['outbox:stats', '--json'], { DATABASE_URL_FILE: file });
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toHaveProperty('byStatus');
+  });
+});
+
+describe('--since', () => {
+  const now = Date.parse('2026-11-30T12:00:00Z');
+  it.each([
+    ['2026-11-29', '2026-11-29T00:00:00.000Z'],
+    ['2026-11-29T08:30:00Z', '2026-11-29T08:30:00.000Z'],
+    ['2026-11-29T08:30:00-06:00', '2026-11-29T14:30:00.000Z'],
+    ['30m', '2026-11-30T11:30:00.000Z'],
+    ['12h', '2026-11-30T00:00:00.000Z'],
+    ['7d', '2026-11-23T12:00:00.000Z'],
+    ['2w', '2026-11-16T12:00:00.000Z'],
+  ])('%s → %s', (value, iso) => {
+    expect(parseSince(value, now).toISOString()).toBe(iso);
+  });
+  it.each(['yesterday', '', '7', '1y', '2026-13-45', 'now', '-1d'])('refuses %j', (value) => {
+    expect(() => parseSince(value, now)).toThrow(/ISO 8601/);
+  });
+});
+
+describe('reconcile never gives an all-clear it cannot back', () => {
+  const args = (...more: string[]) => [
+    'reconcile',
+    '--ledger-url',
+    sandbox.adminUrl,
+    '--admin-token',
+    ADMIN_TOKEN,
+    ...more,
+  ];
+
+  it('exits 3 when the window starts before what the ledger covers, or the ledger cannot be read', async () => {
+    const before = await ops(args('--since', '2000-01-01'));
+    expect(before.status).toBe(3);
+    expect(before.stderr).toMatch(/the PAC ledger covers only since \S+; the window asked for starts 2000-01-01/);
+    const unreachable = await ops([
+      'reconcile',
+      '--ledger-url',
+      `http://127.0.0.1:${await freePort()}`,
+      '--admin-token',
+      ADMIN_TOKEN,
+    ]);
+    expect(unreachable.status).toBe(3);
+    expect(unreachable.stderr).toMatch(/cannot read the PAC ledger/);
+    const refused = await ops(['reconcile', '--ledger-url', sandbox.adminUrl, '--admin-token', 'wrong-token']);
+    expect(refused.status).toBe(3);
+  });
+
+  it('within the ledger: a clean window exits 0 and says what it covered', async () => {
+    const run = await ops(args('--since', new Date().toISOString(), '--json'));
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ orphans: [], duplicates: [], coversSince: expect.any(String) });
+  });
+});
+
+describe('dlq:retry', () => {
+  it('re-drives with who and why on record, and settles the letter in stamp-dlq at once', async () => {
+    const p = await pendingInvoice(prisma, 'ops-redrive');
+    await prisma.outboxRow.update({ where: { id: p.outboxId }, data: { status: 'enqueued' } });
+    await deadLetterOutboxRow(prisma, { outboxId: p.outboxId, invoiceId: p.invoiceId }, '402: LCO');
+    // The letter as the worker leaves it: in the failed set of stamp-dlq, held there by its consumer.
+    const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix });
+    const consumer = createDeadLetterConsumer(
+      { prisma, redis, prefix, logger: pino({ level: 'silent' }) },
+      { autorun: true },
+    );
+    try {
+      await dlq.add('dead-letter', {
+        outboxId: p.outboxId,
+        stampKey: p.stampKey,
+        invoiceId: p.invoiceId,
+        reason: 'LCO',
+        code: '402',
+        failedAt: new Date(Date.now() - 1000).toISOString(),
+      });
+      await eventually(async () => (await dlq.getFailedCount()) === 1);
+
+      const run = await ops(['dlq:retry', p.outboxId, '--reason', 'LCO fixed', '--json'], {
+        QUEUE_PREFIX: prefix,
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+        TIMBRA_OPERATOR: 'ana',
+      });
+      expect(run.status).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual([expect.objectContaining({ ok: true, settled: 1 })]);
+      expect(await prisma.outboxRedrive.findMany({ where: { outboxId: p.outboxId } })).toEqual([
+        expect.objectContaining({ by: 'ops:ana', reason: 'LCO fixed', lastError: '402: LCO' }),
+      ]);
+      // Out of the failed set at once; its consumer completes it with the re-drive.
+      expect(await dlq.getFailedCount()).toBe(0);
+      await eventually(async () => (await dlq.getCompletedCount()) === 1);
+      expect((await dlq.getCompleted())[0]!.returnvalue).toMatchObject({ settled: 'redriven', redrivenBy: 'ops:ana' });
+      expect((await ops(['invoice:show', p.invoiceId])).stdout).toMatch(/re-driven by ops:ana \(LCO fixed\)/);
+    } finally {
+      await consumer.close();
+      await dlq.close();
+    }
+  });
+});
