@@ -98,15 +98,45 @@ export async function startLocalSystem(
     lines,
     stop: async () => {
       stopping = true;
-      const exits = [...children.values()].map((c) => new Promise((resolve) => c.once('exit', resolve)));
-      for (const c of children.values()) {
+      const running = [...children.values()];
+      const exits = running.map((c) => new Promise((resolve) => c.once('exit', resolve)));
+      const signal = (name: NodeJS.Signals) => {
+        for (const c of running) {
+          try {
+            process.kill(-c.pid!, name);
+          } catch {
+            // already gone
+          }
+        }
+      };
+      // Each app drains in-flight work on SIGTERM; what is still running after 15 s is killed.
+      signal('SIGTERM');
+      const timer = new Promise((resolve) => setTimeout(resolve, 15_000).unref());
+      if ((await Promise.race([Promise.all(exits).then(() => 'exited'), timer])) !== 'exited') signal('SIGKILL');
+      // The process groups too: an npm or tsx left behind by an app that exited first.
+      for (const c of running) {
         try {
-          process.kill(-c.pid!, 'SIGTERM');
+          process.kill(-c.pid!, 'SIGKILL');
         } catch {
-          // already gone
+          // gone, as it should be
         }
       }
-      await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
     },
   };
+}
+
+/**
+ * SIGINT, SIGTERM and SIGHUP stop every process of `system` (and wait for them) before this one
+ * exits: 0 after a signal, `exitCode()` otherwise. Used by `npm run dev` and `npm run demo`.
+ */
+export function stopOnSignals(system: LocalSystem, log: (line: string) => void): (code: number) => Promise<never> {
+  let stopping: Promise<never> | undefined;
+  const stop = (code: number): Promise<never> =>
+    (stopping ??= system.stop().then(() => process.exit(code)));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => {
+      log(`[timbra] ${signal}: stopping every process`);
+      void stop(0);
+    });
+  return stop;
 }

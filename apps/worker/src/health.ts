@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import { pingDatabase, type PrismaClient } from '@timbra/db';
 
 export interface HealthDeps {
@@ -11,8 +12,21 @@ export interface HealthDeps {
   worker?: Worker;
   /** Not ready when jobs wait and nothing was consumed for this long. */
   stallMs: number;
-  /** Served on /metrics when given. */
-  metrics?: { registry: { contentType: string; metrics: () => Promise<string> } };
+}
+
+function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms).unref()),
+  ]);
+}
+
+export type Readiness = () => Promise<{ ok: boolean; checks: Record<string, string> }>;
+
+/** What /metrics serves: a prom-client registry. */
+interface MetricsRegistry {
+  contentType: string;
+  metrics: () => Promise<string>;
 }
 
 /**
@@ -32,13 +46,14 @@ export function createHealth(deps: HealthDeps) {
   async function readiness(): Promise<{ ok: boolean; checks: Record<string, string> }> {
     const checks: Record<string, string> = {};
     try {
-      await pingDatabase(deps.prisma);
+      await within(5_000, pingDatabase(deps.prisma));
       checks.postgres = 'ok';
     } catch {
       checks.postgres = 'unreachable';
     }
     try {
-      checks.redis = (await deps.redis.ping()) === 'PONG' ? 'ok' : 'unexpected';
+      // The worker's connection queues commands while Redis is away: a PING would wait for ever.
+      checks.redis = (await within(2_000, deps.redis.ping())) === 'PONG' ? 'ok' : 'unexpected';
     } catch {
       checks.redis = 'unreachable';
     }
@@ -52,29 +67,65 @@ export function createHealth(deps: HealthDeps) {
     return { ok: Object.values(checks).every((v) => v === 'ok'), checks };
   }
 
-  return {
-    readiness,
-    /** `GET /healthz` (process up), `GET /readyz` and `GET /metrics` on a small HTTP port. */
-    listen(port: number, host: string): Promise<Server> {
-      const server = createServer((req, res) => {
-        if (req.url === '/healthz') {
-          res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
-        } else if (req.url === '/readyz') {
-          readiness().then(
-            (r) => res.writeHead(r.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(r)),
-            () => res.writeHead(503).end(),
-          );
-        } else if (req.url === '/metrics' && deps.metrics) {
-          const { registry } = deps.metrics;
-          registry.metrics().then(
-            (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-            () => res.writeHead(500).end(),
-          );
-        } else {
-          res.writeHead(404).end();
-        }
-      });
-      return new Promise((resolve) => server.listen(port, host, () => resolve(server)));
-    },
-  };
+  return { readiness };
+}
+
+/**
+ * `GET /healthz` (process up), `GET /readyz` and `GET /metrics` on a small HTTP port, opened before
+ * anything else so an orchestrator sees the process (and why it is not ready) while it starts.
+ */
+export function listenHealth(
+  port: number,
+  host: string,
+  deps: { readiness: Readiness; metrics: () => MetricsRegistry | undefined },
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    } else if (req.url === '/readyz') {
+      deps.readiness().then(
+        (r) => res.writeHead(r.ok ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(r)),
+        () => res.writeHead(503).end(),
+      );
+    } else if (req.url === '/metrics' && deps.metrics()) {
+      const registry = deps.metrics()!;
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        () => res.writeHead(500).end(),
+      );
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+/**
+ * Runs `probe` until it succeeds, with backoff (0.5 s doubling to 30 s): each failure is a warning
+ * and is what /readyz says under `what` meanwhile.
+ */
+export async function waitFor<T>(
+  what: string,
+  logger: Logger,
+  checks: Record<string, string>,
+  probe: () => Promise<T>,
+): Promise<T> {
+  let delay = 500;
+  for (;;) {
+    try {
+      const value = await probe();
+      checks[what] = 'ok';
+      if (delay > 500) logger.info({ [what]: 'ok' }, `${what} reachable`);
+      return value;
+    } catch (error) {
+      const reason = (error as Error).message || String(error);
+      checks[what] = `unreachable: ${reason}`;
+      logger.warn({ [what]: 'unreachable', err: reason, retryInMs: delay }, `${what} unreachable; retrying`);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 30_000);
+    }
+  }
 }

@@ -4,11 +4,11 @@ import { pino } from 'pino';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FinkokClient, loadCsd, SwClient, type Csd, type PacClient } from '@timbra/cfdi-core';
-import { createPrisma } from '@timbra/db';
+import { createPrisma, pingDatabase } from '@timbra/db';
 import { loadConfig } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
-import { createHealth } from './health.ts';
+import { createHealth, listenHealth, waitFor, type Readiness } from './health.ts';
 import { createWorkerMetrics } from './metrics.ts';
 import type { CsdCredentials } from './cancel-processor.ts';
 import { PacChain } from './pac-chain.ts';
@@ -16,13 +16,16 @@ import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
 import { runCorrections } from './corrections.ts';
 
+// Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
+const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
+  logger.fatal({ err: error }, message);
+  process.exit(1);
+};
 const { config, pacs } = (() => {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    // The list of what is missing or wrong, and nothing else: no stack for a configuration mistake.
-    process.stderr.write(`${(error as Error).message}\n`);
-    process.exit(1);
+    return fatal(pino({ name: 'worker' }), error, 'invalid worker configuration');
   }
 })();
 // Nothing logs these today; redacted anyway, so a future `logger.info({ pac })` cannot leak them.
@@ -34,22 +37,55 @@ const logger = pino({
     censor: '[redacted]',
   },
 });
+process.on('uncaughtException', (error) => fatal(logger, error, 'uncaught exception'));
+process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled rejection'));
 const roles = new Set(config.WORKER_ROLES.split(',').map((r) => r.trim()));
 
-const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+// The health port answers at once: not ready (saying why) until Redis and Postgres answer.
+let readiness: Readiness = async () => ({ ok: false, checks: { startup: 'starting' } });
+let metrics: ReturnType<typeof createWorkerMetrics> | undefined;
+const startup: Record<string, string> = {};
+const healthServer =
+  config.WORKER_HTTP_PORT > 0
+    ? await listenHealth(config.WORKER_HTTP_PORT, config.WORKER_HTTP_HOST, {
+        readiness: () => readiness(),
+        metrics: () => metrics?.registry,
+      }).catch((error: unknown) => fatal(logger, error, 'the health port could not be opened'))
+    : undefined;
+if (healthServer) logger.info({ address: healthServer.address() }, 'health listening');
+readiness = async () => ({ ok: false, checks: { ...startup } });
+
 // BullMQ loses jobs if Redis evicts keys: refuse to run on an evicting Redis unless told otherwise.
-const policy = ((await redis.config('GET', 'maxmemory-policy')) as string[])[1];
-if (policy !== 'noeviction') {
-  if (!config.ALLOW_EVICTING_REDIS) {
-    logger.fatal({ policy }, 'Redis maxmemory-policy must be noeviction (set ALLOW_EVICTING_REDIS=true to run anyway)');
-    process.exit(1);
+const policy = await waitFor('redis', logger, startup, async () => {
+  const probe = new Redis(config.REDIS_URL, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 5_000,
+  });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    return ((await probe.config('GET', 'maxmemory-policy')) as string[])[1];
+  } finally {
+    probe.disconnect();
   }
+});
+if (policy !== 'noeviction') {
+  if (!config.ALLOW_EVICTING_REDIS)
+    fatal(
+      logger,
+      new Error(`maxmemory-policy is ${policy}`),
+      'Redis maxmemory-policy must be noeviction (set ALLOW_EVICTING_REDIS=true to run anyway)',
+    );
   logger.warn(
     { policy },
     'Redis may evict queued jobs: Postgres stays the record and the sweeper re-publishes, but expect delays',
   );
 }
-
+const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
 const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
 const clients: PacClient[] = pacs.map((p) =>
   p.kind === 'sw'
@@ -71,6 +107,7 @@ const clients: PacClient[] = pacs.map((p) =>
       }),
 );
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+await waitFor('postgres', logger, startup, () => pingDatabase(prisma));
 
 // The CSD freezes dependent documents and signs cancellations. Without one (and no test CSD for
 // EMISOR_RFC) dependents stay waiting and cancellations fail.
@@ -90,10 +127,8 @@ const emisorCsd = readCsd();
 const csd = emisorCsd?.csd;
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
-// Read at scrape time only, after `w` exists.
-const metrics = createWorkerMetrics({
+const workerMetrics = createWorkerMetrics({
   prisma,
-  dlqSize: () => w.dlq.count(),
   chain,
   lateMarginMs: config.LATE_MARGIN_HOURS * 3_600_000,
 });
@@ -103,7 +138,7 @@ const w = createWorker(
     redis,
     prefix: config.QUEUE_PREFIX,
     chain,
-    onAttempts: (attempts) => metrics.record(attempts),
+    onAttempts: (attempts) => workerMetrics.record(attempts),
     retry: {
       attempts: config.STAMP_ATTEMPTS,
       baseDelayMs: config.STAMP_BACKOFF_BASE_MS,
@@ -137,15 +172,14 @@ const corrections =
     ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
     : undefined;
 const health = createHealth({
-  metrics,
   prisma,
   redis,
   queue: w.queue,
   ...(roles.has('stamper') ? { worker: w.worker } : {}),
   stallMs: config.WORKER_STALL_MS,
 });
-const healthServer =
-  config.WORKER_HTTP_PORT > 0 ? await health.listen(config.WORKER_HTTP_PORT, config.WORKER_HTTP_HOST) : undefined;
+readiness = health.readiness;
+metrics = workerMetrics;
 logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
 
 let stopping = false;

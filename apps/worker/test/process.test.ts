@@ -5,7 +5,9 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { eventually, pendingInvoice, startSandboxProcess, type SandboxProcess } from './helpers.ts';
+import got from 'got';
+import { privateRedisArgs } from '@timbra/test-support';
+import { eventually, freePort, pendingInvoice, startSandboxProcess, type SandboxProcess } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 let db: TestDatabase;
@@ -24,7 +26,11 @@ afterAll(async () => {
 });
 
 /** The worker's real entry point as a child process. */
-function startWorker(prefix: string): ChildProcess {
+function startWorker(
+  prefix: string,
+  env: Record<string, string> = {},
+  stdio: 'ignore' | 'pipe' = 'ignore',
+): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')], {
     env: {
       ...process.env,
@@ -39,9 +45,18 @@ function startWorker(prefix: string): ChildProcess {
       RELAY_POLL_MS: '200',
       STAMP_BACKOFF_BASE_MS: '100',
       LOG_LEVEL: 'error',
+      ...env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', stdio, stdio === 'pipe' ? 'pipe' : 'inherit'],
   });
+}
+
+/** Every line a child writes to stdout and stderr. */
+function linesOf(child: ChildProcess): string[] {
+  const lines: string[] = [];
+  for (const stream of [child.stdout, child.stderr])
+    stream?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  return lines;
 }
 
 const exited = (child: ChildProcess) =>
@@ -100,6 +115,69 @@ describe('the worker process', () => {
     } finally {
       second.kill('SIGTERM');
       await exited(second);
+    }
+  });
+
+  it('without Redis: the health port answers at once, not ready and why, JSON logs, and recovers when Redis comes', async () => {
+    const redisPort = await freePort();
+    const healthPort = await freePort();
+    const worker = startWorker(
+      `{r${randomBytes(4).toString('hex')}}`,
+      { REDIS_URL: `redis://127.0.0.1:${redisPort}`, WORKER_HTTP_PORT: String(healthPort), LOG_LEVEL: 'info' },
+      'pipe',
+    );
+    const lines = linesOf(worker);
+    let redis: ChildProcess | undefined;
+    try {
+      const readyz = () =>
+        got.get(`http://127.0.0.1:${healthPort}/readyz`, { throwHttpErrors: false, retry: { limit: 0 } });
+      await eventually(async () => (await readyz().catch(() => undefined))?.statusCode === 503, 20_000);
+      expect((await got.get(`http://127.0.0.1:${healthPort}/healthz`)).statusCode).toBe(200);
+      const notReady = JSON.parse((await readyz()).body) as { ok: boolean; checks: Record<string, string> };
+      expect(notReady).toMatchObject({ ok: false, checks: { redis: expect.stringMatching(/^unreachable: /) } });
+      await eventually(async () => lines.some((l) => /redis unreachable; retrying/.test(l)), 10_000);
+      // Every line it wrote is a JSON log line.
+      for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
+
+      redis = spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore' });
+      await eventually(async () => (await readyz()).statusCode === 200, 60_000);
+      expect(JSON.parse((await readyz()).body)).toEqual({
+        ok: true,
+        checks: { postgres: 'ok', redis: 'ok', consumer: 'ok' },
+      });
+      expect(lines.some((l) => /worker started/.test(l))).toBe(true);
+    } finally {
+      worker.kill('SIGTERM');
+      await exited(worker);
+      redis?.kill('SIGKILL');
+    }
+  });
+
+  it('a fatal error is one JSON line and a non-zero exit: a bad setting, an evicting Redis', async () => {
+    const bad = startWorker('{bad}', { WORKER_CONCURRENCY: 'many' }, 'pipe');
+    const badLines = linesOf(bad);
+    expect((await exited(bad)).code).toBe(1);
+    const fatal = JSON.parse(badLines.find((l) => l.includes('"level":60'))!) as {
+      msg: string;
+      err: { message: string };
+    };
+    expect(fatal.msg).toBe('invalid worker configuration');
+    expect(fatal.err.message).toMatch(/WORKER_CONCURRENCY/);
+
+    const redisPort = await freePort();
+    const redis = spawn('redis-server', privateRedisArgs(redisPort, 'allkeys-lru'), { stdio: 'ignore' });
+    try {
+      const evicting = startWorker(
+        '{evicting}',
+        { REDIS_URL: `redis://127.0.0.1:${redisPort}`, WORKER_HTTP_PORT: '0' },
+        'pipe',
+      );
+      const lines = linesOf(evicting);
+      expect((await exited(evicting)).code).toBe(1);
+      const line = JSON.parse(lines.find((l) => l.includes('"level":60'))!) as { msg: string };
+      expect(line.msg).toMatch(/maxmemory-policy must be noeviction/);
+    } finally {
+      redis.kill('SIGKILL');
     }
   });
 });
