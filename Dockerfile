@@ -1,5 +1,10 @@
-# One image for api, worker, pac-sandbox and migrate; the command picks the process.
-# Build: docker build -t timbra .   (docker compose up builds it too)
+# Two images from one build; the command picks the process.
+#   production (the default target): the API, the worker and the migration — no PAC or provider
+#     sandbox, no test CSDs, no dev dependencies. The CSD and every secret come from files at run time
+#     (README → Deploying: CSD_CER_PATH, CSD_KEY_PATH, CSD_PASSWORD_FILE and the other *_FILE settings).
+#       docker build -t timbra .
+#   sandbox: everything, for the compose file's PAC and provider sandboxes and its demo.
+#       docker build --target sandbox -t timbra-sandbox .
 
 FROM node:22-bookworm-slim AS build
 # libxml2's binding (libxmljs2, the PAC sandbox's XSD check) builds with node-gyp when no prebuilt
@@ -24,19 +29,41 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 ENV TURBO_TELEMETRY_DISABLED=1
 RUN npx turbo run build && npm prune --omit=dev --ignore-scripts
+# The production tree: the API, the worker, the migration and the packages they import, with the
+# production dependencies; the sandboxes' workspaces and the SAT's test CSDs left out.
+RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
+ && cp -a package.json package-lock.json prisma node_modules /prod/ \
+ && cp -a scripts/healthcheck.mjs /prod/scripts/ \
+ && cp -a apps/api apps/worker /prod/apps/ \
+ && cp -a packages/cfdi-core packages/db packages/provider-client /prod/packages/ \
+ && cp -a sat/README.md sat/catalogos sat/cfd /prod/sat/ \
+ && rm -rf /prod/node_modules/@timbra/pac-sandbox /prod/node_modules/@timbra/provider-sandbox \
+      /prod/node_modules/@timbra/test-support /prod/node_modules/libxmljs2
 
-FROM node:22-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS base
 # tini forwards SIGTERM to node, so the api and worker shut down gracefully.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production SAT_DIR=/app/sat
 WORKDIR /app
+ENTRYPOINT ["/usr/bin/tini", "--"]
+# The API's /readyz on PORT by default; the worker's container sets HEALTHCHECK_URL to its health
+# port's /readyz (docker-compose.yml does), the sandboxes to their /healthz.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]
+
+FROM base AS sandbox
 COPY --from=build --chown=node:node /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/prisma ./prisma
+COPY --from=build --chown=node:node /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
 COPY --from=build --chown=node:node /app/packages ./packages
 COPY --from=build --chown=node:node /app/apps ./apps
-# The SAT's public reference files; the sandbox profile also takes its test CSDs from here.
+# The SAT's public reference files and its test CSDs (the sandbox profile's).
 COPY --from=build --chown=node:node /app/sat ./sat
 USER node
-ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["node", "apps/pac-sandbox/dist/main.js"]
+
+# The last stage is the default target: production.
+FROM base AS production
+COPY --from=build --chown=node:node /prod/ ./
+USER node
 CMD ["node", "apps/api/dist/main.js"]

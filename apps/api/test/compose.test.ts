@@ -1,24 +1,53 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
-import { parse } from 'yaml';
-import { loadConfig } from '../src/config.ts';
+import { SECRET_SETTINGS } from '@timbra/cfdi-core';
+import { composeEnvironment, composeFile, composeSecret } from '@timbra/test-support';
+import { loadConfig, parseApiKeys } from '../src/config.ts';
 
 const root = new URL('../../../', import.meta.url);
-
-interface ComposeService {
-  command: string[];
-  environment?: Record<string, string>;
-}
+const compose = composeFile();
 
 // No Docker engine on the build machines: the compose file is checked by what can be checked here.
 describe('docker-compose.yml: the api service', () => {
-  const compose = parse(readFileSync(new URL('docker-compose.yml', root), 'utf8'), { merge: true }) as {
-    services: Record<string, ComposeService>;
-  };
   const service = compose.services['api']!;
 
-  it('sets an environment the real configuration parser accepts', () => {
-    expect(() => loadConfig({ ...service.environment })).not.toThrow();
+  it('sets an environment the real configuration parser accepts, its secrets read from their files', () => {
+    const config = loadConfig(composeEnvironment(compose, 'api'));
+    expect(parseApiKeys(config.API_KEYS).map((k) => k.name)).toEqual(['demo']);
+    expect(config.STRIPE_WEBHOOK_SECRET).toBe(composeSecret(compose, 'stripe_webhook_secret'));
+    expect(config.DASHBOARD_PASSWORD).toBe(composeSecret(compose, 'dashboard_password'));
+    expect(config.CSD_CER_PATH).toMatch(/sat\/csd\/EKU9003173C9\.cer$/);
+    // Metrics and the public port apart; metrics on the compose network only (no published port).
+    expect(config.METRICS_HOST).toBe('0.0.0.0');
+    expect((service as { ports?: string[] }).ports).toEqual(['127.0.0.1:3000:3000']);
+  });
+
+  it('holds no secret in a plain variable: each comes from a file (compose secrets)', () => {
+    const env = service.environment!;
+    // A URL without a password (the compose Redis) is not a secret; anything else on the list is.
+    const plain = (env: Record<string, string>) =>
+      SECRET_SETTINGS.filter((name) => name in env && !(name === 'REDIS_URL' && !new URL(env[name]!).password));
+    expect(plain(env)).toEqual([]);
+    for (const [name, value] of Object.entries(env).filter(([n]) => n.endsWith('_FILE') || n.startsWith('CSD_')))
+      expect({ name, mounted: service.secrets!.includes(value.replace('/run/secrets/', '')) }).toEqual({
+        name,
+        mounted: true,
+      });
+  });
+
+  it('a secret the service is not given makes the app refuse to start, naming the setting, not the value', () => {
+    const env = composeEnvironment({ ...compose, services: { api: { ...service, secrets: [] } } }, 'api');
+    expect(() => loadConfig(env)).toThrow(/DATABASE_URL_FILE: cannot read \/run\/secrets\/database_url/);
+  });
+
+  it('runs the production image, with a healthcheck on its /readyz', () => {
+    expect(service.build).toEqual({ context: '.', target: 'production' });
+    expect(service.healthcheck!.test).toEqual([
+      'CMD',
+      'node',
+      'scripts/healthcheck.mjs',
+      'http://127.0.0.1:3000/readyz',
+    ]);
   });
 
   it('runs a file this workspace builds (dist/main.js from src/main.ts), the same as its start script', () => {
@@ -32,13 +61,6 @@ describe('docker-compose.yml: the api service', () => {
 });
 
 describe('docker-compose.yml: the whole file', () => {
-  const compose = parse(readFileSync(new URL('docker-compose.yml', root), 'utf8'), { merge: true }) as {
-    services: Record<
-      string,
-      ComposeService & { depends_on?: Record<string, { condition: string }>; command: string[] }
-    >;
-  };
-
   it('has Postgres, Redis (noeviction), a one-shot migration, the sandbox, the API and the worker, wired by health', () => {
     expect(Object.keys(compose.services).sort()).toEqual([
       'api',
@@ -54,6 +76,7 @@ describe('docker-compose.yml: the whole file', () => {
       expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--appendonly', 'yes']),
     );
     expect(compose.services.migrate!.command).toEqual(['node', 'packages/db/dist/cli/migrate-cli.js']);
+    expect(compose.services.migrate!.environment).toEqual({ DATABASE_URL_FILE: '/run/secrets/database_url' });
     expect(existsSync(new URL('packages/db/src/cli/migrate-cli.ts', root))).toBe(true);
     for (const name of ['api', 'worker']) {
       expect(compose.services[name]!.depends_on).toMatchObject({
@@ -63,9 +86,40 @@ describe('docker-compose.yml: the whole file', () => {
     }
   });
 
+  it('gives every long-running service a healthcheck, and every secret a file that exists', () => {
+    for (const [name, service] of Object.entries(compose.services))
+      if (name !== 'migrate' && name !== 'demo')
+        expect({ name, healthcheck: Boolean(service.healthcheck) }).toEqual({ name, healthcheck: true });
+    for (const [name, secret] of Object.entries(compose.secrets))
+      expect({ name, exists: existsSync(new URL(secret.file, root)) }).toEqual({ name, exists: true });
+    // The database's password and the URL the apps use agree.
+    expect(composeSecret(compose, 'database_url')).toContain(`:${composeSecret(compose, 'postgres_password')}@`);
+  });
+
+  it('runs the sandboxes and the demo on the sandbox image, the apps on the production image', () => {
+    for (const name of ['pac-sandbox', 'provider-sandbox', 'demo'])
+      expect(compose.services[name]!.build).toEqual({ context: '.', target: 'sandbox' });
+    for (const name of ['api', 'worker', 'migrate'])
+      expect(compose.services[name]!.build).toEqual({ context: '.', target: 'production' });
+    const dockerfile = readFileSync(new URL('Dockerfile', root), 'utf8');
+    expect(dockerfile).toMatch(/^FROM .* AS sandbox$/m);
+    // The default target (the last stage) is production, and leaves the sandboxes and test CSDs out.
+    expect(
+      dockerfile
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('FROM '))
+        .at(-1),
+    ).toMatch(/ AS production$/);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*scripts\/healthcheck\.mjs/m);
+    const prodTree = /RUN mkdir -p \/prod[\s\S]*?\n\n/.exec(dockerfile)![0];
+    expect(prodTree).not.toMatch(/cp -a [^\n]*(apps\/pac-sandbox|apps\/provider-sandbox|sat\/csd)/);
+    expect(prodTree).toMatch(/rm -rf \/prod\/node_modules\/@timbra\/pac-sandbox/);
+  });
+
   it('has a provider sandbox whose secrets, keys and webhook URLs are the api service’s', () => {
     const providers = compose.services['provider-sandbox']!.environment!;
-    const api = compose.services.api!.environment!;
+    const api = loadConfig(composeEnvironment(compose, 'api'));
     expect(compose.services['provider-sandbox']!.command).toEqual(['node', 'apps/provider-sandbox/dist/main.js']);
     expect(existsSync(new URL('apps/provider-sandbox/src/main.ts', root))).toBe(true);
     expect(providers).toMatchObject({
@@ -81,15 +135,12 @@ describe('docker-compose.yml: the whole file', () => {
   });
 
   it('has a demo profile whose client talks to the api service with its key, and to the provider sandbox', () => {
-    const demo = compose.services.demo! as ComposeService & { profiles?: string[] };
-    const api = compose.services.api!;
+    const demo = compose.services.demo!;
+    const api = loadConfig(composeEnvironment(compose, 'api'));
     expect(demo.profiles).toEqual(['demo']);
     expect(demo.command).toEqual(['node', 'apps/api/dist/demo/demo-cli.js']);
     expect(existsSync(new URL('apps/api/src/demo/demo-cli.ts', root))).toBe(true);
-    expect(demo.environment).toMatchObject({
-      DEMO_API_URL: 'http://api:3000',
-      DEMO_PROVIDERS_URL: api.environment!.STRIPE_API_URL,
-    });
-    expect(api.environment!.API_KEYS!.split(',').map((k) => k.split(':')[1])).toContain(demo.environment!.DEMO_API_KEY);
+    expect(demo.environment).toMatchObject({ DEMO_API_URL: 'http://api:3000', DEMO_PROVIDERS_URL: api.STRIPE_API_URL });
+    expect(parseApiKeys(api.API_KEYS).map((k) => k.key)).toContain(demo.environment!.DEMO_API_KEY);
   });
 });

@@ -141,6 +141,10 @@ export class ProviderSandbox {
     const app = express();
     app.disable('x-powered-by');
     app.use(express.json({ limit: '1mb' }));
+    // For container healthchecks: the process is up and serving.
+    app.get('/healthz', (_req, res) => {
+      res.json({ ok: true });
+    });
 
     // Stripe's API.
     const stripeAuth = bearer(this.options.stripe.secretKey, () => ({

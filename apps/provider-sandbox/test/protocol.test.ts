@@ -85,6 +85,12 @@ describe('Stripe', () => {
     expect((await stripe.charges.retrieve(charge.id)).amount_refunded).toBe(3000);
   });
 
+  it('answers GET /healthz without credentials (container healthchecks)', async () => {
+    const res = await fetch(`${client.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true });
+  });
+
   it('answers errors as Stripe does: a wrong key, an unknown object', async () => {
     const wrong = new Stripe('sk_test_wrong', {
       host: '127.0.0.1',

@@ -17,6 +17,7 @@ export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './
 export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, runEntryPoint } from './system.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
+export { composeEnvironment, composeFile, composeSecret, type ComposeFile, type ComposeService } from './compose.ts';
 export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';
 export {
   startProviderSandbox,

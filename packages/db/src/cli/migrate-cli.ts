@@ -3,6 +3,7 @@
  * lists their status. Exit 0 on success; 1 on failure or (status) when migrations are pending or
  * modified.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ensureDatabase, migrate, migrationStatus } from '../migrate.ts';
 import { MIGRATIONS_DIR } from '../paths.ts';
@@ -11,9 +12,11 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: { 'create-db': { type: 'boolean', default: false } },
 });
-const url = process.env.DATABASE_URL;
+// As the apps read it: DATABASE_URL, or the file DATABASE_URL_FILE names (compose `secrets:`).
+const file = process.env.DATABASE_URL_FILE;
+const url = process.env.DATABASE_URL ?? (file ? readFileSync(file, 'utf8').replace(/\r?\n$/, '') : undefined);
 if (!url) {
-  process.stderr.write('DATABASE_URL is not set\n');
+  process.stderr.write('DATABASE_URL (or DATABASE_URL_FILE) is not set\n');
   process.exit(1);
 }
 const log = (m: string) => process.stdout.write(`${m}\n`);
