@@ -85,7 +85,8 @@ try {
     ...(process.env as Record<string, string>),
     DATABASE_URL: env.DATABASE_URL!,
   });
-  if (history.code !== 0) throw new Error(`npm run ops -- invoice:show exited ${history.code}: ${history.stderr.trim()}`);
+  if (history.code !== 0)
+    throw new Error(`npm run ops -- invoice:show exited ${history.code}: ${history.stderr.trim()}`);
   out(`[demo]   ${history.stdout.split('\n')[0]}`);
   ok = true;
 } catch (error) {

@@ -131,8 +131,7 @@ export async function startLocalSystem(
  */
 export function stopOnSignals(system: LocalSystem, log: (line: string) => void): (code: number) => Promise<never> {
   let stopping: Promise<never> | undefined;
-  const stop = (code: number): Promise<never> =>
-    (stopping ??= system.stop().then(() => process.exit(code)));
+  const stop = (code: number): Promise<never> => (stopping ??= system.stop().then(() => process.exit(code)));
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
     process.on(signal, () => {
       log(`[timbra] ${signal}: stopping every process`);

@@ -42,18 +42,19 @@ process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled reje
 const roles = new Set(config.WORKER_ROLES.split(',').map((r) => r.trim()));
 
 // The health port answers at once: not ready (saying why) until Redis and Postgres answer.
-let readiness: Readiness = async () => ({ ok: false, checks: { startup: 'starting' } });
-let metrics: ReturnType<typeof createWorkerMetrics> | undefined;
 const startup: Record<string, string> = {};
+// What the health port serves: the start-up checks until the worker runs, then the real ones.
+const live: { readiness: Readiness; metrics?: ReturnType<typeof createWorkerMetrics> } = {
+  readiness: () => Promise.resolve({ ok: false, checks: { startup: 'starting', ...startup } }),
+};
 const healthServer =
   config.WORKER_HTTP_PORT > 0
     ? await listenHealth(config.WORKER_HTTP_PORT, config.WORKER_HTTP_HOST, {
-        readiness: () => readiness(),
-        metrics: () => metrics?.registry,
+        readiness: () => live.readiness(),
+        metrics: () => live.metrics?.registry,
       }).catch((error: unknown) => fatal(logger, error, 'the health port could not be opened'))
     : undefined;
 if (healthServer) logger.info({ address: healthServer.address() }, 'health listening');
-readiness = async () => ({ ok: false, checks: { ...startup } });
 
 // BullMQ loses jobs if Redis evicts keys: refuse to run on an evicting Redis unless told otherwise.
 const policy = await waitFor('redis', logger, startup, async () => {
@@ -178,8 +179,8 @@ const health = createHealth({
   ...(roles.has('stamper') ? { worker: w.worker } : {}),
   stallMs: config.WORKER_STALL_MS,
 });
-readiness = health.readiness;
-metrics = workerMetrics;
+live.readiness = health.readiness;
+live.metrics = workerMetrics;
 logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
 
 let stopping = false;

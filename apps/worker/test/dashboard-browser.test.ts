@@ -112,7 +112,7 @@ describe('the queue dashboard in a browser', () => {
       // duplicate, pause or promote (bull-board's own job and queue actions).
       const actions = await page
         .locator('button, [role="button"], [role="menuitem"], a')
-        .evaluateAll((nodes) =>
+        .evaluateAll((nodes: { textContent: string | null; getAttribute: (name: string) => string | null }[]) =>
           nodes.map(
             (n) => `${n.textContent ?? ''} ${n.getAttribute('title') ?? ''} ${n.getAttribute('aria-label') ?? ''}`,
           ),

@@ -100,7 +100,7 @@ describe('npm run dev', () => {
       expect(tree.length).toBeGreaterThanOrEqual(8); // four apps, each behind npm, sh and tsx
       npm.kill('SIGTERM');
       expect(await exit).toBe(0);
-      await eventually(async () => tree.filter(alive).length === 0, 20_000);
+      await eventually(() => Promise.resolve(tree.filter(alive).length === 0), 20_000);
       for (const port of [env.PORT!, env.METRICS_PORT!, env.WORKER_HTTP_PORT!, env.SANDBOX_PRIMARY_PORT!])
         expect({ port, bound: await bound(port) }).toEqual({ port, bound: false });
     } finally {
@@ -123,7 +123,7 @@ describe('npm run dev', () => {
       clearInterval(watch);
       expect(output).toMatch(/\[timbra\] api exited \(1\): stopping the others/);
       expect(output).toMatch(/"msg":"the API port \d+ could not be opened"/);
-      await eventually(async () => tree.filter(alive).length === 0, 20_000);
+      await eventually(() => Promise.resolve(tree.filter(alive).length === 0), 20_000);
     } finally {
       squatter.close();
       for (const pid of descendants(npm.pid!)) if (alive(pid)) process.kill(pid, 'SIGKILL');

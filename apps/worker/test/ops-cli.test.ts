@@ -6,6 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { createPrisma, deadLetterOutboxRow, STAMP_DLQ, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -93,9 +96,6 @@ describe('npm run ops: usage', () => {
   });
 
   it('reads DATABASE_URL from DATABASE_URL_FILE, like the apps', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
     const file = join(mkdtempSync(join(tmpdir(), 'ops-secret-')), 'database-url');
     writeFileSync(file, `${db.url}\n`);
     const run = await runOps(undefined, ['outbox:stats', '--json'], { DATABASE_URL_FILE: file });

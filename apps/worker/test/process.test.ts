@@ -135,7 +135,7 @@ describe('the worker process', () => {
       expect((await got.get(`http://127.0.0.1:${healthPort}/healthz`)).statusCode).toBe(200);
       const notReady = JSON.parse((await readyz()).body) as { ok: boolean; checks: Record<string, string> };
       expect(notReady).toMatchObject({ ok: false, checks: { redis: expect.stringMatching(/^unreachable: /) } });
-      await eventually(async () => lines.some((l) => /redis unreachable; retrying/.test(l)), 10_000);
+      await eventually(() => Promise.resolve(lines.some((l) => /redis unreachable; retrying/.test(l))), 10_000);
       // Every line it wrote is a JSON log line.
       for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
 

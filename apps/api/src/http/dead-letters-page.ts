@@ -24,12 +24,12 @@ export interface DeadLettersPageOptions {
 
 const KIND: Record<string, string> = { I: 'an Ingreso', E: 'an Egreso', P: 'a Pago' };
 
-const escape = (value: unknown): string =>
+const escape = (value: string | number | null | undefined): string =>
   String(value ?? '').replace(
     /[&<>"']/g,
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
   );
-const shown = (value: unknown) => escape(redactForDashboard(value ?? ''));
+const shown = (value: string | null | undefined) => escape(redactForDashboard(value ?? '') as string);
 const time = (d: Date | null | undefined) => (d ? d.toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
 
 function layout(home: string, title: string, body: string): string {
