@@ -124,17 +124,20 @@ export type ApiConfig = z.output<typeof schema>;
 /** Reads the API configuration from `env`; throws listing every problem. */
 export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
   // Secrets may come from files (`<NAME>_FILE`, compose `secrets:`): read here, before anything else.
-  const env = withSecretFiles(given);
+  const { env, problems: fileProblems } = withSecretFiles(given);
   const sandbox = env.TIMBRA_PROFILE === 'sandbox';
   const parsed = schema.safeParse(sandbox ? { ...SANDBOX_EMISOR, ...env } : env);
   const problems = sandbox
-    ? []
-    : productionEmisorProblems(env, [
-        'EMISOR_RFC',
-        'EMISOR_NOMBRE',
-        'EMISOR_REGIMEN_FISCAL',
-        'EMISOR_LUGAR_EXPEDICION',
-      ]);
+    ? [...fileProblems]
+    : [
+        ...fileProblems,
+        ...productionEmisorProblems(env, [
+          'EMISOR_RFC',
+          'EMISOR_NOMBRE',
+          'EMISOR_REGIMEN_FISCAL',
+          'EMISOR_LUGAR_EXPEDICION',
+        ]),
+      ];
   if (!parsed.success)
     problems.push(
       ...parsed.error.issues

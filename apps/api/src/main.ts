@@ -24,7 +24,10 @@ const config = (() => {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    return fatal(pino({ name: 'api' }), error, 'invalid API configuration');
+    // What is missing or wrong, one problem an item, and no stack: a configuration mistake, not a bug.
+    const [title, ...problems] = (error as Error).message.split('\n');
+    pino({ name: 'api' }).fatal({ problems: problems.map((p) => p.trim()) }, title);
+    return process.exit(1);
   }
 })();
 const logger = pino({ level: config.LOG_LEVEL, name: 'api', redact: { paths: REDACT, censor: '[redacted]' } });

@@ -3,7 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runEntryPoint } from '@timbra/test-support';
+import { spawn } from 'node:child_process';
+import { eventually, freePort, privateRedisArgs, runEntryPoint } from '@timbra/test-support';
+import { Redis } from 'ioredis';
 import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
 import { mesesFor } from '../src/use-cases/build-ingreso.ts';
@@ -54,13 +56,58 @@ describe('configuration profiles', () => {
     });
   });
 
-  it('a production start without them exits 1 with the list, no stack trace, no secret', () => {
+  it('a production start without them exits 1 with the list as one JSON line, no stack trace, no secret', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const run = runEntryPoint(main, { ...base, CSD_PASSWORD: 'do-not-print-me' });
     expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/^invalid api configuration:\n {2}EMISOR_RFC: required/);
-    expect(run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
-    expect(run.stderr).not.toContain('do-not-print-me');
+    // One JSON line (level fatal): the title and the list.
+    const line = JSON.parse(run.stdout.trim()) as { level: number; msg: string; problems: string[] };
+    expect(line).toMatchObject({ level: 60, msg: 'invalid api configuration:' });
+    expect(line.problems[0]).toMatch(/^EMISOR_RFC: required/);
+    expect(run.stdout + run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
+    expect(run.stdout + run.stderr).not.toContain('do-not-print-me');
+  });
+});
+
+describe('the API at start-up', () => {
+  it('refuses a Redis that may evict (one JSON line, exit 1), and warns of each webhook without its secret', async () => {
+    const port = await freePort();
+    const redis = spawn('redis-server', privateRedisArgs(port, 'allkeys-lru'), { stdio: 'ignore' });
+    try {
+      await eventually(async () => {
+        const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });
+        probe.on('error', () => undefined);
+        const up = await probe.connect().then(
+          () => true,
+          () => false,
+        );
+        probe.disconnect();
+        return up;
+      }, 10_000);
+      const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+      const run = runEntryPoint(main, {
+        ...base,
+        TIMBRA_PROFILE: 'sandbox',
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        PORT: '0',
+        METRICS_PORT: '0',
+      });
+      expect(run.status).toBe(1);
+      const lines = run.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { level: number; msg: string; provider?: string });
+      expect(lines.filter((l) => l.level === 40 && l.provider).map((l) => l.provider)).toEqual([
+        'stripe',
+        'mercadopago',
+      ]);
+      expect(lines.at(-1)).toMatchObject({
+        level: 60,
+        msg: expect.stringMatching(/maxmemory-policy must be noeviction/),
+      });
+    } finally {
+      redis.kill('SIGKILL');
+    }
   });
 });
 

@@ -107,12 +107,13 @@ const SANDBOX_DEFAULTS = {
  */
 export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pacs: PacConfig[] } {
   // Secrets may come from files (`<NAME>_FILE`, compose `secrets:`): read here, before anything else.
-  const env = withSecretFiles(given);
+  const { env, problems: fileProblems } = withSecretFiles(given);
   const sandbox = env.TIMBRA_PROFILE === 'sandbox';
   const parsed = schema.safeParse(sandbox ? { ...SANDBOX_DEFAULTS, ...env } : env);
   const problems = sandbox
-    ? []
+    ? [...fileProblems]
     : [
+        ...fileProblems,
         ...productionEmisorProblems(env),
         ...['PAC_PRIMARY_KIND', 'PAC_PRIMARY_URL', 'PAC_PRIMARY_USER', 'PAC_PRIMARY_PASSWORD']
           .filter((name) => !env[name])
@@ -152,13 +153,12 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
  * defaults): the database, and Redis for settling the dead-letter queue after a re-drive.
  */
 export function loadOpsConfig(given: NodeJS.ProcessEnv) {
-  const parsed = schema
-    .pick({ DATABASE_URL: true, REDIS_URL: true, QUEUE_PREFIX: true })
-    .safeParse(withSecretFiles(given));
-  if (!parsed.success)
+  const { env, problems } = withSecretFiles(given);
+  const parsed = schema.pick({ DATABASE_URL: true, REDIS_URL: true, QUEUE_PREFIX: true }).safeParse(env);
+  if (!parsed.success || problems.length > 0)
     throw new Error(
-      `invalid ops configuration:\n${parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}` +
+      `invalid ops configuration:\n${[...problems, ...(parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.')}: ${i.message}`)].join('\n')}` +
         "\n  (the worker's settings: DATABASE_URL is required, e.g. postgresql://postgres@127.0.0.1:5432/timbra for `npm run dev`)",
     );
-  return parsed.data;
+  return parsed.data!;
 }

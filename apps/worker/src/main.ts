@@ -25,7 +25,10 @@ const { config, pacs } = (() => {
   try {
     return loadConfig(process.env);
   } catch (error) {
-    return fatal(pino({ name: 'worker' }), error, 'invalid worker configuration');
+    // What is missing or wrong, one problem an item, and no stack: a configuration mistake, not a bug.
+    const [title, ...problems] = (error as Error).message.split('\n');
+    pino({ name: 'worker' }).fatal({ problems: problems.map((p) => p.trim()) }, title);
+    return process.exit(1);
   }
 })();
 // Nothing logs these today; redacted anyway, so a future `logger.info({ pac })` cannot leak them.

@@ -39,12 +39,14 @@ describe('configuration profiles', () => {
     expect(pacs).toEqual([expect.objectContaining({ name: 'primary', kind: 'sw', url: 'http://127.0.0.1:4010' })]);
   });
 
-  it('a production start without them exits 1 with the list, no stack trace', () => {
+  it('a production start without them exits 1 with the list as one JSON line, no stack trace', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const run = runEntryPoint(main, { ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' });
     expect(run.status).toBe(1);
-    expect(run.stderr).toMatch(/^invalid worker configuration:\n/);
-    expect(run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
-    expect(run.stderr).not.toContain('do-not-print-me');
+    const line = JSON.parse(run.stdout.trim()) as { level: number; msg: string; problems: string[] };
+    expect(line).toMatchObject({ level: 60, msg: 'invalid worker configuration:' });
+    expect(line.problems.length).toBeGreaterThan(0);
+    expect(run.stdout + run.stderr).not.toMatch(/\bat .+\.(ts|js):\d+/);
+    expect(run.stdout + run.stderr).not.toContain('do-not-print-me');
   });
 });

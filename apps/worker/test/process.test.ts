@@ -157,12 +157,9 @@ describe('the worker process', () => {
     const bad = startWorker('{bad}', { WORKER_CONCURRENCY: 'many' }, 'pipe');
     const badLines = linesOf(bad);
     expect((await exited(bad)).code).toBe(1);
-    const fatal = JSON.parse(badLines.find((l) => l.includes('"level":60'))!) as {
-      msg: string;
-      err: { message: string };
-    };
-    expect(fatal.msg).toBe('invalid worker configuration');
-    expect(fatal.err.message).toMatch(/WORKER_CONCURRENCY/);
+    const fatal = JSON.parse(badLines.find((l) => l.includes('"level":60'))!) as { msg: string; problems: string[] };
+    expect(fatal.msg).toBe('invalid worker configuration:');
+    expect(fatal.problems).toEqual([expect.stringMatching(/^WORKER_CONCURRENCY: /)]);
 
     const redisPort = await freePort();
     const redis = spawn('redis-server', privateRedisArgs(redisPort, 'allkeys-lru'), { stdio: 'ignore' });

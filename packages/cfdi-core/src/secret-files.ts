@@ -23,10 +23,11 @@ export const SECRET_SETTINGS = [
 ] as const;
 
 /**
- * `env` with each `<SECRET>_FILE` read into `<SECRET>`. Both set, or a file that cannot be read: an
- * error naming the setting and the path, never the content.
+ * `env` with each `<SECRET>_FILE` read into `<SECRET>`, and the problems: a setting given both ways,
+ * or a file that cannot be read — each naming the setting and the path, never the content. The
+ * apps add the problems to their configuration's list.
  */
-export function withSecretFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function withSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; problems: string[] } {
   const out = { ...env };
   const problems: string[] = [];
   for (const name of SECRET_SETTINGS) {
@@ -42,6 +43,5 @@ export function withSecretFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
       problems.push(`  ${name}_FILE: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
     }
   }
-  if (problems.length > 0) throw new Error(`invalid configuration:\n${problems.join('\n')}`);
-  return out;
+  return { env: out, problems };
 }

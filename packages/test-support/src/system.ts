@@ -76,11 +76,14 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
  * Runs an app's entry point (TypeScript sources, as `npm run dev` does) with only `env` (and PATH)
  * until it exits: for start-up checks. @returns its exit status and what it wrote to stderr.
  */
-export function runEntryPoint(mainTs: string, env: Record<string, string>): { status: number | null; stderr: string } {
+export function runEntryPoint(
+  mainTs: string,
+  env: Record<string, string>,
+): { status: number | null; stdout: string; stderr: string } {
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', mainTs], {
     env: { PATH: process.env.PATH ?? '', ...env },
     encoding: 'utf8',
     timeout: 30_000,
   });
-  return { status: run.status, stderr: run.stderr };
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
