@@ -160,5 +160,5 @@ export function loadOpsConfig(given: NodeJS.ProcessEnv) {
       `invalid ops configuration:\n${[...problems, ...(parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.')}: ${i.message}`)].join('\n')}` +
         "\n  (the worker's settings: DATABASE_URL is required, e.g. postgresql://postgres@127.0.0.1:5432/timbra for `npm run dev`)",
     );
-  return parsed.data!;
+  return parsed.data;
 }
