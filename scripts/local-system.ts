@@ -127,7 +127,8 @@ export async function startLocalSystem(
 
 /**
  * SIGINT, SIGTERM and SIGHUP stop every process of `system` (and wait for them) before this one
- * exits: 0 after a signal, `exitCode()` otherwise. Used by `npm run dev` and `npm run demo`.
+ * exits 0. Returns the same stop for the caller's own endings (`stop(1)` when an app died). Used by
+ * `npm run dev` and `npm run demo`.
  */
 export function stopOnSignals(system: LocalSystem, log: (line: string) => void): (code: number) => Promise<never> {
   let stopping: Promise<never> | undefined;

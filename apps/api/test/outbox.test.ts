@@ -54,5 +54,10 @@ describe('POST /v1/outbox/:id/retry (re-drive a dead letter)', () => {
     expect(view.history.redrives).toEqual([
       { outboxId: row.id, by: 'api:ops', reason: 'LCO refreshed', lastError: '402: LCO', at: expect.any(String) },
     ]);
+    // The audit trail cannot be rewritten.
+    await expect(api.prisma.outboxRedrive.deleteMany({ where: { outboxId: row.id } })).rejects.toThrow(/append-only/);
+    await expect(
+      api.prisma.outboxRedrive.updateMany({ where: { outboxId: row.id }, data: { by: 'someone else' } }),
+    ).rejects.toThrow(/append-only/);
   });
 });
