@@ -203,7 +203,16 @@ async function measure(acked: Map<string, number>, firstSend: number): Promise<P
 let exitCode = 1;
 try {
   for (const p of processes) p.start();
-  await redis.connect();
+  // The redis-server was just spawned: connect once it listens (a connect now could be refused).
+  redis.on('error', () => undefined);
+  await until(
+    'Redis',
+    async () => {
+      if (redis.status === 'wait' || redis.status === 'end') await redis.connect();
+      return (await redis.ping()) === 'PONG';
+    },
+    20_000,
+  );
   await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
   const admin = await fetch(`http://127.0.0.1:${adminPort}/__admin/faults`, {
     method: 'POST',
