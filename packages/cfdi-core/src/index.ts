@@ -105,3 +105,10 @@ export {
   type AmountResult,
   type AmountProblem,
 } from './amount.ts';
+export { amountInWords } from './print/amount-in-words.ts';
+export {
+  SAT_VERIFICATION_URL,
+  satVerificationUrl,
+  verificationTotal,
+  type VerificationFields,
+} from './print/verification-url.ts';
