@@ -112,3 +112,5 @@ export {
   verificationTotal,
   type VerificationFields,
 } from './print/verification-url.ts';
+export { printableCfdi, type PrintableCfdi, type PrintableConcepto, type PrintablePago } from './print/printable.ts';
+export { renderCfdiPdf, type PdfOptions } from './print/pdf.ts';

@@ -1,0 +1,187 @@
+/**
+ * The representación impresa, read back as a person and a phone would: its text extracted by
+ * poppler's pdftotext, its pages rendered by pdftoppm, the QR decoded from the image (jsqr) to the
+ * exact verification URL, and the page compared with a golden image reviewed by eye
+ * (test/fixtures/print/, one per kind; `UPDATE_GOLDEN=1` rewrites them — look at each before committing).
+ */
+import { describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { QRCode } from 'jsqr';
+import { PNG } from 'pngjs';
+import { SAT_DIR } from '@timbra/test-support';
+import { freezeComprobante, insertTfd } from '../src/index.ts';
+import { renderCfdiPdf } from '../src/print/pdf.ts';
+import { printableCfdi } from '../src/print/printable.ts';
+import { egresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
+import { loadTestCsd } from './helpers/sat.ts';
+import { tfdFor } from './helpers/stamp.ts';
+
+// jsqr is CommonJS whose module.exports is the decoder itself.
+const jsQR = createRequire(import.meta.url)('jsqr') as (
+  data: Uint8ClampedArray,
+  width: number,
+  height: number,
+) => QRCode | null;
+const golden = (kind: string) => new URL(`fixtures/print/${kind}-page-1.png`, import.meta.url).pathname;
+const emisor = loadTestCsd('EKU9003173C9');
+/** A document of each other kind, frozen with the test CSD and stamped with a stand-in TFD. */
+const stampedOf = (request: Parameters<typeof freezeComprobante>[0]) => {
+  const frozen = freezeComprobante(request, emisor);
+  return insertTfd(frozen.xml, tfdFor(frozen.sello));
+};
+const KINDS = [['ingreso-real'], ['egreso'], ['pago'], ['global']];
+const xmlOf = (kind: string): string =>
+  kind === 'ingreso-real'
+    ? realXml
+    : stampedOf(kind === 'egreso' ? egresoRequest() : kind === 'pago' ? pagoRequest() : publicoGeneralRequest());
+const realXml = readFileSync(join(SAT_DIR, 'samples', 'cfdi40-real.xml'), 'utf8');
+const dir = mkdtempSync(join(tmpdir(), 'timbra-pdf-'));
+
+function poppler(tool: 'pdftotext' | 'pdftoppm', args: string[]): void {
+  if (!existsSync(`/usr/bin/${tool}`))
+    throw new Error(`${tool} is missing: apt-get install poppler-utils (.ci/run installs it)`);
+  execFileSync(tool, args, { stdio: 'ignore' });
+}
+
+/** The PDF's text: laid out as printed, or in content order (`raw`, which also reads rotated text). */
+function text(pdf: Buffer, name: string, mode: 'layout' | 'raw' = 'layout'): string {
+  writeFileSync(join(dir, `${name}.pdf`), pdf);
+  poppler('pdftotext', [`-${mode}`, join(dir, `${name}.pdf`), join(dir, `${name}.txt`)]);
+  return readFileSync(join(dir, `${name}.txt`), 'utf8');
+}
+
+function page(pdf: Buffer, name: string, dpi: number): PNG {
+  writeFileSync(join(dir, `${name}.pdf`), pdf);
+  poppler('pdftoppm', ['-r', String(dpi), '-png', '-f', '1', '-l', '1', join(dir, `${name}.pdf`), join(dir, name)]);
+  return PNG.sync.read(readFileSync(join(dir, `${name}-1.png`)));
+}
+
+describe('the printable model of a stamped CFDI', () => {
+  it('reads everything the SAT asks to print from the SAT’s real CFDI, with the catalogues’ names', () => {
+    const model = printableCfdi(realXml);
+    expect(model).toMatchObject({
+      tipoDeComprobante: { key: 'I', name: 'Ingreso' },
+      fecha: '2022-01-12T12:39:08',
+      lugarExpedicion: '54680',
+      formaPago: { key: '01', name: 'Efectivo' },
+      metodoPago: { key: 'PUE' },
+      moneda: 'MXN',
+      exportacion: { key: '01' },
+      subTotal: '396.00',
+      total: '459.36',
+      totalEnLetra: 'CUATROCIENTOS CINCUENTA Y NUEVE PESOS 36/100 M.N.',
+      emisor: { rfc: 'CSM190311AH6', regimenFiscal: { key: '626' } },
+      receptor: { rfc: 'MCI7306249Y1', domicilioFiscal: '54700', usoCfdi: { key: 'G03' } },
+      totalImpuestosTrasladados: '63.36',
+      timbre: { uuid: '04BF2854-FE7D-4377-9196-71248F060ABB', rfcProvCertif: 'SAT970701NN3' },
+    });
+    expect(model.conceptos).toEqual([
+      expect.objectContaining({
+        claveProdServ: '95121514',
+        cantidad: '1200.00',
+        claveUnidad: 'H87',
+        valorUnitario: '0.33',
+        importe: '396.00',
+        traslados: [
+          expect.objectContaining({ impuesto: { key: '002', name: 'IVA' }, tasaOCuota: '0.160000', importe: '63.36' }),
+        ],
+      }),
+    ]);
+    expect(model.timbre.cadenaOriginalTfd).toMatch(
+      /^\|\|1\.1\|04BF2854-FE7D-4377-9196-71248F060ABB\|2022-01-12T12:39:34\|SAT970701NN3\|/,
+    );
+    expect(model.verificationUrl).toBe(
+      `https://verificacfdi.facturaelectronica.sat.gob.mx/default.aspx?id=04BF2854-FE7D-4377-9196-71248F060ABB&re=CSM190311AH6&rr=MCI7306249Y1&tt=459.36&fe=${model.timbre.sello.slice(-8)}`,
+    );
+  });
+});
+
+describe('the PDF (representación impresa)', () => {
+  it('is the same bytes for the same document', async () => {
+    const model = printableCfdi(realXml);
+    expect((await renderCfdiPdf(model)).equals(await renderCfdiPdf(model))).toBe(true);
+  });
+
+  it('holds, as text, the parties, the UUID, the totals, the amount in words, the sellos and the TFD’s cadena', async () => {
+    const model = printableCfdi(realXml);
+    const found = text(await renderCfdiPdf(model), 'ingreso');
+    const flat = found.replace(/\s+/g, '');
+    for (const expected of [
+      'CREATIVITY AND SOMETHING MORE',
+      'CSM190311AH6',
+      'MUNICIPIO DE CUAUTITLAN IZCALLI',
+      'MCI7306249Y1',
+      'Folio fiscal (UUID) 04BF2854-FE7D-4377-9196-71248F060ABB',
+      'Fecha de certificación 2022-01-12T12:39:34',
+      '626 – Régimen Simplificado de Confianza',
+      'G03 – Gastos en general',
+      'PUE – Pago en una sola exhibición',
+      'BOLETOS USO DE VIAS Y AREAS PUBLICAS',
+      '459.36 MXN',
+      'Importe con letra: CUATROCIENTOS CINCUENTA Y NUEVE PESOS 36/100 M.N.',
+      'No. de certificado del SAT: 00001000000504465028',
+    ])
+      expect(found).toContain(expected);
+    // Long values wrap across lines: compared without the breaks.
+    for (const long of [model.timbre.sello, model.timbre.selloSat, model.timbre.cadenaOriginalTfd])
+      expect(flat).toContain(long.replace(/\s+/g, ''));
+    expect(text(await renderCfdiPdf(model), 'plain', 'raw')).not.toContain('CANCELADO');
+    expect(text(await renderCfdiPdf(model, { cancelled: true }), 'cancelled', 'raw')).toContain('CANCELADO');
+  });
+
+  it.each(KINDS)('%s: carries a QR that a phone reads back as the exact SAT verification URL', async (kind) => {
+    const model = printableCfdi(xmlOf(kind));
+    const image = page(await renderCfdiPdf(model), `qr-${kind}`, 150);
+    const code = jsQR(new Uint8ClampedArray(image.data), image.width, image.height);
+    expect(code?.data).toBe(model.verificationUrl);
+  });
+
+  it('prints what each kind adds: an Egreso its relation, a Pago its payments, a global its period', async () => {
+    const egreso = text(await renderCfdiPdf(printableCfdi(xmlOf('egreso'))), 'egreso');
+    expect(egreso).toContain('Nota de crédito (Egreso)');
+    expect(egreso).toMatch(
+      /CFDI relacionados \(01 – Nota de crédito de los documentos relacionados\): 6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F/,
+    );
+    const pago = printableCfdi(xmlOf('pago'));
+    const pagoText = text(await renderCfdiPdf(pago), 'pago');
+    expect(pagoText).toContain('Recibo electrónico de pago (Pago)');
+    expect(pagoText).toContain('Documento relacionado');
+    expect(pagoText).toContain('6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F');
+    expect(pago.montoTotalPagos).toBe('5800.00');
+    expect(pagoText).toMatch(/Total de los pagos\s+5,800\.00 MXN/);
+    expect(pago.totalEnLetra).toMatch(/ PESOS \d{2}\/100 M\.N\.$/);
+    const global = text(await renderCfdiPdf(printableCfdi(xmlOf('global'))), 'global');
+    expect(global).toMatch(/Información global: Periodicidad \d{2} – \S+/);
+    expect(global).toContain('XAXX010101000');
+  });
+
+  it.each(KINDS)('%s: looks as reviewed (the first page matches its golden image)', async (kind) => {
+    const image = page(await renderCfdiPdf(printableCfdi(xmlOf(kind))), `golden-${kind}`, 80);
+    if (process.env.UPDATE_GOLDEN === '1') writeFileSync(golden(kind), PNG.sync.write(image));
+    expect(differenceFrom(image, golden(kind))).toBeLessThan(0.005);
+  });
+
+  it('the golden comparison can fail: a cancelled page is not the page', async () => {
+    const image = page(await renderCfdiPdf(printableCfdi(realXml), { cancelled: true }), 'golden-cancelled', 80);
+    expect(differenceFrom(image, golden('ingreso-real'))).toBeGreaterThan(0.02);
+  });
+});
+
+/** The share of pixels clearly different from the golden image (anti-aliasing may differ by a few levels between poppler builds). */
+function differenceFrom(image: PNG, goldenPath: string): number {
+  const reference = PNG.sync.read(readFileSync(goldenPath));
+  expect([image.width, image.height]).toEqual([reference.width, reference.height]);
+  let different = 0;
+  for (let i = 0; i < image.data.length; i += 4) {
+    const delta =
+      Math.abs(image.data[i]! - reference.data[i]!) +
+      Math.abs(image.data[i + 1]! - reference.data[i + 1]!) +
+      Math.abs(image.data[i + 2]! - reference.data[i + 2]!);
+    if (delta > 96) different++;
+  }
+  return different / (image.width * image.height);
+}
