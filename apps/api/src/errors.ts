@@ -28,6 +28,7 @@ export const API_ERRORS = {
   installment_conflict: { status: 409, message: 'An installment with this external id exists with other data.' },
   refund_conflict: { status: 409, message: 'A refund with this external id exists with other data.' },
   not_retryable: { status: 409, message: 'Only a dead-lettered (failed) outbox row can be re-driven.' },
+  not_stamped: { status: 409, message: 'The invoice is not stamped yet: it has no printed representation.' },
   not_correctable: {
     status: 409,
     message: 'Only an invoice not stamped (needs_data, stamp_failed, or pending past its window) can be corrected.',

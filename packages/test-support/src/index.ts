@@ -13,7 +13,7 @@ export {
   testCsdFiles,
   type TestRfc,
 } from './sat-files.ts';
-export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate } from './samples.ts';
+export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd } from './samples.ts';
 export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, runEntryPoint } from './system.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';

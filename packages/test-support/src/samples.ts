@@ -1,6 +1,6 @@
 /** Invoice requests and frozen documents for tests and benchmarks. */
 import { createSign, createVerify } from 'node:crypto';
-import { freezeComprobante, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { freezeComprobante, sellar, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
 import { loadTestCsd, TEST_EMISOR, TEST_RECEPTOR } from './sat-files.ts';
 
 let sequence = 0;
@@ -87,4 +87,21 @@ export function rawVerifySignRate(seconds = 2): number {
     ops++;
   }
   return ops / (Number(process.hrtime.bigint() - start) / 1e9);
+}
+
+let pacCsd: Csd | undefined;
+/** Stands in for a PAC's certificate: a SAT test CSD that is not the emisor's. */
+export function testPac(): Csd {
+  return (pacCsd ??= loadTestCsd('CACX7605101P8'));
+}
+
+/**
+ * A TimbreFiscalDigital for `selloCFD`, sealed with the stand-in PAC certificate — what a PAC adds,
+ * for tests that need a stamped document without a PAC (insert it with cfdi-core's `insertTfd`).
+ */
+export function testTfd(selloCFD: string, uuid = 'A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D'): string {
+  const pac = testPac();
+  const fields = ['1.1', uuid, '2026-11-30T10:00:05', 'SPR190613I52', selloCFD, pac.noCertificado];
+  const selloSAT = sellar(`||${fields.join('|')}||`, pac.privateKey);
+  return `<tfd:TimbreFiscalDigital xmlns:tfd="http://www.sat.gob.mx/TimbreFiscalDigital" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.sat.gob.mx/TimbreFiscalDigital http://www.sat.gob.mx/sitio_internet/cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd" Version="1.1" UUID="${fields[1]}" FechaTimbrado="${fields[2]}" RfcProvCertif="${fields[3]}" SelloCFD="${selloCFD}" NoCertificadoSAT="${fields[5]}" SelloSAT="${selloSAT}"/>`;
 }

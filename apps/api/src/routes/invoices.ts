@@ -1,5 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
+import { printableCfdi, renderCfdiPdf } from '@timbra/cfdi-core';
 import { INVOICE_STATUSES, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -149,6 +150,20 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
     res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
     res.type('application/xml; charset=utf-8').send(xml);
+  });
+
+  /**
+   * The representación impresa of a stamped invoice (PDF, from its stamped XML alone), with
+   * "CANCELADO" across it once cancelled; file name `<serie>-<folio>-<UUID>.pdf`.
+   */
+  router.get('/invoices/:id/pdf', async (req, res) => {
+    const invoice = await find(String(req.params.id));
+    if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
+    const pdf = await renderCfdiPdf(printableCfdi(invoice.stampedXml), { cancelled: invoice.status === 'cancelled' });
+    res
+      .type('application/pdf')
+      .set('Content-Disposition', `inline; filename="${invoice.serie}-${invoice.folio}-${invoice.uuid}.pdf"`)
+      .send(pdf);
   });
 
   /**
