@@ -77,17 +77,27 @@ export class Proc {
     this.child = child;
   }
 
-  /** Sends `signal` to the whole process group and waits (at most 10 s) for the exit. */
+  /**
+   * Sends `signal` to the whole process group and waits (at most 10 s) for the exit; a group still
+   * there then is killed (SIGKILL), so no harness leaves a process behind it.
+   */
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const exited = new Promise((resolve) => child.once('exit', () => resolve('exited')));
     try {
       process.kill(-child.pid!, signal);
     } catch {
       return;
     }
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+    const outcome = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+    if (outcome === 'exited') return;
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      return;
+    }
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   }
 }
 
