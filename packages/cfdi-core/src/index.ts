@@ -114,3 +114,10 @@ export {
 } from './print/verification-url.ts';
 export { printableCfdi, type PrintableCfdi, type PrintableConcepto, type PrintablePago } from './print/printable.ts';
 export { renderCfdiPdf, type PdfOptions } from './print/pdf.ts';
+export {
+  customerCopy,
+  customerCopyZip,
+  documentFileName,
+  type CustomerCopy,
+  type StampedDocument,
+} from './print/customer-copy.ts';

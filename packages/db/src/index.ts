@@ -175,3 +175,21 @@ export {
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
   return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: options.poolSize ?? 10 }) });
 }
+export {
+  claimDueDeliveries,
+  DELIVERY_CHANNEL,
+  deliveryBacklog,
+  deliveryBackoffMs,
+  endpointsDisabledByFailures,
+  EVENT_TYPES,
+  newEndpointSecret,
+  recordDeliveryAttempt,
+  replayDelivery,
+  resendInvoiceEmail,
+  setEndpointStatus,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type DeliveryChannel,
+  type DisablePolicy,
+  type EventType,
+} from './deliveries.ts';

@@ -143,7 +143,7 @@ export async function oldestOpenOutboxAgeSeconds(db: Db): Promise<number> {
 }
 
 /**
- * LISTENs on the outbox channel and calls `onNotify` for each NOTIFY. A lost connection (Postgres
+ * LISTENs on `channel` (the outbox's unless told) and calls `onNotify` for each NOTIFY. A lost connection (Postgres
  * restarted, the backend terminated) is re-established with backoff (0.25 s doubling to 10 s); in
  * the meantime the caller polls. After each (re)connect `onNotify` is called once: rows may have
  * committed while nobody listened. `ready` resolves after the first attempt, successful or not.
@@ -152,6 +152,7 @@ export function listenForOutbox(
   databaseUrl: string,
   logger: { warn: (fields: object, message: string) => void; info: (message: string) => void },
   onNotify: () => void,
+  channel: string = OUTBOX_CHANNEL,
 ) {
   let closed = false;
   let client: pg.Client | undefined;
@@ -165,7 +166,7 @@ export function listenForOutbox(
     const drop = (error?: unknown) => {
       if (dropped || closed) return;
       dropped = true;
-      if (!lost) logger.warn({ err: error }, 'relay LISTEN connection lost; polling until it is back');
+      if (!lost) logger.warn({ err: error, channel }, 'LISTEN connection lost; polling until it is back');
       lost = true;
       c.end().catch(() => undefined);
       retry = setTimeout(() => void connect(), delayMs);
@@ -176,14 +177,14 @@ export function listenForOutbox(
     c.on('end', () => drop(new Error('connection ended')));
     try {
       await c.connect();
-      await c.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await c.query(`LISTEN ${channel}`);
     } catch (error) {
       drop(error);
       return;
     }
     if (closed) return;
     delayMs = 250;
-    if (lost) logger.info('relay LISTEN connection re-established');
+    if (lost) logger.info(`LISTEN ${channel} connection re-established`);
     lost = false;
     onNotify();
   };
