@@ -21,8 +21,8 @@ const schema = z.object({
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   /** BullMQ key prefix; keep the `{…}` hash tag for Redis Cluster. */
   QUEUE_PREFIX: z.string().default('{timbra}'),
-  /** Which parts this process runs: any of relay, sweeper, stamper (comma-separated). */
-  WORKER_ROLES: z.string().default('relay,sweeper,stamper'),
+  /** Which parts this process runs: any of relay, sweeper, stamper, deliverer (comma-separated). */
+  WORKER_ROLES: z.string().default('relay,sweeper,stamper,deliverer'),
   WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8),
   RELAY_BATCH_SIZE: z.coerce.number().int().positive().default(100),
   RELAY_POLL_MS: z.coerce.number().int().positive().default(1000),
@@ -59,6 +59,32 @@ const schema = z.object({
   /** Not ready when jobs wait and none was consumed for this long. */
   WORKER_STALL_MS: z.coerce.number().int().positive().default(120_000),
   ALERT_WEBHOOK_URL: z.string().url().optional(),
+  /** Emails to customers (secret: it holds the password), e.g. smtp://user:pass@smtp.example.com:587. Unset: emails wait, loudly. */
+  SMTP_URL: z.string().url().optional(),
+  /** The From of the customer's emails, `Name <address>`. */
+  EMAIL_FROM: z.string().min(3).optional(),
+  EMAIL_REPLY_TO: z.string().optional(),
+  EMAIL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  EMAIL_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
+  EMAIL_RETRY_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
+  /** An email still failing this long after its event is dead (replayable). */
+  EMAIL_RETRY_FOR_HOURS: z.coerce.number().positive().default(48),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(6 * 3_600_000),
+  /** A webhook still failing this long after its event is dead (replayable). */
+  WEBHOOK_RETRY_FOR_HOURS: z.coerce.number().positive().default(72),
+  /** An endpoint failing without a success for this long, and this many attempts in a row, is disabled. */
+  WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
+  WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
+  DELIVERY_BATCH_SIZE: z.coerce.number().int().positive().default(20),
+  DELIVERY_POLL_MS: z.coerce.number().int().positive().default(1000),
+  /** A delivery's claim lasts this long: a worker that died mid-send loses it after this. */
+  DELIVERY_LEASE_MS: z.coerce.number().int().positive().default(120_000),
   /**
    * `production` (default): the PAC, the emisor and its CSD must be configured. `sandbox`: the local
    * sandbox PAC and the SAT's test emisor and CSD from SAT_DIR (npm run dev/demo, compose, tests).
@@ -98,6 +124,7 @@ const SANDBOX_DEFAULTS = {
   PAC_PRIMARY_PASSWORD: 'timbra-sandbox',
   SAT_STATUS_URL: 'http://127.0.0.1:4010/ConsultaCFDIService.svc',
   EMISOR_RFC: SANDBOX_EMISOR.EMISOR_RFC,
+  EMAIL_FROM: 'Facturación <facturas@timbra.test>',
 };
 
 /**
@@ -135,6 +162,8 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
         { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
       ).map((p) => `  ${p}`),
     );
+  if (parsed.success && parsed.data.SMTP_URL && !parsed.data.EMAIL_FROM)
+    problems.push("  EMAIL_FROM: required with SMTP_URL (the From of the customer's emails, `Name <address>`)");
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);
   const c = parsed.data as WorkerConfig & Record<string, string | undefined>;
   const pacs: PacConfig[] = [];

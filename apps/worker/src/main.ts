@@ -15,6 +15,8 @@ import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
 import { runCorrections } from './corrections.ts';
+import { createEmailSender } from './deliveries/email.ts';
+import { Dispatcher, runDispatcher } from './deliveries/dispatcher.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
@@ -36,7 +38,19 @@ const logger = pino({
   level: config.LOG_LEVEL,
   name: 'worker',
   redact: {
-    paths: ['password', '*.password', 'csd', '*.csd', 'authorization', '*.authorization', '*.headers.authorization'],
+    paths: [
+      'password',
+      '*.password',
+      'smtpUrl',
+      '*.smtpUrl',
+      'secret',
+      '*.secret',
+      'csd',
+      '*.csd',
+      'authorization',
+      '*.authorization',
+      '*.headers.authorization',
+    ],
     censor: '[redacted]',
   },
 });
@@ -175,6 +189,48 @@ const corrections =
   roles.has('sweeper') && w.corrections
     ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
     : undefined;
+// Emails and webhooks: without SMTP_URL the emails wait (timbra_deliveries_pending says so).
+const email =
+  roles.has('deliverer') && config.SMTP_URL && config.EMAIL_FROM
+    ? createEmailSender(prisma, {
+        smtpUrl: config.SMTP_URL,
+        from: config.EMAIL_FROM,
+        ...(config.EMAIL_REPLY_TO ? { replyTo: config.EMAIL_REPLY_TO } : {}),
+        timeoutMs: config.EMAIL_TIMEOUT_MS,
+      })
+    : undefined;
+if (roles.has('deliverer') && !email)
+  logger.warn("no SMTP_URL: customers' emails wait (pending) until a worker with SMTP sends them");
+const deliverer = roles.has('deliverer')
+  ? runDispatcher(
+      new Dispatcher({
+        prisma,
+        logger,
+        ...(email ? { email } : {}),
+        webhook: {
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          retry: {
+            baseMs: config.WEBHOOK_RETRY_BASE_MS,
+            maxMs: config.WEBHOOK_RETRY_MAX_MS,
+            forMs: config.WEBHOOK_RETRY_FOR_HOURS * 3_600_000,
+          },
+          disable: {
+            afterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
+            minFailures: config.WEBHOOK_DISABLE_MIN_FAILURES,
+          },
+        },
+        emailRetry: {
+          baseMs: config.EMAIL_RETRY_BASE_MS,
+          maxMs: config.EMAIL_RETRY_MAX_MS,
+          forMs: config.EMAIL_RETRY_FOR_HOURS * 3_600_000,
+        },
+        batchSize: config.DELIVERY_BATCH_SIZE,
+        leaseMs: config.DELIVERY_LEASE_MS,
+        onAttempt: (channel, outcome, ms) => workerMetrics.recordDelivery(channel, outcome, ms),
+      }),
+      { databaseUrl: config.DATABASE_URL, pollMs: config.DELIVERY_POLL_MS, logger },
+    )
+  : undefined;
 const health = createHealth({
   prisma,
   redis,
@@ -199,6 +255,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       sweeper?.stop();
       corrections?.stop();
       await relay?.stop();
+      await deliverer?.stop();
+      email?.close();
       await w.close();
       await prisma.$disconnect();
       await redis.quit();

@@ -3,6 +3,8 @@ import { STAMP_WINDOW_MS } from '@timbra/cfdi-core';
 import {
   correctionsProving,
   deadLetterCount,
+  deliveryBacklog,
+  endpointsDisabledByFailures,
   invoicesNeedingData,
   lateInvoices,
   oldestOpenOutboxAgeSeconds,
@@ -138,8 +140,68 @@ export function createWorkerMetrics(deps: {
       }
     },
   });
+  // The three delivery gauges from one query a scrape (see needsData above).
+  let backlog: ReturnType<typeof deliveryBacklog> | undefined;
+  const readBacklog = () =>
+    (backlog ??= deliveryBacklog(deps.prisma).finally(() => setTimeout(() => (backlog = undefined), 0)));
+  new Gauge({
+    name: 'timbra_deliveries_pending',
+    help: 'Emails and webhooks not delivered yet (pending or sending), by channel',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      const b = await readBacklog();
+      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].pending);
+    },
+  });
+  new Gauge({
+    name: 'timbra_deliveries_oldest_pending_age_seconds',
+    help: 'Age of the oldest email or webhook not delivered yet, by channel (0 when none)',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      const b = await readBacklog();
+      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].oldestAgeSeconds);
+    },
+  });
+  new Gauge({
+    name: 'timbra_deliveries_dead',
+    help: 'Emails and webhooks that failed for good and no replay has delivered since, by channel: they wait for a person',
+    labelNames: ['channel'] as const,
+    registers: [registry],
+    async collect() {
+      const b = await readBacklog();
+      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].dead);
+    },
+  });
+  new Gauge({
+    name: 'timbra_webhook_endpoints_disabled',
+    help: 'Webhook endpoints disabled after a failure streak (the merchant hears nothing until one is enabled again)',
+    registers: [registry],
+    async collect() {
+      this.set(await endpointsDisabledByFailures(deps.prisma));
+    },
+  });
+  const deliveryAttempts = new Counter({
+    name: 'timbra_delivery_attempts_total',
+    help: 'Email and webhook attempts by channel and outcome (delivered, failed, dead)',
+    labelNames: ['channel', 'outcome'] as const,
+    registers: [registry],
+  });
+  const deliveryLatency = new Histogram({
+    name: 'timbra_delivery_duration_seconds',
+    help: 'Duration of email and webhook attempts',
+    labelNames: ['channel'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [registry],
+  });
   return {
     registry,
+    /** Records one delivery attempt. */
+    recordDelivery(channel: string, outcome: string, durationMs: number): void {
+      deliveryAttempts.inc({ channel, outcome });
+      deliveryLatency.observe({ channel }, durationMs / 1000);
+    },
     /** Records the PAC calls of one job. */
     record(calls: readonly { pac: string; outcome: string; durationMs: number }[]): void {
       for (const c of calls) {

@@ -97,6 +97,7 @@ export async function pendingInvoice(
   prisma: PrismaClient,
   tag: string,
   overrides: Parameters<typeof freezeSample>[0] = {},
+  options: { paymentId?: string } = {},
 ): Promise<{ invoiceId: string; outboxId: string; stampKey: string; frozenXml: string }> {
   folio++;
   const emisor = await prisma.emisor.upsert({
@@ -117,7 +118,7 @@ export async function pendingInvoice(
         kind: 'I',
         serie: 'W',
         folio,
-        paymentId: null,
+        paymentId: options.paymentId ?? null,
         stampKey: frozen.stampKey,
         moneda: 'MXN',
         status: 'pending',

@@ -18,6 +18,7 @@ export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, run
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { composeEnvironment, composeFile, composeSecret, type ComposeFile, type ComposeService } from './compose.ts';
+export { startMailbox, type Mailbox, type MailFault, type ReceivedMail } from './mailbox.ts';
 export { alertRules, alertDrift, exportedSeries, metricsIn, type AlertRule } from './alerts-doc.ts';
 export {
   startProviderSandbox,

@@ -1,0 +1,175 @@
+/**
+ * The dispatcher: delivers emails and webhooks at least once. It claims due deliveries in Postgres
+ * (FOR UPDATE SKIP LOCKED, each leased for `leaseMs`: a worker that dies mid-send loses its lease and
+ * another one sends again), sends them, and records every attempt (packages/db deliveries.ts).
+ *
+ * Deliveries are scheduled in Postgres, not BullMQ: their retries span days and their log is the
+ * merchant's, so the record and the schedule are one row (ARCHITECTURE.md, "Deliveries").
+ */
+import type { Logger } from 'pino';
+import {
+  claimDueDeliveries,
+  DELIVERY_CHANNEL,
+  deliveryBackoffMs,
+  listenForOutbox,
+  recordDeliveryAttempt,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type DisablePolicy,
+  type PrismaClient,
+} from '@timbra/db';
+import type { EmailSender } from './email.ts';
+import { sendWebhook, type SendResult } from './webhook.ts';
+
+export interface RetryWindow {
+  baseMs: number;
+  maxMs: number;
+  /** A delivery still failing this long after it was written is dead. */
+  forMs: number;
+}
+
+export interface DispatcherDeps {
+  prisma: PrismaClient;
+  logger: Logger;
+  /** Absent: emails wait (pending, counted by the backlog gauge) until a worker with SMTP sends them. */
+  email?: EmailSender;
+  webhook: { timeoutMs: number; retry: RetryWindow; disable: DisablePolicy };
+  emailRetry: RetryWindow;
+  batchSize: number;
+  leaseMs: number;
+  /** Each attempt's result (metrics). */
+  onAttempt?: (channel: ClaimedDelivery['channel'], outcome: AttemptOutcome['outcome'], durationMs: number) => void;
+  /** An endpoint disabled after its failure streak (alert). */
+  onEndpointDisabled?: (endpoint: { id: string; url: string; consecutiveFailures: number }) => void;
+  now?: () => number;
+}
+
+export class Dispatcher {
+  constructor(private readonly deps: DispatcherDeps) {}
+
+  /** One claim-send-record round; returns how many deliveries it attempted. */
+  async drainOnce(): Promise<number> {
+    const claimed = await claimDueDeliveries(this.deps.prisma, this.deps.batchSize, this.deps.leaseMs);
+    // Emails wait for a worker that can send them: give the claim back at once.
+    const sendable = claimed.filter((d) => d.channel === 'webhook' || this.deps.email);
+    const unsendable = claimed.filter((d) => !sendable.includes(d));
+    await Promise.all(unsendable.map((d) => this.release(d)));
+    await Promise.all(sendable.map((d) => this.deliver(d)));
+    return sendable.length;
+  }
+
+  /** Drains until nothing is due. */
+  async drainAll(): Promise<number> {
+    let total = 0;
+    for (let n = await this.drainOnce(); n > 0; n = await this.drainOnce()) total += n;
+    return total;
+  }
+
+  private async release(d: ClaimedDelivery): Promise<void> {
+    await this.deps.prisma.$executeRaw`UPDATE deliveries SET status = 'pending', attempts = attempts - 1,
+      lease_until = NULL, available_at = now() + interval '1 minute', updated_at = now()
+      WHERE id = ${d.id}::uuid AND status = 'sending' AND attempts = ${d.attempt}`;
+  }
+
+  private async deliver(d: ClaimedDelivery): Promise<void> {
+    const now = this.deps.now ?? Date.now;
+    const started = now();
+    let result: SendResult & { permanent?: boolean };
+    try {
+      result =
+        d.channel === 'webhook' && d.endpoint
+          ? await sendWebhook({ ...d, endpoint: d.endpoint }, { timeoutMs: this.deps.webhook.timeoutMs, now })
+          : await this.deps.email!(d);
+    } catch (error) {
+      result = { ok: false, error: (error as Error).message };
+    }
+    const durationMs = Math.max(0, now() - started);
+    const window = d.channel === 'webhook' ? this.deps.webhook.retry : this.deps.emailRetry;
+    let outcome: AttemptOutcome;
+    if (result.ok) outcome = { outcome: 'delivered', statusCode: result.statusCode };
+    else {
+      const retryAt = new Date(now() + deliveryBackoffMs(window, d.attempt));
+      const code = result.statusCode !== undefined ? { statusCode: result.statusCode } : {};
+      outcome =
+        result.permanent || retryAt.getTime() - d.createdAt.getTime() > window.forMs
+          ? { outcome: 'dead', ...code, error: result.error }
+          : { outcome: 'failed', retryAt, ...code, error: result.error };
+    }
+    const recorded = await recordDeliveryAttempt(
+      this.deps.prisma,
+      { id: d.id, attempt: d.attempt },
+      { ...outcome, durationMs },
+      this.deps.webhook.disable,
+    );
+    this.deps.onAttempt?.(d.channel, outcome.outcome, durationMs);
+    const where = { deliveryId: d.id, eventId: d.event.id, type: d.event.type, channel: d.channel, attempt: d.attempt };
+    if (outcome.outcome === 'dead')
+      this.deps.logger.error(
+        { alert: 'delivery_dead', ...where, error: outcome.error, statusCode: outcome.statusCode },
+        `a ${d.channel} delivery failed for good: replay it once the cause is fixed`,
+      );
+    else if (outcome.outcome === 'failed')
+      this.deps.logger.warn(
+        { ...where, error: outcome.error, retryAt: outcome.retryAt },
+        `${d.channel} delivery failed; will retry`,
+      );
+    else this.deps.logger.debug(where, `${d.channel} delivered`);
+    if (recorded.disabled) {
+      this.deps.logger.error(
+        { alert: 'webhook_endpoint_disabled', endpoint: recorded.disabled },
+        'a webhook endpoint was disabled after a failure streak: fix it, enable it and replay its dead deliveries',
+      );
+      this.deps.onEndpointDisabled?.(recorded.disabled);
+    }
+  }
+}
+
+/**
+ * Runs a dispatcher: on every NOTIFY of a new delivery (a hint) and every `pollMs`, which also picks
+ * up retries as they come due. `stop()` ends the loop after the round in progress.
+ */
+export function runDispatcher(
+  dispatcher: Dispatcher,
+  options: { databaseUrl: string; pollMs: number; logger: Logger },
+) {
+  let stopped = false;
+  let notified = false;
+  let wake: (() => void) | undefined;
+  const listener = listenForOutbox(
+    options.databaseUrl,
+    options.logger,
+    () => {
+      notified = true;
+      wake?.();
+    },
+    DELIVERY_CHANNEL,
+  );
+  const loop = async () => {
+    await listener.ready;
+    while (!stopped) {
+      notified = false;
+      await dispatcher
+        .drainAll()
+        .catch((error: unknown) => options.logger.error({ err: error }, 'delivery round failed'));
+      if (stopped) break;
+      if (notified) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, options.pollMs);
+        wake = () => {
+          wake = undefined;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  };
+  const done = loop();
+  return {
+    stop: async () => {
+      stopped = true;
+      wake?.();
+      await done;
+      await listener.close();
+    },
+  };
+}

@@ -1,0 +1,123 @@
+/**
+ * The customer's copy by email: the stamped XML and its PDF, sent through SMTP (nodemailer) to the
+ * payment's address when the invoice is stamped, and again (the PDF marked CANCELADO) when it is
+ * cancelled. The Message-ID is the delivery's own (`<delivery id@domain>`), the same on every attempt,
+ * so a message sent twice (a worker that died after the server took it) is recognisable as one.
+ */
+import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
+import { customerCopy, type CustomerCopy } from '@timbra/cfdi-core';
+import type { ClaimedDelivery, PrismaClient } from '@timbra/db';
+import type { SendResult } from './webhook.ts';
+
+export interface EmailSettings {
+  /** `smtp://user:password@host:587` (STARTTLS when offered) or `smtps://…:465`. */
+  smtpUrl: string;
+  /** `Name <address>`: the merchant's sending address. */
+  from: string;
+  replyTo?: string;
+  timeoutMs: number;
+}
+
+const KIND_NAMES: Record<string, string> = {
+  I: 'Factura',
+  E: 'Nota de crédito',
+  P: 'Complemento de pago',
+};
+
+/** The domain of a From address, for Message-IDs. */
+export function messageIdDomain(from: string): string {
+  const address = /<([^>]+)>/.exec(from)?.[1] ?? from;
+  return address.split('@')[1]?.trim() || 'timbra.invalid';
+}
+
+/** Subject and bodies (Spanish: the customer's language) of one message. */
+export function emailContent(copy: CustomerCopy, kind: string, cancelled: boolean) {
+  const p = copy.printable;
+  const name = `${KIND_NAMES[kind] ?? 'CFDI'} ${p.serie ?? ''}-${p.folio ?? ''}`;
+  const subject = cancelled ? `Cancelación: ${name} de ${p.emisor.nombre}` : `${name} de ${p.emisor.nombre}`;
+  const lines = cancelled
+    ? [
+        `Estimado(a) ${p.receptor.nombre}:`,
+        '',
+        `${p.emisor.nombre} (RFC ${p.emisor.rfc}) canceló ante el SAT el CFDI ${p.serie ?? ''}-${p.folio ?? ''}, folio fiscal ${p.timbre.uuid}, por ${p.total} ${p.moneda}.`,
+        'Adjuntamos el XML y su representación impresa, marcada como cancelada.',
+      ]
+    : [
+        `Estimado(a) ${p.receptor.nombre}:`,
+        '',
+        `Adjuntamos el CFDI ${p.serie ?? ''}-${p.folio ?? ''} que ${p.emisor.nombre} (RFC ${p.emisor.rfc}) emitió a su nombre (RFC ${p.receptor.rfc}):`,
+        `folio fiscal ${p.timbre.uuid}, por ${p.total} ${p.moneda} (${p.totalEnLetra}).`,
+        'Encontrará el XML y su representación impresa (PDF) como archivos adjuntos.',
+        '',
+        `Puede verificarlo en el portal del SAT: https://verificacfdi.facturaelectronica.sat.gob.mx`,
+      ];
+  const text = `${lines.join('\n')}\n`;
+  const html = `<!doctype html><html lang="es"><body>${lines.map((l) => (l ? `<p>${escapeHtml(l)}</p>` : '')).join('')}</body></html>`;
+  return { subject, text, html };
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+export type EmailSender = (delivery: ClaimedDelivery) => Promise<SendResult & { permanent?: boolean }>;
+
+/** Builds the sender: one SMTP connection per message (a dropped connection costs one attempt, no more). */
+export function createEmailSender(prisma: PrismaClient, settings: EmailSettings): EmailSender & { close(): void } {
+  const transport: Transporter = nodemailer.createTransport({
+    url: settings.smtpUrl,
+    connectionTimeout: settings.timeoutMs,
+    greetingTimeout: settings.timeoutMs,
+    socketTimeout: settings.timeoutMs,
+  });
+  const domain = messageIdDomain(settings.from);
+  const send = async (delivery: ClaimedDelivery) => {
+    const invoiceId = delivery.event.invoiceId;
+    const invoice = invoiceId
+      ? await prisma.invoice.findUnique({
+          where: { id: invoiceId },
+          select: { id: true, kind: true, serie: true, folio: true, uuid: true, stampedXml: true },
+        })
+      : null;
+    if (!invoice?.stampedXml || !invoice.uuid)
+      return { ok: false as const, permanent: true, error: 'the invoice has no stamped XML to send' };
+    const cancelled = delivery.event.type === 'invoice.cancelled';
+    const copy = await customerCopy({
+      serie: invoice.serie,
+      folio: invoice.folio,
+      uuid: invoice.uuid,
+      stampedXml: invoice.stampedXml,
+      cancelled,
+    });
+    const content = emailContent(copy, invoice.kind, cancelled);
+    try {
+      const info = (await transport.sendMail({
+        from: settings.from,
+        ...(settings.replyTo ? { replyTo: settings.replyTo } : {}),
+        to: delivery.recipient!,
+        subject: content.subject,
+        text: content.text,
+        html: content.html,
+        messageId: `<${delivery.id}@${domain}>`,
+        headers: { 'X-Timbra-Event-Id': delivery.event.id, 'X-Timbra-Invoice-Id': invoice.id },
+        attachments: [
+          { filename: copy.xml.filename, content: copy.xml.content, contentType: 'application/xml' },
+          { filename: copy.pdf.filename, content: copy.pdf.content, contentType: 'application/pdf' },
+        ],
+      })) as { response?: string };
+      return { ok: true as const, statusCode: Number.parseInt(info.response ?? '250', 10) || 250 };
+    } catch (error) {
+      const e = error as Error & { responseCode?: number; code?: string; response?: string };
+      // A 5xx reply is the server's final word (no such mailbox, refused): retrying will not change it.
+      const permanent = typeof e.responseCode === 'number' && e.responseCode >= 500 && e.responseCode < 600;
+      return {
+        ok: false as const,
+        permanent,
+        ...(e.responseCode ? { statusCode: e.responseCode } : {}),
+        error: e.response ?? (e.code ? `${e.code}: ${e.message}` : e.message),
+      };
+    }
+  };
+  return Object.assign(send, { close: () => transport.close() });
+}

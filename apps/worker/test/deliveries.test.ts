@@ -1,0 +1,397 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFileSync } from 'node:child_process';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import Stripe from 'stripe';
+import {
+  claimDueDeliveries,
+  createPrisma,
+  deliveryBacklog,
+  newEndpointSecret,
+  replayDelivery,
+  resendInvoiceEmail,
+  type PrismaClient,
+} from '@timbra/db';
+import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { startMailbox, type Mailbox } from '@timbra/test-support';
+import { createEmailSender } from '../src/deliveries/email.ts';
+import { Dispatcher, type DispatcherDeps } from '../src/deliveries/dispatcher.ts';
+import { createWorkerMetrics } from '../src/metrics.ts';
+import { PacChain } from '../src/pac-chain.ts';
+import {
+  eventually,
+  pendingInvoice,
+  redisFor,
+  startSandboxProcess,
+  testWorker,
+  type SandboxProcess,
+} from './helpers.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sandbox: SandboxProcess;
+let mailbox: Mailbox;
+let receiver: Receiver;
+const redis = redisFor();
+const closers: (() => Promise<void> | void)[] = [];
+
+/** The merchant's side: a local HTTP server that records every request and answers as told. */
+interface Receiver {
+  url: string;
+  requests: { body: string; headers: IncomingHttpHeaders; status: number }[];
+  /** Status codes for the next requests, in order (then 200); `hang` never answers. */
+  answers: (number | 'hang')[];
+  server: Server;
+}
+
+async function startReceiver(): Promise<Receiver> {
+  const r: Receiver = { url: '', requests: [], answers: [], server: undefined as unknown as Server };
+  r.server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const answer = r.answers.shift() ?? 200;
+      r.requests.push({
+        body: Buffer.concat(chunks).toString('utf8'),
+        headers: req.headers,
+        status: answer === 'hang' ? 0 : answer,
+      });
+      if (answer === 'hang') return;
+      res.statusCode = answer;
+      res.end(answer < 300 ? 'ok' : 'no');
+    });
+  });
+  await new Promise<void>((resolve) => r.server.listen(0, '127.0.0.1', resolve));
+  r.url = `http://127.0.0.1:${(r.server.address() as AddressInfo).port}/hooks`;
+  return r;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 6 });
+  sandbox = await startSandboxProcess();
+  mailbox = await startMailbox();
+  receiver = await startReceiver();
+});
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+  mailbox.faults.length = 0;
+  mailbox.perRecipient.clear();
+  receiver.answers.length = 0;
+  // Each test registers its own endpoints: the earlier ones are put away.
+  await prisma.webhookEndpoint.updateMany({ data: { status: 'disabled', disabledReason: 'test over' } });
+  await prisma.delivery.updateMany({ where: { status: { in: ['pending', 'sending'] } }, data: { status: 'dead' } });
+});
+afterAll(async () => {
+  await mailbox.close();
+  receiver.server.closeAllConnections();
+  await new Promise((r) => receiver.server.close(r));
+  await sandbox.stop();
+  await prisma.$disconnect();
+  await redis.quit();
+  await db.drop();
+});
+
+const quick = { baseMs: 40, maxMs: 200, forMs: 60_000 };
+
+function dispatcher(overrides: Partial<DispatcherDeps> = {}) {
+  const email = createEmailSender(prisma, {
+    smtpUrl: mailbox.url,
+    from: 'Escuela Kemper <facturas@kemper.test>',
+    timeoutMs: 5_000,
+  });
+  closers.push(() => email.close());
+  return new Dispatcher({
+    prisma,
+    logger: pino({ level: 'silent' }),
+    email,
+    webhook: { timeoutMs: 1_000, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+    emailRetry: quick,
+    batchSize: 20,
+    leaseMs: 60_000,
+    ...overrides,
+  });
+}
+
+/** Drains `d` until `done` holds (retries come due on their own time). */
+async function deliverUntil(d: Dispatcher, done: () => Promise<boolean> | boolean, ms = 15_000) {
+  await eventually(async () => {
+    await d.drainAll();
+    return done();
+  }, ms);
+}
+
+async function endpoint(events: string[] = ['*']) {
+  const secret = newEndpointSecret();
+  return prisma.webhookEndpoint.create({ data: { url: receiver.url, events, secret } });
+}
+
+/** A payment with the customer's address, and its Ingreso stamped by the real worker against the sandbox. */
+async function stampedSale(tag: string, email: string | null = `cliente-${tag}@example.com`) {
+  const payment = await prisma.payment.create({
+    data: {
+      provider: 'api:test',
+      externalId: `${tag}-${randomUUID()}`,
+      amount: '1160.00',
+      currency: 'MXN',
+      occurredAt: new Date(),
+      email,
+    },
+  });
+  const w = testWorker({ prisma, redis, sandbox });
+  closers.push(w.close);
+  const p = await pendingInvoice(prisma, tag, {}, { paymentId: payment.id });
+  await w.relay.drainAll();
+  await eventually(
+    async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: p.invoiceId } })).status === 'stamped',
+  );
+  return { payment, invoice: await prisma.invoice.findUniqueOrThrow({ where: { id: p.invoiceId } }) };
+}
+
+const stripe = new Stripe('sk_test_unused');
+
+/** The receiver's check, written from docs/webhooks.md alone (not from the worker's code). */
+function verifyAsDocumented(body: string, header: string, secret: string, toleranceSeconds = 300): boolean {
+  const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
+  const t = Number(parts.t);
+  if (!Number.isInteger(t) || Math.abs(Date.now() / 1000 - t) > toleranceSeconds) return false;
+  const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
+  const given = Buffer.from(parts.v1 ?? '', 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+describe('events are written with the change they report', () => {
+  it('a stamp writes payment.recorded and invoice.stamped, with one webhook per subscribed endpoint and one email', async () => {
+    const all = await endpoint(['*']);
+    const onlyCancel = await endpoint(['invoice.cancelled']);
+    const { payment, invoice } = await stampedSale('events');
+    const events = await prisma.event.findMany({
+      where: { OR: [{ paymentId: payment.id }, { invoiceId: invoice.id }] },
+      include: { deliveries: true },
+      orderBy: { createdAt: 'asc' },
+    });
+    expect(events.map((e) => e.type)).toEqual(['payment.recorded', 'invoice.stamped']);
+    const stamped = events[1]!;
+    expect(stamped.data).toMatchObject({
+      id: invoice.id,
+      uuid: invoice.uuid,
+      total: invoice.total.toFixed(2),
+      status: 'stamped',
+    });
+    expect(stamped.deliveries.map((d) => [d.channel, d.endpointId ?? d.recipient]).sort()).toEqual(
+      [
+        ['email', payment.email],
+        ['webhook', all.id],
+      ].sort(),
+    );
+    expect(events[0]!.deliveries.map((d) => d.endpointId)).toEqual([all.id]);
+    expect(await prisma.delivery.count({ where: { endpointId: onlyCancel.id } })).toBe(0);
+  });
+
+  it('an invoice that is never stamped gets no invoice.stamped and no email: a dead letter is invoice.failed', async () => {
+    await endpoint(['*']);
+    const payment = await prisma.payment.create({
+      data: {
+        provider: 'api:test',
+        externalId: randomUUID(),
+        amount: '10.00',
+        currency: 'MXN',
+        occurredAt: new Date(),
+        email: 'x@example.com',
+      },
+    });
+    const p = await pendingInvoice(prisma, 'never', {}, { paymentId: payment.id });
+    // The dead-letter path's own write (stamping.ts), as the worker makes it.
+    await prisma.$executeRaw`UPDATE invoices SET status = 'stamp_failed' WHERE id = ${p.invoiceId}::uuid`;
+    const types = (await prisma.event.findMany({ where: { invoiceId: p.invoiceId } })).map((e) => e.type);
+    expect(types).toEqual(['invoice.failed']);
+    expect(await prisma.delivery.count({ where: { event: { invoiceId: p.invoiceId }, channel: 'email' } })).toBe(0);
+  });
+});
+
+describe('email to the receptor', () => {
+  it('sends the stamped XML and its PDF to the payment’s address, with a Message-ID of its own', async () => {
+    const { payment, invoice } = await stampedSale('mail');
+    const d = dispatcher();
+    await deliverUntil(d, () => mailbox.received.some((m) => m.to.includes(payment.email!)));
+    const mail = mailbox.received.find((m) => m.to.includes(payment.email!))!;
+    const delivery = await prisma.delivery.findFirstOrThrow({
+      where: { channel: 'email', event: { invoiceId: invoice.id } },
+      include: { log: true },
+    });
+    expect(delivery.status).toBe('delivered');
+    expect(mail.messageId).toBe(`<${delivery.id}@kemper.test>`);
+    expect(mail.parsed.subject).toBe(`Factura W-${invoice.folio} de ESCUELA KEMPER URGATE`);
+    expect(mail.parsed.text).toContain(invoice.uuid!);
+    const names = mail.parsed.attachments.map((a) => a.filename);
+    expect(names).toEqual([`W-${invoice.folio}-${invoice.uuid}.xml`, `W-${invoice.folio}-${invoice.uuid}.pdf`]);
+    const [xml, pdf] = mail.parsed.attachments;
+    expect(xml!.content.toString('utf8')).toBe(invoice.stampedXml);
+    // The PDF as the customer opens it: poppler reads the UUID and the total back from it.
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-mail-'));
+    writeFileSync(join(dir, 'f.pdf'), pdf!.content);
+    const text = execFileSync('pdftotext', ['-layout', join(dir, 'f.pdf'), '-'], { encoding: 'utf8' });
+    expect(text).toContain(invoice.uuid!);
+    expect(text).toMatch(/PESOS \d\d\/100 M\.N\./);
+    expect(delivery.log).toEqual([expect.objectContaining({ attempt: 1, outcome: 'delivered', statusCode: 250 })]);
+  });
+
+  it('a dropped connection and a 451 are retried with the same Message-ID until the server takes it', async () => {
+    const { payment } = await stampedSale('mail-retry');
+    mailbox.faults.push('drop', { code: 451, message: 'try again later' });
+    const d = dispatcher();
+    await deliverUntil(d, () => mailbox.received.some((m) => m.to.includes(payment.email!)));
+    const delivery = await prisma.delivery.findFirstOrThrow({
+      where: { channel: 'email', recipient: payment.email },
+      include: { log: { orderBy: { attempt: 'asc' } } },
+    });
+    const id = `<${delivery.id}@kemper.test>`;
+    expect(mailbox.attempts.filter((a) => a.messageId === id).map((a) => a.outcome)).toEqual([
+      'dropped',
+      'refused',
+      'accepted',
+    ]);
+    expect(delivery.log.map((l) => l.outcome)).toEqual(['failed', 'failed', 'delivered']);
+    expect(delivery.log[1]).toMatchObject({ statusCode: 451 });
+  });
+
+  it('a permanent refusal (550) is dead at once with the server’s reason, counted, and a resend goes out', async () => {
+    const { payment, invoice } = await stampedSale('mail-bounce', 'nadie@example.com');
+    mailbox.perRecipient.set('nadie@example.com', { code: 550, message: 'mailbox unavailable' });
+    const d = dispatcher();
+    await deliverUntil(
+      d,
+      async () =>
+        (await prisma.delivery.findFirst({ where: { recipient: 'nadie@example.com', status: 'dead' } })) !== null,
+    );
+    const dead = await prisma.delivery.findFirstOrThrow({
+      where: { recipient: 'nadie@example.com' },
+      include: { log: true },
+    });
+    expect(dead.attempts).toBe(1);
+    expect(dead.lastError).toContain('mailbox unavailable');
+    expect(dead.log).toEqual([expect.objectContaining({ outcome: 'dead', statusCode: 550 })]);
+    expect((await deliveryBacklog(prisma)).email.dead).toBeGreaterThanOrEqual(1);
+    const metrics = createWorkerMetrics({ prisma, chain: new PacChain([], { threshold: 1, coolDownMs: 1 }) });
+    expect(await metrics.registry.getSingleMetricAsString('timbra_deliveries_dead')).toMatch(/channel="email"} [1-9]/);
+    // The customer gave another address: resent there, a new Message-ID, and the dead one no longer counts.
+    const before = (await deliveryBacklog(prisma)).email.dead;
+    const resent = await resendInvoiceEmail(prisma, invoice.id, { to: 'otra@example.com', by: 'test' });
+    expect(resent).toMatchObject({ recipient: 'otra@example.com', eventType: 'invoice.stamped' });
+    await deliverUntil(d, () => mailbox.received.some((m) => m.to.includes('otra@example.com')));
+    expect(mailbox.received.find((m) => m.to.includes('otra@example.com'))!.messageId).not.toBe(
+      `<${dead.id}@kemper.test>`,
+    );
+    expect((await deliveryBacklog(prisma)).email.dead).toBe(before - 1);
+    expect(payment.email).toBe('nadie@example.com');
+  });
+});
+
+describe('webhooks to the merchant', () => {
+  it('signs each delivery as documented (checked by Stripe’s own verifier and by the docs’ recipe) and sends the event once delivered', async () => {
+    const ep = await endpoint(['invoice.stamped']);
+    const { invoice } = await stampedSale('hook', null);
+    const d = dispatcher();
+    await deliverUntil(d, () => receiver.requests.some((r) => r.body.includes(invoice.id)));
+    const request = receiver.requests.find((r) => r.body.includes(invoice.id))!;
+    const header = String(request.headers['timbra-signature']);
+    expect(stripe.webhooks.signature!.verifyHeader(request.body, header, ep.secret, 300)).toBe(true);
+    expect(verifyAsDocumented(request.body, header, ep.secret)).toBe(true);
+    expect(verifyAsDocumented(request.body, header, newEndpointSecret())).toBe(false);
+    expect(verifyAsDocumented(request.body.replace('stamped', 'stampee'), header, ep.secret)).toBe(false);
+    const event = JSON.parse(request.body) as {
+      id: string;
+      type: string;
+      data: { object: { id: string; uuid: string } };
+    };
+    expect(event).toMatchObject({ type: 'invoice.stamped', data: { object: { id: invoice.id, uuid: invoice.uuid } } });
+    expect(request.headers['timbra-event-id']).toBe(event.id);
+    expect(request.headers['content-type']).toBe('application/json');
+  });
+
+  it('a receiver that fails and times out gets the same body again with backoff until it answers 2xx', async () => {
+    const ep = await endpoint(['invoice.stamped']);
+    receiver.answers.push(500, 'hang', 503);
+    const { invoice } = await stampedSale('hook-retry', null);
+    const d = dispatcher({
+      webhook: { timeoutMs: 300, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+    });
+    await deliverUntil(d, () => receiver.requests.some((r) => r.body.includes(invoice.id) && r.status === 200));
+    const mine = receiver.requests.filter((r) => r.body.includes(invoice.id));
+    expect(mine.map((r) => r.status)).toEqual([500, 0, 503, 200]);
+    expect(new Set(mine.map((r) => r.body)).size).toBe(1);
+    const delivery = await prisma.delivery.findFirstOrThrow({
+      where: { endpointId: ep.id },
+      include: { log: { orderBy: { attempt: 'asc' } } },
+    });
+    expect(delivery.log.map((l) => [l.outcome, l.statusCode])).toEqual([
+      ['failed', 500],
+      ['failed', null],
+      ['failed', 503],
+      ['delivered', 200],
+    ]);
+    expect(delivery.log[1]!.error).toMatch(/ETIMEDOUT|timeout/i);
+    // The streak ended with the success.
+    expect(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: ep.id } })).toMatchObject({
+      consecutiveFailures: 0,
+      failingSince: null,
+    });
+  });
+
+  it('a long failure streak disables the endpoint, buries its pending deliveries and says so; a replay after enabling delivers', async () => {
+    const ep = await endpoint(['*']);
+    receiver.answers.push(...Array<number>(50).fill(500));
+    const disabled: unknown[] = [];
+    const d = dispatcher({
+      webhook: { timeoutMs: 500, retry: quick, disable: { afterMs: 0, minFailures: 3 } },
+      onEndpointDisabled: (e) => disabled.push(e),
+    });
+    await stampedSale('streak', null);
+    await deliverUntil(
+      d,
+      async () => (await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: ep.id } })).status === 'disabled',
+    );
+    const after = await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: ep.id } });
+    expect(after.disabledReason).toMatch(/^failing since .* \(3 attempts in a row\)$/);
+    expect(disabled).toEqual([expect.objectContaining({ id: ep.id, consecutiveFailures: 3 })]);
+    expect(await prisma.delivery.count({ where: { endpointId: ep.id, status: { in: ['pending', 'sending'] } } })).toBe(
+      0,
+    );
+    const dead = await prisma.delivery.findFirstOrThrow({ where: { endpointId: ep.id, status: 'dead' } });
+    expect(await replayDelivery(prisma, dead.id, 'test')).toEqual({ refused: 'endpoint_disabled' });
+    receiver.answers.length = 0;
+    await prisma.webhookEndpoint.update({
+      where: { id: ep.id },
+      data: { status: 'enabled', consecutiveFailures: 0, failingSince: null },
+    });
+    const replay = await replayDelivery(prisma, dead.id, 'test');
+    await deliverUntil(
+      d,
+      async () =>
+        (await prisma.delivery.findUniqueOrThrow({ where: { id: (replay as { id: string }).id } })).status ===
+        'delivered',
+    );
+    const replayed = receiver.requests.filter((r) => r.headers['timbra-delivery-id'] === (replay as { id: string }).id);
+    expect(replayed).toHaveLength(1);
+    expect(replayed[0]!.headers['timbra-event-id']).toBe(dead.eventId);
+  });
+
+  it('a worker that dies mid-send loses its lease and the delivery is sent again (at least once)', async () => {
+    const ep = await endpoint(['invoice.stamped']);
+    const { invoice } = await stampedSale('lease', null);
+    // A worker claims with a short lease and dies before sending.
+    const [claimed] = await claimDueDeliveries(prisma, 50, 200).then((c) => c.filter((x) => x.endpoint?.id === ep.id));
+    expect(claimed).toBeDefined();
+    const d = dispatcher();
+    await new Promise((r) => setTimeout(r, 300));
+    await deliverUntil(d, () => receiver.requests.some((r) => r.body.includes(invoice.id)));
+    const delivery = await prisma.delivery.findUniqueOrThrow({ where: { id: claimed!.id }, include: { log: true } });
+    expect(delivery).toMatchObject({ status: 'delivered', attempts: 2 });
+    expect(delivery.log).toEqual([expect.objectContaining({ attempt: 2, outcome: 'delivered' })]);
+  });
+});
