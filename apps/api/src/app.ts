@@ -26,6 +26,7 @@ import { outboxRoutes } from './routes/outbox.ts';
 import type { ExchangeRateSource } from './use-cases/exchange-rates.ts';
 import { paymentRoutes } from './routes/payments.ts';
 import { webhookEventRoutes } from './routes/webhook-events.ts';
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts';
 import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
 import type { RecordedRefund } from './use-cases/record-refund.ts';
@@ -56,6 +57,8 @@ export interface AppDeps {
   /** Failed authentications a minute with one key prefix before they are answered 429 (default 10). */
   authFailuresPerPrefixPerMinute?: number;
   trustProxy: boolean;
+  /** WEBHOOK_ALLOW_HTTP: merchant endpoints may be plain http anywhere (else https, or http to localhost). */
+  webhookAllowHttp?: boolean;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
   /** The stamp-dlq queue: a re-drive settles its letter there (else the worker's sweeper does). */
@@ -250,6 +253,7 @@ export function createApp(deps: AppDeps) {
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
+  v1.use(webhookEndpointRoutes({ prisma: deps.prisma, allowHttp: deps.webhookAllowHttp ?? false }));
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);
 

@@ -108,6 +108,8 @@ const schema = z.object({
   BANXICO_TOKEN: z.string().optional(),
   BANXICO_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   TRUST_PROXY: bool.default(false),
+  /** Merchant webhook endpoints may be plain http on any host (default: https, or http to localhost only). */
+  WEBHOOK_ALLOW_HTTP: bool.default(false),
   // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
   DASHBOARD_USER: z.string().min(1).optional(),
   DASHBOARD_PASSWORD: z.string().min(12).optional(),

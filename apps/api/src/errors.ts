@@ -29,6 +29,10 @@ export const API_ERRORS = {
   refund_conflict: { status: 409, message: 'A refund with this external id exists with other data.' },
   not_retryable: { status: 409, message: 'Only a dead-lettered (failed) outbox row can be re-driven.' },
   not_stamped: { status: 409, message: 'The invoice is not stamped yet: it has no printed representation.' },
+  endpoint_disabled: {
+    status: 409,
+    message: 'The webhook endpoint is disabled: enable it (PATCH status enabled) before replaying to it.',
+  },
   not_correctable: {
     status: 409,
     message: 'Only an invoice not stamped (needs_data, stamp_failed, or pending past its window) can be corrected.',
@@ -49,6 +53,10 @@ export const API_ERRORS = {
   lines_total_mismatch: {
     status: 422,
     message: 'The lines, with their taxes, do not add up to the amount paid; details say by how much.',
+  },
+  no_email_address: {
+    status: 422,
+    message: 'Neither the request (to) nor the payment has an email address to send the invoice to.',
   },
   product_not_found: { status: 422, message: 'A line names a product that does not exist or is not active.' },
   customer_not_found: { status: 422, message: 'The customer named does not exist.' },

@@ -151,6 +151,7 @@ const app = createApp({
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,
   authFailuresPerPrefixPerMinute: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,
+  webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
   stripe: {
     secret: config.STRIPE_WEBHOOK_SECRET,
     toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS,

@@ -211,6 +211,14 @@ describe('openapi.yaml', () => {
     conforms('/v1/invoices/{id}/xml', 'get', await request('get', `/v1/invoices/${invoiceId}/xml`, { headers: auth }));
     // Pending: 409 not_stamped (the 200 with a PDF is pdf.test.ts's).
     conforms('/v1/invoices/{id}/pdf', 'get', await request('get', `/v1/invoices/${invoiceId}/pdf`, { headers: auth }));
+    conforms('/v1/invoices/{id}/zip', 'get', await request('get', `/v1/invoices/${invoiceId}/zip`, { headers: auth }));
+    const emailPath = '/v1/invoices/{id}/email';
+    conforms(emailPath, 'post', await request('post', `/v1/invoices/${invoiceId}/email`, { json: {}, headers: auth }));
+    conforms(
+      emailPath,
+      'post',
+      await request('post', `/v1/invoices/${invoiceId}/email`, { json: { to: 'no' }, headers: auth }),
+    );
 
     const cancelPath = '/v1/invoices/{id}/cancel';
     conforms(
@@ -448,6 +456,77 @@ describe('openapi.yaml', () => {
     conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${unknown}/revoke`, { headers: admin }));
     conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`, { headers: auth }));
     conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`));
+
+    const endpoints = '/v1/webhook-endpoints';
+    const endpoint = await request('post', endpoints, {
+      json: { url: 'https://erp.example.com/hook', events: ['*'] },
+      headers: admin,
+    });
+    conforms(endpoints, 'post', endpoint);
+    conforms(
+      endpoints,
+      'post',
+      await request('post', endpoints, { json: { url: 'ftp://x', events: ['*'] }, headers: admin }),
+    );
+    conforms(
+      endpoints,
+      'post',
+      await request('post', endpoints, { json: { url: 'https://x.example', events: ['*'] }, headers: auth }),
+    );
+    conforms(endpoints, 'get', await request('get', endpoints, { headers: admin }));
+    conforms(endpoints, 'get', await request('get', `${endpoints}?limit=0`, { headers: admin }));
+    const endpointId = (JSON.parse(endpoint.body) as { id: string }).id;
+    const onePath = '/v1/webhook-endpoints/{id}';
+    conforms(onePath, 'get', await request('get', `${endpoints}/${endpointId}`, { headers: admin }));
+    conforms(onePath, 'get', await request('get', `${endpoints}/${unknown}`, { headers: admin }));
+    conforms(
+      onePath,
+      'patch',
+      await request('patch', `${endpoints}/${endpointId}`, { json: { description: 'ERP' }, headers: admin }),
+    );
+    conforms(onePath, 'patch', await request('patch', `${endpoints}/${endpointId}`, { json: {}, headers: admin }));
+    await request('post', '/v1/payments', {
+      json: {
+        externalId: 'OPENAPI-HOOK',
+        amount: '1.16',
+        currency: 'MXN',
+        occurredAt: new Date(Date.now() - 60_000).toISOString(),
+      },
+      headers: auth,
+    });
+    const log = await request('get', `${endpoints}/${endpointId}/deliveries`, { headers: admin });
+    conforms('/v1/webhook-endpoints/{id}/deliveries', 'get', log);
+    conforms(
+      '/v1/webhook-endpoints/{id}/deliveries',
+      'get',
+      await request('get', `${endpoints}/${unknown}/deliveries`, { headers: admin }),
+    );
+    const deliveryId = (JSON.parse(log.body) as { data: { id: string }[] }).data[0]!.id;
+    conforms(
+      '/v1/deliveries',
+      'get',
+      await request('get', `/v1/deliveries?endpointId=${endpointId}`, { headers: auth }),
+    );
+    conforms('/v1/deliveries', 'get', await request('get', '/v1/deliveries?status=lost', { headers: auth }));
+    conforms('/v1/deliveries/{id}', 'get', await request('get', `/v1/deliveries/${deliveryId}`, { headers: auth }));
+    conforms('/v1/deliveries/{id}', 'get', await request('get', `/v1/deliveries/${unknown}`, { headers: auth }));
+    const replayPath = '/v1/deliveries/{id}/replay';
+    conforms(
+      replayPath,
+      'post',
+      await request('post', `/v1/deliveries/${deliveryId}/replay`, { json: {}, headers: auth }),
+    );
+    await request('patch', `${endpoints}/${endpointId}`, { json: { status: 'disabled' }, headers: admin });
+    conforms(
+      replayPath,
+      'post',
+      await request('post', `/v1/deliveries/${deliveryId}/replay`, { json: {}, headers: auth }),
+    );
+    conforms(
+      replayPath,
+      'post',
+      await request('post', `/v1/deliveries/${unknown}/replay`, { json: {}, headers: auth }),
+    );
 
     const events = '/v1/webhook-events';
     conforms(events, 'get', await request('get', `${events}?result=failed`, { headers: auth }));

@@ -78,6 +78,29 @@ describe('GET /v1/invoices/:id/pdf', () => {
     expect(pdfText((await get(`/v1/invoices/${invoice.id}/pdf`)).body)).toContain('CANCELADO');
   });
 
+  it('GET /zip: the stamped XML and the PDF in one ZIP, named after the document, as unzip reads it', async () => {
+    const invoice = await recordedInvoice('ZIP-1');
+    expect((await get(`/v1/invoices/${invoice.id}/zip`)).statusCode).toBe(409);
+    const uuid = 'C1C2D3E4-F5A6-4B7C-8D9E-0F1A2B3C4D5E';
+    await stamp(invoice.id, uuid);
+    const res = await get(`/v1/invoices/${invoice.id}/zip`);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/zip');
+    expect(res.headers['content-disposition']).toBe(`attachment; filename="${invoice.serieFolio}-${uuid}.zip"`);
+    const zip = join(dir, 'a.zip');
+    writeFileSync(zip, res.body);
+    // Info-ZIP's unzip (Debian's), not the library that wrote it: test the archive, then read each file.
+    execFileSync('unzip', ['-tq', zip]);
+    const names = execFileSync('zipinfo', ['-1', zip], { encoding: 'utf8' }).trim().split('\n');
+    expect(names).toEqual([`${invoice.serieFolio}-${uuid}.xml`, `${invoice.serieFolio}-${uuid}.pdf`]);
+    const xml = execFileSync('unzip', ['-p', zip, names[0]!], { encoding: 'utf8' });
+    expect(xml).toBe((await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoice.id } })).stampedXml);
+    const pdf = execFileSync('unzip', ['-p', zip, names[1]!]);
+    expect(pdf.equals((await get(`/v1/invoices/${invoice.id}/pdf`)).body)).toBe(true);
+    // Deterministic like the PDF: the same bytes every time.
+    expect((await get(`/v1/invoices/${invoice.id}/zip`)).body.equals(res.body)).toBe(true);
+  });
+
   it('needs a key with the read scope', async () => {
     const invoice = await recordedInvoice('PDF-2');
     expect((await got.get(`${api.url}/v1/invoices/${invoice.id}/pdf`, { throwHttpErrors: false })).statusCode).toBe(

@@ -35,6 +35,8 @@ export interface NewPayment {
   customerId?: string | null;
   /** TipoCambio (decimal string) and where it came from; both or neither. */
   tipoCambio?: { rate: string; source: string } | null;
+  /** Where the customer's copy of its invoices is emailed. */
+  email?: string | null;
 }
 
 /** A payment the insert created: its position in the input (0-based) and the folio taken for its invoice. */
@@ -68,14 +70,15 @@ export async function insertPaymentsTakingFolios(
           ${c((p) => (p.receptor ? JSON.stringify(p.receptor) : null))}::jsonb[], ${c((p) => p.description ?? null)}::text[],
           ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[],
           ${c((p) => (p.lines ? JSON.stringify(p.lines) : null))}::jsonb[], ${c((p) => p.customerId ?? null)}::uuid[],
-          ${c((p) => p.tipoCambio?.rate ?? null)}::numeric[], ${c((p) => p.tipoCambio?.source ?? null)}::text[]
+          ${c((p) => p.tipoCambio?.rate ?? null)}::numeric[], ${c((p) => p.tipoCambio?.source ?? null)}::text[],
+          ${c((p) => p.email ?? null)}::text[]
         ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
-                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, ord)
+                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, ord)
       ), payment AS (
         INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source)
+                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email)
         SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source
+               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email
         FROM input ORDER BY ord
         ON CONFLICT (provider, external_id) DO NOTHING
         RETURNING id, provider, external_id

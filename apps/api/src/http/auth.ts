@@ -49,12 +49,12 @@ export function apiKeyAuth(prisma: PrismaClient, failures: FailureLimiter) {
 }
 
 /**
- * The scope a /v1 request needs — the one table of who may do what: `admin` for keys, re-drives and
- * provider events; `read` to GET; `cancel` to cancel an invoice; `write` for every other change
+ * The scope a /v1 request needs — the one table of who may do what: `admin` for keys, re-drives,
+ * provider events and webhook endpoints (they receive every customer's data); `read` to GET; `cancel` to cancel an invoice; `write` for every other change
  * (payments, refunds, installments, corrections, replacements, products, customers).
  */
 export function scopeFor(method: string, path: string): Scope {
-  if (/^\/(keys|outbox|webhook-events)(\/|$)/.test(path)) return 'admin';
+  if (/^\/(keys|outbox|webhook-events|webhook-endpoints)(\/|$)/.test(path)) return 'admin';
   if (method === 'GET' || method === 'HEAD') return 'read';
   if (/\/cancel$/.test(path)) return 'cancel';
   return 'write';

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { printableCfdi, renderCfdiPdf } from '@timbra/cfdi-core';
-import { INVOICE_STATUSES, type PrismaClient } from '@timbra/db';
+import { customerCopy, customerCopyZip, documentFileName, type StampedDocument } from '@timbra/cfdi-core';
+import { INVOICE_STATUSES, resendInvoiceEmail, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
@@ -27,6 +27,9 @@ export const cancelInvoiceSchema = z
     if (c.motivo !== '01' && c.folioSustitucion)
       ctx.addIssue({ code: 'custom', path: ['folioSustitucion'], message: 'only applies to motivo 01' });
   });
+
+/** POST /v1/invoices/:id/email: to another address than the payment's, optionally. */
+export const resendEmailSchema = z.object({ to: z.email().max(254).optional() }).strict();
 
 /** PATCH /v1/invoices/:id: what a correction may change (at least one field). */
 export const correctInvoiceSchema = z
@@ -152,18 +155,62 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     res.type('application/xml; charset=utf-8').send(xml);
   });
 
+  /** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
+  const stampedDocument = async (id: string): Promise<StampedDocument> => {
+    const invoice = await find(id);
+    if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
+    return {
+      serie: invoice.serie,
+      folio: invoice.folio,
+      uuid: invoice.uuid,
+      stampedXml: invoice.stampedXml,
+      cancelled: invoice.status === 'cancelled',
+    };
+  };
+
   /**
    * The representación impresa of a stamped invoice (PDF, from its stamped XML alone), with
    * "CANCELADO" across it once cancelled; file name `<serie>-<folio>-<UUID>.pdf`.
    */
   router.get('/invoices/:id/pdf', async (req, res) => {
-    const invoice = await find(String(req.params.id));
-    if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
-    const pdf = await renderCfdiPdf(printableCfdi(invoice.stampedXml), { cancelled: invoice.status === 'cancelled' });
+    const copy = await customerCopy(await stampedDocument(String(req.params.id)));
     res
       .type('application/pdf')
-      .set('Content-Disposition', `inline; filename="${invoice.serie}-${invoice.folio}-${invoice.uuid}.pdf"`)
-      .send(pdf);
+      .set('Content-Disposition', `inline; filename="${copy.pdf.filename}"`)
+      .send(copy.pdf.content);
+  });
+
+  /** The stamped XML and its PDF in one ZIP, `<serie>-<folio>-<UUID>.zip` (the email's attachments). */
+  router.get('/invoices/:id/zip', async (req, res) => {
+    const doc = await stampedDocument(String(req.params.id));
+    const zip = customerCopyZip(await customerCopy(doc));
+    res
+      .type('application/zip')
+      .set('Content-Disposition', `attachment; filename="${documentFileName(doc, 'zip')}"`)
+      .send(zip);
+  });
+
+  /**
+   * Emails the customer's copy again (202): the latest of its stamped/cancelled messages, to `to` or
+   * to the payment's address. A new delivery with its own Message-ID; `GET /v1/deliveries/:id` follows it.
+   */
+  router.post('/invoices/:id/email', async (req: Request, res: Response) => {
+    const invoiceId = String(req.params.id);
+    const parsed = resendEmailSchema.safeParse(req.body ?? {});
+    if (!parsed.success) throw validation(parsed.error);
+    const input = parsed.data;
+    await respondOnce(req, res, `/v1/invoices/${invoiceId}/email`, input, async (tx) => {
+      await find(invoiceId);
+      const sent = await resendInvoiceEmail(tx, invoiceId, {
+        ...(input.to ? { to: input.to } : {}),
+        by: `api:${req.client!.name}`,
+      });
+      if ('refused' in sent) throw new ApiError(sent.refused === 'no_event' ? 'not_stamped' : 'no_email_address');
+      return {
+        status: 202,
+        body: { deliveryId: sent.id, to: sent.recipient, message: sent.eventType, status: 'pending' },
+      };
+    });
   });
 
   /**

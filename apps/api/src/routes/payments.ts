@@ -57,6 +57,8 @@ export const createPaymentSchema = z
     conceptos: z.array(lineSchema).min(1).max(1000).optional(),
     /** A customer (POST /v1/customers): its fiscal data is the receptor's. Not with `receptor`. */
     customerId: z.string().min(1).max(64).optional(),
+    /** Where the customer's copy (XML + PDF) is emailed once stamped, and again if cancelled. Default: the customer's. */
+    email: z.email().max(254).optional(),
     /** TipoCambio of a sale in another currency than MXN (pesos per unit, up to 6 decimals). */
     tipoCambio: z
       .string()
@@ -170,6 +172,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       description: input.description ?? null,
       formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
       paymentTerms: input.paymentTerms ?? 'single',
+      email: input.email ?? null,
     };
     const create = async (tx: Tx) => {
       // The lines' products, the customer, the TipoCambio: each refused with its code if wrong.

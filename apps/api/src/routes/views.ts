@@ -59,6 +59,7 @@ export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSumma
     /** The lines as resolved when recorded (products' keys, taxes as c_TasaOCuota rates); null: one default concepto. */
     lines: p.lines ?? null,
     customerId: p.customerId,
+    email: p.email,
     tipoCambio: p.tipoCambio ? { rate: p.tipoCambio.toFixed(), source: p.tipoCambioSource } : null,
     createdAt: p.createdAt.toISOString(),
     invoices: invoices.map(invoiceSummary),

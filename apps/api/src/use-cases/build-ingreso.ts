@@ -43,6 +43,8 @@ export interface PaymentFacts {
   lines?: SaleLine[] | null;
   /** The customer the receptor data was copied from. */
   customerId?: string | null;
+  /** Where the customer's copy (XML + PDF) is emailed once stamped: given with the sale, else the customer's. */
+  email?: string | null;
   /** TipoCambio of a sale in another currency, and where it came from (exchange-rates.ts). */
   tipoCambio?: { rate: string; source: string } | null;
   /** Why the Ingreso cannot be frozen as the sale stands (found while resolving it): it waits in needs_data. */

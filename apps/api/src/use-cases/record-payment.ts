@@ -70,6 +70,7 @@ export async function recordPayments(
       lines: facts.lines && facts.lines.length > 0 ? facts.lines : null,
       customerId: facts.customerId ?? null,
       tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
+      email: facts.email ?? null,
     })),
   );
 

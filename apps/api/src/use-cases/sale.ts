@@ -380,6 +380,7 @@ export async function prepareSale(
     if (customer) {
       prepared.customerId = customer.id;
       if (!prepared.receptor) prepared.receptor = receptorOfCustomer(customer);
+      if (!prepared.email && customer.email) prepared.email = customer.email;
     }
   }
 

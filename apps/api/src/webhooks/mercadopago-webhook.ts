@@ -112,6 +112,7 @@ async function effectOf(
       mercadoPagoFormaPago(payment.payment_type_id),
       deps.defaultFormaPago,
     ),
+    email: payment.payer?.email,
   });
   return {
     handled: true,

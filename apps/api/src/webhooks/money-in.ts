@@ -18,6 +18,8 @@ export function moneyIn(received: {
   description: string | null | undefined;
   /** c_FormaPago of this money (from the payment method, or metadata `forma_pago`). */
   formaPago: string;
+  /** The payer's address as the provider knows it: the customer's copy is emailed there. */
+  email?: string | null | undefined;
 }): Pick<WebhookDelivery, 'payment' | 'installment'> {
   const meta = (key: string) => {
     const value = received.metadata?.[key];
@@ -48,6 +50,14 @@ export function moneyIn(received: {
       description: received.description ?? null,
       formaPago: installments ? '99' : received.formaPago,
       paymentTerms: installments ? 'installments' : 'single',
+      email: emailOrNull(received.email),
     },
   };
+}
+
+/** An address a provider gave, if it looks like one (a provider may send anything; nothing is refused for it). */
+export function emailOrNull(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const email = value.trim();
+  return email.length <= 254 && /^[^@\s]+@[^@\s]+$/.test(email) ? email : null;
 }

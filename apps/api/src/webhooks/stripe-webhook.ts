@@ -155,6 +155,7 @@ async function effectOf(event: Stripe.Event, api: Stripe, deps: StripeWebhookDep
           metadata: charge.metadata,
           customer: idOf(charge.customer),
           charge,
+          email: charge.receipt_email ?? charge.billing_details?.email,
         },
         charge.description,
         stripeFormaPago(charge.payment_method_details),
@@ -223,6 +224,7 @@ async function paymentIntentEffect(
       metadata: pi.metadata,
       customer: idOf(pi.customer),
       charge,
+      email: pi.receipt_email ?? charge?.receipt_email ?? charge?.billing_details?.email,
     },
     pi.description,
     stripeFormaPago(charge?.payment_method_details),
@@ -241,6 +243,8 @@ async function moneyInOf(
     metadata: Record<string, string> | null | undefined;
     customer: string | undefined;
     charge: Stripe.Charge | undefined;
+    /** The receipt address (PaymentIntent, Charge) or the billing one. */
+    email: string | null | undefined;
   },
   description: string | null | undefined,
   fromMethod: string | undefined,
@@ -256,6 +260,7 @@ async function moneyInOf(
     metadata: source.metadata,
     description: typeof description === 'string' ? description : null,
     formaPago: formaPagoOf(source.metadata, fromMethod, deps.defaultFormaPago),
+    email: source.email,
   });
   if (!received.payment) return { handled: true, ...received };
   const draft = await stripeSaleDraft(api, source, currency, received.payment.amount, deps.lineItems);
