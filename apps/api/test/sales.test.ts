@@ -540,6 +540,16 @@ describe('from the providers', () => {
     expect((await api.prisma.invoice.findUniqueOrThrow({ where: { id: stuck.id } })).status).toBe('needs_data');
   });
 
+  it('the customer’s address comes from the provider: Stripe’s receipt_email, Mercado Pago’s payer.email', async () => {
+    const stripe = await api.providers.stripePayment({ amount: 11600, receiptEmail: 'recibos@cliente.example' });
+    expect((await ingresoOf(stripe.paymentIntent.id)).payment.email).toBe('recibos@cliente.example');
+    const mp = await api.providers.mercadoPagoPayment({ amount: 116, payerEmail: 'comprador@cliente.example' });
+    expect((await ingresoOf(String(mp.payment.id))).payment.email).toBe('comprador@cliente.example');
+    // An address that is not one is no reason to refuse money: the payment is recorded without it.
+    const odd = await api.providers.mercadoPagoPayment({ amount: 116, payerEmail: 'not an address' });
+    expect((await ingresoOf(String(odd.payment.id))).payment.email).toBeNull();
+  });
+
   it('Stripe lines that do not add up to the money: the payment is recorded, its invoice needs data and says why', async () => {
     const made = await api.providers.stripePayment({
       amount: 10000,

@@ -32,7 +32,7 @@ export type FakeMpPayment = Required<
   refunds: FakeMpRefund[];
   /** What was bought (items: id, title, quantity, unit_price with tax), when the integration sent it. */
   additional_info?: Pick<NonNullable<PaymentResponse['additional_info']>, 'items'>;
-  payer?: Pick<NonNullable<PaymentResponse['payer']>, 'id' | 'type'>;
+  payer?: Pick<NonNullable<PaymentResponse['payer']>, 'id' | 'type' | 'email'>;
 };
 
 /** A notification as Mercado Pago POSTs it (`?data.id=…&type=payment`): ids only. */
@@ -68,6 +68,8 @@ export interface NewMpPayment {
   items?: { id: string; title: string; quantity: number; unit_price: number }[] | undefined;
   /** The payer's Mercado Pago id. */
   payerId?: string | undefined;
+  /** The payer's email address. */
+  payerEmail?: string | undefined;
 }
 
 let nextPaymentId = 1_000_000_000 + Math.floor(Math.random() * 1_000_000);
@@ -103,7 +105,14 @@ export class MercadoPagoFake {
       ...(input.items
         ? { additional_info: { items: input.items.map((i) => ({ ...i, currency_id: input.currency })) } }
         : {}),
-      ...(input.payerId ? { payer: { id: input.payerId, type: 'customer' } } : {}),
+      ...(input.payerId || input.payerEmail
+        ? {
+            payer: {
+              ...(input.payerId ? { id: input.payerId, type: 'customer' } : {}),
+              ...(input.payerEmail ? { email: input.payerEmail } : {}),
+            },
+          }
+        : {}),
     };
     this.payments.set(String(payment.id), payment);
     return { payment, notification: this.notification(payment, 'payment.created') };

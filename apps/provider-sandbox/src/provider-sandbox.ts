@@ -49,6 +49,7 @@ const stripePaymentBody = z.object({
   description: z.string().nullable().default(null),
   created: z.number().int().optional(),
   customer: z.string().optional(),
+  receiptEmail: z.string().optional(),
   settlementExchangeRate: z.number().positive().optional(),
   deliver: deliverOption,
 });
@@ -58,6 +59,7 @@ const checkoutBody = z.object({
   metadata,
   description: z.string().nullable().default(null),
   customer: z.string().optional(),
+  receiptEmail: z.string().optional(),
   settlementExchangeRate: z.number().positive().optional(),
   lines: z
     .array(
@@ -93,6 +95,7 @@ const mpPaymentBody = z.object({
     )
     .optional(),
   payerId: z.string().optional(),
+  payerEmail: z.string().optional(),
   deliver: deliverOption,
 });
 const mpRefundBody = z.object({ amount: z.number().optional(), deliver: deliverOption });

@@ -29,6 +29,7 @@ export type FakeCharge = Pick<
   | 'created'
   | 'currency'
   | 'description'
+  | 'receipt_email'
   | 'livemode'
   | 'metadata'
   | 'paid'
@@ -50,6 +51,7 @@ export type FakePaymentIntent = Pick<
   | 'currency'
   | 'customer'
   | 'description'
+  | 'receipt_email'
   | 'latest_charge'
   | 'livemode'
   | 'metadata'
@@ -168,6 +170,8 @@ export interface NewStripePayment {
   created?: number;
   /** The Stripe customer (cus_…) paying. */
   customer?: string | undefined;
+  /** Where Stripe sends the receipt (PaymentIntent and Charge `receipt_email`). */
+  receiptEmail?: string | undefined;
   /**
    * Money in another currency settled in pesos: the charge's balance transaction is in MXN with
    * this `exchange_rate` (pesos per unit). Default: settled in the charge's own currency.
@@ -374,6 +378,7 @@ export class StripeFake {
       currency: input.currency.toLowerCase(),
       customer: input.customer ?? null,
       description: input.description,
+      receipt_email: input.receiptEmail ?? null,
       latest_charge: null,
       livemode: false,
       metadata: input.metadata,
@@ -392,6 +397,7 @@ export class StripeFake {
       created,
       currency: pi.currency,
       description: input.description,
+      receipt_email: input.receiptEmail ?? null,
       livemode: false,
       metadata: input.metadata,
       paid: true,

@@ -15,6 +15,8 @@ export interface StripePaymentInput {
   created?: number;
   /** The Stripe customer paying (cus_…). */
   customer?: string;
+  /** The receipt address (`receipt_email`): Timbra emails the customer's copy there. */
+  receiptEmail?: string;
   /** Settled in pesos at this rate (a payment in another currency): its balance transaction's `exchange_rate`. */
   settlementExchangeRate?: number;
   deliver?: Deliver;
@@ -35,6 +37,8 @@ export interface MercadoPagoPaymentInput {
   /** additional_info.items: what was bought (unit_price with tax). */
   items?: { id: string; title: string; quantity: number; unit_price: number }[];
   payerId?: string;
+  /** The payer's email (`payer.email`): Timbra emails the customer's copy there. */
+  payerEmail?: string;
   deliver?: Deliver;
 }
 
