@@ -9,21 +9,27 @@
  * read from Stripe's API), and a sale in installments with its
  * first installment (a Pago). It waits until every invoice is stamped, cancels the REST one through
  * the API (motivo 03) and waits for the cancellation, then prints payment → serie-folio → UUID →
- * status, and the dashboard URL.
+ * status, and the dashboard URL. Before the samples it registers a webhook endpoint (all events) at a
+ * receiver of its own; after them it waits until every email (to the sample customer's address, kept
+ * by the local SMTP server in .local/mail/) and every webhook of those invoices is delivered, checks
+ * each webhook's signature as docs/outbound.md tells a receiver to, and saves each invoice's PDF in
+ * .local/demo/, printing where to see all three.
  *
  * Then it keeps running (Ctrl-C stops it), or with `--exit` stops everything and exits: 0 when every
  * invoice was stamped (and the one cancelled) in time, 1 otherwise. `--check-secrets` runs the apps at LOG_LEVEL=debug and
  * fails when any configured secret (API key, webhook secrets, CSD password, PAC and dashboard
  * passwords, sandbox admin token) appears in their logs. `.ci/run` runs it with both flags.
  */
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoTable, runDemo } from '@timbra/api/demo';
+import { demoTable, runDemo, waitForDeliveries } from '@timbra/api/demo';
 import { SAT_DIR } from '@timbra/test-support';
-import { localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
+import { LOCAL_DIR, localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,6 +48,11 @@ env.PAC_PRIMARY_PASSWORD = pacPassword;
 env.SANDBOX_SW_PASSWORD = pacPassword;
 const api = `http://127.0.0.1:${env.PORT ?? '3000'}`;
 const apiKey = env.API_KEYS!.split(',')[0]!.split(':')[1]!;
+// The operator's key registers the demo's webhook endpoint (admin); without one, no webhooks.
+const adminKey = env
+  .API_KEYS!.split(',')
+  .map((entry) => entry.split(':'))
+  .find(([, , scopes]) => scopes === 'admin' || scopes?.split('+').includes('admin'))?.[1];
 const deadline = Date.now() + Number(values.timeout) * 1000;
 
 let failed = false;
@@ -57,15 +68,43 @@ const stop = stopOnSignals(system, out);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// The merchant's receiver: a local HTTP server that keeps every webhook as it arrived (verified below).
+const received: { body: string; signature: string; eventId: string; type: string }[] = [];
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    received.push({
+      body: Buffer.concat(chunks).toString('utf8'),
+      signature: String(req.headers['timbra-signature'] ?? ''),
+      eventId: String(req.headers['timbra-event-id'] ?? ''),
+      type: String(req.headers['timbra-event-type'] ?? ''),
+    });
+    res.end('ok');
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+receiver.unref();
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/timbra-webhooks`;
+
+/** The signature check docs/outbound.md gives a receiver: HMAC-SHA256 of `t.body`, constant-time. */
+function verified(body: string, header: string, secret: string): boolean {
+  const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
+  const expected = createHmac('sha256', secret).update(`${parts.t}.${body}`).digest();
+  const given = Buffer.from(parts.v1 ?? '', 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 let ok = false;
 try {
   out('[demo] starting the sandbox PAC, the provider sandbox, the API and the worker…');
-  const rows = await runDemo({
+  const { rows, endpoint } = await runDemo({
     apiUrl: api,
     apiKey,
     providersUrl: env.STRIPE_API_URL!,
     timeoutMs: Math.max(1000, deadline - Date.now()),
     log: out,
+    ...(adminKey ? { webhooks: { url: receiverUrl, adminKey } } : {}),
   });
   const board = await fetch(`${api}/admin/queues/api/queues`, {
     headers: {
@@ -76,6 +115,50 @@ try {
   out('');
   demoTable(rows).forEach(out);
   out('');
+
+  // The customer's copy and the merchant's signal: every email and webhook of these invoices delivered.
+  const deliveries = await waitForDeliveries(
+    { apiUrl: api, apiKey, deadline },
+    rows.map((r) => r.id),
+    [...(system.mailbox ? (['email'] as const) : []), ...(endpoint ? (['webhook'] as const) : [])],
+  );
+  const emails = deliveries.filter((d) => d.channel === 'email');
+  if (system.mailbox) {
+    const arrived = system.mailbox.received.filter((m) => emails.some((e) => m.messageId?.startsWith(`<${e.id}@`)));
+    if (arrived.length !== emails.length)
+      throw new Error(`${emails.length} emails delivered, ${arrived.length} found in the local mailbox`);
+    const first = arrived[0];
+    out(
+      `[demo] emails: ${arrived.length} to ${[...new Set(emails.map((e) => e.recipient))].join(', ')} (stamped and cancelled), each with its XML and PDF, kept in ${join(LOCAL_DIR, 'mail')}/ — open a .eml with any mail client${first ? `; e.g. “${first.parsed.subject}”: ${first.parsed.attachments.map((a) => a.filename).join(', ')}` : ''}`,
+    );
+  }
+  if (endpoint) {
+    const stampedIds = new Set(
+      received
+        .filter((r) => r.type === 'invoice.stamped')
+        .map((r) => (JSON.parse(r.body) as { data: { object: { id: string } } }).data.object.id),
+    );
+    const missing = rows.filter((r) => !stampedIds.has(r.id));
+    if (missing.length > 0)
+      throw new Error(`no invoice.stamped webhook for ${missing.map((r) => r.serieFolio).join(', ')}`);
+    const forged = received.filter((r) => !verified(r.body, r.signature, endpoint.secret));
+    if (forged.length > 0) throw new Error(`${forged.length} webhook(s) whose Timbra-Signature does not verify`);
+    const types = [...new Set(received.map((r) => r.type))].sort();
+    out(
+      `[demo] webhooks: ${received.length} events received at ${receiverUrl}, every Timbra-Signature verified (${types.join(', ')}); the delivery log: curl -H 'authorization: Bearer ${adminKey}' ${api}/v1/webhook-endpoints/${endpoint.id}/deliveries`,
+    );
+  }
+  // The printed representation of each: saved here, and where the API serves it.
+  const pdfDir = join(LOCAL_DIR, 'demo');
+  mkdirSync(pdfDir, { recursive: true });
+  out(`[demo] the PDF of each invoice (GET /v1/invoices/:id/pdf, also /xml and /zip), saved in ${pdfDir}/:`);
+  for (const row of rows) {
+    const pdf = await fetch(`${api}/v1/invoices/${row.id}/pdf`, { headers: { authorization: `Bearer ${apiKey}` } });
+    if (!pdf.ok) throw new Error(`GET /v1/invoices/${row.id}/pdf: HTTP ${pdf.status}`);
+    const file = join(pdfDir, `${row.serieFolio}-${row.uuid}.pdf`);
+    writeFileSync(file, Buffer.from(await pdf.arrayBuffer()));
+    out(`[demo]   ${row.serieFolio.padEnd(8)} ${api}/v1/invoices/${row.id}/pdf → ${file}`);
+  }
   out(`[demo] queue dashboard: ${api}/admin/queues (user ${env.DASHBOARD_USER}, password in DASHBOARD_PASSWORD)`);
   // The operator's command, run here as printed (so it is known to work), with the demo's database.
   const target = rows[0]?.uuid ?? '<uuid>';
@@ -110,6 +193,7 @@ if (values['check-secrets']) {
     'dashboard password': env.DASHBOARD_PASSWORD!,
     'dashboard Basic credentials': Buffer.from(`${env.DASHBOARD_USER}:${env.DASHBOARD_PASSWORD}`).toString('base64'),
     'sandbox admin token': env.SANDBOX_ADMIN_TOKEN!,
+    ...(adminKey ? { 'admin API key': adminKey } : {}),
   };
   await sleep(500);
   const logs = system.lines.join('\n');

@@ -5,7 +5,13 @@
  * `npm run demo` (scripts/demo.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ensureDatabase, migrate, MIGRATIONS_DIR } from '@timbra/db';
+import { startMailbox, type Mailbox } from '@timbra/test-support';
+
+/** Where the local system keeps what it makes for people to look at: emails (`mail/`), the demo's PDFs. */
+export const LOCAL_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '.local');
 
 /** Defaults that make a fresh checkout work; every app variable from the environment wins. */
 export function localEnv(): Record<string, string> {
@@ -14,7 +20,8 @@ export function localEnv(): Record<string, string> {
     TIMBRA_PROFILE: 'sandbox',
     DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/timbra',
     REDIS_URL: 'redis://127.0.0.1:6379',
-    API_KEYS: 'demo:demo-key-change-me-0000',
+    // A store's key (read, write, cancel) and an operator's (admin: webhook endpoints, keys, re-drives).
+    API_KEYS: 'demo:demo-key-change-me-0000,ops:ops-key-change-me-0000:admin',
     STRIPE_WEBHOOK_SECRET: 'whsec_dev_local_only',
     MERCADOPAGO_WEBHOOK_SECRET: 'mp_dev_local_only',
     SANDBOX_ADMIN_TOKEN: 'dev-admin-token',
@@ -49,6 +56,8 @@ export function localEnv(): Record<string, string> {
 export interface LocalSystem {
   /** Every line the three processes printed so far, prefixed with their name. */
   readonly lines: string[];
+  /** The local SMTP server the worker sends the customers' emails to (absent when SMTP_URL was given). */
+  readonly mailbox: Mailbox | undefined;
   stop: () => Promise<void>;
 }
 
@@ -64,6 +73,14 @@ export async function startLocalSystem(
   if (await ensureDatabase(env.DATABASE_URL!)) print('[timbra] created the database');
   const applied = await migrate(env.DATABASE_URL!, MIGRATIONS_DIR, (m) => print(`[timbra] ${m}`));
   print(`[timbra] migrations: ${applied.length} applied, database up to date`);
+  // The customers' emails go to a real SMTP server on this machine, which keeps each as an .eml file
+  // (LOCAL_SMTP_PORT, default 2525; 0: any free port) — unless SMTP_URL points elsewhere.
+  let mailbox: Mailbox | undefined;
+  if (!env.SMTP_URL) {
+    mailbox = await startMailbox({ port: Number(env.LOCAL_SMTP_PORT ?? 2525), dir: join(LOCAL_DIR, 'mail') });
+    env.SMTP_URL = mailbox.url;
+    print(`[timbra] customers' emails: SMTP on ${mailbox.url}, each kept in ${join(LOCAL_DIR, 'mail')}/`);
+  }
 
   const lines: string[] = [];
   const children = new Map<string, ChildProcess>();
@@ -96,6 +113,7 @@ export async function startLocalSystem(
 
   return {
     lines,
+    mailbox,
     stop: async () => {
       stopping = true;
       const running = [...children.values()];
@@ -121,6 +139,7 @@ export async function startLocalSystem(
           // gone, as it should be
         }
       }
+      await mailbox?.close();
     },
   };
 }

@@ -25,6 +25,7 @@ out(
 out(
   `[timbra]   curl -X POST localhost:${env.PROVIDER_SANDBOX_PORT}/_sandbox/stripe/payments -H 'content-type: application/json' -d '{"amount":116000,"method":"card_debit"}'`,
 );
+out(`[timbra] customers' emails (XML + PDF) land in .local/mail/ when a payment has an address ("email": "…").`);
 out('[timbra] or a REST payment:');
 out(
   `[timbra]   curl -X POST localhost:${env.PORT ?? 3000}/v1/payments -H 'authorization: Bearer ${env.API_KEYS!.split(':')[1] ?? ''}' -H 'content-type: application/json' -d '{"externalId":"demo-1","amount":"1160.00","currency":"MXN","occurredAt":"'$(date -u +%FT%TZ)'"}'`,

@@ -40,6 +40,8 @@ async function devEnv(): Promise<Record<string, string>> {
     STRIPE_API_URL: `http://127.0.0.1:${providers}`,
     MERCADOPAGO_API_URL: `http://127.0.0.1:${providers}/mercadopago`,
     BANXICO_API_URL: `http://127.0.0.1:${providers}`,
+    // The local SMTP server on any free port (its default, 2525, may be another run's).
+    LOCAL_SMTP_PORT: '0',
   };
 }
 

@@ -19,7 +19,7 @@ if (!apiKey) {
 }
 
 try {
-  const rows = await runDemo({
+  const { rows } = await runDemo({
     apiUrl,
     apiKey,
     providersUrl: env.DEMO_PROVIDERS_URL ?? 'http://127.0.0.1:4020',

@@ -19,9 +19,19 @@ export interface DemoOptions {
   timeoutMs: number;
   /** Progress lines. */
   log: (line: string) => void;
+  /** With an admin key: a webhook endpoint (all events) is registered at this URL before the samples. */
+  webhooks?: { url: string; adminKey: string };
+}
+
+/** The endpoint the demo registered, and its signing secret (shown once, at registration). */
+export interface DemoEndpoint {
+  id: string;
+  secret: string;
 }
 
 export interface DemoRow {
+  /** The invoice's id. */
+  id: string;
   note: string;
   externalId: string;
   amount: string;
@@ -47,8 +57,14 @@ interface PaymentView {
   invoices: { id: string; kind: string; serieFolio: string; total: string; uuid: string | null; status: string }[];
 }
 
-/** Waits for the API to be ready, sends the samples, waits for every invoice to be stamped, and returns one row per invoice. */
-export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
+/** The customer's address: its copy of each CFDI is emailed there. */
+export const DEMO_EMAIL = 'xochilt.casas@cliente.example';
+
+/**
+ * Waits for the API to be ready, registers the webhook endpoint (when asked), sends the samples, waits
+ * for every invoice to be stamped, and returns one row per invoice.
+ */
+export async function runDemo(options: DemoOptions): Promise<{ rows: DemoRow[]; endpoint?: DemoEndpoint }> {
   const { apiUrl, log } = options;
   const run = Date.now().toString(36);
   const deadline = Date.now() + options.timeoutMs;
@@ -101,6 +117,19 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   };
   const sent: { externalId: string; note: string }[] = [];
 
+  // The merchant's systems: told of every event (signed), from the first payment on.
+  let endpoint: DemoEndpoint | undefined;
+  if (options.webhooks) {
+    const registered = await post(
+      '/v1/webhook-endpoints',
+      JSON.stringify({ url: options.webhooks.url, events: ['*'], description: 'npm run demo' }),
+      { authorization: `Bearer ${options.webhooks.adminKey}` },
+      201,
+    );
+    endpoint = { id: String(registered.body.id), secret: String(registered.body.secret) };
+    log(`[demo] POST /v1/webhook-endpoints → ${endpoint.id}: every event goes to ${options.webhooks.url}, signed`);
+  }
+
   // Stripe: a card payment with the customer's RFC in its metadata (charge.succeeded and
   // payment_intent.succeeded, one payment), then one of its events delivered again.
   const withRfc = await providers.stripePayment({
@@ -108,6 +137,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     method: 'card_credit',
     description: 'Colegiatura de diciembre',
     metadata: CUSTOMER,
+    receiptEmail: DEMO_EMAIL,
   });
   sent.push({ externalId: withRfc.paymentIntent.id, note: 'Stripe card, customer RFC' });
   const again = await providers.deliver(withRfc.events[1]!);
@@ -208,6 +238,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     currency: 'MXN',
     occurredAt: new Date().toISOString(),
     description: 'Venta de mostrador',
+    email: DEMO_EMAIL,
   });
   const restHeaders = { ...auth, 'idempotency-key': `demo-${run}` };
   await post('/v1/payments', pos, restHeaders, 201);
@@ -232,6 +263,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
       occurredAt: new Date().toISOString(),
       description: 'Curso de verano, en tres pagos',
       paymentTerms: 'installments',
+      email: DEMO_EMAIL,
       receptor: {
         rfc: CUSTOMER.rfc,
         nombre: CUSTOMER.razon_social,
@@ -292,10 +324,11 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     invoices.every((i) => (i.id === restInvoice.id ? i.status === 'cancelled' : i.status === 'stamped')),
   );
   const notes: Record<string, string> = { E: `  └ its refund's Egreso`, P: `  └ its first installment's Pago` };
-  return final.flatMap(({ s, p }) =>
+  const rows = final.flatMap(({ s, p }) =>
     [...p!.invoices]
       .sort((a, b) => Number(b.kind === 'I') - Number(a.kind === 'I'))
       .map((i) => ({
+        id: i.id,
         note: notes[i.kind] ?? s.note,
         externalId: s.externalId,
         amount: i.total,
@@ -304,6 +337,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
         status: i.status,
       })),
   );
+  return { rows, ...(endpoint ? { endpoint } : {}) };
 }
 
 /** The rows as a table. */
@@ -317,4 +351,44 @@ export function demoTable(rows: readonly DemoRow[]): string[] {
     );
   }
   return lines;
+}
+
+interface DeliveryView {
+  id: string;
+  channel: 'email' | 'webhook';
+  eventType: string;
+  invoiceId: string | null;
+  recipient: string | null;
+  status: string;
+  lastError: string | null;
+}
+
+/**
+ * Waits until every email and webhook delivery of `invoiceIds` (of the given channels) is delivered,
+ * asking the API's delivery log as an operator does; throws listing what is still pending (and why).
+ * @returns the deliveries.
+ */
+export async function waitForDeliveries(
+  options: Pick<DemoOptions, 'apiUrl' | 'apiKey'> & { deadline: number },
+  invoiceIds: readonly string[],
+  channels: readonly ('email' | 'webhook')[],
+): Promise<DeliveryView[]> {
+  const auth = { authorization: `Bearer ${options.apiKey}` };
+  for (;;) {
+    const all: DeliveryView[] = [];
+    for (const id of invoiceIds) {
+      const response = await fetch(`${options.apiUrl}/v1/deliveries?invoiceId=${id}&limit=100`, { headers: auth });
+      if (!response.ok) throw new Error(`GET /v1/deliveries: HTTP ${response.status}`);
+      all.push(
+        ...((await response.json()) as { data: DeliveryView[] }).data.filter((d) => channels.includes(d.channel)),
+      );
+    }
+    const waiting = all.filter((d) => d.status !== 'delivered');
+    if (waiting.length === 0) return all;
+    if (Date.now() > options.deadline)
+      throw new Error(
+        `deliveries not done in time: ${waiting.map((d) => `${d.channel} ${d.eventType} ${d.status}${d.lastError ? ` (${d.lastError})` : ''}`).join('; ')}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
