@@ -30,20 +30,29 @@
  * once, at most one version of any invoice stamped in the PACs' ledger, no stamp of a superseded
  * version, every replaced original cancelled once in favour of its stamped replacement.
  *
+ * Emails and webhooks (#19): every payment of ~half the Stripe and Mercado Pago ones and every REST
+ * one carries the customer's address; a webhook endpoint receives every event. The SMTP server (a
+ * real one, smtp-server) drops ~10% of the connections mid-message and defers ~10% (451); the
+ * receiver answers ~10% with 500 and leaves ~5% unanswered (timeout). Checked: every stamped invoice's
+ * invoice.stamped webhook and email (when it has an address) arrived at least once, none for an
+ * invoice never stamped, every signature verifies, no delivery dead or left open.
+ *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
  * only if the harness catches it (orphans or duplicates).
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { ProviderSandboxClient } from '@timbra/provider-client';
-import { providerSandboxEnv, providerSecrets } from '@timbra/test-support';
+import { providerSandboxEnv, providerSecrets, startMailbox } from '@timbra/test-support';
 import { freePort, privatePostgres, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
@@ -81,13 +90,64 @@ const random = () => {
   t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 };
+// The delivery faults' own sequence, so they do not shift the plan's.
+let d = (seed * 7919) >>> 0;
+const deliveryRandom = () => {
+  d = (d + 0x6d2b79f5) >>> 0;
+  let t = Math.imul(d ^ (d >>> 15), d | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 const log = (line: string) =>
   process.stdout.write(`[chaos ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const started = Date.now();
 
 // --- The system -------------------------------------------------------------------------------
-const secrets = { ...providerSecrets('chaos'), apiKey: `chaos-${randomUUID()}` };
+const secrets = { ...providerSecrets('chaos'), apiKey: `chaos-${randomUUID()}`, adminKey: `chaos-ops-${randomUUID()}` };
+
+// The customers' SMTP server and the merchant's webhook receiver, both unreliable: the SMTP server
+// drops ~10% of the connections mid-message and answers ~10% with 451 (try later); the receiver
+// answers ~10% with 500 and leaves ~5% without an answer (the worker's 1 s timeout).
+const mailbox = await startMailbox({
+  decide: () => {
+    const r = deliveryRandom();
+    return r < 0.1 ? 'drop' : r < 0.2 ? { code: 451, message: 'try again later' } : 'accept';
+  },
+});
+const hooks = {
+  secret: '',
+  requests: [] as { eventId: string; type: string; invoiceId: string | null; verified: boolean; answered: number }[],
+};
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    const header = String(req.headers['timbra-signature'] ?? '');
+    const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
+    const expected = createHmac('sha256', hooks.secret).update(`${parts.t}.${body}`).digest();
+    const given = Buffer.from(parts.v1 ?? '', 'hex');
+    const event = JSON.parse(body) as { id: string; type: string; data: { object: { id?: string } } };
+    const r = deliveryRandom();
+    const answer = r < 0.05 ? 0 : r < 0.15 ? 500 : 200;
+    hooks.requests.push({
+      eventId: event.id,
+      type: event.type,
+      invoiceId: event.type.startsWith('invoice.') ? (event.data.object.id ?? null) : null,
+      verified: given.length === expected.length && timingSafeEqual(given, expected),
+      answered: answer,
+    });
+    if (answer === 0) {
+      setTimeout(() => res.destroy(), 3000).unref();
+      return;
+    }
+    res.statusCode = answer;
+    res.end();
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
 const adminToken = `chaos-admin-${randomUUID()}`;
 const pacPassword = `chaos-pac-${randomUUID()}`;
 // A fresh, migrated database of its own: in a private cluster (removed at the end), or on
@@ -125,7 +185,7 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   PORT: String(apiPort),
   HOST: '127.0.0.1',
   METRICS_PORT: '0',
-  API_KEYS: `chaos:${secrets.apiKey}`,
+  API_KEYS: `chaos:${secrets.apiKey},chaos-ops:${secrets.adminKey}:admin`,
   STRIPE_WEBHOOK_SECRET: secrets.stripeWebhookSecret,
   STRIPE_API_KEY: secrets.stripeSecretKey,
   STRIPE_API_URL: providersUrl,
@@ -181,6 +241,17 @@ const workerEnv = (roles: string) => ({
   CORRECTION_RETRY_BASE_MS: '300',
   CORRECTION_RETRY_MAX_MS: '3000',
   SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
+  SMTP_URL: mailbox.url,
+  EMAIL_FROM: 'Chaos <facturas@chaos.test>',
+  EMAIL_TIMEOUT_MS: '2000',
+  EMAIL_RETRY_BASE_MS: '200',
+  EMAIL_RETRY_MAX_MS: '2000',
+  WEBHOOK_TIMEOUT_MS: '1000',
+  WEBHOOK_RETRY_BASE_MS: '200',
+  WEBHOOK_RETRY_MAX_MS: '2000',
+  DELIVERY_POLL_MS: '300',
+  // Above one send's timeout: a worker killed mid-send loses its claims after this.
+  DELIVERY_LEASE_MS: '4000',
   LOG_LEVEL: 'warn',
   ...pacEnv('PRIMARY', primaryPort),
   ...pacEnv('BACKUP', backupPort),
@@ -196,8 +267,8 @@ const workers = naive
       }),
     ]
   : [
-      Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper')),
-      Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper')),
+      Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper,deliverer')),
+      Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper,deliverer')),
     ];
 const all = [...(cluster ? [cluster.proc] : []), redis, sandbox, providers, api, ...workers];
 
@@ -250,6 +321,18 @@ try {
   );
   log(
     `system up: database ${new URL(databaseUrl).pathname.slice(1)}${cluster ? ` (private cluster :${new URL(databaseUrl).port})` : ''}, redis :${redisPort}, api :${apiPort}, PACs :${primaryPort}/:${backupPort}${naive ? ' — NAIVE stamper (deliberately broken)' : ''}`,
+  );
+
+  // The merchant's endpoint, for every event: registered before the first payment.
+  const registered = await fetch(`${apiUrl}/v1/webhook-endpoints`, {
+    method: 'POST',
+    body: JSON.stringify({ url: receiverUrl, events: ['*'] }),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${secrets.adminKey}` },
+  });
+  if (registered.status !== 201) throw new Error(`POST /v1/webhook-endpoints: HTTP ${registered.status}`);
+  hooks.secret = ((await registered.json()) as { secret: string }).secret;
+  log(
+    'webhook endpoint registered (every event); the receiver fails ~10% with 500 and ~5% by timeout, the SMTP server drops ~10% and defers ~10%',
   );
 
   // --- Faults --------------------------------------------------------------------------------
@@ -496,6 +579,7 @@ try {
           method: p.method,
           capture: p.capture ? 'manual' : 'automatic',
           deliver: 'hold',
+          ...(p.i % 2 === 0 ? { receiptEmail: `cliente-${p.i}@chaos.example` } : {}),
         }),
       );
       p.externalId = made.paymentIntent.id;
@@ -516,7 +600,12 @@ try {
     }
     if (p.kind === 'mercadopago') {
       const made = await atProvider(() =>
-        providerClient.mercadoPagoPayment({ amount: p.centavos / 100, paymentType: 'credit_card', deliver: 'hold' }),
+        providerClient.mercadoPagoPayment({
+          amount: p.centavos / 100,
+          paymentType: 'credit_card',
+          deliver: 'hold',
+          ...(p.i % 2 === 0 ? { payerEmail: `cliente-${p.i}@chaos.example` } : {}),
+        }),
       );
       p.externalId = String(made.payment.id);
       p.events.push(...made.events);
@@ -529,6 +618,7 @@ try {
       amount: (p.centavos / 100).toFixed(2),
       currency: 'MXN',
       occurredAt: new Date(started - 10_000).toISOString(),
+      email: `cliente-${p.i}@chaos.example`,
       ...(named
         ? { receptor: { ...XOCHILT, nombre: p.correction === 'wrong-name' ? 'XOCHILT CASAS' : XOCHILT.nombre } }
         : {}),
@@ -768,6 +858,17 @@ try {
       : `outbox NOT drained in ${drainMs / 1000} s: ${JSON.stringify(open)}`,
   );
   await sleep(1500); // answers in flight land in the ledger
+  // Emails and webhooks of everything that happened, through the faults, until none is left to send.
+  let deliveriesOpen = -1;
+  // (The naive stamper has no deliverer: nothing to wait for.)
+  for (const deadline = naive ? 0 : Date.now() + Math.max(60_000, N * 20); Date.now() < deadline;) {
+    const [row] = await prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM deliveries WHERE status IN ('pending', 'sending')`;
+    deliveriesOpen = row!.n;
+    if (deliveriesOpen === 0) break;
+    await sleep(500);
+  }
+  log(deliveriesOpen === 0 ? 'every email and webhook sent' : `${deliveriesOpen} deliveries still open`);
 
   // --- Checks --------------------------------------------------------------------------------------
   const ledger = (await admin('/ledger')) as {
@@ -1029,6 +1130,54 @@ try {
       ok: failedRefundsRecorded === 0,
     },
   ];
+  // Every stamped invoice's invoice.stamped webhook and (when its payment has an address) its email
+  // arrived at least once; none arrived for an invoice never stamped.
+  const stampedInvoices = await prisma.$queryRaw<{ id: string; email: string | null }[]>`
+    SELECT i.id, p.email FROM invoices i LEFT JOIN payments p ON p.id = i.payment_id WHERE i.uuid IS NOT NULL`;
+  const neverStamped = new Set(invoices.filter((i) => i.uuid === null).map((i) => i.id));
+  const hooked = new Set(hooks.requests.filter((r) => r.type === 'invoice.stamped').map((r) => r.invoiceId));
+  const mailed = new Set(
+    mailbox.received
+      .filter((m) => !m.parsed.subject?.startsWith('Cancelación'))
+      .map((m) => String(m.parsed.headers.get('x-timbra-invoice-id') ?? '')),
+  );
+  const withoutHook = stampedInvoices.filter((i) => !hooked.has(i.id)).length;
+  const withoutMail = stampedInvoices.filter((i) => i.email && !mailed.has(i.id)).length;
+  const forUnstamped =
+    hooks.requests.filter((r) => r.type === 'invoice.stamped' && r.invoiceId && neverStamped.has(r.invoiceId)).length +
+    [...mailed].filter((id) => neverStamped.has(id)).length;
+  const unverified = hooks.requests.filter((r) => !r.verified).length;
+  const [deadDeliveries] = await prisma.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM deliveries WHERE status = 'dead'`;
+  const redelivered = hooks.requests.length - new Set(hooks.requests.map((r) => r.eventId)).size;
+  if (!naive)
+    figures.push(
+      {
+        figure: 'stamped invoices without an invoice.stamped webhook',
+        value: `${withoutHook} of ${stampedInvoices.length}`,
+        must: '0',
+        ok: withoutHook === 0 && stampedInvoices.length > 0,
+      },
+      {
+        figure: 'stamped invoices with an address and no email',
+        value: `${withoutMail} of ${stampedInvoices.filter((i) => i.email).length}`,
+        must: '0',
+        ok: withoutMail === 0,
+      },
+      {
+        figure: 'webhooks or emails for an invoice never stamped',
+        value: forUnstamped,
+        must: '0',
+        ok: forUnstamped === 0,
+      },
+      { figure: 'webhooks whose signature does not verify', value: unverified, must: '0', ok: unverified === 0 },
+      {
+        figure: 'deliveries dead or still open',
+        value: `${deadDeliveries!.n} dead, ${Math.max(0, deliveriesOpen)} open`,
+        must: '0',
+        ok: deadDeliveries!.n === 0 && deliveriesOpen === 0,
+      },
+    );
   const stats = {
     variant: naive ? 'naive (deliberately broken)' : 'product',
     payments: N,
@@ -1046,6 +1195,8 @@ try {
     redisKills: counters.redisKills,
     postgresCrashes: cluster ? counters.postgresCrashes : 'not run (--postgres shared)',
     ledgerStamps: ledger.stamps.length,
+    webhookRequests: `${hooks.requests.length} (${hooks.requests.filter((r) => r.answered !== 200).length} failed or timed out, ${redelivered} events received more than once)`,
+    emailAttempts: `${mailbox.attempts.length} (${mailbox.attempts.filter((a) => a.outcome === 'dropped').length} dropped, ${mailbox.attempts.filter((a) => a.outcome === 'refused').length} deferred, ${mailbox.received.length} accepted)`,
     // How many times each process was started: the kills really happened (and nothing ran twice).
     processStarts: all.map((p) => `${p.name} ${p.starts}`).join(', '),
   };
@@ -1098,6 +1249,9 @@ try {
   await supervisor;
   await Promise.all(all.map((p) => p.stop('SIGTERM')));
   await Promise.all(all.map((p) => p.stop('SIGKILL')));
+  receiver.closeAllConnections();
+  receiver.close();
+  await mailbox.close();
   if (cluster) cluster.remove();
   else await database.drop().catch(() => undefined);
 }

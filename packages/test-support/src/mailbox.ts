@@ -39,7 +39,13 @@ export interface Mailbox {
  * accepted message is also written there as `<n>-<Message-ID>.eml`.
  */
 export async function startMailbox(
-  options: { port?: number; dir?: string; onMail?: (m: ReceivedMail) => void } = {},
+  options: {
+    port?: number;
+    dir?: string;
+    onMail?: (m: ReceivedMail) => void;
+    /** Decides each message's fate when no queued or per-recipient fault applies (the chaos run's random faults). */
+    decide?: (to: string[]) => MailFault;
+  } = {},
 ): Promise<Mailbox> {
   const received: ReceivedMail[] = [];
   const attempts: Mailbox['attempts'] = [];
@@ -55,7 +61,11 @@ export async function startMailbox(
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       const to = session.envelope.rcptTo.map((r) => r.address);
-      const fault = to.map((t) => perRecipient.get(t)).find((f) => f !== undefined) ?? faults.shift() ?? 'accept';
+      const fault =
+        to.map((t) => perRecipient.get(t)).find((f) => f !== undefined) ??
+        faults.shift() ??
+        options.decide?.(to) ??
+        'accept';
       let dropped = false;
       stream.on('data', (chunk: Buffer) => {
         chunks.push(chunk);
