@@ -59,6 +59,8 @@ export interface AppDeps {
   trustProxy: boolean;
   /** WEBHOOK_ALLOW_HTTP: merchant endpoints may be plain http anywhere (else https, or http to localhost). */
   webhookAllowHttp?: boolean;
+  /** The merchant's logo on every PDF (INVOICE_LOGO_FILE, read at start-up). */
+  invoiceLogo?: Buffer;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
   /** The stamp-dlq queue: a re-drive settles its letter there (else the worker's sweeper does). */
@@ -239,6 +241,7 @@ export function createApp(deps: AppDeps) {
   v1.use(
     invoiceRoutes({
       prisma: deps.prisma,
+      ...(deps.invoiceLogo ? { logo: deps.invoiceLogo } : {}),
       idempotencyTtlHours: deps.idempotencyTtlHours,
       metrics: deps.metrics,
       corrections: {

@@ -5,6 +5,7 @@ import {
   fiscalSettingsProblems,
   productionEmisorProblems,
   SANDBOX_EMISOR,
+  readInvoiceLogo,
   supplyOperatorCatalogs,
   withSecretFiles,
 } from '@timbra/cfdi-core';
@@ -108,6 +109,8 @@ const schema = z.object({
   BANXICO_TOKEN: z.string().optional(),
   BANXICO_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   TRUST_PROXY: bool.default(false),
+  /** The merchant's logo on every PDF (PNG or JPEG, ≤ 1 MB). */
+  INVOICE_LOGO_FILE: z.string().optional(),
   /** Merchant webhook endpoints may be plain http on any host (default: https, or http to localhost only). */
   WEBHOOK_ALLOW_HTTP: bool.default(false),
   // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
@@ -154,6 +157,10 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       problems.push('  BANXICO_TOKEN: required with EXCHANGE_RATE_SOURCE=banxico (its SIE API asks for one)');
     if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
       problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
+    if (c.INVOICE_LOGO_FILE) {
+      const read = readInvoiceLogo(c.INVOICE_LOGO_FILE);
+      if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
+    }
     // The operator's large catalogues first: the settings below are checked against them too.
     problems.push(
       ...supplyOperatorCatalogs(

@@ -152,6 +152,8 @@ const app = createApp({
   authFailuresPerPrefixPerMinute: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,
   webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
+  // Checked by loadConfig: a PNG or JPEG that can be read.
+  ...(config.INVOICE_LOGO_FILE ? { invoiceLogo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
   stripe: {
     secret: config.STRIPE_WEBHOOK_SECRET,
     toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS,

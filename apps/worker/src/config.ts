@@ -1,7 +1,13 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { productionEmisorProblems, SANDBOX_EMISOR, supplyOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-core';
+import {
+  productionEmisorProblems,
+  readInvoiceLogo,
+  SANDBOX_EMISOR,
+  supplyOperatorCatalogs,
+  withSecretFiles,
+} from '@timbra/cfdi-core';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -64,6 +70,8 @@ const schema = z.object({
   /** The From of the customer's emails, `Name <address>`. */
   EMAIL_FROM: z.string().min(3).optional(),
   EMAIL_REPLY_TO: z.string().optional(),
+  /** The merchant's logo on the emailed PDFs (PNG or JPEG, ≤ 1 MB): the API's setting, the same file. */
+  INVOICE_LOGO_FILE: z.string().optional(),
   EMAIL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   EMAIL_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
   EMAIL_RETRY_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
@@ -162,6 +170,10 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
         { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
       ).map((p) => `  ${p}`),
     );
+  if (parsed.success && parsed.data.INVOICE_LOGO_FILE) {
+    const read = readInvoiceLogo(parsed.data.INVOICE_LOGO_FILE);
+    if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
+  }
   if (parsed.success && parsed.data.SMTP_URL && !parsed.data.EMAIL_FROM)
     problems.push("  EMAIL_FROM: required with SMTP_URL (the From of the customer's emails, `Name <address>`)");
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);

@@ -197,6 +197,7 @@ const email =
         from: config.EMAIL_FROM,
         ...(config.EMAIL_REPLY_TO ? { replyTo: config.EMAIL_REPLY_TO } : {}),
         timeoutMs: config.EMAIL_TIMEOUT_MS,
+        ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
       })
     : undefined;
 if (roles.has('deliverer') && !email)

@@ -39,6 +39,19 @@ describe('configuration profiles', () => {
     expect(pacs).toEqual([expect.objectContaining({ name: 'primary', kind: 'sw', url: 'http://127.0.0.1:4010' })]);
   });
 
+  it('emails: SMTP_URL needs EMAIL_FROM, and the logo must be a PNG or JPEG it can read (named, at start-up)', () => {
+    const sandbox = { ...base, TIMBRA_PROFILE: 'sandbox' };
+    expect(() => loadConfig({ ...sandbox, SMTP_URL: 'smtp://127.0.0.1:2525', EMAIL_FROM: '' })).toThrow(/EMAIL_FROM/);
+    expect(() => loadConfig({ ...sandbox, INVOICE_LOGO_FILE: '/nonexistent/logo.png' })).toThrow(
+      'INVOICE_LOGO_FILE: cannot read /nonexistent/logo.png (ENOENT)',
+    );
+    expect(() => loadConfig({ ...sandbox, INVOICE_LOGO_FILE: fileURLToPath(import.meta.url) })).toThrow(
+      /INVOICE_LOGO_FILE: .* is not a PNG or JPEG image/,
+    );
+    // The sandbox sends from a test address; SMTP_URL comes from a file like every secret.
+    expect(loadConfig(sandbox).config.EMAIL_FROM).toBe('Facturación <facturas@timbra.test>');
+  });
+
   it('a production start without them exits 1 with the list as one JSON line, no stack trace', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const run = runEntryPoint(main, { ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' });

@@ -118,6 +118,7 @@ export {
   customerCopy,
   customerCopyZip,
   documentFileName,
+  readInvoiceLogo,
   type CustomerCopy,
   type StampedDocument,
 } from './print/customer-copy.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { QRCode } from 'jsqr';
 import { PNG } from 'pngjs';
 import { SAT_DIR } from '@timbra/test-support';
-import { freezeComprobante, insertTfd } from '../src/index.ts';
+import { freezeComprobante, insertTfd, readInvoiceLogo } from '../src/index.ts';
 import { renderCfdiPdf } from '../src/print/pdf.ts';
 import { printableCfdi } from '../src/print/printable.ts';
 import { egresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
@@ -185,3 +185,52 @@ function differenceFrom(image: PNG, goldenPath: string): number {
   }
   return different / (image.width * image.height);
 }
+
+describe('the merchant’s logo (INVOICE_LOGO_FILE)', () => {
+  // A solid logo of a colour nothing else on the page has: where it lands is unmistakable.
+  const logoPng = (() => {
+    const png = new PNG({ width: 160, height: 100 });
+    for (let i = 0; i < png.data.length; i += 4) png.data.set([0, 160, 60, 255], i);
+    return PNG.sync.write(png);
+  })();
+
+  it('is drawn top left, above the merchant’s name, and nowhere without one', async () => {
+    const stamped = stampedOf(egresoRequest());
+    const green = (image: PNG, x0: number, y0: number, x1: number, y1: number) => {
+      let n = 0;
+      for (let y = y0; y < y1; y++)
+        for (let x = x0; x < x1; x++) {
+          const i = (y * image.width + x) * 4;
+          if (image.data[i]! < 40 && image.data[i + 1]! > 120 && image.data[i + 2]! < 100) n++;
+        }
+      return n;
+    };
+    const withLogo = page(await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng }), 'logo', 72);
+    const without = page(await renderCfdiPdf(printableCfdi(stamped)), 'no-logo', 72);
+    // The top-left quarter of the header (72 dpi: one point a pixel).
+    expect(green(withLogo, 0, 0, 200, 120)).toBeGreaterThan(60 * 40);
+    expect(green(without, 0, 0, without.width, without.height)).toBe(0);
+    // The same logo, the same bytes: still deterministic.
+    const again = await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng });
+    expect(again.equals(await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng }))).toBe(true);
+  });
+
+  it('is read once at start-up: a PNG or JPEG under 1 MB, anything else a configuration problem', () => {
+    const file = (name: string, bytes: Buffer) => {
+      writeFileSync(join(dir, name), bytes);
+      return join(dir, name);
+    };
+    expect(readInvoiceLogo(file('logo.png', logoPng))).toEqual({ logo: logoPng });
+    expect(readInvoiceLogo(file('logo.jpg', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0])))).toHaveProperty('logo');
+    expect(readInvoiceLogo(file('logo.svg', Buffer.from('<svg/>')))).toEqual({
+      problem: `${join(dir, 'logo.svg')} is not a PNG or JPEG image`,
+    });
+    expect(readInvoiceLogo(join(dir, 'missing.png'))).toEqual({
+      problem: `cannot read ${join(dir, 'missing.png')} (ENOENT)`,
+    });
+    const big = Buffer.concat([logoPng.subarray(0, 8), Buffer.alloc(1024 * 1024)]);
+    expect(readInvoiceLogo(file('big.png', big))).toEqual({
+      problem: `${join(dir, 'big.png')} is over 1 MB: every PDF embeds it`,
+    });
+  });
+});

@@ -69,6 +69,8 @@ export interface InvoiceRoutesDeps {
   idempotencyTtlHours: number;
   metrics: Metrics;
   corrections: CorrectInvoiceDeps & { emisorId: string };
+  /** The merchant's logo on the PDFs (INVOICE_LOGO_FILE). */
+  logo?: Buffer;
 }
 
 export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
@@ -155,6 +157,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     res.type('application/xml; charset=utf-8').send(xml);
   });
 
+  const pdfOptions = deps.logo ? { logo: deps.logo } : {};
   /** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
   const stampedDocument = async (id: string): Promise<StampedDocument> => {
     const invoice = await find(id);
@@ -173,7 +176,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
    * "CANCELADO" across it once cancelled; file name `<serie>-<folio>-<UUID>.pdf`.
    */
   router.get('/invoices/:id/pdf', async (req, res) => {
-    const copy = await customerCopy(await stampedDocument(String(req.params.id)));
+    const copy = await customerCopy(await stampedDocument(String(req.params.id)), pdfOptions);
     res
       .type('application/pdf')
       .set('Content-Disposition', `inline; filename="${copy.pdf.filename}"`)
@@ -183,7 +186,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   /** The stamped XML and its PDF in one ZIP, `<serie>-<folio>-<UUID>.zip` (the email's attachments). */
   router.get('/invoices/:id/zip', async (req, res) => {
     const doc = await stampedDocument(String(req.params.id));
-    const zip = customerCopyZip(await customerCopy(doc));
+    const zip = customerCopyZip(await customerCopy(doc, pdfOptions));
     res
       .type('application/zip')
       .set('Content-Disposition', `attachment; filename="${documentFileName(doc, 'zip')}"`)

@@ -17,6 +17,8 @@ export interface EmailSettings {
   from: string;
   replyTo?: string;
   timeoutMs: number;
+  /** The merchant's logo on the PDF. */
+  logo?: Buffer;
 }
 
 const KIND_NAMES: Record<string, string> = {
@@ -83,13 +85,16 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
     if (!invoice?.stampedXml || !invoice.uuid)
       return { ok: false as const, permanent: true, error: 'the invoice has no stamped XML to send' };
     const cancelled = delivery.event.type === 'invoice.cancelled';
-    const copy = await customerCopy({
-      serie: invoice.serie,
-      folio: invoice.folio,
-      uuid: invoice.uuid,
-      stampedXml: invoice.stampedXml,
-      cancelled,
-    });
+    const copy = await customerCopy(
+      {
+        serie: invoice.serie,
+        folio: invoice.folio,
+        uuid: invoice.uuid,
+        stampedXml: invoice.stampedXml,
+        cancelled,
+      },
+      settings.logo ? { logo: settings.logo } : {},
+    );
     const content = emailContent(copy, invoice.kind, cancelled);
     try {
       const info = (await transport.sendMail({

@@ -81,17 +81,19 @@ export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {
 
   // Header: the merchant (and logo) left; the document's identity right.
   const top = doc.y;
+  const boxX = left + width - 240;
   let textLeft = left;
   if (options.logo) {
     doc.image(options.logo, left, top, { fit: [80, 50] });
     textLeft = left + 90;
   }
-  doc.font('bold').fontSize(13).fillColor('#1f2328').text(cfdi.emisor.nombre, textLeft, top, { width: 300 });
-  doc.font('regular').fontSize(8).text(`RFC ${cfdi.emisor.rfc}`, textLeft, doc.y, { width: 300 });
-  doc.text(`Régimen fiscal ${label(cfdi.emisor.regimenFiscal)}`, textLeft, doc.y, { width: 300 });
-  doc.text(`Lugar de expedición (C.P.) ${cfdi.lugarExpedicion}`, textLeft, doc.y, { width: 300 });
-  const leftBottom = doc.y;
-  const boxX = left + width - 240;
+  // The merchant's column ends where the document's box begins (narrower beside a logo: it wraps).
+  const leftWidth = Math.min(300, boxX - 10 - textLeft);
+  doc.font('bold').fontSize(13).fillColor('#1f2328').text(cfdi.emisor.nombre, textLeft, top, { width: leftWidth });
+  doc.font('regular').fontSize(8).text(`RFC ${cfdi.emisor.rfc}`, textLeft, doc.y, { width: leftWidth });
+  doc.text(`Régimen fiscal ${label(cfdi.emisor.regimenFiscal)}`, textLeft, doc.y, { width: leftWidth });
+  doc.text(`Lugar de expedición (C.P.) ${cfdi.lugarExpedicion}`, textLeft, doc.y, { width: leftWidth });
+  const leftBottom = Math.max(doc.y, options.logo ? top + 50 : doc.y);
   doc
     .font('bold')
     .fontSize(11)
