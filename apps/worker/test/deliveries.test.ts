@@ -214,6 +214,58 @@ describe('events are written with the change they report', () => {
   });
 });
 
+describe('every event type comes from its status move', () => {
+  it('needs_data on insert or from waiting, cancellation_rejected back to stamped, cancelled, refund.recorded', async () => {
+    const { payment, invoice } = await stampedSale('moves', null);
+    const types = async () =>
+      (await prisma.event.findMany({ where: { invoiceId: invoice.id }, orderBy: { createdAt: 'asc' } })).map(
+        (e) => e.type,
+      );
+    // A cancellation the receptor rejected: back to stamped, which is not a second invoice.stamped.
+    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
+    await prisma.$executeRaw`UPDATE invoices SET status = 'stamped' WHERE id = ${invoice.id}::uuid`;
+    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
+    await prisma.$executeRaw`UPDATE invoices SET status = 'cancelled' WHERE id = ${invoice.id}::uuid`;
+    expect(await types()).toEqual(['invoice.stamped', 'invoice.cancellation_rejected', 'invoice.cancelled']);
+    const refund = await prisma.refund.create({
+      data: {
+        paymentId: payment.id,
+        provider: 'api:test',
+        externalId: randomUUID(),
+        amount: '10.00',
+        occurredAt: new Date(),
+      },
+    });
+    expect(await prisma.event.findMany({ where: { refundId: refund.id } })).toEqual([
+      expect.objectContaining({
+        type: 'refund.recorded',
+        paymentId: payment.id,
+        data: expect.objectContaining({ amount: '10.00' }),
+      }),
+    ]);
+    // An Egreso waiting for its Ingreso whose data then breaks a rule: needs_data, said once.
+    const waiting = await prisma.invoice.create({
+      data: {
+        emisorId: invoice.emisorId,
+        kind: 'E',
+        serie: 'WX',
+        folio: Math.floor(Math.random() * 1e6),
+        moneda: 'MXN',
+        subTotal: '1.00',
+        total: '1.16',
+        status: 'waiting',
+        stampKey: randomUUID(),
+        paymentId: payment.id,
+      },
+    });
+    expect(await prisma.event.count({ where: { invoiceId: waiting.id } })).toBe(0);
+    await prisma.$executeRaw`UPDATE invoices SET status = 'needs_data' WHERE id = ${waiting.id}::uuid`;
+    expect((await prisma.event.findMany({ where: { invoiceId: waiting.id } })).map((e) => e.type)).toEqual([
+      'invoice.needs_data',
+    ]);
+  });
+});
+
 describe('email to the receptor', () => {
   it('sends the stamped XML and its PDF to the payment’s address, with a Message-ID of its own', async () => {
     const { payment, invoice } = await stampedSale('mail');
@@ -258,6 +310,20 @@ describe('email to the receptor', () => {
     ]);
     expect(delivery.log.map((l) => l.outcome)).toEqual(['failed', 'failed', 'delivered']);
     expect(delivery.log[1]).toMatchObject({ statusCode: 451 });
+  });
+
+  it('a cancellation emails the customer again: “Cancelación: …”, the PDF marked CANCELADO', async () => {
+    const { payment, invoice } = await stampedSale('mail-cancel', 'cancelada@example.com');
+    const d = dispatcher();
+    await deliverUntil(d, () => mailbox.received.some((m) => m.to.includes(payment.email!)));
+    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
+    await prisma.$executeRaw`UPDATE invoices SET status = 'cancelled' WHERE id = ${invoice.id}::uuid`;
+    await deliverUntil(d, () => mailbox.received.filter((m) => m.to.includes(payment.email!)).length === 2);
+    const mail = mailbox.received.filter((m) => m.to.includes(payment.email!))[1]!;
+    expect(mail.parsed.subject).toBe(`Cancelación: Factura W-${invoice.folio} de ESCUELA KEMPER URGATE`);
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-mail-'));
+    writeFileSync(join(dir, 'c.pdf'), mail.parsed.attachments[1]!.content);
+    expect(execFileSync('pdftotext', ['-raw', join(dir, 'c.pdf'), '-'], { encoding: 'utf8' })).toContain('CANCELADO');
   });
 
   it('a permanent refusal (550) is dead at once with the server’s reason, counted, and a resend goes out', async () => {
