@@ -214,6 +214,19 @@ describe('events are written with the change they report', () => {
   });
 });
 
+/** An Egreso row as a dependent document is written (no frozen XML yet). */
+const waitingData = (emisorId: string, paymentId: string) => ({
+  emisorId,
+  kind: 'E',
+  serie: 'WX',
+  folio: Math.floor(Math.random() * 1e9),
+  moneda: 'MXN',
+  subTotal: '1.00',
+  total: '1.16',
+  stampKey: randomUUID(),
+  paymentId,
+});
+
 describe('every event type comes from its status move', () => {
   it('needs_data on insert or from waiting, cancellation_rejected back to stamped, cancelled, refund.recorded', async () => {
     const { payment, invoice } = await stampedSale('moves', null);
@@ -245,22 +258,18 @@ describe('every event type comes from its status move', () => {
     ]);
     // An Egreso waiting for its Ingreso whose data then breaks a rule: needs_data, said once.
     const waiting = await prisma.invoice.create({
-      data: {
-        emisorId: invoice.emisorId,
-        kind: 'E',
-        serie: 'WX',
-        folio: Math.floor(Math.random() * 1e6),
-        moneda: 'MXN',
-        subTotal: '1.00',
-        total: '1.16',
-        status: 'waiting',
-        stampKey: randomUUID(),
-        paymentId: payment.id,
-      },
+      data: { ...waitingData(invoice.emisorId, payment.id), status: 'waiting' },
     });
     expect(await prisma.event.count({ where: { invoiceId: waiting.id } })).toBe(0);
     await prisma.$executeRaw`UPDATE invoices SET status = 'needs_data' WHERE id = ${waiting.id}::uuid`;
     expect((await prisma.event.findMany({ where: { invoiceId: waiting.id } })).map((e) => e.type)).toEqual([
+      'invoice.needs_data',
+    ]);
+    // Written as needs_data (money in, the CFDI cannot be frozen as it is): said at once.
+    const needing = await prisma.invoice.create({
+      data: { ...waitingData(invoice.emisorId, payment.id), status: 'needs_data' },
+    });
+    expect((await prisma.event.findMany({ where: { invoiceId: needing.id } })).map((e) => e.type)).toEqual([
       'invoice.needs_data',
     ]);
   });
