@@ -21,6 +21,7 @@ import {
   outboxCountsByStatus,
   purgeExpiredIdempotencyKeys,
   redriveDeadLetter,
+  replayDelivery,
   requestDuplicateCancellation,
   revokeApiKey,
   SCOPES,
@@ -172,6 +173,92 @@ program
             : `${r.id}  not re-driven: ${r.reason}`,
         )
         .join('\n') || 'no dead letters',
+    );
+    process.exitCode = results.some((r) => !r.ok) ? 1 : 0;
+  });
+
+program
+  .command('deliveries:list')
+  .description('emails and webhooks not delivered (dead by default: they wait for a person), newest first')
+  .addOption(
+    new Option('--status <status>', 'dead, pending (not yet delivered) or delivered')
+      .choices(['dead', 'pending', 'delivered'])
+      .default('dead'),
+  )
+  .addOption(new Option('--channel <channel>', 'email or webhook').choices(['email', 'webhook']))
+  .action(async (options: { status: 'dead' | 'pending' | 'delivered'; channel?: 'email' | 'webhook' }) => {
+    const rows = await db().delivery.findMany({
+      where: {
+        status: options.status === 'pending' ? { in: ['pending', 'sending'] } : options.status,
+        ...(options.channel ? { channel: options.channel } : {}),
+      },
+      orderBy: { updatedAt: 'desc' },
+      take: 500,
+      include: { event: { select: { type: true, invoiceId: true } }, endpoint: { select: { url: true } } },
+    });
+    out(
+      rows.map((r) => ({
+        deliveryId: r.id,
+        channel: r.channel,
+        event: r.event.type,
+        invoiceId: r.event.invoiceId,
+        to: r.recipient ?? r.endpoint?.url,
+        status: r.status,
+        attempts: r.attempts,
+        lastError: r.lastError,
+        at: r.updatedAt,
+      })),
+      rows.length === 0
+        ? `no ${options.status} deliveries`
+        : rows
+            .map(
+              (r) =>
+                `${r.id}  ${r.channel.padEnd(7)}  ${r.event.type.padEnd(29)}  ${r.recipient ?? r.endpoint?.url ?? ''}  attempts=${r.attempts}  ${r.lastError ?? ''}`,
+            )
+            .join('\n'),
+    );
+  });
+
+program
+  .command('deliveries:replay')
+  .description(
+    "send a delivery's event again to the same endpoint or address (a new delivery; receivers dedupe on the event id)",
+  )
+  .argument('[deliveryId]', 'a delivery (from deliveries:list)', uuidArg('deliveryId'))
+  .option('--all-dead', 'every dead delivery (of --channel)')
+  .addOption(new Option('--channel <channel>', 'with --all-dead: email or webhook').choices(['email', 'webhook']))
+  .action(async (deliveryId: string | undefined, options: { allDead?: boolean; channel?: 'email' | 'webhook' }) => {
+    if (!deliveryId === !options.allDead)
+      throw new UsageError('deliveries:replay: give a delivery id or --all-dead (not both)');
+    const ids = options.allDead
+      ? (
+          await db().delivery.findMany({
+            where: {
+              status: 'dead',
+              ...(options.channel ? { channel: options.channel } : {}),
+              replays: { none: { status: { in: ['pending', 'sending', 'delivered'] } } },
+            },
+            select: { id: true },
+          })
+        ).map((r) => r.id)
+      : [deliveryId!];
+    const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
+    const results = [];
+    for (const id of ids) {
+      const replay = await replayDelivery(db(), id, by);
+      results.push(
+        !replay
+          ? { id, ok: false, reason: 'no such delivery' }
+          : 'refused' in replay
+            ? { id, ok: false, reason: 'its endpoint is disabled: enable it first (PATCH /v1/webhook-endpoints/:id)' }
+            : { id, ok: true, replay: replay.id },
+      );
+    }
+    out(
+      results,
+      results
+        .map((r) => (r.ok ? `${r.id}  replayed as ${r.replay}` : `${r.id}  not replayed: ${r.reason}`))
+        .join('\n') || 'no dead deliveries',
     );
     process.exitCode = results.some((r) => !r.ok) ? 1 : 0;
   });

@@ -199,3 +199,54 @@ describe('dlq:retry', () => {
     }
   });
 });
+
+describe('deliveries:list and deliveries:replay', () => {
+  it('lists the dead emails and webhooks with their reasons, and replays one as the operator', async () => {
+    const endpoint = await prisma.webhookEndpoint.create({
+      data: { url: 'https://erp.example.com/hook', events: ['payment.recorded'], secret: 'whsec_test' },
+    });
+    const other = await prisma.payment.create({
+      data: {
+        provider: 'api:ops',
+        externalId: `ops2-${Date.now()}`,
+        amount: '1.16',
+        currency: 'MXN',
+        occurredAt: new Date(),
+      },
+    });
+    const [delivery] = await prisma.delivery.findMany({
+      where: { endpointId: endpoint.id, event: { paymentId: other.id } },
+    });
+    expect(delivery).toBeDefined();
+    await prisma.delivery.update({
+      where: { id: delivery!.id },
+      data: { status: 'dead', attempts: 9, lastError: 'HTTP 500' },
+    });
+
+    const list = await ops(['deliveries:list', '--channel', 'webhook']);
+    expect(list.status).toBe(0);
+    expect(list.stdout).toContain(`${delivery!.id}  webhook  payment.recorded`);
+    expect(list.stdout).toContain('https://erp.example.com/hook  attempts=9  HTTP 500');
+    expect((await ops(['deliveries:list', '--status', 'lost'])).status).toBe(2);
+    expect((await ops(['deliveries:replay'])).status).toBe(2);
+
+    const replay = await ops(['deliveries:replay', delivery!.id, '--json'], { TIMBRA_OPERATOR: 'ana' });
+    expect(replay.status).toBe(0);
+    const [result] = JSON.parse(replay.stdout) as { ok: boolean; replay: string }[];
+    expect(await prisma.delivery.findUniqueOrThrow({ where: { id: result!.replay } })).toMatchObject({
+      replayOf: delivery!.id,
+      requestedBy: 'ops:ana',
+      status: 'pending',
+      eventId: delivery!.eventId,
+    });
+    // Replayed: no longer waiting for a person.
+    expect((await ops(['deliveries:replay', '--all-dead', '--channel', 'webhook', '--json'])).stdout).not.toContain(
+      delivery!.id,
+    );
+    // A disabled endpoint refuses the replay, exit 1 with the reason.
+    await prisma.webhookEndpoint.update({ where: { id: endpoint.id }, data: { status: 'disabled' } });
+    const refused = await ops(['deliveries:replay', delivery!.id]);
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toContain('its endpoint is disabled');
+  });
+});
