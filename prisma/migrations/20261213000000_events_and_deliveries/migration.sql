@@ -128,19 +128,26 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   event_id uuid;
   address text;
+  written integer;
+  emails integer := 0;
 BEGIN
   INSERT INTO events (type, invoice_id, payment_id, refund_id, data)
     VALUES (event_type, invoice, payment, refund, object) RETURNING id INTO event_id;
   INSERT INTO deliveries (channel, event_id, endpoint_id)
     SELECT 'webhook', event_id, e.id FROM webhook_endpoints e
     WHERE e.status = 'enabled' AND (event_type = ANY (e.events) OR '*' = ANY (e.events));
+  GET DIAGNOSTICS written = ROW_COUNT;
   IF event_type IN ('invoice.stamped', 'invoice.cancelled') AND payment IS NOT NULL THEN
     SELECT p.email INTO address FROM payments p WHERE p.id = payment;
     IF address IS NOT NULL THEN
       INSERT INTO deliveries (channel, event_id, recipient) VALUES ('email', event_id, address);
+      emails := 1;
     END IF;
   END IF;
-  PERFORM pg_notify('timbra_deliveries', event_id::text);
+  -- Only when there is something to send: the dispatchers are not woken for nothing.
+  IF written + emails > 0 THEN
+    PERFORM pg_notify('timbra_deliveries', event_id::text);
+  END IF;
 END $$;
 
 CREATE FUNCTION invoices_record_event() RETURNS trigger LANGUAGE plpgsql AS $$
