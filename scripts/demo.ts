@@ -96,6 +96,8 @@ function verified(body: string, header: string, secret: string): boolean {
 }
 
 let ok = false;
+/** The webhook endpoint's signing secret, once registered: checked against the logs like the rest. */
+let endpointSecret: string | undefined;
 try {
   out('[demo] starting the sandbox PAC, the provider sandbox, the API and the worker…');
   const { rows, endpoint } = await runDemo({
@@ -116,6 +118,7 @@ try {
   demoTable(rows).forEach(out);
   out('');
 
+  endpointSecret = endpoint?.secret;
   // The customer's copy and the merchant's signal: every email and webhook of these invoices delivered.
   const deliveries = await waitForDeliveries(
     { apiUrl: api, apiKey, deadline },
@@ -194,6 +197,7 @@ if (values['check-secrets']) {
     'dashboard Basic credentials': Buffer.from(`${env.DASHBOARD_USER}:${env.DASHBOARD_PASSWORD}`).toString('base64'),
     'sandbox admin token': env.SANDBOX_ADMIN_TOKEN!,
     ...(adminKey ? { 'admin API key': adminKey } : {}),
+    ...(endpointSecret ? { 'webhook endpoint secret': endpointSecret } : {}),
   };
   await sleep(500);
   const logs = system.lines.join('\n');
