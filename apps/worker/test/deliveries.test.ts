@@ -99,14 +99,14 @@ afterAll(async () => {
 
 const quick = { baseMs: 40, maxMs: 200, forMs: 60_000 };
 
-function dispatcher(overrides: Partial<DispatcherDeps> = {}) {
+function dispatcherDeps(): DispatcherDeps {
   const email = createEmailSender(prisma, {
     smtpUrl: mailbox.url,
     from: 'Escuela Kemper <facturas@kemper.test>',
     timeoutMs: 5_000,
   });
   closers.push(() => email.close());
-  return new Dispatcher({
+  return {
     prisma,
     logger: pino({ level: 'silent' }),
     email,
@@ -114,8 +114,11 @@ function dispatcher(overrides: Partial<DispatcherDeps> = {}) {
     emailRetry: quick,
     batchSize: 20,
     leaseMs: 60_000,
-    ...overrides,
-  });
+  };
+}
+
+function dispatcher(overrides: Partial<DispatcherDeps> = {}) {
+  return new Dispatcher({ ...dispatcherDeps(), ...overrides });
 }
 
 /** Drains `d` until `done` holds (retries come due on their own time). */
@@ -207,7 +210,7 @@ describe('events are written with the change they report', () => {
     });
     const p = await pendingInvoice(prisma, 'never', {}, { paymentId: payment.id });
     // The dead-letter path's own write (stamping.ts), as the worker makes it.
-    await prisma.$executeRaw`UPDATE invoices SET status = 'stamp_failed' WHERE id = ${p.invoiceId}::uuid`;
+    await prisma.invoice.update({ where: { id: p.invoiceId }, data: { status: 'stamp_failed' } });
     const types = (await prisma.event.findMany({ where: { invoiceId: p.invoiceId } })).map((e) => e.type);
     expect(types).toEqual(['invoice.failed']);
     expect(await prisma.delivery.count({ where: { event: { invoiceId: p.invoiceId }, channel: 'email' } })).toBe(0);
@@ -235,10 +238,10 @@ describe('every event type comes from its status move', () => {
         (e) => e.type,
       );
     // A cancellation the receptor rejected: back to stamped, which is not a second invoice.stamped.
-    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
-    await prisma.$executeRaw`UPDATE invoices SET status = 'stamped' WHERE id = ${invoice.id}::uuid`;
-    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
-    await prisma.$executeRaw`UPDATE invoices SET status = 'cancelled' WHERE id = ${invoice.id}::uuid`;
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'cancel_requested' } });
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'stamped' } });
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'cancel_requested' } });
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'cancelled' } });
     expect(await types()).toEqual(['invoice.stamped', 'invoice.cancellation_rejected', 'invoice.cancelled']);
     const refund = await prisma.refund.create({
       data: {
@@ -261,7 +264,7 @@ describe('every event type comes from its status move', () => {
       data: { ...waitingData(invoice.emisorId, payment.id), status: 'waiting' },
     });
     expect(await prisma.event.count({ where: { invoiceId: waiting.id } })).toBe(0);
-    await prisma.$executeRaw`UPDATE invoices SET status = 'needs_data' WHERE id = ${waiting.id}::uuid`;
+    await prisma.invoice.update({ where: { id: waiting.id }, data: { status: 'needs_data' } });
     expect((await prisma.event.findMany({ where: { invoiceId: waiting.id } })).map((e) => e.type)).toEqual([
       'invoice.needs_data',
     ]);
@@ -325,14 +328,27 @@ describe('email to the receptor', () => {
     const { payment, invoice } = await stampedSale('mail-cancel', 'cancelada@example.com');
     const d = dispatcher();
     await deliverUntil(d, () => mailbox.received.some((m) => m.to.includes(payment.email!)));
-    await prisma.$executeRaw`UPDATE invoices SET status = 'cancel_requested' WHERE id = ${invoice.id}::uuid`;
-    await prisma.$executeRaw`UPDATE invoices SET status = 'cancelled' WHERE id = ${invoice.id}::uuid`;
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'cancel_requested' } });
+    await prisma.invoice.update({ where: { id: invoice.id }, data: { status: 'cancelled' } });
     await deliverUntil(d, () => mailbox.received.filter((m) => m.to.includes(payment.email!)).length === 2);
     const mail = mailbox.received.filter((m) => m.to.includes(payment.email!))[1]!;
     expect(mail.parsed.subject).toBe(`Cancelación: Factura W-${invoice.folio} de ESCUELA KEMPER URGATE`);
     const dir = mkdtempSync(join(tmpdir(), 'timbra-mail-'));
     writeFileSync(join(dir, 'c.pdf'), mail.parsed.attachments[1]!.content);
     expect(execFileSync('pdftotext', ['-raw', join(dir, 'c.pdf'), '-'], { encoding: 'utf8' })).toContain('CANCELADO');
+  });
+
+  it('a worker without SMTP gives an email back unattempted: it waits, counted, for a worker that can send it', async () => {
+    const { payment } = await stampedSale('no-smtp', 'espera@example.com');
+    const { email, ...withoutSmtp } = dispatcherDeps();
+    expect(email).toBeDefined();
+    const noSmtp = new Dispatcher(withoutSmtp);
+    await noSmtp.drainAll();
+    const waiting = await prisma.delivery.findFirstOrThrow({ where: { recipient: payment.email } });
+    expect(waiting).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(waiting.availableAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    expect((await deliveryBacklog(prisma)).email.pending).toBeGreaterThanOrEqual(1);
+    expect(mailbox.received.some((m) => m.to.includes(payment.email!))).toBe(false);
   });
 
   it('a permanent refusal (550) is dead at once with the server’s reason, counted, and a resend goes out', async () => {

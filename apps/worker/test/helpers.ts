@@ -211,9 +211,10 @@ export function runOps(databaseUrl: string | undefined, args: string[], env: Rec
   if (databaseUrl) base.DATABASE_URL = databaseUrl;
   else delete base.DATABASE_URL;
   return new Promise<{ status: number; stdout: string; stderr: string }>((done) => {
+    // Node with tsx's loader, as the apps' test processes start (npx would add a second of its own).
     execFile(
-      'npx',
-      ['tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+      process.execPath,
+      ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
       { env: base, encoding: 'utf8' },
       (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
     );

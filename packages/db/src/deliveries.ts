@@ -199,6 +199,19 @@ export async function recordDeliveryAttempt(
   return prisma.$transaction(run);
 }
 
+/**
+ * Gives a claim back unattempted (a worker that cannot send this channel, e.g. no SMTP): pending
+ * again in `delayMs`, the attempt not counted.
+ */
+export async function releaseDeliveryClaim(db: Db, delivery: { id: string; attempt: number }, delayMs: number) {
+  await execute(
+    db,
+    Prisma.sql`UPDATE deliveries SET status = 'pending', attempts = attempts - 1, lease_until = NULL,
+        available_at = now() + make_interval(secs => ${delayMs / 1000}::float8), updated_at = now()
+      WHERE id = ${delivery.id}::uuid AND status = 'sending' AND attempts = ${delivery.attempt}`,
+  );
+}
+
 /** The pending deliveries of a disabled endpoint become dead (replayable once it is enabled again). */
 async function buryPendingDeliveries(tx: Db, endpointId: string, reason: string): Promise<void> {
   await execute(

@@ -184,6 +184,7 @@ export {
   EVENT_TYPES,
   newEndpointSecret,
   recordDeliveryAttempt,
+  releaseDeliveryClaim,
   replayDelivery,
   resendInvoiceEmail,
   setEndpointStatus,

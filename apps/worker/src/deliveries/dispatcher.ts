@@ -13,6 +13,7 @@ import {
   deliveryBackoffMs,
   listenForOutbox,
   recordDeliveryAttempt,
+  releaseDeliveryClaim,
   type AttemptOutcome,
   type ClaimedDelivery,
   type DisablePolicy,
@@ -66,9 +67,7 @@ export class Dispatcher {
   }
 
   private async release(d: ClaimedDelivery): Promise<void> {
-    await this.deps.prisma.$executeRaw`UPDATE deliveries SET status = 'pending', attempts = attempts - 1,
-      lease_until = NULL, available_at = now() + interval '1 minute', updated_at = now()
-      WHERE id = ${d.id}::uuid AND status = 'sending' AND attempts = ${d.attempt}`;
+    await releaseDeliveryClaim(this.deps.prisma, { id: d.id, attempt: d.attempt }, 60_000);
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {
