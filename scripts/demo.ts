@@ -89,10 +89,15 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port
 
 /** The signature check docs/outbound.md gives a receiver: HMAC-SHA256 of `t.body`, constant-time. */
 function verified(body: string, header: string, secret: string): boolean {
-  const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
-  const expected = createHmac('sha256', secret).update(`${parts.t}.${body}`).digest();
-  const given = Buffer.from(parts.v1 ?? '', 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  const pairs = header.split(',').map((kv) => kv.split('=') as [string, string]);
+  const t = pairs.find(([k]) => k === 't')?.[1];
+  const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
+  return pairs
+    .filter(([k]) => k === 'v1')
+    .some(([, v]) => {
+      const given = Buffer.from(v, 'hex');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }
 
 let ok = false;

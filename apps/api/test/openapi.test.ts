@@ -494,6 +494,27 @@ describe('openapi.yaml', () => {
       },
       headers: auth,
     });
+    const rotatePath = '/v1/webhook-endpoints/{id}/rotate-secret';
+    conforms(
+      rotatePath,
+      'post',
+      await request('post', `${endpoints}/${endpointId}/rotate-secret`, { json: {}, headers: admin }),
+    );
+    conforms(
+      rotatePath,
+      'post',
+      await request('post', `${endpoints}/${endpointId}/rotate-secret`, { json: { graceHours: 999 }, headers: admin }),
+    );
+    conforms(
+      rotatePath,
+      'post',
+      await request('post', `${endpoints}/${unknown}/rotate-secret`, { json: {}, headers: admin }),
+    );
+    conforms(
+      rotatePath,
+      'post',
+      await request('post', `${endpoints}/${endpointId}/rotate-secret`, { json: {}, headers: auth }),
+    );
     const log = await request('get', `${endpoints}/${endpointId}/deliveries`, { headers: admin });
     conforms('/v1/webhook-endpoints/{id}/deliveries', 'get', log);
     conforms(

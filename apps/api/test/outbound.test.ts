@@ -77,6 +77,26 @@ describe('webhook endpoints', () => {
     expect((await call('GET', '/v1/webhook-endpoints', undefined, KEYS.pos)).statusCode).toBe(403);
   });
 
+  it('rotates the secret: the new one shown once, the old one signing beside it until the grace period ends', async () => {
+    const created = await call('POST', '/v1/webhook-endpoints', { url: 'https://rot.example.com/hook', events: ['*'] });
+    const id = String(created.body.id);
+    const rotated = await call('POST', `/v1/webhook-endpoints/${id}/rotate-secret`, { graceHours: 2 });
+    expect(rotated.statusCode).toBe(200);
+    expect(String(rotated.body.secret)).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(created.body.secret);
+    const until = Date.parse(String(rotated.body.previousSecretValidUntil));
+    expect(until - Date.now()).toBeGreaterThan(7_100_000);
+    expect(until - Date.now()).toBeLessThan(7_300_000);
+    const row = await api.prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ secret: rotated.body.secret, previousSecret: created.body.secret });
+    const read = await call('GET', `/v1/webhook-endpoints/${id}`);
+    expect(JSON.stringify(read.body)).not.toContain('whsec_');
+    // At once: the old secret stops signing now.
+    const now = await call('POST', `/v1/webhook-endpoints/${id}/rotate-secret`, { graceHours: 0 });
+    expect(now.body.previousSecretValidUntil).toBeNull();
+    expect((await call('POST', `/v1/webhook-endpoints/${id}/rotate-secret`, {}, KEYS.pos)).statusCode).toBe(403);
+  });
+
   it('refuses a plain-http URL off this machine, credentials in the URL and unknown events, with the field named', async () => {
     for (const [body, path] of [
       [{ url: 'http://erp.example.com/hook', events: ['*'] }, 'url'],

@@ -15,6 +15,7 @@ import {
   newEndpointSecret,
   replayDelivery,
   resendInvoiceEmail,
+  rotateEndpointSecret,
   type PrismaClient,
 } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -160,12 +161,16 @@ const stripe = new Stripe('sk_test_unused');
 
 /** The receiver's check, written from docs/webhooks.md alone (not from the worker's code). */
 function verifyAsDocumented(body: string, header: string, secret: string, toleranceSeconds = 300): boolean {
-  const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
-  const t = Number(parts.t);
+  const pairs = header.split(',').map((kv) => kv.split('=') as [string, string]);
+  const t = Number(pairs.find(([k]) => k === 't')?.[1]);
   if (!Number.isInteger(t) || Math.abs(Date.now() / 1000 - t) > toleranceSeconds) return false;
   const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
-  const given = Buffer.from(parts.v1 ?? '', 'hex');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return pairs
+    .filter(([k]) => k === 'v1')
+    .some(([, v]) => {
+      const given = Buffer.from(v, 'hex');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
 }
 
 describe('events are written with the change they report', () => {
@@ -403,6 +408,37 @@ describe('webhooks to the merchant', () => {
     expect(event).toMatchObject({ type: 'invoice.stamped', data: { object: { id: invoice.id, uuid: invoice.uuid } } });
     expect(request.headers['timbra-event-id']).toBe(event.id);
     expect(request.headers['content-type']).toBe('application/json');
+  });
+
+  it('during a secret rotation each delivery carries a signature with each secret; after it, only the new one', async () => {
+    const ep = await endpoint(['invoice.stamped']);
+    const fresh = await rotateEndpointSecret(prisma, ep.id, 3_600_000);
+    const { invoice } = await stampedSale('rotation', null);
+    const d = dispatcher();
+    await deliverUntil(d, () => receiver.requests.some((r) => r.body.includes(invoice.id)));
+    const during = receiver.requests.find((r) => r.body.includes(invoice.id))!;
+    const header = String(during.headers['timbra-signature']);
+    expect(header.match(/v1=/g)).toHaveLength(2);
+    // Stripe's verifier accepts a header whose v1s include one of the secret it is given: either works.
+    expect(stripe.webhooks.signature!.verifyHeader(during.body, header, fresh!, 300)).toBe(true);
+    expect(stripe.webhooks.signature!.verifyHeader(during.body, header, ep.secret, 300)).toBe(true);
+    expect(verifyAsDocumented(during.body, header, ep.secret)).toBe(true);
+    expect(verifyAsDocumented(during.body, header, fresh!)).toBe(true);
+    // Grace over: the old secret no longer verifies the next delivery.
+    const newest = await rotateEndpointSecret(prisma, ep.id, 0);
+    const replay = await replayDelivery(
+      prisma,
+      (await prisma.delivery.findFirstOrThrow({ where: { endpointId: ep.id } })).id,
+      'test',
+    );
+    await deliverUntil(d, () =>
+      receiver.requests.some((r) => r.headers['timbra-delivery-id'] === (replay as { id: string }).id),
+    );
+    const after = receiver.requests.find((r) => r.headers['timbra-delivery-id'] === (replay as { id: string }).id)!;
+    const afterHeader = String(after.headers['timbra-signature']);
+    expect(afterHeader.match(/v1=/g)).toHaveLength(1);
+    expect(verifyAsDocumented(after.body, afterHeader, newest!)).toBe(true);
+    expect(verifyAsDocumented(after.body, afterHeader, fresh!)).toBe(false);
   });
 
   it('a receiver that fails and times out gets the same body again with backoff until it answers 2xx', async () => {

@@ -45,6 +45,7 @@ const claimedRow = z.object({
   endpoint_id: col.uuid.nullable(),
   endpoint_url: col.text.nullable(),
   endpoint_secret: col.text.nullable(),
+  endpoint_previous_secret: col.text.nullable(),
 });
 
 /** A delivery claimed for one attempt. */
@@ -56,8 +57,8 @@ export interface ClaimedDelivery {
   /** When the delivery was written (its retry window starts here). */
   createdAt: Date;
   event: { id: string; type: EventType; data: unknown; createdAt: Date; invoiceId: string | null };
-  /** A webhook's endpoint. */
-  endpoint: { id: string; url: string; secret: string } | null;
+  /** A webhook's endpoint; `previousSecret` while a rotation's grace period lasts. */
+  endpoint: { id: string; url: string; secret: string; previousSecret: string | null } | null;
   /** An email's address. */
   recipient: string | null;
 }
@@ -83,7 +84,8 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
         RETURNING d.*)
       SELECT c.id, c.channel, c.attempts, c.recipient, c.created_at, e.id AS event_id, e.type AS event_type,
              e.data AS event_data, e.created_at AS event_created_at, e.invoice_id,
-             w.id AS endpoint_id, w.url AS endpoint_url, w.secret AS endpoint_secret
+             w.id AS endpoint_id, w.url AS endpoint_url, w.secret AS endpoint_secret,
+             CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS endpoint_previous_secret
       FROM claimed c JOIN events e ON e.id = c.event_id LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
       ORDER BY c.available_at`,
   );
@@ -101,7 +103,12 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
     },
     endpoint:
       r.endpoint_id && r.endpoint_url && r.endpoint_secret
-        ? { id: r.endpoint_id, url: r.endpoint_url, secret: r.endpoint_secret }
+        ? {
+            id: r.endpoint_id,
+            url: r.endpoint_url,
+            secret: r.endpoint_secret,
+            previousSecret: r.endpoint_previous_secret,
+          }
         : null,
     recipient: r.recipient,
   }));
@@ -317,6 +324,21 @@ export async function resendInvoiceEmail(
 /** A new endpoint secret: `whsec_` and 32 random bytes (base64url). */
 export function newEndpointSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+/**
+ * A new secret for an endpoint; the old one keeps signing (a second `v1`) for `graceMs`, so
+ * receivers can switch without refusing a delivery. @returns the new secret, or undefined (no such endpoint).
+ */
+export async function rotateEndpointSecret(db: Db, endpointId: string, graceMs: number): Promise<string | undefined> {
+  const secret = newEndpointSecret();
+  const n = await execute(
+    db,
+    Prisma.sql`UPDATE webhook_endpoints SET previous_secret = secret, secret = ${secret},
+        previous_secret_expires_at = now() + make_interval(secs => ${graceMs / 1000}::float8), updated_at = now()
+      WHERE id = ${endpointId}::uuid`,
+  );
+  return n > 0 ? secret : undefined;
 }
 
 /** Enables or disables an endpoint; disabling buries its pending deliveries, enabling clears the streak. */

@@ -187,6 +187,7 @@ export {
   releaseDeliveryClaim,
   replayDelivery,
   resendInvoiceEmail,
+  rotateEndpointSecret,
   setEndpointStatus,
   type AttemptOutcome,
   type ClaimedDelivery,

@@ -36,6 +36,9 @@ CREATE TABLE "webhook_endpoints" (
   "url" TEXT NOT NULL,
   "events" TEXT[] NOT NULL,
   "secret" TEXT NOT NULL,
+  -- After a rotation, the secret before it: deliveries carry a signature with each until it expires.
+  "previous_secret" TEXT,
+  "previous_secret_expires_at" TIMESTAMPTZ(3),
   "description" TEXT,
   -- enabled | disabled (by an operator, or after a failure streak: disabled_reason says which)
   "status" TEXT NOT NULL DEFAULT 'enabled',

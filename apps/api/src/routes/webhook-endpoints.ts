@@ -6,7 +6,14 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { EVENT_TYPES, newEndpointSecret, replayDelivery, setEndpointStatus, type PrismaClient } from '@timbra/db';
+import {
+  EVENT_TYPES,
+  newEndpointSecret,
+  replayDelivery,
+  rotateEndpointSecret,
+  setEndpointStatus,
+  type PrismaClient,
+} from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
@@ -71,6 +78,7 @@ interface EndpointRow {
   disabledAt: Date | null;
   consecutiveFailures: number;
   failingSince: Date | null;
+  previousSecretExpiresAt: Date | null;
   createdAt: Date;
 }
 
@@ -86,6 +94,11 @@ export function endpointView(e: EndpointRow) {
     /** The current failure streak (reset by a 2xx). */
     consecutiveFailures: e.consecutiveFailures,
     failingSince: e.failingSince?.toISOString() ?? null,
+    /** After a rotation: until when deliveries also carry a signature with the previous secret. */
+    previousSecretValidUntil:
+      e.previousSecretExpiresAt && e.previousSecretExpiresAt > new Date()
+        ? e.previousSecretExpiresAt.toISOString()
+        : null,
     createdAt: e.createdAt.toISOString(),
   };
 }
@@ -148,6 +161,8 @@ export function deliveryView(d: DeliveryRow) {
   };
 }
 
+const rotateSchema = z.object({ graceHours: z.number().min(0).max(168).optional() }).strict();
+
 const DELIVERY_STATUSES = ['pending', 'sending', 'delivered', 'dead'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -194,6 +209,19 @@ export function webhookEndpointRoutes(deps: { prisma: PrismaClient; allowHttp: b
     if (Object.keys(fields).length > 0) await prisma.webhookEndpoint.update({ where: { id }, data: fields });
     if (status) await setEndpointStatus(prisma, id, status, `disabled by api:${req.client!.name}`);
     res.json(endpointView(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })));
+  });
+
+  /**
+   * A new signing secret (shown this once); the old one keeps signing beside it (a second `v1`) for
+   * `graceHours` (default 24, at most 168; 0: at once), time for the receiver to switch.
+   */
+  router.post('/webhook-endpoints/:id/rotate-secret', async (req: Request, res: Response) => {
+    const id = String(req.params.id);
+    const parsed = rotateSchema.safeParse(req.body ?? {});
+    if (!parsed.success) throw validation(parsed.error);
+    const secret = await rotateEndpointSecret(prisma, id, (parsed.data.graceHours ?? 24) * 3_600_000);
+    if (!secret) throw new ApiError('not_found');
+    res.json({ ...endpointView(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })), secret });
   });
 
   router.get('/webhook-endpoints/:id/deliveries', async (req, res) => {

@@ -21,10 +21,15 @@ export function webhookBody(event: ClaimedDelivery['event']): string {
   });
 }
 
-/** `t=…,v1=…` for `body` sent at `timestamp` (unix seconds). */
-export function signWebhook(secret: string, timestamp: number, body: string): string {
-  const v1 = createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex');
-  return `t=${timestamp},v1=${v1}`;
+/**
+ * `t=…,v1=…` for `body` sent at `timestamp` (unix seconds): one `v1` per secret — the endpoint's, and
+ * during a rotation's grace period the previous one too (a receiver accepts any `v1` that matches).
+ */
+export function signWebhook(secrets: string | readonly string[], timestamp: number, body: string): string {
+  const v1s = (typeof secrets === 'string' ? [secrets] : secrets).map(
+    (secret) => `v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex')}`,
+  );
+  return `t=${timestamp},${v1s.join(',')}`;
 }
 
 export type SendResult = { ok: true; statusCode: number } | { ok: false; statusCode?: number; error: string };
@@ -46,7 +51,11 @@ export async function sendWebhook(
       headers: {
         'content-type': 'application/json',
         'user-agent': 'Timbra-Webhooks/1',
-        [SIGNATURE_HEADER]: signWebhook(delivery.endpoint.secret, timestamp, body),
+        [SIGNATURE_HEADER]: signWebhook(
+          [delivery.endpoint.secret, ...(delivery.endpoint.previousSecret ? [delivery.endpoint.previousSecret] : [])],
+          timestamp,
+          body,
+        ),
         'Timbra-Event-Id': delivery.event.id,
         'Timbra-Event-Type': delivery.event.type,
         'Timbra-Delivery-Id': delivery.id,
