@@ -1,7 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { claimOutboxBatch, JOBS, jobIdFor, listenForOutbox, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, jobIdFor, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
+import { runOnNotify } from './notify-loop.ts';
 
 export interface RelayDeps {
   prisma: PrismaClient;
@@ -58,43 +59,5 @@ export class Relay {
  * ends the loop and waits for the round in progress.
  */
 export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: number; logger: Logger }) {
-  let stopped = false;
-  let running: Promise<unknown> = Promise.resolve();
-  let wake: (() => void) | undefined;
-  // A NOTIFY that lands while a round runs is remembered: the next round starts at once instead of
-  // after the poll interval (the round may have claimed before that row committed).
-  let notified = false;
-  const listener = listenForOutbox(options.databaseUrl, options.logger, () => {
-    notified = true;
-    wake?.();
-  });
-
-  const loop = async () => {
-    await listener.ready;
-    while (!stopped) {
-      notified = false;
-      running = relay.drainAll().catch((error: unknown) => options.logger.error({ err: error }, 'relay round failed'));
-      await running;
-      if (stopped) break;
-      if (notified) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs);
-        wake = () => {
-          wake = undefined;
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  };
-  const done = loop();
-  return {
-    stop: async () => {
-      stopped = true;
-      wake?.();
-      await done;
-      await running;
-      await listener.close();
-    },
-  };
+  return runOnNotify(() => relay.drainAll(), { ...options, what: 'relay' });
 }

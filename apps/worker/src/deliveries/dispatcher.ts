@@ -11,7 +11,6 @@ import {
   claimDueDeliveries,
   DELIVERY_CHANNEL,
   deliveryBackoffMs,
-  listenForOutbox,
   recordDeliveryAttempt,
   releaseDeliveryClaim,
   type AttemptOutcome,
@@ -19,6 +18,7 @@ import {
   type DisablePolicy,
   type PrismaClient,
 } from '@timbra/db';
+import { runOnNotify } from '../notify-loop.ts';
 import type { EmailSender } from './email.ts';
 import { sendWebhook, type SendResult } from './webhook.ts';
 
@@ -131,44 +131,5 @@ export function runDispatcher(
   dispatcher: Dispatcher,
   options: { databaseUrl: string; pollMs: number; logger: Logger },
 ) {
-  let stopped = false;
-  let notified = false;
-  let wake: (() => void) | undefined;
-  const listener = listenForOutbox(
-    options.databaseUrl,
-    options.logger,
-    () => {
-      notified = true;
-      wake?.();
-    },
-    DELIVERY_CHANNEL,
-  );
-  const loop = async () => {
-    await listener.ready;
-    while (!stopped) {
-      notified = false;
-      await dispatcher
-        .drainAll()
-        .catch((error: unknown) => options.logger.error({ err: error }, 'delivery round failed'));
-      if (stopped) break;
-      if (notified) continue;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs);
-        wake = () => {
-          wake = undefined;
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  };
-  const done = loop();
-  return {
-    stop: async () => {
-      stopped = true;
-      wake?.();
-      await done;
-      await listener.close();
-    },
-  };
+  return runOnNotify(() => dispatcher.drainAll(), { ...options, channel: DELIVERY_CHANNEL, what: 'delivery' });
 }
