@@ -6,7 +6,8 @@ import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { freePort, loadTestCsd, startProviderSandbox, type ProviderSandboxClient } from '@timbra/test-support';
+import { insertTfd, parseStampedCfdi } from '@timbra/cfdi-core';
+import { freePort, loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
@@ -240,4 +241,16 @@ export function paymentIntentSucceeded(
       },
     },
   };
+}
+
+/**
+ * What the worker writes when the PAC stamps: the stamped XML (the frozen one with a stand-in TFD
+ * over its sello), its UUID, status stamped — in one update, so the stamp's triggers fire as in
+ * production (invoice.stamped and its deliveries).
+ */
+export async function stampAsWorker(prisma: PrismaClient, invoiceId: string, uuid: string): Promise<void> {
+  const row = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
+  const sello = parseStampedCfdi(insertTfd(row.frozenXml!, testTfd('x'))).sello;
+  const stampedXml = insertTfd(row.frozenXml!, testTfd(sello, uuid));
+  await prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, stampedXml } });
 }

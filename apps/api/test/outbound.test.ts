@@ -6,9 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
-import { insertTfd, parseStampedCfdi } from '@timbra/cfdi-core';
-import { testTfd } from '@timbra/test-support';
-import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { KEYS, startApi, type TestApi, stampAsWorker } from './helpers.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -36,13 +34,7 @@ async function payment(externalId: string, extra: Record<string, unknown> = {}) 
   return res.body as { id: string; email: string | null; invoices: { id: string }[] };
 }
 
-/** What the worker writes when the PAC stamps (the stamp's own transaction fires invoice.stamped). */
-async function stamp(invoiceId: string, uuid: string): Promise<void> {
-  const row = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
-  const sello = parseStampedCfdi(insertTfd(row.frozenXml!, testTfd('x'))).sello;
-  const stampedXml = insertTfd(row.frozenXml!, testTfd(sello, uuid));
-  await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, stampedXml } });
-}
+const stamp = (invoiceId: string, uuid: string) => stampAsWorker(api.prisma, invoiceId, uuid);
 
 describe('webhook endpoints', () => {
   it('registers an endpoint (secret shown once), lists it without the secret, and only for admin keys', async () => {

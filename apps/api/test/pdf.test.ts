@@ -9,9 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import got from 'got';
-import { insertTfd, parseStampedCfdi } from '@timbra/cfdi-core';
-import { testTfd } from '@timbra/test-support';
-import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
+import { jsonPoster, KEYS, startApi, type TestApi, stampAsWorker } from './helpers.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -43,13 +41,7 @@ async function recordedInvoice(externalId: string): Promise<{ id: string; serieF
   return body.invoices[0]!;
 }
 
-/** What the worker writes when the PAC stamps: the stamped XML, its UUID, status stamped. */
-async function stamp(invoiceId: string, uuid: string): Promise<void> {
-  const row = await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
-  const sello = parseStampedCfdi(insertTfd(row.frozenXml!, testTfd('x'))).sello;
-  const stampedXml = insertTfd(row.frozenXml!, testTfd(sello, uuid));
-  await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, stampedXml } });
-}
+const stamp = (invoiceId: string, uuid: string) => stampAsWorker(api.prisma, invoiceId, uuid);
 
 describe('GET /v1/invoices/:id/pdf', () => {
   it('serves the printed representation of a stamped invoice, named <serie>-<folio>-<UUID>.pdf', async () => {

@@ -203,7 +203,8 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
     await respondOnce(req, res, `/v1/invoices/${invoiceId}/email`, input, async (tx) => {
-      await find(invoiceId);
+      if (!(await tx.invoice.findUnique({ where: { id: invoiceId }, select: { id: true } })))
+        throw new ApiError('not_found');
       const sent = await resendInvoiceEmail(tx, invoiceId, {
         ...(input.to ? { to: input.to } : {}),
         by: `api:${req.client!.name}`,
