@@ -122,3 +122,26 @@ export {
   type CustomerCopy,
   type StampedDocument,
 } from './print/customer-copy.ts';
+export {
+  globalPeriodOf,
+  globalPeriodByStart,
+  nextGlobalPeriod,
+  periodLabel,
+  GLOBAL_DEADLINE_MS,
+  PERIODICIDAD_NAMES,
+  type GlobalPeriod,
+  type Periodicidad,
+} from './global/periods.ts';
+export {
+  buildGlobalRequest,
+  chunkTickets,
+  globalFormaPago,
+  globalSourceId,
+  netTicketParts,
+  splitInProportion,
+  taxProfileKey,
+  ticketParts,
+  type GlobalEmisor,
+  type GlobalTicket,
+  type TicketPart,
+} from './global/global-invoice.ts';
