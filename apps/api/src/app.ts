@@ -25,6 +25,8 @@ import { keyRoutes } from './routes/keys.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import type { ExchangeRateSource } from './use-cases/exchange-rates.ts';
 import { paymentRoutes } from './routes/payments.ts';
+import { ticketRoutes } from './routes/tickets.ts';
+import { selfInvoicePage, SELF_INVOICE_PATH } from './http/self-invoice-page.ts';
 import { webhookEventRoutes } from './routes/webhook-events.ts';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts';
 import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
@@ -61,6 +63,8 @@ export interface AppDeps {
   webhookAllowHttp?: boolean;
   /** The merchant's logo on every PDF (INVOICE_LOGO_FILE, read at start-up). */
   invoiceLogo?: Buffer;
+  /** The self-invoicing page's limits per address (global mode): POSTs and failed ticket lookups a minute. */
+  selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router;
   /** The stamp-dlq queue: a re-drive settles its letter there (else the worker's sweeper does). */
@@ -220,6 +224,21 @@ export function createApp(deps: AppDeps) {
     }),
   );
 
+  // The customers' self-invoicing page (global mode): HTML, no API key, its own limits and CSRF token.
+  app.use(
+    SELF_INVOICE_PATH,
+    selfInvoicePage({
+      prisma: deps.prisma,
+      payments: deps.payments,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      merchant: deps.payments.settings.emisor.nombre,
+      requestsPerMinute: deps.selfInvoice?.requestsPerMinute ?? 20,
+      failuresPerMinute: deps.selfInvoice?.failuresPerMinute ?? 5,
+      ...(deps.invoiceLogo ? { logo: deps.invoiceLogo } : {}),
+    }),
+  );
+
   const v1 = express.Router();
   v1.use(limiter);
   v1.use((req, _res, next) =>
@@ -253,6 +272,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
+  v1.use(ticketRoutes({ prisma: deps.prisma, payments: deps.payments, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));

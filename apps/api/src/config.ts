@@ -81,6 +81,25 @@ const schema = z.object({
     .default('04'),
   /** InformacionGlobal's Periodicidad; default 05 for an emisor in régimen 621, else 01. */
   PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).optional(),
+  /**
+   * per-payment: a sale without the customer's data gets its own CFDI to público en general. global:
+   * it is a ticket, invoiced in its period's factura global unless the customer self-invoices it on
+   * /facturar first (docs/publico-general.md).
+   */
+  PUBLICO_GENERAL_MODE: z.enum(['per-payment', 'global']).default('per-payment'),
+  /** Tickets per factura global; a period with more is split in parts (docs/publico-general.md). */
+  GLOBAL_MAX_TICKETS: z.coerce.number().int().min(1).max(10_000).default(2000),
+  /** How long after a period ends its global is issued (late webhooks of its sales still join it). */
+  GLOBAL_CLOSE_DELAY_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(24 * 60)
+    .default(60),
+  /** How often each API instance looks for periods to close. */
+  GLOBAL_CLOSE_POLL_SECONDS: z.coerce.number().int().positive().default(60),
+  SELF_INVOICE_REQUESTS_PER_MINUTE: z.coerce.number().int().positive().default(20),
+  SELF_INVOICE_FAILURES_PER_MINUTE: z.coerce.number().int().positive().default(5),
   // Providers: each webhook needs its secret (to check signatures) and its API key (to fetch what
   // the event does not say); without both it answers 503 webhook_not_configured.
   STRIPE_WEBHOOK_SECRET: z.string().optional(),

@@ -19,6 +19,7 @@ export const API_ERRORS = {
   invalid_signature: { status: 401, message: 'The webhook signature is missing, invalid or too old.' },
   forbidden: { status: 403, message: 'This API key may not do that.' },
   not_found: { status: 404, message: 'Not found.' },
+  ticket_not_found: { status: 404, message: 'No ticket has this code and total.' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different request.' },
   idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still being processed.' },
   payment_conflict: { status: 409, message: 'A payment with this external id already exists with other data.' },
@@ -42,6 +43,23 @@ export const API_ERRORS = {
   invoice_cancelled: {
     status: 409,
     message: "The payment's invoice is cancelled (or being cancelled): no Egreso can relate to it.",
+  },
+  ticket_already_invoiced: {
+    status: 409,
+    message: 'This ticket was self-invoiced already (to another RFC): it cannot be invoiced twice.',
+  },
+  ticket_in_global: {
+    status: 409,
+    message: "The ticket's period is closed: it is in the period's factura global and cannot be self-invoiced.",
+  },
+  ticket_refunded: {
+    status: 409,
+    message: 'The ticket was refunded (in full or in part): it cannot be self-invoiced.',
+  },
+  global_mode_off: {
+    status: 409,
+    message:
+      'Público en general is invoiced per payment here (PUBLICO_GENERAL_MODE=per-payment): no tickets or globals.',
   },
   payload_too_large: { status: 413, message: 'The body is too large.' },
   unsupported_media_type: { status: 415, message: 'Send application/json.' },

@@ -14,6 +14,8 @@ import { dashboard } from './http/dashboard.ts';
 import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
 import { BanxicoRates } from './use-cases/exchange-rates.ts';
+import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
+import { globalLag, issueDueGlobals } from './use-cases/tickets.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
@@ -109,6 +111,31 @@ const board =
       })
     : undefined;
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');
+const payments: RecordPaymentDeps = {
+  csd,
+  emisorId,
+  serieIngreso: config.SERIE_INGRESO,
+  serieEgreso: config.SERIE_EGRESO,
+  seriePago: config.SERIE_PAGO,
+  settings: {
+    emisor,
+    concepto: {
+      claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
+      claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
+      descripcion: config.CONCEPTO_DESCRIPCION,
+    },
+    ivaTasa: config.IVA_TASA,
+    periodicidad: periodicidadFor(config.EMISOR_REGIMEN_FISCAL, config.PUBLICO_GENERAL_PERIODICIDAD),
+  },
+  ...(config.PUBLICO_GENERAL_MODE === 'global'
+    ? {
+        global: {
+          maxTicketsPerGlobal: config.GLOBAL_MAX_TICKETS,
+          closeDelayMs: config.GLOBAL_CLOSE_DELAY_MINUTES * 60_000,
+        },
+      }
+    : {}),
+};
 const app = createApp({
   prisma,
   redis,
@@ -117,22 +144,10 @@ const app = createApp({
   deadLetters: dlq,
   metrics,
   databaseUrl: config.DATABASE_URL,
-  payments: {
-    csd,
-    emisorId,
-    serieIngreso: config.SERIE_INGRESO,
-    serieEgreso: config.SERIE_EGRESO,
-    seriePago: config.SERIE_PAGO,
-    settings: {
-      emisor,
-      concepto: {
-        claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
-        claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
-        descripcion: config.CONCEPTO_DESCRIPCION,
-      },
-      ivaTasa: config.IVA_TASA,
-      periodicidad: periodicidadFor(config.EMISOR_REGIMEN_FISCAL, config.PUBLICO_GENERAL_PERIODICIDAD),
-    },
+  payments,
+  selfInvoice: {
+    requestsPerMinute: config.SELF_INVOICE_REQUESTS_PER_MINUTE,
+    failuresPerMinute: config.SELF_INVOICE_FAILURES_PER_MINUTE,
   },
   rates:
     config.EXCHANGE_RATE_SOURCE === 'banxico' && config.BANXICO_TOKEN
@@ -187,6 +202,42 @@ const purge = setInterval(() => {
 }, 15 * 60_000);
 purge.unref();
 
+// Global mode: each instance looks for closed periods and issues their globals (exactly once across
+// instances: tickets.ts), and reports how far behind the SAT's 72 hours the oldest one is.
+const globalDeps = payments.global ? { ...payments, global: payments.global } : undefined;
+const closeGlobals = async (): Promise<void> => {
+  if (!globalDeps) return;
+  for (const issued of await issueDueGlobals(prisma, globalDeps)) {
+    if (!issued.created) continue;
+    metrics.globalsIssued.inc({ by: 'schedule' });
+    logger.info(
+      {
+        globalId: issued.periodId,
+        period: issued.startsOn,
+        tickets: issued.tickets,
+        total: issued.total,
+        invoices: issued.invoiceIds,
+      },
+      'factura global issued',
+    );
+  }
+  const lag = await globalLag(prisma, globalDeps);
+  metrics.globalLag.set(lag.oldestUnstampedSeconds);
+  if (lag.oldestUnstampedSeconds > lag.deadlineSeconds - 24 * 3600)
+    logger.warn(
+      { alert: 'global_period_late', lagSeconds: Math.round(lag.oldestUnstampedSeconds) },
+      'a closed period has no stamped factura global and the SAT deadline (72 h after its close) is near or past',
+    );
+};
+const globalTimer = globalDeps
+  ? setInterval(
+      () => void closeGlobals().catch((error: unknown) => logger.warn({ err: error }, 'closing global periods failed')),
+      config.GLOBAL_CLOSE_POLL_SECONDS * 1000,
+    )
+  : undefined;
+globalTimer?.unref();
+void closeGlobals().catch((error: unknown) => logger.warn({ err: error }, 'closing global periods failed'));
+
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
@@ -194,6 +245,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
     clearInterval(purge);
+    clearInterval(globalTimer);
     metricsServer?.close();
     server.close(() => {
       Promise.allSettled([prisma.$disconnect(), board?.close(), dlq.close()])

@@ -16,6 +16,7 @@ import { REDACT } from '../src/http/log-redact.ts';
 import { BanxicoRates } from '../src/use-cases/exchange-rates.ts';
 import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
+import type { GlobalSettings } from '../src/use-cases/tickets.ts';
 import { mercadoPagoPayments, stripeApi } from '../src/webhooks/providers.ts';
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
@@ -67,6 +68,12 @@ export async function startApi(
     database?: TestDatabase;
     /** Collects every log line the API writes (level info and above). */
     logs?: string[];
+    /** Público en general in global mode (tickets, globals, /facturar). */
+    global?: GlobalSettings;
+    /** InformacionGlobal's Periodicidad (default 01). */
+    periodicidad?: string;
+    /** The self-invoicing page's limits per address (default: high, tests share 127.0.0.1). */
+    selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
   } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
@@ -101,8 +108,9 @@ export async function startApi(
       emisor: EMISOR,
       concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
       ivaTasa: '0.160000',
-      periodicidad: '01',
+      periodicidad: options.periodicidad ?? '01',
     },
+    ...(options.global ? { global: options.global } : {}),
   };
   const metrics = createMetrics();
   const app = createApp({
@@ -126,6 +134,7 @@ export async function startApi(
     authFailuresPerMinute: options.authFailures?.perAddress ?? 100_000,
     authFailuresPerPrefixPerMinute: options.authFailures?.perPrefix ?? 100_000,
     trustProxy: false,
+    selfInvoice: options.selfInvoice ?? { requestsPerMinute: 100_000, failuresPerMinute: 100_000 },
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     // Hand-built events (no provider sandbox) have no Checkout Session to look up.
     stripe: {

@@ -25,6 +25,8 @@ export type {
   PacAttempt,
   ApiClient,
   IdempotencyKey,
+  Ticket,
+  GlobalPeriod,
 } from './generated/client.ts';
 export { migrate, migrationStatus, readMigrations, ensureDatabase, type MigrationStatus } from './migrate.ts';
 export {
@@ -56,6 +58,7 @@ export {
 export {
   insertInvoices,
   lockInvoice,
+  invoiceStateOf,
   invoicesNeedingData,
   ingresoOf,
   invoiceByUuid,
@@ -73,6 +76,7 @@ export {
 } from './invoices.ts';
 export {
   insertPaymentsTakingFolios,
+  insertPaymentsWithoutFolios,
   lockPayment,
   refundedTotal,
   reverseRefund,
@@ -82,6 +86,24 @@ export {
   type InsertedPayment,
   type LockedPayment,
 } from './payments.ts';
+export {
+  TICKET_STATUSES,
+  globalBacklog,
+  insertTickets,
+  lockGlobalPeriod,
+  lockOpenTickets,
+  lockTicket,
+  markTicketSelfInvoiced,
+  periodsWithOpenTickets,
+  recordGlobalPeriod,
+  refundOpenTicket,
+  ticketByDownloadToken,
+  type NewGlobalPeriod,
+  type NewTicket,
+  type PeriodKey,
+  type TicketState,
+  type TicketStatus,
+} from './tickets.ts';
 export {
   lockInvoiceForInstallment,
   installmentsPaid,

@@ -118,6 +118,16 @@ export interface InvoiceState {
 
 const invoiceState = z.object({ id: col.uuid, status: z.enum(INVOICE_STATUSES), uuid: z.string().nullable() });
 
+/** An invoice's state, or undefined. */
+export async function invoiceStateOf(db: Db, invoiceId: string): Promise<InvoiceState | undefined> {
+  const [row] = await queryRows(
+    db,
+    invoiceState,
+    Prisma.sql`SELECT id, status::text, uuid FROM invoices WHERE id = ${invoiceId}::uuid`,
+  );
+  return row;
+}
+
 /** Locks an invoice's row until commit (FOR UPDATE) and returns its state, or undefined. */
 export async function lockInvoice(tx: Tx, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(

@@ -57,6 +57,25 @@ export async function insertPaymentsTakingFolios(
   serie: { emisorId: string; serie: string },
   payments: readonly NewPayment[],
 ): Promise<InsertedPayment[]> {
+  const rows = await insertPaymentRows(tx, serie, payments);
+  if (rows.some((r) => r.folio === null)) throw new SerieNotConfiguredError(serie.serie);
+  return rows.map((r) => ({ ...r, folio: r.folio! }));
+}
+
+/** `insertPaymentsTakingFolios` for payments whose invoice waits (tickets): no folio is taken. */
+export async function insertPaymentsWithoutFolios(
+  tx: Tx,
+  payments: readonly NewPayment[],
+): Promise<Omit<InsertedPayment, 'folio'>[]> {
+  const rows = await insertPaymentRows(tx, null, payments);
+  return rows.map(({ id, index }) => ({ id, index }));
+}
+
+async function insertPaymentRows(
+  tx: Tx,
+  serie: { emisorId: string; serie: string } | null,
+  payments: readonly NewPayment[],
+): Promise<{ id: string; index: number; folio: number | null }[]> {
   if (payments.length === 0) return [];
   const c = <T>(f: (p: NewPayment) => T): T[] => payments.map(f);
   const rows = await queryRows(
@@ -87,13 +106,12 @@ export async function insertPaymentsTakingFolios(
         SELECT id, ord, row_number() OVER (ORDER BY ord) AS n
         FROM (SELECT payment.id, min(input.ord) AS ord FROM payment JOIN input USING (provider, external_id) GROUP BY payment.id) AS firsts
       ), counter AS (
-        ${takeFoliosSql(serie.emisorId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`)}
+        ${serie ? takeFoliosSql(serie.emisorId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`) : Prisma.sql`SELECT NULL::int AS first_folio`}
       )
       SELECT numbered.id, numbered.ord, (counter.first_folio + numbered.n - 1)::int AS folio
       FROM numbered LEFT JOIN counter ON true`,
   );
-  if (rows.some((r) => r.folio === null)) throw new SerieNotConfiguredError(serie.serie);
-  return rows.map((r) => ({ id: r.id, index: r.ord - 1, folio: r.folio! }));
+  return rows.map((r) => ({ id: r.id, index: r.ord - 1, folio: r.folio }));
 }
 
 /** A payment locked for a refund: what the Egreso needs. */

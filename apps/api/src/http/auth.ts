@@ -55,6 +55,8 @@ export function apiKeyAuth(prisma: PrismaClient, failures: FailureLimiter) {
  */
 export function scopeFor(method: string, path: string): Scope {
   if (/^\/(keys|outbox|webhook-events|webhook-endpoints)(\/|$)/.test(path)) return 'admin';
+  // Issuing a period's factura global now, before its close timer.
+  if (method === 'POST' && /^\/globals\/?$/.test(path)) return 'admin';
   if (method === 'GET' || method === 'HEAD') return 'read';
   if (/\/cancel$/.test(path)) return 'cancel';
   return 'write';

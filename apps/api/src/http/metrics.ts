@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
 export function createMetrics() {
@@ -24,6 +24,22 @@ export function createMetrics() {
       name: 'timbra_webhook_events_failed_total',
       help: 'Signed webhook events that could not be recorded (stored as failed), by provider and reason',
       labelNames: ['provider', 'reason'] as const,
+      registers: [registry],
+    }),
+    globalsIssued: new Counter({
+      name: 'timbra_global_periods_issued_total',
+      help: 'Periods whose factura global this instance issued, by who asked (schedule, admin)',
+      labelNames: ['by'] as const,
+      registers: [registry],
+    }),
+    ticketsSelfInvoiced: new Counter({
+      name: 'timbra_tickets_self_invoiced_total',
+      help: 'Tickets self-invoiced on the /facturar page',
+      registers: [registry],
+    }),
+    globalLag: new Gauge({
+      name: 'timbra_global_period_lag_seconds',
+      help: 'Seconds since the end of the oldest period whose tickets are not all in a stamped factura global (0: none); the SAT allows 72 h',
       registers: [registry],
     }),
     idempotentReplays: new Counter({

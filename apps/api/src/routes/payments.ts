@@ -11,6 +11,7 @@ import { ingresoProblems, recordPayment, type RecordPaymentDeps } from '../use-c
 import type { PaymentFacts } from '../use-cases/build-ingreso.ts';
 import { recordInstallment } from '../use-cases/record-installment.ts';
 import { recordRefund } from '../use-cases/record-refund.ts';
+import { isTicketSale } from '../use-cases/tickets.ts';
 import type { ExchangeRateSource } from '../use-cases/exchange-rates.ts';
 import { lineSchema, prepareSale } from '../use-cases/sale.ts';
 import { decodeCursor, encodeCursor, installmentView, paymentView, problemView, refundView } from './views.ts';
@@ -188,12 +189,16 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       );
       // Before any row or folio: a REST caller can fix its data, so a CFDI that would break a SAT
       // rule is refused (a webhook's money is recorded anyway, its invoice in needs_data).
-      const problems = ingresoProblems(deps.payments, facts, new Date());
+      // A ticket (global mode) has no Ingreso of its own: its global is checked when issued.
+      const problems =
+        deps.payments.global && isTicketSale(facts, deps.payments.settings)
+          ? []
+          : ingresoProblems(deps.payments, facts, new Date());
       if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems.map(problemView));
       const recorded = await recordPayment(tx, deps.payments, facts, client.id);
       const payment = await tx.payment.findUniqueOrThrow({
         where: { id: recorded.paymentId },
-        include: { invoices: true },
+        include: { invoices: true, ticket: true },
       });
       if (!recorded.created && (!payment.amount.equals(input.amount) || payment.currency !== input.currency)) {
         throw new ApiError('payment_conflict');
@@ -233,7 +238,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
       return {
         status: recorded.created ? 201 : 200,
-        body: refundView(refund, refund.egreso!, recorded.waitingFor),
+        body: refundView(refund, refund.egreso, recorded.waitingFor),
       };
     };
     await respondOnce(req, res, `/v1/payments/${paymentId}/refunds`, input, create);
@@ -289,7 +294,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
 
   router.get('/payments/:id', async (req, res) => {
     const id = String(req.params.id);
-    const payment = await deps.prisma.payment.findUnique({ where: { id }, include: { invoices: true } });
+    const payment = await deps.prisma.payment.findUnique({ where: { id }, include: { invoices: true, ticket: true } });
     if (!payment) throw new ApiError('not_found');
     res.json(paymentView(payment, payment.invoices));
   });
@@ -300,7 +305,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       where: afterCursor(cursor),
       orderBy: NEWEST_FIRST,
       take: limit + 1,
-      include: { invoices: true },
+      include: { invoices: true, ticket: true },
     });
     res.json(pageOf(rows, limit, (p) => paymentView(p, p.invoices)));
   });

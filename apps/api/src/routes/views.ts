@@ -10,6 +10,7 @@ import {
   type OutboxRow,
   type PacAttempt,
   type Payment,
+  type Ticket,
   type Refund,
 } from '@timbra/db';
 
@@ -46,7 +47,7 @@ export function invoiceSummary(
   };
 }
 
-export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSummary>[0][]) {
+export function paymentView(p: Payment & { ticket?: Ticket | null }, invoices: Parameters<typeof invoiceSummary>[0][]) {
   return {
     id: p.id,
     provider: p.provider,
@@ -63,13 +64,27 @@ export function paymentView(p: Payment, invoices: Parameters<typeof invoiceSumma
     tipoCambio: p.tipoCambio ? { rate: p.tipoCambio.toFixed(), source: p.tipoCambioSource } : null,
     createdAt: p.createdAt.toISOString(),
     invoices: invoices.map(invoiceSummary),
+    /** Global mode: the sale's ticket (its code for the customer, and where it stands). */
+    ...(p.ticket
+      ? {
+          ticket: {
+            id: p.ticket.id,
+            code: p.ticket.code,
+            status: p.ticket.status,
+            period: p.ticket.periodStartsOn.toISOString().slice(0, 10),
+            invoiceId: p.ticket.invoiceId,
+            globalId: p.ticket.globalPeriodId,
+          },
+        }
+      : {}),
   };
 }
 
 /** A refund and its Egreso; `waitingFor` while the Egreso waits for its Ingreso to be stamped. */
 export function refundView(
   r: Refund,
-  egreso: Parameters<typeof invoiceSummary>[0],
+  /** Null for a ticket refunded before its period's global (nothing was invoiced yet). */
+  egreso: Parameters<typeof invoiceSummary>[0] | null,
   waitingFor?: { invoiceId: string; status: string; blocked: boolean },
 ) {
   return {
@@ -81,7 +96,7 @@ export function refundView(
     lines: r.lines ?? null,
     occurredAt: r.occurredAt.toISOString(),
     createdAt: r.createdAt.toISOString(),
-    egreso: { ...invoiceSummary(egreso), ...(waitingFor ? { waitingFor } : {}) },
+    egreso: egreso ? { ...invoiceSummary(egreso), ...(waitingFor ? { waitingFor } : {}) } : null,
   };
 }
 

@@ -2,6 +2,8 @@ import { BigNumber } from 'bignumber.js';
 import {
   amountDecimals,
   conceptosForSale,
+  splitInProportion,
+  taxProfileKey,
   totalsOf,
   withRelatedUuid,
   type InvoiceRequestInput,
@@ -112,7 +114,7 @@ function refundParts(
   const decimals = amountDecimals(payment.currency) ?? 2;
   const byProfile = new Map<string, { taxes: SaleLine['taxes']; amount: BigNumber }>();
   const add = (taxes: SaleLine['taxes'], amount: BigNumber) => {
-    const key = JSON.stringify([taxes.iva, taxes.ieps, taxes.retencionIsr, taxes.retencionIva]);
+    const key = taxProfileKey(taxes);
     const entry = byProfile.get(key) ?? { taxes, amount: new BigNumber(0) };
     entry.amount = entry.amount.plus(amount);
     byProfile.set(key, entry);
@@ -145,20 +147,7 @@ function refundParts(
       });
     if (problems.length > 0) return { problems };
   } else {
-    const grosses = payment.grosses.map((g) => new BigNumber(g));
-    const sold = grosses.reduce((a, b) => a.plus(b), new BigNumber(0));
-    const unit = new BigNumber(1).shiftedBy(-decimals);
-    const exact = grosses.map((g) => g.times(refund.amount).dividedBy(sold));
-    const shares = exact.map((e) => e.decimalPlaces(decimals, BigNumber.ROUND_FLOOR));
-    let left = new BigNumber(refund.amount).minus(shares.reduce((a, b) => a.plus(b), new BigNumber(0)));
-    const order = exact
-      .map((e, i) => ({ i, rest: e.minus(shares[i]!) }))
-      .sort((a, b) => (b.rest.comparedTo(a.rest) ?? 0) || a.i - b.i);
-    for (const { i } of order) {
-      if (!left.isGreaterThan(0)) break;
-      shares[i] = shares[i]!.plus(unit);
-      left = left.minus(unit);
-    }
+    const shares = splitInProportion(payment.grosses, refund.amount, decimals).map((x) => new BigNumber(x));
     payment.lines.forEach((line, i) => {
       if (shares[i]!.isGreaterThan(0)) add(line.taxes, shares[i]!);
     });

@@ -23,6 +23,11 @@ export const DOMAIN_ERROR_CODES = [
   'exchange_rate_unavailable',
   'exchange_rate_out_of_range',
   'exchange_rate_source_down',
+  'ticket_not_found',
+  'ticket_already_invoiced',
+  'ticket_in_global',
+  'ticket_refunded',
+  'global_mode_off',
 ] as const;
 export type DomainErrorCode = (typeof DOMAIN_ERROR_CODES)[number];
 

@@ -1,7 +1,8 @@
 import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } from '@timbra/cfdi-core';
-import { insertInvoices, insertPaymentsTakingFolios, type Tx } from '@timbra/db';
+import { insertInvoices, insertPaymentsTakingFolios, type NewPayment, type Tx } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
+import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from './tickets.ts';
 
 export interface RecordPaymentDeps {
   csd: Csd;
@@ -12,6 +13,12 @@ export interface RecordPaymentDeps {
   /** The serie of installments' Pagos (complemento de pago). */
   seriePago: string;
   emisorId: string;
+  /**
+   * Público en general in global mode (PUBLICO_GENERAL_MODE=global): a sale without the customer's
+   * data is a ticket, invoiced by its period's factura global. Absent: per-payment mode (its own
+   * Ingreso to público en general).
+   */
+  global?: GlobalSettings;
 }
 
 export interface RecordedPayment {
@@ -21,6 +28,8 @@ export interface RecordedPayment {
   created: boolean;
   /** Set when this call recorded the invoice as `needs_data`: why it could not be frozen. */
   problems?: readonly { path: string; message: string }[];
+  /** Set when the payment is a ticket (global mode): no invoice until self-invoiced or its period's global. */
+  ticket?: RecordedTicket;
 }
 
 /** A payment to record, and the API client that sent it (REST) if any. */
@@ -53,28 +62,31 @@ export async function recordPayments(
   // Fecha of every Ingreso in this batch: the time it is frozen, once.
   const issuedAt = new Date();
   for (const { facts } of payments) assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
-  const inserted = await insertPaymentsTakingFolios(
-    tx,
-    { emisorId: deps.emisorId, serie: deps.serieIngreso },
-    payments.map(({ facts, clientId }) => ({
-      provider: facts.provider,
-      externalId: facts.externalId,
-      amount: facts.amount,
-      currency: facts.currency,
-      occurredAt: facts.occurredAt,
-      receptor: facts.receptor,
-      description: facts.description,
-      clientId: clientId ?? null,
-      formaPago: facts.formaPago,
-      paymentTerms: facts.paymentTerms ?? 'single',
-      lines: facts.lines && facts.lines.length > 0 ? facts.lines : null,
-      customerId: facts.customerId ?? null,
-      tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
-      email: facts.email ?? null,
-    })),
-  );
-
   const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
+  // Global mode: sales to the general public are tickets (no folio, no invoice yet).
+  const ticketIndexes = deps.global
+    ? payments.flatMap((p, i) => (isTicketSale(p.facts, deps.settings) ? [i] : []))
+    : [];
+  if (ticketIndexes.length > 0) {
+    const tickets = await recordTickets(
+      tx,
+      deps,
+      ticketIndexes.map((i) => ({ facts: payments[i]!.facts, payment: newPayment(payments[i]!) })),
+      issuedAt,
+    );
+    tickets.forEach((t, n) => {
+      if (t) results[ticketIndexes[n]!] = { paymentId: t.paymentId, invoiceId: null, created: true, ticket: t };
+    });
+  }
+  const invoiceIndexes = payments.flatMap((_, i) => (ticketIndexes.includes(i) ? [] : [i]));
+  const inserted = (
+    await insertPaymentsTakingFolios(
+      tx,
+      { emisorId: deps.emisorId, serie: deps.serieIngreso },
+      invoiceIndexes.map((i) => newPayment(payments[i]!)),
+    )
+  ).map((p) => ({ ...p, index: invoiceIndexes[p.index]! }));
+
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
     const facts = payments[index]!.facts;
     const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
@@ -122,16 +134,56 @@ export async function recordPayments(
   if (known.length > 0) {
     const existing = await tx.payment.findMany({
       where: { OR: known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })) },
-      select: { id: true, provider: true, externalId: true, invoices: { where: { kind: 'I' }, select: { id: true } } },
+      select: {
+        id: true,
+        provider: true,
+        externalId: true,
+        invoices: { where: { kind: 'I' }, select: { id: true } },
+        ticket: { select: { id: true, code: true, periodStartsOn: true, invoiceId: true } },
+      },
     });
     const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
     for (const { p, index } of known) {
       const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
       if (!found) throw new Error('a conflicting payment was not found');
-      results[index] = { paymentId: found.id, invoiceId: found.invoices[0]?.id ?? null, created: false };
+      results[index] = {
+        paymentId: found.id,
+        invoiceId: found.invoices[0]?.id ?? found.ticket?.invoiceId ?? null,
+        created: false,
+        ...(found.ticket
+          ? {
+              ticket: {
+                id: found.ticket.id,
+                paymentId: found.id,
+                code: found.ticket.code,
+                periodStartsOn: found.ticket.periodStartsOn.toISOString().slice(0, 10),
+              },
+            }
+          : {}),
+      };
     }
   }
   return results as RecordedPayment[];
+}
+
+/** The payment's row as recorded. */
+function newPayment({ facts, clientId }: PaymentToRecord): NewPayment {
+  return {
+    provider: facts.provider,
+    externalId: facts.externalId,
+    amount: facts.amount,
+    currency: facts.currency,
+    occurredAt: facts.occurredAt,
+    receptor: facts.receptor,
+    description: facts.description,
+    clientId: clientId ?? null,
+    formaPago: facts.formaPago,
+    paymentTerms: facts.paymentTerms ?? 'single',
+    lines: facts.lines && facts.lines.length > 0 ? facts.lines : null,
+    customerId: facts.customerId ?? null,
+    tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
+    email: facts.email ?? null,
+  };
 }
 
 /** A sale in installments is paid with Pagos that name the customer: público en general won't do. */

@@ -1,5 +1,15 @@
 import { BigNumber } from 'bignumber.js';
-import { ingresoOf, insertRefund, lockPayment, refundedTotal, takeFolio, type Tx } from '@timbra/db';
+import {
+  ingresoOf,
+  insertRefund,
+  invoiceStateOf,
+  lockPayment,
+  lockTicket,
+  refundedTotal,
+  refundOpenTicket,
+  takeFolio,
+  type Tx,
+} from '@timbra/db';
 import { conceptosForSale, type SaleLine } from '@timbra/cfdi-core';
 import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts } from './build-egreso.ts';
 import { defaultLine, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
@@ -15,7 +25,11 @@ export interface RefundToRecord extends RefundFacts {
 export interface RecordedRefund {
   refundId: string;
   paymentId: string;
-  egresoId: string;
+  /**
+   * The refund's Egreso; null for a ticket refunded before its period's global (global mode): the
+   * global carries less, or — refunded in full — not the ticket.
+   */
+  egresoId: string | null;
   /** False when this refund (same provider and external id) was recorded before. */
   created: boolean;
   /**
@@ -41,8 +55,13 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   assertNotInFuture('occurredAt', refund.occurredAt);
   const payment = await lockPayment(tx, refund.payment);
   if (!payment) throw new DomainError('payment_not_found_yet');
-  const ingreso = await ingresoOf(tx, payment.id);
-  if (!ingreso) throw new Error(`payment ${payment.id} has no Ingreso`);
+  // A ticket (global mode) is documented by its own Ingreso once self-invoiced, by its period's global
+  // once issued — and by nothing yet while open: its refund then only reduces what the global carries.
+  const ticket = await lockTicket(tx, { paymentId: payment.id });
+  const ingreso =
+    ticket?.status === 'in_global' ? await invoiceStateOf(tx, ticket.invoiceId!) : await ingresoOf(tx, payment.id);
+  if (!ingreso && ticket?.status !== 'open' && ticket?.status !== 'refunded')
+    throw new Error(`payment ${payment.id} has no Ingreso`);
 
   const existing = await tx.refund.findUnique({
     where: { provider_externalId: { provider: refund.provider, externalId: refund.externalId } },
@@ -51,15 +70,22 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   if (existing) {
     if (existing.paymentId !== payment.id || !existing.amount.equals(refund.amount))
       throw new DomainError('refund_conflict');
-    if (!existing.egreso) throw new Error(`refund ${existing.id} has no Egreso`);
+    if (!existing.egreso) {
+      if (!ticket) throw new Error(`refund ${existing.id} has no Egreso`);
+      return { refundId: existing.id, paymentId: payment.id, egresoId: null, created: false };
+    }
     return {
       refundId: existing.id,
       paymentId: payment.id,
       egresoId: existing.egreso.id,
       created: false,
-      ...(existing.egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
+      ...(existing.egreso.status === 'waiting' && ingreso ? { waitingFor: waitingFor(ingreso) } : {}),
     };
   }
+
+  if (ticket && (ticket.status === 'open' || ticket.status === 'refunded'))
+    return refundOpenTicketSale(tx, payment, ticket.id, refund);
+  if (!ingreso) throw new Error(`payment ${payment.id} has no Ingreso`);
 
   // An Egreso relates its Ingreso, which the SAT requires to be in force: a cancelled (or cancelling)
   // sale has no income CFDI to credit — the money goes back without one.
@@ -68,16 +94,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
       { path: 'payment', message: `its Ingreso ${ingreso.id} is ${ingreso.status}: no Egreso can relate to it` },
     ]);
 
-  const refunded = await refundedTotal(tx, payment.id);
-  const after = new BigNumber(refunded).plus(refund.amount);
-  if (after.isGreaterThan(payment.amount)) {
-    throw new DomainError('refund_exceeds_payment', undefined, [
-      {
-        path: 'amount',
-        message: `paid ${payment.amount}, refunded before ${new BigNumber(refunded).toFixed(2)}: at most ${new BigNumber(payment.amount).minus(refunded).toFixed(2)} more`,
-      },
-    ]);
-  }
+  await assertRefundFits(tx, payment, refund.amount);
 
   const sold = soldLines(payment, deps.settings);
   const before = await tx.refund.findMany({
@@ -135,6 +152,44 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     created: true,
     ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
   };
+}
+
+/** @throws DomainError refund_exceeds_payment when the payment's refunds would add up to more than it. */
+async function assertRefundFits(tx: Tx, payment: { id: string; amount: string }, amount: string): Promise<void> {
+  const refunded = await refundedTotal(tx, payment.id);
+  const after = new BigNumber(refunded).plus(amount);
+  if (after.isGreaterThan(payment.amount)) {
+    throw new DomainError('refund_exceeds_payment', undefined, [
+      {
+        path: 'amount',
+        message: `paid ${payment.amount}, refunded before ${new BigNumber(refunded).toFixed(2)}: at most ${new BigNumber(payment.amount).minus(refunded).toFixed(2)} more`,
+      },
+    ]);
+  }
+}
+
+/**
+ * A refund of a ticket whose period's global is not issued yet: the refund is recorded and the ticket
+ * carries it (its global will carry the rest; refunded in full, the ticket goes in no document). No
+ * Egreso: nothing was invoiced.
+ */
+async function refundOpenTicketSale(
+  tx: Tx,
+  payment: { id: string; amount: string },
+  ticketId: string,
+  refund: RefundToRecord,
+): Promise<RecordedRefund> {
+  await assertRefundFits(tx, payment, refund.amount);
+  const refundId = await insertRefund(tx, {
+    paymentId: payment.id,
+    provider: refund.provider,
+    externalId: refund.externalId,
+    amount: refund.amount,
+    occurredAt: refund.occurredAt,
+    ...(refund.lines && refund.lines.length > 0 ? { lines: refund.lines } : {}),
+  });
+  await refundOpenTicket(tx, ticketId, refund.amount);
+  return { refundId, paymentId: payment.id, egresoId: null, created: true };
 }
 
 /**

@@ -1,0 +1,223 @@
+import { Router } from 'express';
+import { periodLabel } from '@timbra/cfdi-core';
+import { TICKET_STATUSES, type PrismaClient } from '@timbra/db';
+import { ApiError, fromDomainError } from '../errors.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { DomainError } from '../use-cases/domain-errors.ts';
+import type { RecordPaymentDeps } from '../use-cases/record-payment.ts';
+import { issueGlobal, type GlobalSettings } from '../use-cases/tickets.ts';
+import { listParams } from './payments.ts';
+import { encodeCursor } from './views.ts';
+
+type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };
+
+/**
+ * Tickets and factura global periods (público en general in global mode):
+ *
+ * - `GET /v1/tickets` (`status`, `period` = its first day, `limit`, `cursor`), `GET /v1/tickets/:id`;
+ * - `GET /v1/globals` — the periods whose globals were issued, newest first — and `GET /v1/globals/:id`
+ *   with its invoices and the tickets each one holds;
+ * - `POST /v1/globals` `{ "startsOn": "YYYY-MM-DD" }` (admin): issue that period's global now, before
+ *   its close timer (exactly once: a period already issued is returned as it is, 200).
+ */
+export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps; metrics: Metrics }): Router {
+  const { prisma } = deps;
+  const router = Router();
+  const requireGlobal = (): RecordPaymentDeps & { global: GlobalSettings } => {
+    if (!deps.payments.global) throw new ApiError('global_mode_off');
+    return deps.payments as RecordPaymentDeps & { global: GlobalSettings };
+  };
+
+  router.get('/tickets', async (req, res) => {
+    requireGlobal();
+    const { limit, cursor } = listParams(req);
+    const status = TICKET_STATUSES.find((s) => s === req.query.status);
+    const period = typeof req.query.period === 'string' ? req.query.period : undefined;
+    const problems = [
+      ...(req.query.status !== undefined && !status ? [{ path: 'status', message: TICKET_STATUSES.join(', ') }] : []),
+      ...(period !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(period)
+        ? [{ path: 'period', message: 'the first day of a period, YYYY-MM-DD' }]
+        : []),
+    ];
+    if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
+    const rows = await prisma.ticket.findMany({
+      where: {
+        ...(status ? { status } : {}),
+        ...(period ? { periodStartsOn: new Date(`${period}T00:00:00Z`) } : {}),
+        ...(cursor
+          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+          : {}),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    res.json({
+      data: page.map(ticketView),
+      nextCursor:
+        rows.length > limit && page.length > 0
+          ? encodeCursor({ createdAt: page[page.length - 1]!.createdAt, id: page[page.length - 1]!.id })
+          : null,
+    });
+  });
+
+  router.get('/tickets/:id', async (req, res) => {
+    requireGlobal();
+    const ticket = await prisma.ticket.findUnique({ where: { id: uuidParam(req.params.id) } });
+    if (!ticket) throw new ApiError('not_found');
+    res.json(ticketView(ticket));
+  });
+
+  router.get('/globals', async (req, res) => {
+    requireGlobal();
+    const { limit, cursor } = listParams(req);
+    const rows = await prisma.globalPeriod.findMany({
+      where: cursor
+        ? { OR: [{ issuedAt: { lt: cursor.createdAt } }, { issuedAt: cursor.createdAt, id: { lt: cursor.id } }] }
+        : {},
+      orderBy: [{ issuedAt: 'desc' }, { id: 'desc' }],
+      include: { invoices: { select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true } } },
+      take: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    res.json({
+      data: page.map(periodView),
+      nextCursor:
+        rows.length > limit && page.length > 0
+          ? encodeCursor({ createdAt: page[page.length - 1]!.issuedAt, id: page[page.length - 1]!.id })
+          : null,
+    });
+  });
+
+  router.get('/globals/:id', async (req, res) => {
+    requireGlobal();
+    const period = await prisma.globalPeriod.findUnique({
+      where: { id: uuidParam(req.params.id) },
+      include: {
+        invoices: {
+          select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true },
+          orderBy: { folio: 'asc' },
+        },
+        ticketRows: { orderBy: [{ occurredAt: 'asc' }, { code: 'asc' }] },
+      },
+    });
+    if (!period) throw new ApiError('not_found');
+    res.json({
+      ...periodView(period),
+      invoices: period.invoices.map((i) => ({
+        ...invoiceRef(i),
+        tickets: period.ticketRows.filter((t) => t.invoiceId === i.id).map(ticketView),
+      })),
+    });
+  });
+
+  router.post('/globals', async (req, res) => {
+    const globalDeps = requireGlobal();
+    const body = (req.body ?? {}) as { startsOn?: unknown };
+    if (typeof body.startsOn !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(body.startsOn))
+      throw new ApiError('validation_failed', undefined, [
+        { path: 'startsOn', message: 'the first day of the period, YYYY-MM-DD' },
+      ]);
+    try {
+      const issued = await issueGlobal(prisma, globalDeps, body.startsOn, `admin:${req.client?.id ?? 'unknown'}`);
+      if (issued.created) deps.metrics.globalsIssued.inc({ by: 'admin' });
+      res.status(issued.created ? 201 : 200).json(issued);
+    } catch (error) {
+      if (error instanceof DomainError) throw fromDomainError(error);
+      throw error;
+    }
+  });
+  return router;
+}
+
+function uuidParam(id: string | undefined): string {
+  if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
+    throw new ApiError('not_found');
+  return id;
+}
+
+interface TicketRow {
+  id: string;
+  paymentId: string;
+  code: string;
+  total: { toFixed(d: number): string };
+  refunded: { toFixed(d: number): string };
+  formaPago: string;
+  periodicidad: string;
+  periodStartsOn: Date;
+  status: string;
+  invoiceId: string | null;
+  globalPeriodId: string | null;
+  occurredAt: Date;
+  createdAt: Date;
+}
+
+function ticketView(t: TicketRow) {
+  return {
+    id: t.id,
+    paymentId: t.paymentId,
+    code: t.code,
+    total: t.total.toFixed(2),
+    refunded: t.refunded.toFixed(2),
+    formaPago: t.formaPago,
+    periodicidad: t.periodicidad,
+    period: t.periodStartsOn.toISOString().slice(0, 10),
+    status: t.status,
+    invoiceId: t.invoiceId,
+    globalId: t.globalPeriodId,
+    occurredAt: t.occurredAt.toISOString(),
+    createdAt: t.createdAt.toISOString(),
+  };
+}
+
+interface InvoiceRef {
+  id: string;
+  serie: string;
+  folio: number;
+  status: string;
+  total: { toFixed(d: number): string };
+  uuid: string | null;
+}
+
+function invoiceRef(i: InvoiceRef) {
+  return { id: i.id, serie: i.serie, folio: i.folio, status: i.status, total: i.total.toFixed(2), uuid: i.uuid };
+}
+
+function periodView(p: {
+  id: string;
+  periodicidad: string;
+  startsOn: Date;
+  endsOn: Date;
+  startsAt: Date;
+  endsAt: Date;
+  meses: string;
+  year: number;
+  status: string;
+  tickets: number;
+  total: { toFixed(d: number): string };
+  parts: number;
+  issuedBy: string;
+  issuedAt: Date;
+  invoices: InvoiceRef[];
+}) {
+  const startsOn = p.startsOn.toISOString().slice(0, 10);
+  const endsOn = p.endsOn.toISOString().slice(0, 10);
+  return {
+    id: p.id,
+    periodicidad: p.periodicidad,
+    startsOn,
+    endsOn,
+    label: periodLabel({ startsOn, endsOn }),
+    startsAt: p.startsAt.toISOString(),
+    endsAt: p.endsAt.toISOString(),
+    meses: p.meses,
+    año: p.year,
+    status: p.status,
+    tickets: p.tickets,
+    total: p.total.toFixed(2),
+    parts: p.parts,
+    issuedBy: p.issuedBy,
+    issuedAt: p.issuedAt.toISOString(),
+    invoices: p.invoices.map(invoiceRef),
+  };
+}
