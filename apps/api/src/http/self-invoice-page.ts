@@ -174,7 +174,7 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
           'Tu factura está lista',
           `<h1>Tu factura está lista</h1>
           <p>Folio fiscal (UUID): <strong>${esc(invoice.uuid)}</strong></p>
-          <p>Serie y folio: ${esc(invoice.serie)}-${esc(invoice.folio)} · Total: $${esc(invoice.total.toFixed(2))} MXN</p>
+          <p>Serie y folio: ${esc(invoice.serie)}-${esc(invoice.folio)} · Total: ${esc(pesos(invoice.total.toFixed(2)))} MXN</p>
           <ul class="downloads">
             <li><a href="${esc(base)}/factura.pdf" download>Descargar PDF</a></li>
             <li><a href="${esc(base)}/factura.xml" download>Descargar XML</a></li>
@@ -485,6 +485,12 @@ function notFound(): string {
 function tooMany(): string {
   return `<h1>Demasiados intentos</h1><p role="alert">Por seguridad, espera un minuto antes de intentarlo de nuevo.</p>
     <p><a href="${SELF_INVOICE_PATH}">Volver al formulario</a></p>`;
+}
+
+/** "1160.00" → "$1,160.00". */
+function pesos(amount: string): string {
+  const [units, cents] = amount.split('.');
+  return `$${units!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${cents}`;
 }
 
 const esc = (value: string | number | null | undefined): string =>
