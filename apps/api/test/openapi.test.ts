@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -574,6 +575,46 @@ describe('openapi.yaml', () => {
         headers: { 'x-signature': 'ts=1,v1=00', 'x-request-id': 'r' },
       }),
     );
+
+    // Público en general: per-payment mode answers 409; global mode, the tickets and their globals.
+    conforms('/v1/tickets', 'get', await request('get', '/v1/tickets', { headers: auth }));
+    const global = await startApi({ global: { maxTicketsPerGlobal: 100, closeDelayMs: 0 } });
+    try {
+      const on = (method: 'get' | 'post', url: string, options: OptionsOfTextResponseBody = {}) =>
+        got(`${global.url}${url}`, { ...options, method, throwHttpErrors: false });
+      const sale = await on('post', '/v1/payments', {
+        json: { externalId: 'OPENAPI-T-1', amount: '116.00', currency: 'MXN', occurredAt: body.occurredAt },
+        headers: { ...auth, 'idempotency-key': 'oa-t-1' },
+      });
+      expect([sale.statusCode, sale.body]).toEqual([201, expect.anything()]);
+      conforms('/v1/payments', 'post', sale);
+      const { id: saleId, ticket } = JSON.parse(sale.body) as { id: string; ticket: { id: string; period: string } };
+      conforms('/v1/payments/{id}', 'get', await on('get', `/v1/payments/${saleId}`, { headers: auth }));
+      const ticketRefund = await on('post', `/v1/payments/${saleId}/refunds`, {
+        json: { amount: '16.00' },
+        headers: { ...auth, 'idempotency-key': 'oa-t-r1' },
+      });
+      expect(ticketRefund.statusCode).toBe(201);
+      conforms('/v1/payments/{id}/refunds', 'post', ticketRefund);
+      conforms('/v1/tickets', 'get', await on('get', '/v1/tickets?status=open', { headers: auth }));
+      conforms('/v1/tickets', 'get', await on('get', '/v1/tickets?status=nope', { headers: auth }));
+      conforms('/v1/tickets/{id}', 'get', await on('get', `/v1/tickets/${ticket.id}`, { headers: auth }));
+      conforms('/v1/tickets/{id}', 'get', await on('get', `/v1/tickets/${unknown}`, { headers: auth }));
+      const issue = (key: Record<string, string>, startsOn: string) =>
+        on('post', '/v1/globals', { json: { startsOn }, headers: { ...key, 'idempotency-key': randomUUID() } });
+      conforms('/v1/globals', 'post', await issue(auth, ticket.period));
+      const issued = await issue(admin, ticket.period);
+      expect(issued.statusCode).toBe(201);
+      conforms('/v1/globals', 'post', issued);
+      conforms('/v1/globals', 'post', await issue(admin, ticket.period));
+      conforms('/v1/globals', 'post', await issue(admin, 'not-a-day'));
+      conforms('/v1/globals', 'get', await on('get', '/v1/globals', { headers: auth }));
+      const periodId = (JSON.parse(issued.body) as { periodId: string }).periodId;
+      conforms('/v1/globals/{id}', 'get', await on('get', `/v1/globals/${periodId}`, { headers: auth }));
+      conforms('/v1/globals/{id}', 'get', await on('get', `/v1/globals/${unknown}`, { headers: auth }));
+    } finally {
+      await global.close();
+    }
 
     conforms('/healthz', 'get', await request('get', '/healthz'));
     conforms('/readyz', 'get', await request('get', '/readyz'));

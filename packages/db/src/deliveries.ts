@@ -26,6 +26,8 @@ export const EVENT_TYPES = [
   'invoice.cancellation_rejected',
   'payment.recorded',
   'refund.recorded',
+  'ticket.created',
+  'global.issued',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -99,3 +99,32 @@ BEGIN
 END;
 $$;
 CREATE TRIGGER "global_periods_guard" BEFORE UPDATE OR DELETE ON "global_periods" FOR EACH ROW EXECUTE FUNCTION "timbra_global_periods_guard"();
+
+ALTER TABLE "events" DROP CONSTRAINT "events_type";
+ALTER TABLE "events" ADD CONSTRAINT "events_type" CHECK ("type" IN ('invoice.stamped', 'invoice.needs_data',
+  'invoice.failed', 'invoice.cancelled', 'invoice.cancellation_rejected', 'payment.recorded', 'refund.recorded',
+  'ticket.created', 'global.issued'));
+
+-- Events for the merchant's webhooks (timbra_record_event, migration 20261213000000): a ticket's code
+-- reaches the till that printed the sale (a Stripe or Mercado Pago sale's too), and a period's
+-- globals are announced when issued (each global's invoice.stamped follows as for any invoice).
+CREATE FUNCTION tickets_record_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM timbra_record_event('ticket.created', NULL, NEW.payment_id, NULL, jsonb_build_object(
+    'id', NEW.id, 'paymentId', NEW.payment_id, 'code', NEW.code, 'total', NEW.total::text,
+    'periodicidad', NEW.periodicidad, 'period', NEW.period_starts_on::text, 'occurredAt', NEW.occurred_at));
+  RETURN NULL;
+END $$;
+CREATE TRIGGER tickets_record_event AFTER INSERT ON "tickets"
+  FOR EACH ROW EXECUTE FUNCTION tickets_record_event();
+
+CREATE FUNCTION global_periods_record_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM timbra_record_event('global.issued', NULL, NULL, NULL, jsonb_build_object(
+    'id', NEW.id, 'periodicidad', NEW.periodicidad, 'startsOn', NEW.starts_on::text, 'endsOn', NEW.ends_on::text,
+    'meses', NEW.meses, 'año', NEW.year, 'status', NEW.status, 'tickets', NEW.tickets, 'total', NEW.total::text,
+    'parts', NEW.parts, 'issuedBy', NEW.issued_by));
+  RETURN NULL;
+END $$;
+CREATE TRIGGER global_periods_record_event AFTER INSERT ON "global_periods"
+  FOR EACH ROW EXECUTE FUNCTION global_periods_record_event();
