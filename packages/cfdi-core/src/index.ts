@@ -137,6 +137,7 @@ export {
   chunkTickets,
   globalFormaPago,
   globalSourceId,
+  MAX_CONCEPTOS,
   netTicketParts,
   splitInProportion,
   taxProfileKey,

@@ -283,9 +283,41 @@ describe('the factura global document', () => {
     expect(() => freezeComprobante(request('612'), loadTestCsd('CACX7605101P8'))).toThrow(/CFDI40132/);
   });
 
-  it('a period is split in parts of at most N tickets', () => {
-    expect(chunkTickets([1, 2, 3, 4, 5], 2)).toEqual([[1, 2], [3, 4], [5]]);
+  it('a period is split in parts of at most N conceptos (a ticket with two tax profiles counts two; a refunded one none)', () => {
+    const two = {
+      ...ticket('B', '204.00'),
+      parts: [
+        { taxes: iva16, amount: '174.00' },
+        { taxes: { iva: '0.000000' }, amount: '30.00' },
+      ],
+    };
+    const [a, c, d] = [ticket('A', '1.00'), ticket('C', '1.00'), ticket('D', '1.00')];
+    const gone = ticket('E', '5.00', '01', '5.00');
+    expect(chunkTickets([a, two, c, gone, d], 3).map((chunk) => chunk.map((t) => t.code))).toEqual([
+      ['A', 'B'],
+      ['C', 'D'],
+    ]);
+    expect(chunkTickets([a, c, d], 1).map((chunk) => chunk.map((t) => t.code))).toEqual([['A'], ['C'], ['D']]);
     expect(chunkTickets([], 2)).toEqual([]);
+  });
+
+  it('the largest global the schema accepts: 1000 conceptos, valid against the XSD', async () => {
+    const p = globalPeriodOf(at('2026-11-30T18:00:00Z'), '01', MX);
+    const many = Array.from({ length: 1001 }, (_, i) => ticket(String(i).padStart(10, '0'), `${100 + (i % 50)}.37`));
+    const chunks = chunkTickets(many);
+    expect(chunks.map((c) => c.length)).toEqual([1000, 1]);
+    const built = buildGlobalRequest({
+      emisor,
+      period: p,
+      part: 1,
+      tickets: chunks[0]!,
+      serie: 'A',
+      folio: 1,
+      issuedAt: at('2026-12-01T07:00:00Z'),
+    });
+    const frozen = freezeComprobante(built.request!, csd);
+    expect(frozen.xml.match(/<cfdi:Concepto /g)).toHaveLength(1000);
+    expect(await new SchemaValidator().validate([frozen.xml])).toEqual([]);
   });
 
   it('nothing to invoice (every ticket refunded) is said, not built', () => {

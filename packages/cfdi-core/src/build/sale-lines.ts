@@ -167,7 +167,9 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     const carriers = lines
       .map((line, i) => ({ line, i }))
       .filter(({ line }) => line.taxIncluded)
-      .sort((a, b) => (nominal[b.i]!.comparedTo(nominal[a.i]!) ?? 0) || a.i - b.i);
+      .sort((a, b) => (nominal[b.i]!.comparedTo(nominal[a.i]!) ?? 0) || a.i - b.i)
+      // Each try computes the whole comprobante: the largest few lines, not every one of hundreds.
+      .slice(0, MAX_CARRIERS);
     for (const { line, i } of carriers) {
       const others = conceptos.filter((_, n) => n !== i);
       const fine = fineBase(line, nominal[i]!, others, decimals, (c) =>
@@ -178,6 +180,13 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
         carried = true;
         break;
       }
+    }
+    // Many lines (a factura global's hundreds of tickets) can drift by more cents than one line can
+    // carry at its own price: then every line with tax included is set at its six-decimal base
+    // (its gross to a millionth), and the comprobante's one rounding is carried by one of them.
+    if (!carried) {
+      const fine = fineBasesForAll(lines, nominal, conceptos, decimals, totalOf, paidDec);
+      if (fine) return { ok: true, conceptos: fine, grosses: nominal.map((g) => fixed(g, decimals)) };
     }
     // No line could carry the cents (two before-tax lines with six-decimal prices can round apart, and
     // such lines are as priced): the comprobante would not come to what was paid.
@@ -191,6 +200,51 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     }
   }
   return { ok: true, conceptos, grosses: nominal.map((g) => fixed(g, decimals)) };
+}
+
+/** Lines tried as the carrier of the comprobante's rounding, largest first. */
+const MAX_CARRIERS = 8;
+
+/**
+ * Every line with tax included at its base to six decimals (gross ÷ (1 + its rate)), the others as
+ * they are; then, if the rounded Total still misses, the largest such lines in turn have their base
+ * bisected (the Total grows with it) until the Total is `paid`. Undefined when none can.
+ */
+function fineBasesForAll(
+  lines: readonly SaleLine[],
+  nominal: readonly Dec[],
+  coarse: readonly ConceptoRequest[],
+  decimals: number,
+  totalOf: (conceptos: ConceptoRequest[]) => Dec,
+  paid: Dec,
+): ConceptoRequest[] | undefined {
+  const micro = new Dec('0.000001');
+  const at = (i: number, base: Dec) => conceptoOf(lines[i]!, fixed(base.dividedBy(lines[i]!.cantidad), 6));
+  const exact = (i: number) => nominal[i]!.dividedBy(effectiveRate(lines[i]!.taxes).plus(1));
+  const conceptos = lines.map((line, i) => (line.taxIncluded ? at(i, exact(i)) : coarse[i]!));
+  if (totalOf(conceptos).isEqualTo(paid)) return conceptos;
+  const carriers = lines
+    .map((line, i) => ({ line, i }))
+    .filter(({ line }) => line.taxIncluded && new Dec(line.cantidad).isEqualTo(1))
+    .sort((a, b) => (nominal[b.i]!.comparedTo(nominal[a.i]!) ?? 0) || a.i - b.i)
+    .slice(0, MAX_CARRIERS);
+  const step = new Dec(1).shiftedBy(-decimals);
+  for (const { i } of carriers) {
+    const trial = (base: Dec) => [...conceptos.slice(0, i), at(i, base), ...conceptos.slice(i + 1)];
+    // The Total, as the base grows, passes the target within a few cents of the exact base.
+    let low = exact(i).minus(step.times(5));
+    let high = exact(i).plus(step.times(5));
+    if (!low.isGreaterThan(0)) continue;
+    for (let n = 0; n < 40 && high.minus(low).isGreaterThan(micro); n++) {
+      const mid = new Dec(fixed(low.plus(high).dividedBy(2), 6));
+      const candidate = trial(mid);
+      const total = totalOf(candidate);
+      if (total.isEqualTo(paid)) return candidate;
+      if (total.isLessThan(paid)) low = mid;
+      else high = mid;
+    }
+  }
+  return undefined;
 }
 
 /** The refusal of lines that come to `total` when `paid` was paid, with the difference. */

@@ -169,9 +169,31 @@ export function buildGlobalRequest(input: {
   };
 }
 
-/** Tickets in chunks of at most `max` (each chunk one global of the period), in the given order. */
-export function chunkTickets<T>(tickets: readonly T[], max: number): T[][] {
+/** Conceptos per CFDI the request schema accepts: a period with more is split in several globals. */
+export const MAX_CONCEPTOS = 1000;
+
+/**
+ * Tickets in chunks (each one global of the period), in the given order, each carrying at most
+ * `maxConceptos` conceptos (a ticket gives one per tax profile; tickets refunded in full, none).
+ */
+export function chunkTickets<T extends Pick<GlobalTicket, 'total' | 'refunded' | 'parts'>>(
+  tickets: readonly T[],
+  maxConceptos: number = MAX_CONCEPTOS,
+): T[][] {
   const chunks: T[][] = [];
-  for (let i = 0; i < tickets.length; i += max) chunks.push(tickets.slice(i, i + max));
+  let current: T[] = [];
+  let conceptos = 0;
+  for (const ticket of tickets) {
+    const n = netTicketParts(ticket).length;
+    if (n === 0) continue;
+    if (current.length > 0 && conceptos + n > maxConceptos) {
+      chunks.push(current);
+      current = [];
+      conceptos = 0;
+    }
+    current.push(ticket);
+    conceptos += n;
+  }
+  if (current.length > 0) chunks.push(current);
   return chunks;
 }
