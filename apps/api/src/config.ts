@@ -87,8 +87,8 @@ const schema = z.object({
    * /facturar first (docs/publico-general.md).
    */
   PUBLICO_GENERAL_MODE: z.enum(['per-payment', 'global']).default('per-payment'),
-  /** Tickets per factura global; a period with more is split in parts (docs/publico-general.md). */
-  GLOBAL_MAX_TICKETS: z.coerce.number().int().min(1).max(10_000).default(2000),
+  /** Conceptos per factura global (a ticket gives one per tax profile); more: split in parts (docs/publico-general.md). */
+  GLOBAL_MAX_CONCEPTOS: z.coerce.number().int().min(1).max(1000).default(1000),
   /** How long after a period ends its global is issued (late webhooks of its sales still join it). */
   GLOBAL_CLOSE_DELAY_MINUTES: z.coerce
     .number()

@@ -130,7 +130,7 @@ const payments: RecordPaymentDeps = {
   ...(config.PUBLICO_GENERAL_MODE === 'global'
     ? {
         global: {
-          maxTicketsPerGlobal: config.GLOBAL_MAX_TICKETS,
+          maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,
           closeDelayMs: config.GLOBAL_CLOSE_DELAY_MINUTES * 60_000,
         },
       }

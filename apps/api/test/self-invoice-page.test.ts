@@ -11,9 +11,9 @@ import { jsonPoster, stampAsWorker, startApi, type TestApi } from './helpers.ts'
 let api: TestApi;
 let limited: TestApi;
 beforeAll(async () => {
-  api = await startApi({ global: { maxTicketsPerGlobal: 100, closeDelayMs: 0 } });
+  api = await startApi({ global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 } });
   limited = await startApi({
-    global: { maxTicketsPerGlobal: 100, closeDelayMs: 0 },
+    global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 },
     selfInvoice: { requestsPerMinute: 1000, failuresPerMinute: 3 },
   });
 });

@@ -10,7 +10,7 @@ import { jsonPoster, KEYS, stampAsWorker, startApi, type TestApi } from './helpe
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ global: { maxTicketsPerGlobal: 3, closeDelayMs: 0 } });
+  api = await startApi({ global: { maxConceptosPerGlobal: 3, closeDelayMs: 0 } });
 });
 afterAll(() => api.close());
 
@@ -136,7 +136,7 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
     expect(await api.prisma.globalPeriod.count({ where: { id: periodId } })).toBe(1);
   });
 
-  it('a period with more tickets than GLOBAL_MAX_TICKETS is split, the parts adding up to the tickets', async () => {
+  it('a period with more conceptos than GLOBAL_MAX_CONCEPTOS is split, the parts adding up to the tickets', async () => {
     const day = pastDay();
     const amounts = ['1.00', '2.00', '3.00', '4.00', '5.00', '6.00', '7.50'];
     for (const a of amounts) await sale(a, day);

@@ -54,8 +54,8 @@ import { DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 export interface GlobalSettings {
-  /** Tickets per factura global: a period with more is split in parts of at most this many (GLOBAL_MAX_TICKETS). */
-  maxTicketsPerGlobal: number;
+  /** Conceptos per factura global (≤ 1000, the schema's limit): a period with more is split in parts (GLOBAL_MAX_CONCEPTOS). */
+  maxConceptosPerGlobal: number;
   /** How long after a period ends its global is issued: late webhooks of its sales still join it (GLOBAL_CLOSE_DELAY_MINUTES). */
   closeDelayMs: number;
 }
@@ -165,7 +165,7 @@ export interface IssuedGlobal {
 
 /**
  * Issues the factura global of one period, exactly once: under the period's exclusive lock, its row
- * (unique key) is written with its globals — one per `maxTicketsPerGlobal` tickets, each with a folio
+ * (unique key) is written with its globals — one per `maxConceptosPerGlobal` conceptos, each with a folio
  * of the Ingreso serie, frozen, with its outbox row — and its open tickets move into them, all in one
  * transaction. A period with no open ticket is recorded `empty`. Issuing an issued period returns it.
  *
@@ -191,8 +191,8 @@ export async function issueGlobal(
       const tickets = await lockOpenTickets(tx, key);
       const issuedAt = new Date();
       const chunks = chunkTickets(
-        tickets.filter((t) => new BigNumber(t.total).isGreaterThan(t.refunded)),
-        deps.global.maxTicketsPerGlobal,
+        tickets.map((t) => ({ row: t, ...globalTicket(t) })),
+        deps.global.maxConceptosPerGlobal,
       );
       const periodId = randomUUID();
       const invoices = [];
@@ -203,7 +203,7 @@ export async function issueGlobal(
           emisor: deps.settings.emisor,
           period,
           part: n + 1,
-          tickets: chunk.map(globalTicket),
+          tickets: chunk,
           serie: deps.serieIngreso,
           folio,
           issuedAt,
@@ -232,7 +232,7 @@ export async function issueGlobal(
           request: i.request,
         })),
       );
-      invoices.forEach((i, n) => i.chunk.forEach((t) => assignments.push({ ticketId: t.id, invoiceId: ids[n]! })));
+      invoices.forEach((i, n) => i.chunk.forEach((t) => assignments.push({ ticketId: t.row.id, invoiceId: ids[n]! })));
       const total = invoices.reduce((sum, i) => sum.plus(i.total), new BigNumber(0)).toFixed(2);
       await recordGlobalPeriod(
         tx,
