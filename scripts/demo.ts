@@ -27,8 +27,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoTable, runDemo, waitForDeliveries } from '@timbra/api/demo';
-import { SAT_DIR } from '@timbra/test-support';
+import { demoTable, runDemo, runGlobalDemo, waitForDeliveries } from '@timbra/api/demo';
+import { freePort, SAT_DIR } from '@timbra/test-support';
 import { LOCAL_DIR, localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 
 const { values } = parseArgs({
@@ -56,14 +56,30 @@ const adminKey = env
 const deadline = Date.now() + Number(values.timeout) * 1000;
 
 let failed = false;
-const system = await startLocalSystem(env, values.verbose ? out : () => undefined, (name, code) => {
-  out(`[demo] ${name} exited (${code}); its last lines:`);
-  system.lines
-    .filter((l) => l.startsWith(`[${name}]`))
-    .slice(-15)
-    .forEach(out);
-  failed = true;
-});
+// Público en general in global mode (tickets, the self-invoicing page, the factura global) is shown on a
+// second API over the same database with PUBLICO_GENERAL_MODE=global: the first keeps per-payment mode.
+const globalPort = await freePort();
+const globalApi = `http://127.0.0.1:${globalPort}`;
+const extra = [
+  {
+    name: 'api-global',
+    workspace: '@timbra/api',
+    env: { PORT: String(globalPort), METRICS_PORT: '0', PUBLICO_GENERAL_MODE: 'global' },
+  },
+];
+const system = await startLocalSystem(
+  env,
+  values.verbose ? out : () => undefined,
+  (name, code) => {
+    out(`[demo] ${name} exited (${code}); its last lines:`);
+    system.lines
+      .filter((l) => l.startsWith(`[${name}]`))
+      .slice(-15)
+      .forEach(out);
+    failed = true;
+  },
+  extra,
+);
 const stop = stopOnSignals(system, out);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -166,6 +182,33 @@ try {
     const file = join(pdfDir, `${row.serieFolio}-${row.uuid}.pdf`);
     writeFileSync(file, Buffer.from(await pdf.arrayBuffer()));
     out(`[demo]   ${row.serieFolio.padEnd(8)} ${api}/v1/invoices/${row.id}/pdf → ${file}`);
+  }
+  if (adminKey) {
+    const g = await runGlobalDemo({
+      apiUrl: globalApi,
+      apiKey,
+      adminKey,
+      timeoutMs: Math.max(1000, deadline - Date.now()),
+      log: out,
+    });
+    const selfFile = join(pdfDir, `${g.selfInvoiced.serieFolio}-${g.selfInvoiced.uuid}.pdf`);
+    writeFileSync(selfFile, g.selfInvoiced.pdf);
+    out(
+      `[demo]   its CFDI ${g.selfInvoiced.serieFolio} ${g.selfInvoiced.uuid}, stamped; PDF downloaded from the page → ${selfFile}`,
+    );
+    out(`[demo] the period ${g.global.label} closed (POST /v1/globals) → its factura global, stamped:`);
+    for (const i of g.global.invoices)
+      out(`[demo]   ${i.serieFolio.padEnd(8)} ${i.uuid}  total ${i.total}  tickets ${i.codes.join(', ')}`);
+    // Each ticket in exactly one document: the self-invoiced one in its own CFDI, the others in the global.
+    const inGlobal = new Set(g.global.invoices.flatMap((i) => i.codes));
+    const wrong = g.tickets.filter((t) => inGlobal.has(t.code) === (t.code === g.selfInvoiced.code));
+    if (wrong.length > 0) throw new Error(`tickets in the wrong document: ${wrong.map((t) => t.code).join(', ')}`);
+    const globalFile = join(pdfDir, `${g.global.invoices[0]!.serieFolio}-${g.global.invoices[0]!.uuid}-global.pdf`);
+    writeFileSync(globalFile, g.global.pdf);
+    out(
+      `[demo]   its PDF → ${globalFile}; the period: curl -H 'authorization: Bearer ${apiKey}' ${globalApi}/v1/globals/${g.global.id}`,
+    );
+    out(`[demo]   self-invoicing page (global mode): ${globalApi}/facturar`);
   }
   out(`[demo] queue dashboard: ${api}/admin/queues (user ${env.DASHBOARD_USER}, password in DASHBOARD_PASSWORD)`);
   // The operator's command, run here as printed (so it is known to work), with the demo's database.

@@ -69,6 +69,8 @@ export async function startLocalSystem(
   env: Record<string, string>,
   print: (line: string) => void,
   onExit: (name: string, code: number | null) => void,
+  /** More processes of a workspace with their own settings over `env` (the demo's second API, in global mode). */
+  extra: readonly { name: string; workspace: string; env: Record<string, string> }[] = [],
 ): Promise<LocalSystem> {
   if (await ensureDatabase(env.DATABASE_URL!)) print('[timbra] created the database');
   const applied = await migrate(env.DATABASE_URL!, MIGRATIONS_DIR, (m) => print(`[timbra] ${m}`));
@@ -85,10 +87,10 @@ export async function startLocalSystem(
   const lines: string[] = [];
   const children = new Map<string, ChildProcess>();
   let stopping = false;
-  const start = (name: string, workspace: string) => {
+  const start = (name: string, workspace: string, own: Record<string, string> = {}) => {
     // Its own process group, so stopping reaches the app itself and not only the npm in front of it.
     const child = spawn('npm', ['run', '--silent', 'dev', '-w', workspace], {
-      env,
+      env: { ...env, ...own },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -110,6 +112,7 @@ export async function startLocalSystem(
   start('providers', '@timbra/provider-sandbox');
   start('api', '@timbra/api');
   start('worker', '@timbra/worker');
+  for (const e of extra) start(e.name, e.workspace, e.env);
 
   return {
     lines,

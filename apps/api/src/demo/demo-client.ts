@@ -392,3 +392,166 @@ export async function waitForDeliveries(
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
+
+/** What the global-mode part of the demo made: the tickets, the self-invoiced one and the period's global. */
+export interface GlobalDemo {
+  tickets: { code: string; total: string; formaPago: string }[];
+  selfInvoiced: { code: string; serieFolio: string; uuid: string; pdf: Buffer };
+  global: {
+    id: string;
+    label: string;
+    invoices: { id: string; serieFolio: string; uuid: string; total: string; codes: string[] }[];
+    total: string;
+    pdf: Buffer;
+  };
+}
+
+/**
+ * Público en general in global mode, against an API with PUBLICO_GENERAL_MODE=global: three sales at
+ * the till without the customer (tickets, their codes printed), one self-invoiced through the
+ * /facturar page as a browser posts it (its CSRF cookie and field, the 303 to the ticket's page,
+ * which is read until the invoice is stamped, and the PDF downloaded), then the admin closes the
+ * tickets' period (POST /v1/globals) and the global is waited for until stamped.
+ */
+export async function runGlobalDemo(options: {
+  apiUrl: string;
+  apiKey: string;
+  adminKey: string;
+  timeoutMs: number;
+  log: (line: string) => void;
+}): Promise<GlobalDemo> {
+  const { apiUrl, log } = options;
+  const deadline = Date.now() + options.timeoutMs;
+  const run = Date.now().toString(36);
+  const auth = { authorization: `Bearer ${options.apiKey}`, 'content-type': 'application/json' };
+  const until = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {
+    for (;;) {
+      const found = await probe();
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`${what} in time`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  };
+  await until('the global-mode API did not become ready', async () =>
+    (await fetch(`${apiUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+      ? true
+      : undefined,
+  );
+
+  const sales = [
+    { amount: '116.00', formaPago: '01', description: 'Uniforme' },
+    { amount: '348.00', formaPago: '04', description: 'Libros' },
+    { amount: '58.00', formaPago: '01', description: 'Cuaderno' },
+  ];
+  const tickets: { code: string; total: string; formaPago: string; period: string }[] = [];
+  for (const [n, sale] of sales.entries()) {
+    const response = await fetch(`${apiUrl}/v1/payments`, {
+      method: 'POST',
+      headers: { ...auth, 'idempotency-key': `demo-ticket-${run}-${n}` },
+      body: JSON.stringify({
+        externalId: `till-${run}-${n + 1}`,
+        amount: sale.amount,
+        currency: 'MXN',
+        occurredAt: new Date().toISOString(),
+        formaPago: sale.formaPago,
+        description: sale.description,
+      }),
+    });
+    if (response.status !== 201) throw new Error(`POST /v1/payments (ticket): HTTP ${response.status}`);
+    const body = (await response.json()) as { ticket?: { code: string; period: string } };
+    if (!body.ticket)
+      throw new Error('a sale without the customer did not become a ticket: is PUBLICO_GENERAL_MODE=global?');
+    tickets.push({ code: body.ticket.code, total: sale.amount, formaPago: sale.formaPago, period: body.ticket.period });
+  }
+  log(
+    `[demo] público en general, global mode (${apiUrl}): 3 sales at the till → tickets ${tickets.map((t) => `${t.code} (${t.total})`).join(', ')}, period ${tickets[0]!.period}`,
+  );
+
+  // The customer of the first ticket asks for their own CFDI on the page, as a browser posts the form.
+  const mine = tickets[0]!;
+  const form = await fetch(`${apiUrl}/facturar`);
+  const cookie = /timbra_csrf=([^;]+)/.exec(form.headers.get('set-cookie') ?? '')?.[1];
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())?.[1];
+  if (!cookie || !csrf) throw new Error('GET /facturar: no CSRF cookie or field');
+  const submitted = await fetch(`${apiUrl}/facturar`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `timbra_csrf=${cookie}` },
+    body: new URLSearchParams({
+      _csrf: csrf,
+      codigo: mine.code,
+      total: mine.total,
+      rfc: CUSTOMER.rfc,
+      nombre: CUSTOMER.razon_social,
+      codigoPostal: CUSTOMER.codigo_postal,
+      regimenFiscal: CUSTOMER.regimen_fiscal,
+      usoCfdi: CUSTOMER.uso_cfdi,
+      email: DEMO_EMAIL,
+    }).toString(),
+  });
+  const location = submitted.headers.get('location');
+  if (submitted.status !== 303 || !location) throw new Error(`POST /facturar: HTTP ${submitted.status}, expected 303`);
+  const page = `${apiUrl}${location}`;
+  log(`[demo] ticket ${mine.code} self-invoiced on ${apiUrl}/facturar → 303 ${page}`);
+  const stampedPage = await until('the self-invoiced CFDI was not stamped', async () => {
+    const html = await (await fetch(page)).text();
+    return html.includes('Tu factura está lista') ? html : undefined;
+  });
+  const uuid = /<strong>([0-9A-F-]{36})<\/strong>/i.exec(stampedPage)?.[1] ?? '?';
+  const serieFolio = /Serie y folio: ([^ ]+)/.exec(stampedPage)?.[1] ?? '?';
+  const selfPdf = Buffer.from(await (await fetch(`${page}/factura.pdf`)).arrayBuffer());
+
+  // The period closes: the admin issues it now (the close timer would, GLOBAL_CLOSE_DELAY_MINUTES after its end).
+  const issued = await fetch(`${apiUrl}/v1/globals`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${options.adminKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': `demo-global-${run}`,
+    },
+    body: JSON.stringify({ startsOn: mine.period }),
+  });
+  if (issued.status !== 201) throw new Error(`POST /v1/globals: HTTP ${issued.status}: ${await issued.text()}`);
+  const { periodId } = (await issued.json()) as { periodId: string };
+  interface GlobalView {
+    label: string;
+    total: string;
+    invoices: {
+      id: string;
+      serie: string;
+      folio: number;
+      status: string;
+      uuid: string | null;
+      total: string;
+      tickets: { code: string }[];
+    }[];
+  }
+  const global = await until('the factura global was not stamped', async () => {
+    const view = (await (await fetch(`${apiUrl}/v1/globals/${periodId}`, { headers: auth })).json()) as GlobalView;
+    return view.invoices.length > 0 && view.invoices.every((i) => i.status === 'stamped') ? view : undefined;
+  });
+  const first = global.invoices[0]!;
+  const globalPdf = Buffer.from(
+    await (await fetch(`${apiUrl}/v1/invoices/${first.id}/pdf`, { headers: auth })).arrayBuffer(),
+  );
+  return {
+    tickets: tickets.map(({ code, total, formaPago }) => ({ code, total, formaPago })),
+    selfInvoiced: { code: mine.code, serieFolio, uuid, pdf: selfPdf },
+    global: {
+      id: periodId,
+      label: global.label,
+      total: global.total,
+      invoices: global.invoices.map((i) => ({
+        id: i.id,
+        serieFolio: `${i.serie}-${i.folio}`,
+        uuid: i.uuid ?? '?',
+        total: i.total,
+        codes: i.tickets.map((t) => t.code),
+      })),
+      pdf: globalPdf,
+    },
+  };
+}
