@@ -37,6 +37,17 @@
  * invoice.stamped webhook and email (when it has an address) arrived at least once, none for an
  * invoice never stamped, every signature verifies, no delivery dead or left open.
  *
+ * Público en general in global mode (#20): a second API over the same database runs with
+ * PUBLICO_GENERAL_MODE=global and its close timer every second. ~N/10 sales at its till without the
+ * customer (tickets) are dated one to three days back, so their periods have ended and their globals
+ * are issued within a second; ~40% are self-invoiced on /facturar (form and CSRF cookie, as a browser)
+ * 0–1.5 s later, racing the close, and ~20% refunded 0–3 s later, in part or in full, before or after
+ * their global; what is left open at the end is closed with POST /v1/globals. Checked: every ticket in
+ * exactly one stamped document (its own CFDI and no global, or its global and no CFDI of its own;
+ * none when refunded in full before), no period issued twice, every global stamped with a Total equal
+ * to its tickets' sum after refunds, every ticket refund either before its global (no Egreso) or with
+ * one stamped Egreso related to the ticket's document.
+ *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
@@ -160,9 +171,9 @@ if (cluster) {
 const database = await createTestDatabase(cluster ? { serverUrl: cluster.serverUrl } : {});
 const databaseUrl = database.url;
 
-const [redisPort, apiPort, primaryPort, backupPort, adminPort, providersPort] = (await Promise.all(
-  Array.from({ length: 6 }, () => freePort()),
-)) as [number, number, number, number, number, number];
+const [redisPort, apiPort, primaryPort, backupPort, adminPort, providersPort, tillPort] = (await Promise.all(
+  Array.from({ length: 7 }, () => freePort()),
+)) as [number, number, number, number, number, number, number];
 const providersUrl = `http://127.0.0.1:${providersPort}`;
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
 const redis = privateRedis(redisPort);
@@ -179,13 +190,16 @@ const sandbox = Proc.app('sandbox', 'apps/pac-sandbox/src/main.ts', {
   SANDBOX_VALIDATION: 'rules',
   LOG_LEVEL: 'warn',
 });
+// Both APIs list the same keys (API_KEYS is the source of truth: a key one did not list, it would revoke).
+const tillKey = `${secrets.apiKey}-till`;
+const apiKeys = `chaos:${secrets.apiKey},till:${tillKey},chaos-ops:${secrets.adminKey}:admin`;
 const api = Proc.app('api', 'apps/api/src/main.ts', {
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
   PORT: String(apiPort),
   HOST: '127.0.0.1',
   METRICS_PORT: '0',
-  API_KEYS: `chaos:${secrets.apiKey},chaos-ops:${secrets.adminKey}:admin`,
+  API_KEYS: apiKeys,
   STRIPE_WEBHOOK_SECRET: secrets.stripeWebhookSecret,
   STRIPE_API_KEY: secrets.stripeSecretKey,
   STRIPE_API_URL: providersUrl,
@@ -195,6 +209,25 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   RATE_LIMIT_PER_MINUTE: '10000000',
   // Every pending invoice correctable at once: corrections race the stamping of the version they replace.
   LATE_MARGIN_HOURS: '72',
+  LOG_LEVEL: 'warn',
+});
+// Público en general in global mode (#20), on a second API over the same database: the till's sales
+// without the customer are tickets; its close timer issues each ended period's factura global every
+// second, racing the customers' self-invoicing and the tickets' refunds.
+const tillUrl = `http://127.0.0.1:${tillPort}`;
+const apiGlobal = Proc.app('api-global', 'apps/api/src/main.ts', {
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  PORT: String(tillPort),
+  HOST: '127.0.0.1',
+  METRICS_PORT: '0',
+  API_KEYS: apiKeys,
+  RATE_LIMIT_PER_MINUTE: '10000000',
+  PUBLICO_GENERAL_MODE: 'global',
+  GLOBAL_CLOSE_DELAY_MINUTES: '0',
+  GLOBAL_CLOSE_POLL_SECONDS: '1',
+  SELF_INVOICE_REQUESTS_PER_MINUTE: '10000000',
+  SELF_INVOICE_FAILURES_PER_MINUTE: '10000000',
   LOG_LEVEL: 'warn',
 });
 // The provider sandbox: Stripe and Mercado Pago, retrying each delivery for ~2 minutes as the API
@@ -270,7 +303,15 @@ const workers = naive
       Proc.app('worker-1', 'apps/worker/src/main.ts', workerEnv('relay,sweeper,stamper,deliverer')),
       Proc.app('worker-2', 'apps/worker/src/main.ts', workerEnv('stamper,deliverer')),
     ];
-const all = [...(cluster ? [cluster.proc] : []), redis, sandbox, providers, api, ...workers];
+const all = [
+  ...(cluster ? [cluster.proc] : []),
+  redis,
+  sandbox,
+  providers,
+  api,
+  ...(naive ? [] : [apiGlobal]),
+  ...workers,
+];
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;
@@ -312,6 +353,7 @@ try {
     }
   })();
   await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
+  if (!naive) await until('the global-mode API', async () => (await fetch(`${tillUrl}/readyz`)).ok, 60_000);
   await until('the provider sandbox', () => providerClient.healthy(), 30_000);
   await until(
     'the sandbox admin API',
@@ -685,6 +727,103 @@ try {
     await sendEvents(made.events, p.reverse, refund.again);
   };
   const sending = plan.map((p) => sleep(p.startMs).then(() => send(p)));
+
+  // --- Tickets (global mode) -----------------------------------------------------------------------
+  // Sales at the till without the customer, dated one to three days back (their periods have ended:
+  // the close timer issues each one's global within a second); ~40% self-invoiced by their customer
+  // 0–1.5 s later, racing the close; ~20% refunded 0–3 s later, in part or in full — before or after
+  // their global.
+  const T = naive ? 0 : Math.max(20, Math.round(N / 10));
+  const ticketPlan = Array.from({ length: T }, (_, i) => ({
+    i,
+    externalId: `till-${i}`,
+    centavos: 5_000 + Math.floor(random() * 200_000),
+    daysBack: 1 + Math.floor(random() * 3),
+    formaPago: random() < 0.5 ? '01' : '04',
+    startMs: Math.floor(random() * sendWindowMs),
+    selfInvoice: random() < 0.4 ? { delayMs: Math.floor(random() * 1500) } : undefined,
+    refund: random() < 0.2 ? { delayMs: Math.floor(random() * 3000), full: random() < 0.4 } : undefined,
+    code: '',
+  }));
+  const ticketOutcomes = { selfInvoiced: 0, refused: 0, refunds: 0 };
+  /** A request to the till's API until it is answered (2xx or a final 4xx). */
+  const untilAnswered = async (url: string, init: () => RequestInit): Promise<Response | undefined> => {
+    for (let attempt = 0; attempt < 300; attempt++) {
+      await slot();
+      try {
+        const response = await fetch(url, { ...init(), signal: AbortSignal.timeout(10_000), redirect: 'manual' });
+        if (response.status < 500 && response.status !== 429) return response;
+        await response.text();
+      } catch {
+        // The API restarting, Postgres recovering: ask again.
+      } finally {
+        release();
+      }
+      await sleep(300);
+    }
+    return undefined;
+  };
+  const till = { authorization: `Bearer ${tillKey}`, 'content-type': 'application/json' };
+  const ticketing = Promise.all(
+    ticketPlan.map(async (t) => {
+      await sleep(t.startMs);
+      const occurredAt = new Date(Date.now() - t.daysBack * 86_400_000 - Math.floor(random() * 3_600_000));
+      const sale = await untilAnswered(`${tillUrl}/v1/payments`, () => ({
+        method: 'POST',
+        headers: { ...till, 'idempotency-key': `till-sale-${t.i}` },
+        body: JSON.stringify({
+          externalId: t.externalId,
+          amount: (t.centavos / 100).toFixed(2),
+          currency: 'MXN',
+          occurredAt: occurredAt.toISOString(),
+          formaPago: t.formaPago,
+        }),
+      }));
+      if (!sale?.ok) throw new Error(`ticket ${t.i}: POST /v1/payments answered ${sale?.status}`);
+      const body = (await sale.json()) as { id: string; ticket?: { code: string } };
+      if (!body.ticket) throw new Error(`ticket ${t.i}: the sale did not become a ticket`);
+      t.code = body.ticket.code;
+      await Promise.all([
+        t.selfInvoice &&
+          sleep(t.selfInvoice.delayMs).then(async () => {
+            // As a browser: the form (its CSRF cookie and field), then the post.
+            const form = await untilAnswered(`${tillUrl}/facturar`, () => ({ method: 'GET' }));
+            const cookie = /timbra_csrf=([^;]+)/.exec(form?.headers.get('set-cookie') ?? '')?.[1];
+            const csrf = /name="_csrf" value="([^"]+)"/.exec((await form?.text()) ?? '')?.[1];
+            if (!cookie || !csrf) throw new Error(`ticket ${t.i}: GET /facturar gave no CSRF token`);
+            const answer = await untilAnswered(`${tillUrl}/facturar`, () => ({
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `timbra_csrf=${cookie}` },
+              body: new URLSearchParams({
+                _csrf: csrf,
+                codigo: t.code,
+                total: (t.centavos / 100).toFixed(2),
+                rfc: XOCHILT.rfc,
+                nombre: XOCHILT.nombre,
+                codigoPostal: XOCHILT.codigoPostal,
+                regimenFiscal: XOCHILT.regimenFiscal,
+                usoCfdi: XOCHILT.usoCfdi,
+              }).toString(),
+            }));
+            // 303: invoiced; 409: too late (in its global) or refunded first.
+            if (answer?.status === 303) ticketOutcomes.selfInvoiced++;
+            else if (answer?.status === 409) ticketOutcomes.refused++;
+            else throw new Error(`ticket ${t.i}: /facturar answered ${answer?.status}`);
+          }),
+        t.refund &&
+          sleep(t.refund.delayMs).then(async () => {
+            const cents = t.refund!.full ? t.centavos : Math.max(1, Math.floor(t.centavos * 0.3));
+            const refunded = await untilAnswered(`${tillUrl}/v1/payments/${body.id}/refunds`, () => ({
+              method: 'POST',
+              headers: { ...till, 'idempotency-key': `till-refund-${t.i}` },
+              body: JSON.stringify({ externalId: `till-refund-${t.i}`, amount: (cents / 100).toFixed(2) }),
+            }));
+            if (!refunded?.ok) throw new Error(`ticket ${t.i}: its refund answered ${refunded?.status}`);
+            ticketOutcomes.refunds++;
+          }),
+      ]);
+    }),
+  );
   if (!naive)
     at(durationS * 700, async () => {
       const db = createPrisma(databaseUrl, { poolSize: 1 });
@@ -692,6 +831,8 @@ try {
         const chosen = await db.$queryRaw<{ id: string }[]>`
           SELECT i.id FROM invoices i
           WHERE i.kind = 'I' AND i.status = 'stamped' AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = i.payment_id)
+            -- Not a ticket's document (a global, a self-invoiced Ingreso): the tickets' checks expect them stamped.
+            AND i.global_period_id IS NULL AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.payment_id = i.payment_id)
           ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${Math.max(2, Math.round(N * 0.02))}`;
         cancelsPlanned.push(...chosen.map((c) => c.id));
       } finally {
@@ -764,6 +905,30 @@ try {
       );
     });
   await Promise.all(sending);
+  await ticketing;
+  // Late tickets went to today's period, which has not ended: closed now, as an admin does.
+  if (!naive) {
+    const db = createPrisma(databaseUrl, { poolSize: 1 });
+    try {
+      for (;;) {
+        const open = await db.$queryRaw<{ day: string }[]>`
+          SELECT DISTINCT period_starts_on::text AS day FROM tickets WHERE status = 'open'`.catch(() => undefined);
+        if (open && open.length === 0) break;
+        for (const { day } of open ?? [])
+          await untilAnswered(`${tillUrl}/v1/globals`, () => ({
+            method: 'POST',
+            headers: { authorization: `Bearer ${secrets.adminKey}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ startsOn: day }),
+          }));
+        await sleep(500);
+      }
+    } finally {
+      await db.$disconnect();
+    }
+    log(
+      `made ${T} tickets: ${ticketOutcomes.selfInvoiced} self-invoiced on /facturar, ${ticketOutcomes.refused} too late (their global first), ${ticketOutcomes.refunds} refunded`,
+    );
+  }
   // Customers whose name the PAC rejected: corrected once their invoice is dead-lettered.
   const wrongNames = plan.filter((p) => p.correction === 'wrong-name').map((p) => p.externalId);
   let correcting = true;
@@ -935,12 +1100,49 @@ try {
     FROM refunds r
     LEFT JOIN invoices e ON e.refund_id = r.id
     LEFT JOIN invoices i ON i.payment_id = r.payment_id AND i.kind = 'I'
+    WHERE r.provider <> 'api:till' -- the tickets' refunds are checked with the tickets
     GROUP BY r.external_id`;
   const [attempts] = await prisma.$queryRaw<{ total: number; backup_stamps: number }[]>`
     SELECT count(*)::int AS total, count(*) FILTER (WHERE pac = 'backup' AND outcome IN ('stamped', 'already_stamped'))::int AS backup_stamps FROM pac_attempts`;
   const [dlq] = await prisma.$queryRaw<
     { failed: number }[]
   >`SELECT count(*)::int AS failed FROM outbox WHERE status = 'failed'`;
+  // Tickets (global mode): each one's document, the globals and what they hold, the tickets' refunds.
+  const ticketRows = await prisma.$queryRaw<
+    {
+      code: string;
+      status: string;
+      total: string;
+      refunded: string;
+      invoice_id: string | null;
+      document_status: string | null;
+      global_period_id: string | null;
+      own_ingresos: number;
+    }[]
+  >`
+    SELECT t.code, t.status, t.total::text, t.refunded::text, t.invoice_id, d.status::text AS document_status,
+           d.global_period_id, (SELECT count(*) FROM invoices x WHERE x.payment_id = t.payment_id AND x.kind = 'I')::int AS own_ingresos
+    FROM tickets t LEFT JOIN invoices d ON d.id = t.invoice_id`;
+  const globals = await prisma.$queryRaw<
+    {
+      id: string;
+      total: string;
+      status: string;
+      frozen_xml: string | null;
+      global_period_id: string;
+      tickets_net: string | null;
+    }[]
+  >`
+    SELECT g.id, g.total::text, g.status::text, g.frozen_xml, g.global_period_id,
+           (SELECT sum(t.total - t.refunded)::text FROM tickets t WHERE t.invoice_id = g.id) AS tickets_net
+    FROM invoices g WHERE g.global_period_id IS NOT NULL`;
+  const [periodsTwice] = await prisma.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM (SELECT 1 FROM global_periods GROUP BY emisor_id, periodicidad, starts_on HAVING count(*) > 1) AS twice`;
+  const ticketRefunds = await prisma.$queryRaw<
+    { egreso: string | null; egreso_status: string | null; related: string | null; ticket_document: string | null }[]
+  >`
+    SELECT e.id AS egreso, e.status::text AS egreso_status, e.related_invoice_id AS related, t.invoice_id AS ticket_document
+    FROM refunds r JOIN tickets t ON t.payment_id = r.payment_id LEFT JOIN invoices e ON e.refund_id = r.id`;
   await prisma.$disconnect();
 
   const inDb = new Map(payments.map((p) => [`${p.provider}|${p.external_id}`, p]));
@@ -1197,9 +1399,78 @@ try {
     ledgerStamps: ledger.stamps.length,
     webhookRequests: `${hooks.requests.length} (${hooks.requests.filter((r) => r.answered !== 200).length} failed or timed out, ${redelivered} events received more than once)`,
     emailAttempts: `${mailbox.attempts.length} (${mailbox.attempts.filter((a) => a.outcome === 'dropped').length} dropped, ${mailbox.attempts.filter((a) => a.outcome === 'refused').length} deferred, ${mailbox.received.length} accepted)`,
+    tickets: naive
+      ? 'not run (naive variant)'
+      : `${T} (${ticketOutcomes.selfInvoiced} self-invoiced, ${ticketOutcomes.refused} refused on the page, ${ticketOutcomes.refunds} refunded), ${globals.length} globals`,
     // How many times each process was started: the kills really happened (and nothing ran twice).
     processStarts: all.map((p) => `${p.name} ${p.starts}`).join(', '),
   };
+  if (!naive) {
+    // Each ticket in exactly one stamped document: its own CFDI (and in no global) or its period's
+    // global (and no CFDI of its own) — or none at all when refunded in full before its global.
+    const codesIn = new Map(
+      globals.map((g) => [g.id, [...(g.frozen_xml ?? '').matchAll(/NoIdentificacion="([^"]+)"/g)].map((m) => m[1]!)]),
+    );
+    const globalsHolding = (code: string) => globals.filter((g) => codesIn.get(g.id)!.includes(code)).length;
+    const ticketOk = ticketRows.filter((t) => {
+      if (t.status === 'self_invoiced')
+        return (
+          t.document_status === 'stamped' &&
+          t.global_period_id === null &&
+          t.own_ingresos === 1 &&
+          globalsHolding(t.code) === 0
+        );
+      if (t.status === 'in_global')
+        return (
+          t.document_status === 'stamped' &&
+          t.global_period_id !== null &&
+          t.own_ingresos === 0 &&
+          globalsHolding(t.code) === 1 &&
+          codesIn.get(t.invoice_id!)!.includes(t.code)
+        );
+      if (t.status === 'refunded')
+        return t.refunded === t.total && t.own_ingresos === 0 && globalsHolding(t.code) === 0;
+      return false; // open: no document
+    }).length;
+    const wrongTotals = globals.filter(
+      (g) => g.tickets_net === null || Number(g.tickets_net) * 100 !== Number(g.total) * 100,
+    ).length;
+    const refundsOkTickets = ticketRefunds.filter((r) =>
+      r.egreso === null ? true : r.egreso_status === 'stamped' && r.related === r.ticket_document,
+    ).length;
+    figures.push(
+      {
+        figure: 'tickets in exactly one stamped document (own CFDI, or its period’s global; none if refunded in full)',
+        value: `${ticketOk} of ${ticketRows.length}`,
+        must: `all ${T} made`,
+        ok: ticketOk === ticketRows.length && ticketRows.length === T,
+      },
+      {
+        figure: 'global periods issued more than once',
+        value: periodsTwice!.n,
+        must: '0',
+        ok: periodsTwice!.n === 0,
+      },
+      {
+        figure: 'factura globals not stamped',
+        value: globals.filter((g) => g.status !== 'stamped').length,
+        must: '0',
+        ok: globals.length > 0 && globals.every((g) => g.status === 'stamped'),
+      },
+      {
+        figure: 'factura globals whose total is not the sum of their tickets (after refunds)',
+        value: wrongTotals,
+        must: '0',
+        ok: wrongTotals === 0,
+      },
+      {
+        figure: 'ticket refunds: before the global (no Egreso) or one stamped Egreso related to its document',
+        value: `${refundsOkTickets} of ${ticketRefunds.length}`,
+        must: `all ${ticketOutcomes.refunds} acknowledged`,
+        ok: refundsOkTickets === ticketRefunds.length && ticketRefunds.length === ticketOutcomes.refunds,
+      },
+    );
+  }
   const violations = figures.filter((f) => !f.ok);
   const markdown = [
     `# Chaos run — ${new Date().toISOString()}`,
