@@ -256,7 +256,7 @@ function emptyForm(): Form {
 }
 
 function readForm(body: Record<string, unknown>): Form {
-  const value = (f: Field) => (typeof body[f] === 'string' ? (body[f] as string).trim().slice(0, 300) : '');
+  const value = (f: Field) => (typeof body[f] === 'string' ? body[f].trim().slice(0, 300) : '');
   const form = Object.fromEntries(FIELDS.map((f) => [f, value(f)])) as Form;
   form.rfc = form.rfc.toUpperCase().replace(/\s/g, '');
   form.nombre = form.nombre.toUpperCase().replace(/\s+/g, ' ');
