@@ -7,12 +7,10 @@
  * The API and the PAC sandbox run as their real processes; the worker is the real createWorker.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import got from 'got';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorkerMetrics } from '../src/metrics.ts';
@@ -25,10 +23,10 @@ import {
   swClients,
   testWorker,
   type SandboxProcess,
+  artifactsDir,
+  launchChromium,
 } from './helpers.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const API_KEY = 'dashboard-browser-key-0123456789';
 const USER = 'oncall';
 const PASSWORD = 'dashboard-browser-secret-0123';
@@ -42,8 +40,6 @@ let browser: Browser;
 const redis = redisFor();
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH); .ci/run installs it`);
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 5 });
   sandbox = await startSandboxProcess();
@@ -54,10 +50,7 @@ beforeAll(async () => {
     DASHBOARD_PASSWORD: PASSWORD,
     DASHBOARD_ALLOW_DLQ_RETRY: 'true',
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -122,8 +115,7 @@ describe('the queue dashboard in a browser', () => {
           /clean|delete|remove|empty|obliterate|add job|update|edit|duplicate|pause|promote/i.test(a),
         ),
       ).toEqual([]);
-      mkdirSync(resolve(here, '../.artifacts'), { recursive: true });
-      await page.screenshot({ path: resolve(here, '../.artifacts/dashboard-dead-letter.png'), fullPage: true });
+      await page.screenshot({ path: join(artifactsDir(), 'dashboard-dead-letter.png'), fullPage: true });
 
       // Open it from the board, and retry it with a reason.
       // (bull-board opens a job's link in a new tab.)
@@ -135,7 +127,7 @@ describe('the queue dashboard in a browser', () => {
       await letterPage.getByLabel(/Why/).fill('the PAC registered the emisor again');
       await letterPage.getByRole('button', { name: `Retry ${serieFolio}` }).click();
       await letterPage.getByText(`Re-driven: ${serieFolio} is back to pending`).waitFor();
-      await letterPage.screenshot({ path: resolve(here, '../.artifacts/dashboard-redriven.png'), fullPage: true });
+      await letterPage.screenshot({ path: join(artifactsDir(), 'dashboard-redriven.png'), fullPage: true });
       expect(await deadLetters()).toBe(0);
 
       await w.relay.drainAll();

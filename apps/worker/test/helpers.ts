@@ -1,4 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
@@ -219,4 +221,22 @@ export function runOps(databaseUrl: string | undefined, args: string[], env: Rec
       (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
     );
   });
+}
+
+/** Debian's Chromium (or CHROMIUM_PATH), headless, for the tests that use the product as a person does. */
+export async function launchChromium(): Promise<Browser> {
+  const path = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (!existsSync(path))
+    throw new Error(`no Chromium at ${path}: apt-get install chromium (or set CHROMIUM_PATH); .ci/run installs it`);
+  return chromium.launch({
+    executablePath: path,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+  });
+}
+
+/** Where the browser tests keep their screenshots (apps/worker/.artifacts, made if missing). */
+export function artifactsDir(): string {
+  const dir = resolve(here, '../.artifacts');
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }

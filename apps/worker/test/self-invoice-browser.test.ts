@@ -8,20 +8,25 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import got from 'got';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { redisFor, startApiProcess, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
+import {
+  artifactsDir,
+  launchChromium,
+  redisFor,
+  startApiProcess,
+  startSandboxProcess,
+  testWorker,
+  type SandboxProcess,
+} from './helpers.ts';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const artifacts = resolve(here, '../.artifacts');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const artifacts = artifactsDir();
 const API_KEY = 'self-invoice-browser-key-0123456789';
 const prefix = `{tself${randomBytes(4).toString('hex')}}`;
 
@@ -33,8 +38,6 @@ let browser: Browser;
 const redis = redisFor();
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`no Chromium at ${CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH); .ci/run installs it`);
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 5 });
   sandbox = await startSandboxProcess();
@@ -43,11 +46,7 @@ beforeAll(async () => {
     QUEUE_PREFIX: prefix,
     PUBLICO_GENERAL_MODE: 'global',
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-  });
-  mkdirSync(artifacts, { recursive: true });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -6,8 +6,7 @@ import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../use-cases/domain-errors.ts';
 import type { RecordPaymentDeps } from '../use-cases/record-payment.ts';
 import { issueGlobal, type GlobalSettings } from '../use-cases/tickets.ts';
-import { listParams } from './payments.ts';
-import { encodeCursor } from './views.ts';
+import { afterCursor, listParams, NEWEST_FIRST, pageOf } from './payments.ts';
 
 type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };
 
@@ -44,21 +43,12 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
       where: {
         ...(status ? { status } : {}),
         ...(period ? { periodStartsOn: new Date(`${period}T00:00:00Z`) } : {}),
-        ...(cursor
-          ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-          : {}),
+        ...afterCursor(cursor),
       },
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      orderBy: NEWEST_FIRST,
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map(ticketView),
-      nextCursor:
-        rows.length > limit && page.length > 0
-          ? encodeCursor({ createdAt: page[page.length - 1]!.createdAt, id: page[page.length - 1]!.id })
-          : null,
-    });
+    res.json(pageOf(rows, limit, ticketView));
   });
 
   router.get('/tickets/:id', async (req, res) => {
@@ -71,6 +61,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
   router.get('/globals', async (req, res) => {
     requireGlobal();
     const { limit, cursor } = listParams(req);
+    // Newest issued first: a period's row is written once, when issued.
     const rows = await prisma.globalPeriod.findMany({
       where: cursor
         ? { OR: [{ issuedAt: { lt: cursor.createdAt } }, { issuedAt: cursor.createdAt, id: { lt: cursor.id } }] }
@@ -79,14 +70,13 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
       include: { invoices: { select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true } } },
       take: limit + 1,
     });
-    const page = rows.slice(0, limit);
-    res.json({
-      data: page.map(periodView),
-      nextCursor:
-        rows.length > limit && page.length > 0
-          ? encodeCursor({ createdAt: page[page.length - 1]!.issuedAt, id: page[page.length - 1]!.id })
-          : null,
-    });
+    res.json(
+      pageOf(
+        rows.map((r) => ({ ...r, createdAt: r.issuedAt })),
+        limit,
+        periodView,
+      ),
+    );
   });
 
   router.get('/globals/:id', async (req, res) => {

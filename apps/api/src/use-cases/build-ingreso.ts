@@ -51,6 +51,45 @@ export interface PaymentFacts {
   problems?: readonly ValidationIssue[];
 }
 
+/** A payment row as stored (what `storedPaymentFacts` reads). */
+export interface StoredPayment {
+  provider: string;
+  externalId: string;
+  amount: { toFixed(decimals: number): string };
+  currency: string;
+  occurredAt: Date;
+  receptor: unknown;
+  description: string | null;
+  formaPago: string | null;
+  paymentTerms: string;
+  lines: unknown;
+  tipoCambio: { toFixed(): string } | null;
+  tipoCambioSource: string | null;
+}
+
+/**
+ * The facts of a recorded payment, to build its Ingreso again (a correction, self-invoicing: each
+ * overrides what it changes). FormaPago: the payment's, else `defaultFormaPago`.
+ */
+export function storedPaymentFacts(payment: StoredPayment, defaultFormaPago: string): PaymentFacts {
+  return {
+    provider: payment.provider,
+    externalId: payment.externalId,
+    amount: payment.amount.toFixed(2),
+    currency: payment.currency,
+    occurredAt: payment.occurredAt,
+    receptor: (payment.receptor as ReceptorInput | null) ?? null,
+    description: payment.description,
+    formaPago: payment.formaPago ?? defaultFormaPago,
+    paymentTerms: payment.paymentTerms === 'installments' ? 'installments' : 'single',
+    lines: Array.isArray(payment.lines) ? (payment.lines as SaleLine[]) : null,
+    tipoCambio:
+      payment.tipoCambio && payment.tipoCambioSource
+        ? { rate: payment.tipoCambio.toFixed(), source: payment.tipoCambioSource }
+        : null,
+  };
+}
+
 /** The stamp key's source: the business event, not our row id (the same for every retry). */
 export function ingresoSourceId(facts: Pick<PaymentFacts, 'provider' | 'externalId'>): string {
   return `${facts.provider}:${facts.externalId}`;

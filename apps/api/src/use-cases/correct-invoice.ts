@@ -21,7 +21,7 @@ import {
   type CorrectionPayload,
   type Tx,
 } from '@timbra/db';
-import { buildIngresoRequest, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
+import { buildIngresoRequest, storedPaymentFacts, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
 import { DomainError } from './domain-errors.ts';
 import { saleLines, type LineInput } from './sale.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
@@ -282,21 +282,11 @@ async function correctedRequest(
         },
       ]);
     const facts: PaymentFacts = {
-      provider: payment.provider,
-      externalId: payment.externalId,
-      amount: payment.amount.toFixed(2),
-      currency: payment.currency,
-      occurredAt: payment.occurredAt,
+      ...storedPaymentFacts(payment, deps.defaultFormaPago),
       receptor,
-      description: payment.description,
       formaPago,
-      paymentTerms: payment.paymentTerms === 'installments' ? 'installments' : 'single',
       lines,
-      tipoCambio: input.tipoCambio
-        ? { rate: input.tipoCambio, source: 'correction' }
-        : payment.tipoCambio && payment.tipoCambioSource
-          ? { rate: payment.tipoCambio.toFixed(), source: payment.tipoCambioSource }
-          : null,
+      ...(input.tipoCambio ? { tipoCambio: { rate: input.tipoCambio, source: 'correction' } } : {}),
     };
     const built = buildIngresoRequest(facts, invoice.serie, invoice.folio, deps.payments.settings, now);
     if (!built.request) throw new DomainError('validation_failed', undefined, built.problems);

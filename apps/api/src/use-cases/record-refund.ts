@@ -122,14 +122,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   const built = buildEgresoRequest(refundedPayment, refund, deps.serieEgreso, 1, deps.settings, issuedAt);
   if (built.problems) throw new DomainError('validation_failed', undefined, built.problems);
 
-  const refundId = await insertRefund(tx, {
-    paymentId: payment.id,
-    provider: refund.provider,
-    externalId: refund.externalId,
-    amount: refund.amount,
-    occurredAt: refund.occurredAt,
-    ...(refund.lines && refund.lines.length > 0 ? { lines: refund.lines } : {}),
-  });
+  const refundId = await insertRefundOf(tx, payment.id, refund);
   const folio = await takeFolio(tx, deps.emisorId, deps.serieEgreso);
   const request = { ...built.request, folio: String(folio) };
   const egreso = await writeDependentInvoice(
@@ -152,6 +145,18 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
     created: true,
     ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
   };
+}
+
+/** The refund's row, with the lines it names. */
+function insertRefundOf(tx: Tx, paymentId: string, refund: RefundToRecord): Promise<string> {
+  return insertRefund(tx, {
+    paymentId,
+    provider: refund.provider,
+    externalId: refund.externalId,
+    amount: refund.amount,
+    occurredAt: refund.occurredAt,
+    ...(refund.lines && refund.lines.length > 0 ? { lines: refund.lines } : {}),
+  });
 }
 
 /** @throws DomainError refund_exceeds_payment when the payment's refunds would add up to more than it. */
@@ -180,14 +185,7 @@ async function refundOpenTicketSale(
   refund: RefundToRecord,
 ): Promise<RecordedRefund> {
   await assertRefundFits(tx, payment, refund.amount);
-  const refundId = await insertRefund(tx, {
-    paymentId: payment.id,
-    provider: refund.provider,
-    externalId: refund.externalId,
-    amount: refund.amount,
-    occurredAt: refund.occurredAt,
-    ...(refund.lines && refund.lines.length > 0 ? { lines: refund.lines } : {}),
-  });
+  const refundId = await insertRefundOf(tx, payment.id, refund);
   await refundOpenTicket(tx, ticketId, refund.amount);
   return { refundId, paymentId: payment.id, egresoId: null, created: true };
 }

@@ -46,6 +46,7 @@ import {
   buildIngresoRequest,
   ingresoSourceId,
   linesOf,
+  storedPaymentFacts,
   type InvoiceSettings,
   type PaymentFacts,
   type ReceptorInput,
@@ -393,17 +394,8 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
   if (ticket.status === 'refunded' || !new BigNumber(ticket.refunded).isZero())
     throw new DomainError('ticket_refunded');
 
-  const facts: PaymentFacts = {
-    provider: payment.provider,
-    externalId: payment.externalId,
-    amount: payment.amount.toFixed(2),
-    currency: payment.currency,
-    occurredAt: payment.occurredAt,
-    receptor: req.receptor,
-    description: payment.description,
-    formaPago: payment.formaPago ?? '01',
-    lines: Array.isArray(payment.lines) ? (payment.lines as unknown as PaymentFacts['lines']) : null,
-  };
+  // The sale as recorded, to the customer (paid at once, in pesos: a ticket's conditions).
+  const facts: PaymentFacts = { ...storedPaymentFacts(payment, ticket.formaPago), receptor: req.receptor };
   const issuedAt = new Date();
   const probe = buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt);
   const problems: ValidationIssue[] = probe.request ? preflight(probe.request, deps.csd) : probe.problems;
