@@ -150,6 +150,11 @@ describe('/facturar (self-invoicing page)', () => {
     expect(ready.body).toContain('Tu factura está lista');
     expect(ready.body).toContain(uuid);
     expect(ready.body).toContain('cliente@example.com');
+    // And emailed, as any invoice's copy: its delivery was written with the stamp (docs/outbound.md).
+    const emails = await api.prisma.delivery.findMany({
+      where: { channel: 'email', recipient: 'cliente@example.com' },
+    });
+    expect(emails).toHaveLength(1);
     const pdf = await got.get(`${pageUrl}/factura.pdf`, { responseType: 'buffer' });
     expect(pdf.headers['content-type']).toBe('application/pdf');
     expect(pdf.body.subarray(0, 5).toString()).toBe('%PDF-');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { globalPeriodOf, parseXml } from '@timbra/cfdi-core';
-import { SchemaValidator } from '@timbra/test-support';
+import { loadTestCsd, SchemaValidator } from '@timbra/test-support';
 import { issueGlobal, selfInvoice } from '../src/use-cases/tickets.ts';
 import { recordRefund } from '../src/use-cases/record-refund.ts';
 import { DomainError } from '../src/use-cases/domain-errors.ts';
@@ -335,6 +335,36 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
     expect((await admin('/v1/globals', { startsOn: 'tomorrow' })).statusCode).toBe(422);
     const list = await get<{ data: { startsOn: string; issuedBy: string }[] }>('/v1/globals');
     expect(list.data.find((g) => g.startsOn === startsOn)?.issuedBy).toMatch(/^admin:/);
+  });
+
+  it('a global that could not be frozen waits in needs_data, loud, and is corrected like any invoice (PATCH, re-frozen from its request)', async () => {
+    const day = pastDay();
+    await sale('116.00', day);
+    // Issued with a CSD that is not the emisor's (as after a CSD mix-up): the global cannot be sealed.
+    const issued = await issueGlobal(
+      api.prisma,
+      { ...api.payments, csd: loadTestCsd('CACX7605101P8'), global: api.payments.global! },
+      globalPeriodOf(day, '01', ZONE).startsOn,
+      'test',
+    );
+    const id = issued.invoiceIds[0]!;
+    const waiting = await api.prisma.invoice.findUniqueOrThrow({ where: { id } });
+    expect(waiting).toMatchObject({ status: 'needs_data', frozenXml: null });
+    expect(JSON.stringify(waiting.problems)).toMatch(/CSD|certificate|RFC/i);
+    const patch = (body: object) =>
+      got.patch(`${api.url}/v1/invoices/${id}`, {
+        json: body,
+        headers: { authorization: `Bearer ${KEYS.pos}`, 'idempotency-key': randomUUID() },
+        throwHttpErrors: false,
+        responseType: 'json',
+      });
+    expect((await patch({ receptor: { rfc: 'CACX7605101P8' }, reason: 'no' })).statusCode).toBe(422);
+    const fixed = await patch({ reason: 'the emisor CSD is back' });
+    expect(fixed.statusCode).toBe(200);
+    const frozen = await api.prisma.invoice.findUniqueOrThrow({ where: { id } });
+    expect(frozen.status).toBe('pending');
+    expect(frozen.frozenXml).toContain('<cfdi:InformacionGlobal');
+    expect(frozen.frozenXml).toContain('NoCertificado="30001000000500003416"'); // EKU's, the emisor's
   });
 
   it('a refund racing the close: the refund is either in the global (reduced) or an Egreso of it, never both or neither', async () => {

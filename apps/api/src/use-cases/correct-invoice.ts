@@ -257,7 +257,16 @@ async function correctedRequest(
   input: CorrectionInput,
   now: Date,
 ): Promise<StoredCorrection> {
-  if (invoice.kind === 'I') {
+  // A factura global (no payment: its tickets') is rebuilt from its stored request, as an Egreso is.
+  if (invoice.kind === 'I' && !invoice.paymentId && invoice.request) {
+    if (input.receptor || input.concepto || input.conceptos)
+      throw new DomainError('validation_failed', undefined, [
+        {
+          path: input.receptor ? 'receptor' : 'conceptos',
+          message: 'a factura global is to público en general, one concepto per ticket: only formaPago can change',
+        },
+      ]);
+  } else if (invoice.kind === 'I') {
     if (!invoice.paymentId) throw new DomainError('not_correctable', 'this Ingreso has no payment to rebuild it from');
     const payment = await tx.payment.findUniqueOrThrow({ where: { id: invoice.paymentId } });
     const receptor = input.receptor
