@@ -220,6 +220,63 @@ program
   });
 
 program
+  .command('globals:list')
+  .description(
+    'público en general in global mode: the periods whose factura global was issued (newest first, with each global and its status), and the tickets still open by period',
+  )
+  .addOption(
+    new Option('--since <when>', 'ISO 8601 date or time, or a duration back from now (30m, 12h, 7d)').argParser((v) =>
+      parseSince(v),
+    ),
+  )
+  .action(async (options: { since?: Date }) => {
+    const periods = await db().globalPeriod.findMany({
+      where: options.since ? { issuedAt: { gte: options.since } } : {},
+      orderBy: [{ issuedAt: 'desc' }, { id: 'desc' }],
+      take: 500,
+      include: { invoices: { select: { id: true, serie: true, folio: true, status: true, uuid: true, total: true } } },
+    });
+    const open = await db().ticket.groupBy({
+      by: ['periodicidad', 'periodStartsOn'],
+      where: { status: 'open' },
+      _count: { _all: true },
+      orderBy: { periodStartsOn: 'asc' },
+    });
+    const day = (d: Date) => d.toISOString().slice(0, 10);
+    out(
+      {
+        issued: periods.map((p) => ({
+          id: p.id,
+          periodicidad: p.periodicidad,
+          startsOn: day(p.startsOn),
+          endsOn: day(p.endsOn),
+          status: p.status,
+          tickets: p.tickets,
+          total: p.total.toFixed(2),
+          issuedBy: p.issuedBy,
+          issuedAt: p.issuedAt,
+          invoices: p.invoices.map((i) => ({ ...i, total: i.total.toFixed(2) })),
+        })),
+        open: open.map((o) => ({
+          periodicidad: o.periodicidad,
+          startsOn: day(o.periodStartsOn),
+          tickets: o._count._all,
+        })),
+      },
+      [
+        ...(periods.length === 0 ? ['no global issued'] : []),
+        ...periods.map(
+          (p) =>
+            `${day(p.startsOn)}..${day(p.endsOn)}  ${p.status.padEnd(6)}  tickets=${p.tickets}  total=${p.total.toFixed(2)}  by ${p.issuedBy}  ${p.invoices.map((i) => `${i.serie}-${i.folio} ${i.status}${i.uuid ? ` ${i.uuid}` : ''}`).join(', ')}`,
+        ),
+        ...open.map(
+          (o) => `open: period ${day(o.periodStartsOn)} (Periodicidad ${o.periodicidad}): ${o._count._all} ticket(s)`,
+        ),
+      ].join('\n'),
+    );
+  });
+
+program
   .command('deliveries:replay')
   .description(
     "send a delivery's event again to the same endpoint or address (a new delivery; receivers dedupe on the event id)",

@@ -250,3 +250,57 @@ describe('deliveries:list and deliveries:replay', () => {
     expect(refused.stdout).toContain('its endpoint is disabled');
   });
 });
+
+describe('globals:list', () => {
+  it('lists the issued periods with their globals, and the tickets still open by period', async () => {
+    const emisor = await prisma.emisor.upsert({
+      where: { rfc: 'EKU9003173C9' },
+      update: {},
+      create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
+    });
+    const sale = (externalId: string) =>
+      prisma.payment.create({
+        data: { provider: 'api:ops', externalId, amount: '116.00', currency: 'MXN', occurredAt: new Date() },
+      });
+    const ticket = async (code: string, day: string) =>
+      prisma.ticket.create({
+        data: {
+          emisorId: emisor.id,
+          paymentId: (await sale(`ops-ticket-${code}`)).id,
+          code,
+          total: '116.00',
+          formaPago: '01',
+          parts: [{ taxes: { iva: '0.160000' }, amount: '116.00' }],
+          periodicidad: '01',
+          periodStartsOn: new Date(`${day}T00:00:00Z`),
+          occurredAt: new Date(`${day}T18:00:00Z`),
+        },
+      });
+    await ticket('0PS0PEN001', '2026-11-29');
+    await ticket('0PS0PEN002', '2026-11-29');
+    await prisma.globalPeriod.create({
+      data: {
+        emisorId: emisor.id,
+        periodicidad: '01',
+        startsOn: new Date('2026-11-28T00:00:00Z'),
+        endsOn: new Date('2026-11-28T00:00:00Z'),
+        startsAt: new Date('2026-11-28T06:00:00Z'),
+        endsAt: new Date('2026-11-29T06:00:00Z'),
+        meses: '11',
+        year: 2026,
+        status: 'empty',
+        tickets: 0,
+        total: '0.00',
+        parts: 0,
+        issuedBy: 'schedule',
+      },
+    });
+    const list = await ops(['globals:list']);
+    expect(list.status).toBe(0);
+    expect(list.stdout).toContain('2026-11-28..2026-11-28  empty   tickets=0  total=0.00  by schedule');
+    expect(list.stdout).toContain('open: period 2026-11-29 (Periodicidad 01): 2 ticket(s)');
+    const json = JSON.parse((await ops(['globals:list', '--json'])).stdout) as { open: { tickets: number }[] };
+    expect(json.open).toEqual([{ periodicidad: '01', startsOn: '2026-11-29', tickets: 2 }]);
+    expect((await ops(['globals:list', '--since', 'yesterday-ish'])).status).toBe(2);
+  });
+});
