@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { globalPeriodOf, parseXml } from '@timbra/cfdi-core';
 import { loadTestCsd, SchemaValidator } from '@timbra/test-support';
-import { issueGlobal, selfInvoice } from '../src/use-cases/tickets.ts';
+import { globalLag, issueDueGlobals, issueGlobal, selfInvoice } from '../src/use-cases/tickets.ts';
 import { recordRefund } from '../src/use-cases/record-refund.ts';
 import { DomainError } from '../src/use-cases/domain-errors.ts';
 import { jsonPoster, KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
@@ -365,6 +365,37 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
     expect(frozen.status).toBe('pending');
     expect(frozen.frozenXml).toContain('<cfdi:InformacionGlobal');
     expect(frozen.frozenXml).toContain('NoCertificado="30001000000500003416"'); // EKU's, the emisor's
+  });
+
+  it("the close timer's call issues every ended period (after the delay), not the one still open; the lag gauge says how late", async () => {
+    const timer = { ...api.payments, global: { maxConceptosPerGlobal: 1000, closeDelayMs: 60 * 60_000 } };
+    // Far in the past: every earlier test's periods are issued, so the lag is this one's.
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    await sale('10.00', old);
+    const today = await sale('20.00');
+    const lagBefore = await globalLag(api.prisma, api.payments);
+    expect(lagBefore.deadlineSeconds).toBe(72 * 3600);
+    expect(lagBefore.oldestUnstampedSeconds).toBeGreaterThan(39 * 86_400);
+    // An hour after today's period ends is not yet: only the old one is due.
+    const issued = await issueDueGlobals(api.prisma, timer);
+    expect(issued.map((i) => i.startsOn)).toContain(globalPeriodOf(old, '01', ZONE).startsOn);
+    expect(issued.map((i) => i.startsOn)).not.toContain(today.ticket.period);
+    expect(await api.prisma.ticket.findUniqueOrThrow({ where: { id: today.ticket.id } })).toMatchObject({
+      status: 'open',
+    });
+    // Issued but not stamped: still late; stamped: the lag is today's open period's (not ended: 0).
+    expect((await globalLag(api.prisma, api.payments)).oldestUnstampedSeconds).toBeGreaterThan(39 * 86_400);
+    for (const i of issued)
+      for (const id of i.invoiceIds) await stampAsWorker(api.prisma, id, randomUUID().toUpperCase());
+    const unstampedLeft = await api.prisma.invoice.findMany({
+      where: { globalPeriodId: { not: null }, status: { not: 'stamped' } },
+      select: { id: true },
+    });
+    for (const { id } of unstampedLeft) await stampAsWorker(api.prisma, id, randomUUID().toUpperCase());
+    expect((await globalLag(api.prisma, api.payments)).oldestUnstampedSeconds).toBe(0);
+    // Once today's period has ended and the delay passed, it is due too.
+    const tomorrow = new Date(Date.now() + 2 * 86_400_000);
+    expect((await issueDueGlobals(api.prisma, timer, tomorrow)).map((i) => i.startsOn)).toContain(today.ticket.period);
   });
 
   it('a refund racing the close: the refund is either in the global (reduced) or an Egreso of it, never both or neither', async () => {
