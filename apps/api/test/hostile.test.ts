@@ -119,6 +119,10 @@ const cases: Case[] = [
   ...[
     ['description', 'a\u0000b'],
     ['description', '\ud800'],
+    // Text that prints blank: NBSP, zero-width and other invisible characters, refused like empty.
+    ['description', '\u00a0'],
+    ['description', '\u00a0\u200b\u2060\ufeff'],
+    ['description', '\u3000\u00ad'],
     ['externalId', 'H-\u0000'],
   ].map(([k, v]) => ({
     name: `${k} with ${JSON.stringify(v)}`,
@@ -126,7 +130,7 @@ const cases: Case[] = [
     status: 422,
     code: 'validation_failed',
   })),
-  ...['X\u0000Y', '\udfff'].map((v) => ({
+  ...['X\u0000Y', '\udfff', '\u00a0\u00a0', '\u200b'].map((v) => ({
     name: `receptor.nombre with ${JSON.stringify(v)}`,
     body: withReceptor('nombre', v),
     status: 422,

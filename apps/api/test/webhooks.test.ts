@@ -46,6 +46,13 @@ async function stamp(invoiceId: string) {
 }
 
 describe('Stripe, through its API and signed events', () => {
+  it("a description that prints blank (NBSP, zero-width spaces) is no description: the concepto says the deployment's", async () => {
+    const made = await api.providers.stripePayment({ amount: 11600, description: '\u00a0\u200b\u00a0' });
+    const payment = await paymentOf(made.paymentIntent.id);
+    expect(payment!.invoices[0]!.status).toBe('pending');
+    expect(payment!.invoices[0]!.frozenXml).toContain('Descripcion="Venta"');
+  });
+
   it('a card payment: charge.succeeded and payment_intent.succeeded make one payment, one Ingreso', async () => {
     const made = await api.providers.stripePayment({ amount: 232000, method: 'card_credit', metadata: CUSTOMER });
     expect(made.events).toHaveLength(2);

@@ -1,10 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { loadTestCsd } from '@timbra/test-support';
 import {
+  isBlank,
   preflight,
   rfcKind,
   usoCfdiAllowed,
   usoCfdiFor,
+  validateInvoiceRequest,
   type InvoiceRequestInput,
   type ValidationIssue,
 } from '../src/index.ts';
@@ -255,5 +257,18 @@ describe('generic RFCs (CFDI40146, CFDI40149)', () => {
       expect(issuesOf(withIngreso((r) => (r.receptor.nombre = nombre)))).toEqual([
         expect.objectContaining({ rule: 'CFDI40146', path: '/cfdi:Comprobante/cfdi:Receptor/@Nombre' }),
       ]);
+  });
+});
+
+describe('text that prints blank', () => {
+  it('refuses a descripcion or a name made only of NBSP, zero-width or other invisible characters', () => {
+    for (const blank of ['\u00a0', '\u200b', '\u00a0\u200b\u2060\ufeff', '\u3000', '\u00ad', '\u3164'])
+      expect(isBlank(blank)).toBe(true);
+    for (const visible of ['a', '\u00a0a\u200b', 'Venta', '.', 'ñ']) expect(isBlank(visible)).toBe(false);
+    const request = ingresoRequest();
+    const blank = { ...request, conceptos: request.conceptos!.map((c) => ({ ...c, descripcion: '\u00a0\u200b' })) };
+    expect(() => validateInvoiceRequest(blank)).toThrow(/descripcion: has no visible character/);
+    const named = { ...request, receptor: { ...request.receptor, nombre: '\u2060' } };
+    expect(() => validateInvoiceRequest(named)).toThrow(/nombre: has no visible character/);
   });
 });

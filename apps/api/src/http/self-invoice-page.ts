@@ -17,7 +17,15 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { Logger } from 'pino';
-import { catalogs, customerCopy, rfcKind, SAT_RULES, usoCfdiAllowed, type ValidationIssue } from '@timbra/cfdi-core';
+import {
+  catalogs,
+  customerCopy,
+  isBlank,
+  rfcKind,
+  SAT_RULES,
+  usoCfdiAllowed,
+  type ValidationIssue,
+} from '@timbra/cfdi-core';
 import { ticketByDownloadToken, type PrismaClient } from '@timbra/db';
 import { FailureLimiter } from './failure-limiter.ts';
 import type { Metrics } from './metrics.ts';
@@ -273,7 +281,7 @@ function checkForm(form: Form): Errors {
   if (kind === null)
     errors.rfc = 'El RFC no tiene un formato válido (12 caracteres para personas morales, 13 para físicas).';
   else if (kind === 'generico') errors.rfc = 'Escribe tu propio RFC: el genérico se usa en la factura global.';
-  if (!form.nombre)
+  if (!form.nombre || isBlank(form.nombre))
     errors.nombre = 'Escribe tu nombre o razón social tal como aparece en tu constancia de situación fiscal.';
   if (!/^\d{5}$/.test(form.codigoPostal)) errors.codigoPostal = 'El código postal tiene 5 dígitos.';
   const regimen = Object.hasOwn(catalogs.REGIMEN_FISCAL, form.regimenFiscal)

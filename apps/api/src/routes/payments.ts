@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { catalogs, parseAmount, rfcKind } from '@timbra/cfdi-core';
+import { catalogs, isBlank, parseAmount, rfcKind } from '@timbra/cfdi-core';
 import { isStorableText, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -21,7 +21,13 @@ const printable = (max: number) =>
 
 /** Text a column can store (no U+0000, no lone surrogate: Postgres refuses both). */
 const storableText = (min: number, max: number) =>
-  z.string().min(min).max(max).refine(isStorableText, 'no NUL character or lone surrogate');
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .refine(isStorableText, 'no NUL character or lone surrogate')
+    // Only NBSP, zero-width or other invisible characters would print blank: refused like empty.
+    .refine((v) => !isBlank(v), 'has no visible character (only spaces or invisible ones)');
 
 /** The money grammar (cfdi-core parseAmount), as a string; the payment's currency narrows the decimals. */
 const amountSchema = z.string().superRefine((a, ctx) => {

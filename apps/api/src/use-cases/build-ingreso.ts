@@ -1,6 +1,7 @@
 import {
   conceptosForSale,
   formatFecha,
+  isBlank,
   NOMBRE_PUBLICO_GENERAL,
   RFC_PUBLICO_GENERAL,
   rfcKind,
@@ -107,7 +108,9 @@ export function defaultLine(
     claveProdServ: settings.concepto.claveProdServ,
     claveUnidad: settings.concepto.claveUnidad,
     noIdentificacion: facts.externalId.slice(0, 100),
-    descripcion: facts.description?.trim() || settings.concepto.descripcion,
+    // A provider's description that prints blank (NBSP, zero-width spaces) is no description.
+    descripcion:
+      facts.description && !isBlank(facts.description) ? facts.description.trim() : settings.concepto.descripcion,
     cantidad: '1',
     amount: facts.amount,
     taxIncluded: true,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { codePointLength, hasNonXmlChar, normalizeSpace } from './text.ts';
+import { codePointLength, hasNonXmlChar, isBlank, normalizeSpace } from './text.ts';
 
 /**
  * The shape of an invoice request (what a caller hands to `freezeComprobante`). Field names follow
@@ -21,6 +21,8 @@ export function satText(max: number) {
     const length = codePointLength(normalizeSpace(value));
     if (length < 1 || length > max) {
       ctx.addIssue({ code: 'custom', message: `must have 1 to ${max} characters (whitespace collapsed)` });
+    } else if (isBlank(value)) {
+      ctx.addIssue({ code: 'custom', message: 'has no visible character (only spaces or invisible ones)' });
     }
   });
 }

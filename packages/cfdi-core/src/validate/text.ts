@@ -49,3 +49,15 @@ export function codePointLength(value: string): number {
   for (const _ of value) n++;
   return n;
 }
+
+// What prints as nothing: Unicode white space (NBSP, the ideographic space…), format characters
+// (zero-width space and joiners, the BOM, the soft hyphen…) and the Hangul and Braille fillers.
+const INVISIBLE = /^[\p{White_Space}\p{Cf}\u115F\u1160\u3164\uFFA0\u2800]*$/u;
+
+/**
+ * Whether `value` has no visible character: empty, or only white space and invisible characters — a
+ * name or description that would print blank, refused like an empty one.
+ */
+export function isBlank(value: string): boolean {
+  return INVISIBLE.test(value);
+}
