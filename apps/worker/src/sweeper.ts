@@ -21,7 +21,8 @@ export interface SweeperDeps {
 /**
  * Redis is not the source of truth. The sweeper finds outbox rows `enqueued` for longer than
  * `staleMs` whose job no longer exists in BullMQ (Redis flushed, restarted without persistence, job
- * evicted) and puts them back to `pending`, so the relay publishes them again. The stamp key being
+ * evicted) — or exists but finished, which a row still enqueued cannot be waiting for — and puts
+ * them back to `pending`, so the relay publishes them again. The stamp key being
  * the job id and the PAC's idempotency make a second publication harmless.
  */
 export class Sweeper {
@@ -46,9 +47,25 @@ export class Sweeper {
       select: { id: true, stampKey: true, version: true },
     });
     const lost: string[] = [];
+    let finished = 0;
     for (const row of stale) {
-      if (!(await this.deps.queue.getJob(jobIdFor(row.stampKey, row.version)))) lost.push(row.id);
+      const job = await this.deps.queue.getJob(jobIdFor(row.stampKey, row.version));
+      if (!job) {
+        lost.push(row.id);
+        continue;
+      }
+      // A job that finished while its row is still enqueued is from another life of the row (a
+      // database restored from a backup, a second database on the same Redis prefix): BullMQ ignores
+      // an add with its id, so the row would wait for ever. It is removed and the row published again.
+      const state = await job.getState();
+      if (state === 'completed' || state === 'failed') {
+        await job.remove().catch(() => undefined);
+        lost.push(row.id);
+        finished++;
+      }
     }
+    if (finished > 0)
+      this.deps.logger.warn({ finished }, 'outbox rows still enqueued whose job had finished: published again');
     if (lost.length === 0) return 0;
     // Only rows still enqueued: a worker may have finished one meanwhile.
     const { count } = await this.deps.prisma.outboxRow.updateMany({

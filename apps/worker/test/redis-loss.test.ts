@@ -81,6 +81,50 @@ describe('Redis is not the source of truth', () => {
   });
 });
 
+describe('a job that finished in another life of its row', () => {
+  it('is removed and the row published again (a restored database, a second database on the same prefix)', async () => {
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: '{restored}',
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 2,
+        relayBatchSize: 10,
+        sweeperStaleMs: 0,
+        logger: pino({ level: 'silent' }),
+      },
+      { autorun: false },
+    );
+    try {
+      const row = await pendingInvoice(prisma, `restored-${Date.now()}`);
+      expect(await w.relay.drainAll()).toBe(1);
+      void w.worker.run();
+      await eventually(
+        async () => (await prisma.outboxRow.findFirstOrThrow({ where: { stampKey: row.stampKey } })).status === 'done',
+        30_000,
+      );
+      await w.worker.pause();
+      const [job] = await w.queue.getJobs(['completed']);
+      expect(job).toBeDefined();
+      // The database goes back in time (a restore): the row is enqueued again, its job long finished.
+      await prisma.outboxRow.updateMany({
+        where: { stampKey: row.stampKey },
+        data: { status: 'enqueued', enqueuedAt: new Date(Date.now() - 60_000) },
+      });
+      expect(await w.sweeper.sweepOnce()).toBe(1);
+      expect(await w.queue.getJob(job!.id!)).toBeUndefined();
+      expect((await prisma.outboxRow.findFirstOrThrow({ where: { stampKey: row.stampKey } })).status).toBe('pending');
+      // A row enqueued whose job waits is left alone.
+      expect(await w.relay.drainAll()).toBe(1);
+      expect(await w.sweeper.sweepOnce()).toBe(0);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
 describe('readiness reflects consumption', () => {
   it('is ready while consuming, not ready when jobs wait and the worker stopped taking them', async () => {
     const { createHealth } = await import('../src/health.ts');

@@ -6,6 +6,7 @@ import {
   freezeComprobante,
   globalFormaPago,
   globalPeriodByStart,
+  globalSourceId,
   globalPeriodOf,
   netTicketParts,
   nextGlobalPeriod,
@@ -224,6 +225,7 @@ describe('the factura global document', () => {
       },
     ];
     const built = buildGlobalRequest({
+      book: 'test-books',
       emisor,
       period: p,
       part: 1,
@@ -270,6 +272,7 @@ describe('the factura global document', () => {
     };
     const request = (regimenFiscal: string) =>
       buildGlobalRequest({
+        book: 'test-books',
         emisor: { ...fisica, regimenFiscal },
         period: p,
         part: 1,
@@ -281,6 +284,12 @@ describe('the factura global document', () => {
     const rif = freezeComprobante(request('621'), loadTestCsd('CACX7605101P8'));
     expect(rif.xml).toMatch(/Periodicidad="05" Meses="18" Año="2026"/);
     expect(() => freezeComprobante(request('612'), loadTestCsd('CACX7605101P8'))).toThrow(/CFDI40132/);
+  });
+
+  it("a global's stamp key source names its books, its period and its part", () => {
+    const p = globalPeriodOf(at('2026-11-30T18:00:00Z'), '01', MX);
+    expect(globalSourceId('books-a', p, 1)).toBe('global:books-a:01:2026-11-30:1');
+    expect(globalSourceId('books-b', p, 1)).not.toBe(globalSourceId('books-a', p, 1));
   });
 
   it('a period is split in parts of at most N conceptos (a ticket with two tax profiles counts two; a refunded one none)', () => {
@@ -307,6 +316,7 @@ describe('the factura global document', () => {
     const chunks = chunkTickets(many);
     expect(chunks.map((c) => c.length)).toEqual([1000, 1]);
     const built = buildGlobalRequest({
+      book: 'test-books',
       emisor,
       period: p,
       part: 1,
@@ -323,6 +333,7 @@ describe('the factura global document', () => {
   it('nothing to invoice (every ticket refunded) is said, not built', () => {
     const p = globalPeriodOf(at('2026-11-30T18:00:00Z'), '01', MX);
     const built = buildGlobalRequest({
+      book: 'test-books',
       emisor,
       period: p,
       part: 1,

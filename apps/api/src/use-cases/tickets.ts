@@ -202,6 +202,7 @@ export async function issueGlobal(
         const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
         const built = buildGlobalRequest({
           emisor: deps.settings.emisor,
+          book: deps.emisorId,
           period,
           part: n + 1,
           tickets: chunk,
@@ -221,7 +222,7 @@ export async function issueGlobal(
           serie: deps.serieIngreso,
           folio: i.folio,
           paymentId: null,
-          stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', globalSourceId(period, n + 1)),
+          stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', globalSourceId(deps.emisorId, period, n + 1)),
           moneda: 'MXN',
           status: i.frozen ? ('pending' as const) : ('needs_data' as const),
           frozen: i.frozen,

@@ -109,9 +109,18 @@ export function globalFormaPago(tickets: readonly GlobalTicket[]): string {
   return best?.[0] ?? '01';
 }
 
-/** The stamp key's source of a period's global, part `part` (1 …): the same for every retry. */
-export function globalSourceId(period: Pick<GlobalPeriod, 'periodicidad' | 'startsOn'>, part: number): string {
-  return `global:${period.periodicidad}:${period.startsOn}:${part}`;
+/**
+ * The stamp key's source of a period's global, part `part` (1 …): the same for every retry. `book`
+ * names the books it is issued from (the deployment's emisor row): two databases that issue the same
+ * period (a fresh one beside an old one, on one Redis or one PAC account) never share a key, while a
+ * database restored from a backup keeps its own.
+ */
+export function globalSourceId(
+  book: string,
+  period: Pick<GlobalPeriod, 'periodicidad' | 'startsOn'>,
+  part: number,
+): string {
+  return `global:${book}:${period.periodicidad}:${period.startsOn}:${part}`;
 }
 
 /**
@@ -120,6 +129,8 @@ export function globalSourceId(period: Pick<GlobalPeriod, 'periodicidad' | 'star
  */
 export function buildGlobalRequest(input: {
   emisor: GlobalEmisor;
+  /** The books the global is issued from (globalSourceId). */
+  book: string;
   period: GlobalPeriod;
   part: number;
   tickets: readonly GlobalTicket[];
@@ -147,7 +158,7 @@ export function buildGlobalRequest(input: {
   return {
     request: {
       tipoDeComprobante: 'I',
-      sourceId: globalSourceId(period, input.part),
+      sourceId: globalSourceId(input.book, period, input.part),
       issuedAt: input.issuedAt.toISOString(),
       serie: input.serie,
       folio: String(input.folio),
