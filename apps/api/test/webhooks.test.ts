@@ -229,6 +229,16 @@ describe('Stripe, through its API and signed events', () => {
       () =>
         stripeDelivery(paymentIntentSucceeded({ id: 'pi_bad_3' }), { timestamp: Math.floor(Date.now() / 1000) - 3600 }),
     ],
+    [
+      'a timestamp an hour ahead (the library checks only age)',
+      () =>
+        stripeDelivery(paymentIntentSucceeded({ id: 'pi_bad_4' }), { timestamp: Math.floor(Date.now() / 1000) + 3600 }),
+    ],
+    [
+      'a timestamp six minutes ahead (beyond the clocks’ five minutes of skew)',
+      () =>
+        stripeDelivery(paymentIntentSucceeded({ id: 'pi_bad_5' }), { timestamp: Math.floor(Date.now() / 1000) + 360 }),
+    ],
     ['no signature', (d: { body: string }) => ({ body: d.body, signature: '' })],
   ])('refuses %s with 401 and stores nothing', async (_name, make) => {
     const before = await api.prisma.webhookEvent.count();
@@ -237,6 +247,16 @@ describe('Stripe, through its API and signed events', () => {
     expect(res.statusCode).toBe(401);
     expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'invalid_signature' } });
     expect(await api.prisma.webhookEvent.count()).toBe(before);
+  });
+});
+
+describe('Stripe signatures and clocks', () => {
+  it('accepts a signature a minute ahead of our clock (clocks differ), signed as Stripe signs', async () => {
+    const made = await api.providers.stripePayment({ amount: 11600, metadata: CUSTOMER });
+    const event = (await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId: made.events[0]! } })).payload;
+    // The same event again, its signature dated 60 s ahead: a duplicate, accepted (200), not refused.
+    const res = await sendStripe(stripeDelivery(event as object, { timestamp: Math.floor(Date.now() / 1000) + 60 }));
+    expect(res.statusCode).toBe(200);
   });
 });
 
@@ -327,6 +347,7 @@ describe('Mercado Pago: the notification is a trigger, the payment is fetched', 
     ],
     ['another secret', () => mpSign('9004', 'req-4', undefined, 'not-the-secret')],
     ['a stale timestamp', () => mpSign('9004', 'req-4', Math.floor(Date.now() / 1000) - 3600)],
+    ['a timestamp an hour ahead', () => mpSign('9004', 'req-4', Math.floor(Date.now() / 1000) + 3600)],
     ['a signature for another request id', () => mpSign('9004', 'req-other')],
     ['a signature for another payment id', () => mpSign('9005', 'req-4')],
     ['no signature', () => ''],

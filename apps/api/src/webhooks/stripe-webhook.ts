@@ -4,6 +4,7 @@ import Stripe from 'stripe';
 import { parseMinorUnits } from '@timbra/cfdi-core';
 import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../errors.ts';
+import { MAX_CLOCK_SKEW_MS } from '../use-cases/domain-errors.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { GroupCommit } from '../use-cases/group-commit.ts';
@@ -19,6 +20,8 @@ export interface StripeWebhookDeps {
   ingest: GroupCommit<WebhookDelivery, boolean>;
   secret: string | undefined;
   toleranceSeconds: number;
+  /** The clock (tests). */
+  now?: () => number;
   /** The Stripe API (official library, STRIPE_API_KEY, pointed at STRIPE_API_URL). */
   api: Stripe | undefined;
   defaultFormaPago: string;
@@ -59,12 +62,13 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
     const api = deps.api;
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     try {
-      signatures.webhooks.signature!.verifyHeader(
-        body,
-        req.get('stripe-signature') ?? '',
-        deps.secret,
-        deps.toleranceSeconds,
-      );
+      const header = req.get('stripe-signature') ?? '';
+      signatures.webhooks.signature!.verifyHeader(body, header, deps.secret, deps.toleranceSeconds);
+      // The library checks only a signature's age: one timestamped ahead of our clock (beyond the
+      // clocks' skew) was not made by Stripe now — refused as a bad signature too.
+      const signedAt = Number(/(?:^|,)\s*t=(\d+)/.exec(header)?.[1]);
+      if (!(signedAt * 1000 <= (deps.now?.() ?? Date.now()) + MAX_CLOCK_SKEW_MS))
+        throw new Error('signed in the future');
     } catch {
       deps.metrics.webhooks.inc({ provider: 'stripe', result: 'bad_signature' });
       if (deps.failures?.fail(req.ip ?? 'unknown')) throw new ApiError('rate_limited', 'Too many bad signatures.');
