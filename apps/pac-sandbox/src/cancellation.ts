@@ -1,3 +1,4 @@
+import { DEFAULT_TIME_ZONE as SAT_TIME_ZONE, formatFecha } from '@timbra/cfdi-core';
 import type { SatRegistry } from './registry.ts';
 
 export interface CancellationPolicy {
@@ -79,10 +80,13 @@ export function statusOf(
   return { ...base, estado: 'Cancelado', estatusCancelacion: 'Cancelado con aceptación' };
 }
 
-/** A minimal acuse de cancelación (the SAT's is signed; the sandbox's only records what was asked). */
+/**
+ * A minimal acuse de cancelación (the SAT's is signed; the sandbox's only records what was asked).
+ * Its Fecha is Mexico City's wall-clock time, as the SAT writes it, not UTC.
+ */
 export function acuseXml(rfcEmisor: string, uuid: string, code: string, now: Date): string {
   return (
-    `<Acuse xmlns="http://cancelacfd.sat.gob.mx" Fecha="${now.toISOString().slice(0, 19)}" RfcEmisor="${rfcEmisor}">` +
+    `<Acuse xmlns="http://cancelacfd.sat.gob.mx" Fecha="${formatFecha(now, SAT_TIME_ZONE)}" RfcEmisor="${rfcEmisor}">` +
     `<Folios><UUID>${uuid.toUpperCase()}</UUID><EstatusUUID>${code}</EstatusUUID></Folios></Acuse>`
   );
 }

@@ -29,6 +29,10 @@ describe.each(['sw', 'finkok'])('cancellation and status through the %s client',
     const cancel = await client.cancel({ uuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd });
     expect(cancel).toMatchObject({ uuid, uuidCode: '201' });
     expect(cancel.acuse).toContain(uuid);
+    // The acuse's Fecha is Mexico City's local time, as the SAT writes it (UTC−6, no DST since 2022).
+    const fecha = /Fecha="([^"]+)"/.exec(cancel.acuse ?? '')![1]!;
+    const asMexicoCity = Date.parse(`${fecha}-06:00`);
+    expect(Math.abs(asMexicoCity - Date.now())).toBeLessThan(60_000);
     expect(await client.status(query)).toMatchObject({
       estado: 'Cancelado',
       estatusCancelacion: 'Cancelado sin aceptación',
