@@ -1,10 +1,19 @@
+import { createRequire } from 'node:module';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import got from 'got';
-import { parseStampedCfdi, parseTfd, SwClient } from '@timbra/cfdi-core';
+import { parseStampedCfdi, parseTfd, printableCfdi, SwClient } from '@timbra/cfdi-core';
 import { ADMIN_TOKEN, freshInvoice, startSandbox, SW, type Ledger, type RunningSandbox } from './helpers.ts';
+
+// jsqr is CommonJS whose module.exports is the decoder itself.
+const jsQR = createRequire(import.meta.url)('jsqr') as (
+  data: Uint8ClampedArray,
+  width: number,
+  height: number,
+) => { data: string } | null;
 
 let run: RunningSandbox;
 beforeAll(async () => {
@@ -77,6 +86,13 @@ describe('SW wire protocol of the sandbox', () => {
       const decode = (s: string) => (b64 ? Buffer.from(s, 'base64').toString('utf8') : s);
       if (res.data.tfd) expect(parseTfd(decode(res.data.tfd)).tfd.selloCFD).toBe(frozen.sello);
       if (res.data.cfdi) expect(parseStampedCfdi(decode(res.data.cfdi)).sello).toBe(frozen.sello);
+      // v4's qrCode is the printed representation's QR, a PNG (base64) of the SAT's verification URL.
+      if (version === 'v4') {
+        const png = PNG.sync.read(Buffer.from(res.data.qrCode!, 'base64'));
+        const read = jsQR(new Uint8ClampedArray(png.data), png.width, png.height);
+        expect(read?.data).toBe(printableCfdi(decode(res.data.cfdi!)).verificationUrl);
+        expect(read?.data).toContain(`id=${res.data.uuid}`);
+      }
     }
   });
 

@@ -113,7 +113,7 @@ export {
   type VerificationFields,
 } from './print/verification-url.ts';
 export { printableCfdi, type PrintableCfdi, type PrintableConcepto, type PrintablePago } from './print/printable.ts';
-export { renderCfdiPdf, type PdfOptions } from './print/pdf.ts';
+export { renderCfdiPdf, verificationQrPng, type PdfOptions } from './print/pdf.ts';
 export {
   customerCopy,
   customerCopyZip,

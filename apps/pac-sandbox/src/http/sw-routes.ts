@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import busboy from 'busboy';
-import { CfdiError, loadCsd } from '@timbra/cfdi-core';
+import { CfdiError, loadCsd, printableCfdi, verificationQrPng } from '@timbra/cfdi-core';
 import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
 import type { PacInstance, StampOutcome } from '../pac-instance.ts';
 import type { SatRegistry, StampRecord } from '../registry.ts';
@@ -66,7 +66,9 @@ export function swRoutes(deps: SwRoutesDeps): Router {
     const customid = req.get('customid') || undefined;
     const outcome = await instance.stamp(xml, customid, 'sw');
     if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
-    answerStamp(res, outcome, version, b64);
+    // v4 carries the QR of the printed representation, as SW's does (a PNG, base64).
+    const qrCode = version === 'v4' && outcome.kind === 'stamped' ? await qrCodeOf(outcome.record.stampedXml) : '';
+    answerStamp(res, outcome, version, b64, qrCode);
   };
   for (const prefix of ['/v4/cfdi33/stamp', '/cfdi33/stamp']) {
     router.post(`${prefix}/:version`, stamp(false));
@@ -133,7 +135,12 @@ export function swRoutes(deps: SwRoutesDeps): Router {
   return router;
 }
 
-function answerStamp(res: Response, outcome: StampOutcome, version: string, b64: boolean): void {
+/** The SAT verification URL's QR, as SW's v4 answer carries it: a PNG, base64. */
+async function qrCodeOf(stampedXml: string): Promise<string> {
+  return (await verificationQrPng(printableCfdi(stampedXml).verificationUrl)).toString('base64');
+}
+
+function answerStamp(res: Response, outcome: StampOutcome, version: string, b64: boolean, qrCode: string): void {
   const enc = (text: string) => (b64 ? Buffer.from(text, 'utf8').toString('base64') : text);
   if (outcome.kind === 'rejected') {
     const message = /^\d+$/.test(outcome.code)
@@ -160,11 +167,11 @@ function answerStamp(res: Response, outcome: StampOutcome, version: string, b64:
         ? { tfd: enc(r.tfdXml), cfdi: enc(r.stampedXml) }
         : version === 'v3'
           ? { cfdi: enc(r.stampedXml) }
-          : v4Data(r, enc);
+          : v4Data(r, enc, qrCode);
   res.json({ status: 'success', data });
 }
 
-function v4Data(r: StampRecord, enc: (text: string) => string): Record<string, string> {
+function v4Data(r: StampRecord, enc: (text: string) => string, qrCode: string): Record<string, string> {
   return {
     cadenaOriginalSAT: r.sat.cadenaOriginal,
     noCertificadoSAT: r.sat.noCertificadoSAT,
@@ -173,7 +180,7 @@ function v4Data(r: StampRecord, enc: (text: string) => string): Record<string, s
     selloSAT: r.sat.selloSAT,
     selloCFDI: r.sat.selloCFD,
     fechaTimbrado: r.fechaTimbrado,
-    qrCode: '',
+    qrCode,
     cfdi: enc(r.stampedXml),
   };
 }

@@ -36,9 +36,14 @@ const money = (value: string | undefined) =>
 const taxLine = (t: PrintableTax, kind: string) =>
   `${kind} ${t.impuesto.name || t.impuesto.key} ${t.tipoFactor}${t.tasaOCuota ? ` ${t.tasaOCuota}` : ''} · Base ${money(t.base)}${t.importe ? ` · Importe ${money(t.importe)}` : ''}`;
 
+/** The QR of a CFDI's printed representation, as a PNG: its SAT verification URL (what SW's v4 answer carries). */
+export function verificationQrPng(verificationUrl: string): Promise<Buffer> {
+  return QRCode.toBuffer(verificationUrl, { errorCorrectionLevel: 'M', margin: 1, scale: 4 });
+}
+
 /** The PDF's bytes. */
 export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {}): Promise<Buffer> {
-  const qr = await QRCode.toBuffer(cfdi.verificationUrl, { errorCorrectionLevel: 'M', margin: 1, scale: 4 });
+  const qr = await verificationQrPng(cfdi.verificationUrl);
   const serieFolio = [cfdi.serie, cfdi.folio].filter(Boolean).join('-');
   // The stamp's instant (FechaTimbrado is Mexico's local time; read as UTC only to be a fixed date).
   const stampedAt = new Date(`${cfdi.timbre.fechaTimbrado}Z`);
