@@ -10,6 +10,10 @@ export const API_ERRORS = {
     status: 400,
     message: 'Credentials go in the Authorization (or X-Api-Key) header, never in the URL.',
   },
+  unknown_parameter: {
+    status: 400,
+    message: 'A query parameter this list does not take; the message names those it does.',
+  },
   invalid_idempotency_key: { status: 400, message: 'Idempotency-Key must be 1–255 printable ASCII characters.' },
   idempotency_required: {
     status: 400,

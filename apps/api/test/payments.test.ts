@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { parseXml } from '@timbra/cfdi-core';
-import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -148,5 +148,44 @@ describe('POST /v1/payments', () => {
       .json<{ data: { status: string }[] }>();
     expect(invoices.data.length).toBe(await api.prisma.invoice.count({ where: { status: 'pending' } }));
     expect(invoices.data.every((i) => i.status === 'pending')).toBe(true);
+  });
+
+  it('finds a payment by its external id or by its invoice’s SAT UUID', async () => {
+    const made = await post({ externalId: 'T-LOOKUP', amount: '58.00', currency: 'MXN', occurredAt: recent() });
+    const payment = made.body as PaymentBody;
+    const list = (searchParams: Record<string, string>) =>
+      got.get(`${api.url}/v1/payments`, { headers: auth, searchParams }).json<{ data: { id: string }[] }>();
+    expect((await list({ externalId: 'T-LOOKUP' })).data.map((p) => p.id)).toEqual([payment.id]);
+    expect((await list({ externalId: 'T-LOOKUP', provider: 'api:pos' })).data.map((p) => p.id)).toEqual([payment.id]);
+    expect((await list({ externalId: 'T-LOOKUP', provider: 'stripe' })).data).toEqual([]);
+    const uuid = crypto.randomUUID().toUpperCase();
+    await stampAsWorker(api.prisma, payment.invoices[0]!.id, uuid);
+    expect((await list({ uuid: uuid.toLowerCase() })).data.map((p) => p.id)).toEqual([payment.id]);
+    const invoices = await got
+      .get(`${api.url}/v1/invoices`, { headers: auth, searchParams: { uuid } })
+      .json<{ data: { id: string }[] }>();
+    expect(invoices.data.map((i) => i.id)).toEqual([payment.invoices[0]!.id]);
+  });
+
+  it('answers 400 unknown_parameter to a filter a list does not take, naming the ones it does', async () => {
+    for (const [path, bad, allowed] of [
+      ['/v1/payments', 'stauts', 'limit, cursor, externalId, provider, uuid'],
+      ['/v1/invoices', 'serie', 'limit, cursor, status, externalId, uuid'],
+      ['/v1/webhook-endpoints', 'status', 'limit, cursor'],
+      ['/v1/keys', 'limit', 'none'],
+    ] as const) {
+      const res = await got.get(`${api.url}${path}?${bad}=x`, {
+        headers: {
+          authorization: `Bearer ${path === '/v1/payments' || path === '/v1/invoices' ? KEYS.pos : KEYS.admin}`,
+        },
+        throwHttpErrors: false,
+      });
+      expect(res.statusCode).toBe(400);
+      const error = (JSON.parse(res.body) as { error: { code: string; message: string; details: { path: string }[] } })
+        .error;
+      expect(error.code).toBe('unknown_parameter');
+      expect(error.message).toContain(allowed);
+      expect(error.details).toEqual([expect.objectContaining({ path: bad })]);
+    }
   });
 });

@@ -133,7 +133,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   });
 
   router.get('/products', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['reference']);
     const reference = typeof req.query.reference === 'string' ? req.query.reference : undefined;
     const rows = await deps.prisma.product.findMany({
       where: {
@@ -200,7 +200,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   });
 
   router.get('/customers', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['rfc']);
     const rfc = typeof req.query.rfc === 'string' ? req.query.rfc.toUpperCase() : undefined;
     const rows = await deps.prisma.customer.findMany({
       where: {

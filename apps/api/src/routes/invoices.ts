@@ -243,7 +243,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   });
 
   router.get('/invoices', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['status', 'externalId', 'uuid']);
     const status = INVOICE_STATUSES.find((s) => s === req.query.status);
     if (req.query.status !== undefined && !status) {
       throw new ApiError('validation_failed', undefined, [

@@ -17,7 +17,7 @@ import {
 } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
-import { validation } from './payments.ts';
+import { onlyParams, validation } from './payments.ts';
 
 export const createKeySchema = z
   .object({
@@ -56,7 +56,8 @@ export function keyRoutes(prisma: PrismaClient): Router {
     }
   });
 
-  router.get('/keys', async (_req, res) => {
+  router.get('/keys', async (req, res) => {
+    onlyParams(req, []);
     res.json({ data: (await listApiKeys(prisma)).map(keyView) });
   });
 

@@ -306,9 +306,19 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   });
 
   router.get('/payments', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['externalId', 'provider', 'uuid']);
+    const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
+    // By the provider's (or your) id, and by an invoice's SAT UUID (folio fiscal).
+    const externalId = q('externalId');
+    const provider = q('provider');
+    const uuid = q('uuid')?.toUpperCase();
     const rows = await deps.prisma.payment.findMany({
-      where: afterCursor(cursor),
+      where: {
+        ...(externalId ? { externalId } : {}),
+        ...(provider ? { provider } : {}),
+        ...(uuid ? { invoices: { some: { uuid } } } : {}),
+        ...afterCursor(cursor),
+      },
       orderBy: NEWEST_FIRST,
       take: limit + 1,
       include: { invoices: true, ticket: true },
@@ -319,8 +329,30 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
   return router;
 }
 
-/** `limit` (1–100, default 20) and an opaque `cursor`; 422 when malformed. */
-export function listParams(req: Request): { limit: number; cursor: ReturnType<typeof decodeCursor> } {
+/** 400 `unknown_parameter` unless every query parameter of `req` is one of `allowed`. */
+export function onlyParams(req: Request, allowed: readonly string[]): void {
+  const unknown = Object.keys(req.query).filter((name) => !allowed.includes(name));
+  if (unknown.length > 0)
+    throw new ApiError(
+      'unknown_parameter',
+      `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; this list takes ${allowed.join(', ') || 'none'}.`,
+      unknown.map((name) => ({
+        path: name,
+        message: `not a parameter of this list (${allowed.join(', ') || 'none'})`,
+      })),
+    );
+}
+
+/**
+ * `limit` (1–100, default 20) and an opaque `cursor`; 422 when malformed. Every other query
+ * parameter must be one of the list's `filters`: an unknown one (a typo, a filter this list does not
+ * have) is answered 400 `unknown_parameter` naming the allowed ones, never silently ignored.
+ */
+export function listParams(
+  req: Request,
+  filters: readonly string[] = [],
+): { limit: number; cursor: ReturnType<typeof decodeCursor> } {
+  onlyParams(req, ['limit', 'cursor', ...filters]);
   const rawLimit = req.query.limit;
   const limit = rawLimit === undefined ? 20 : Number(rawLimit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {

@@ -29,7 +29,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
 
   router.get('/tickets', async (req, res) => {
     requireGlobal();
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['status', 'period']);
     const status = TICKET_STATUSES.find((s) => s === req.query.status);
     const period = typeof req.query.period === 'string' ? req.query.period : undefined;
     const problems = [

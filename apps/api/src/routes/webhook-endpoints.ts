@@ -239,7 +239,7 @@ export function webhookEndpointRoutes(deps: { prisma: PrismaClient; allowHttp: b
 
   /** Deliveries (emails and webhooks), newest first: by invoice, payment, endpoint, channel or status. */
   router.get('/deliveries', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['invoiceId', 'paymentId', 'endpointId', 'channel', 'status']);
     const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
     const problems: { path: string; message: string }[] = [];
     for (const name of ['invoiceId', 'paymentId', 'endpointId'])

@@ -15,7 +15,7 @@ const PROVIDERS = ['stripe', 'mercadopago'] as const;
 export function webhookEventRoutes(prisma: PrismaClient): Router {
   const router = Router();
   router.get('/webhook-events', async (req, res) => {
-    const { limit, cursor } = listParams(req);
+    const { limit, cursor } = listParams(req, ['result', 'provider']);
     const result = RESULTS.find((r) => r === req.query.result);
     const provider = PROVIDERS.find((p) => p === req.query.provider);
     const problems = [
