@@ -45,8 +45,9 @@ export function createWorkerMetrics(deps: {
     registers: [registry],
   });
   new Gauge({
-    name: 'timbra_outbox_pending',
-    help: 'Outbox rows not done yet, by status (pending, enqueued, failed)',
+    // Named for what it counts: every row not done, by status — `failed` (dead letters) included.
+    name: 'timbra_outbox_rows',
+    help: 'Outbox rows not done, by status (pending, enqueued, held, failed)',
     labelNames: ['status'] as const,
     registers: [registry],
     async collect() {
@@ -129,14 +130,18 @@ export function createWorkerMetrics(deps: {
       this.set(await deadLetterCount(deps.prisma));
     },
   });
+  // One series per state, 1 for the state a PAC's circuit is in and 0 for the others (a state is not a
+  // number: no 0.5 for half-open).
+  const CIRCUIT_STATES = ['closed', 'half_open', 'open'] as const;
   new Gauge({
-    name: 'timbra_circuit_open',
-    help: 'Circuit state per PAC: 0 closed, 0.5 half-open, 1 open',
-    labelNames: ['pac'] as const,
+    name: 'timbra_circuit_state',
+    help: 'Circuit breaker state per PAC: 1 on the series of its current state (closed, half_open, open), 0 on the others',
+    labelNames: ['pac', 'state'] as const,
     registers: [registry],
     collect() {
       for (const [pac, breaker] of deps.chain.breakers) {
-        this.set({ pac }, breaker.state === 'open' ? 1 : breaker.state === 'half-open' ? 0.5 : 0);
+        const current = breaker.state === 'half-open' ? 'half_open' : breaker.state;
+        for (const state of CIRCUIT_STATES) this.set({ pac, state }, state === current ? 1 : 0);
       }
     },
   });

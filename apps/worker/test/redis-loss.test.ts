@@ -186,11 +186,14 @@ describe('worker metrics', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/timbra_stamp_attempts_total\{pac="backup",outcome="stamped"\} 1/);
     expect(text).toMatch(/timbra_failovers_total 1/);
-    expect(text).toMatch(/timbra_outbox_pending\{status="pending"\} \d+/);
+    expect(text).toMatch(/timbra_outbox_rows\{status="pending"\} \d+/);
     expect(text).toMatch(/timbra_outbox_oldest_pending_age_seconds \d/);
     expect(text).toMatch(/timbra_dead_letters \d+/);
     expect(text).toContain(`timbra_invoices_needs_data ${needing + 1}`);
     expect(text).toMatch(/timbra_invoices_needs_data_oldest_age_seconds \d/);
-    expect(text).toMatch(/timbra_circuit_open\{pac="backup"\} 1/);
+    expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="open"\} 1/);
+    expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="closed"\} 0/);
+    expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="half_open"\} 0/);
+    expect(text).not.toMatch(/^timbra_circuit_\w+\{[^}]*\} 0\.5$/m);
   });
 });
