@@ -91,10 +91,16 @@ const CREDENTIAL_PARAM =
 export function createApp(deps: AppDeps) {
   const app = express();
   // A refund whose Ingreso is dead-lettered (or needs data) waits for an operator: say so.
-  const reportBlocked = (refund: RecordedRefund) => {
+  const reportBlocked = (refund: RecordedRefund & { requestId?: string }) => {
     if (refund.waitingFor?.blocked)
       deps.logger.warn(
-        { alert: 'egreso_blocked', refundId: refund.refundId, egresoId: refund.egresoId, ingreso: refund.waitingFor },
+        {
+          alert: 'egreso_blocked',
+          requestId: refund.requestId,
+          refundId: refund.refundId,
+          egresoId: refund.egresoId,
+          ingreso: refund.waitingFor,
+        },
         "a refund's Egreso waits for an Ingreso that cannot be stamped as it is",
       );
   };
@@ -104,6 +110,7 @@ export function createApp(deps: AppDeps) {
     invoiceId: string | null;
     provider: string;
     externalId: string;
+    requestId?: string;
     problems?: readonly { path: string; message: string }[];
   }) =>
     deps.logger.warn(
@@ -111,7 +118,7 @@ export function createApp(deps: AppDeps) {
       'a payment was recorded but its invoice needs data: fix it (GET /v1/invoices?status=needs_data)',
     );
   // A refund reversed at the provider: its Egreso is cancelled, or an operator must cancel it.
-  const reportReversal = (reversal: ReversedRefund) =>
+  const reportReversal = (reversal: ReversedRefund & { requestId?: string }) =>
     deps.logger.warn(
       { alert: reversal.cancellationRequested ? undefined : 'reversed_refund_egreso_stands', ...reversal },
       reversal.cancellationRequested
@@ -338,6 +345,7 @@ function requestLogProps(req: Request, res: Response): Record<string, unknown> {
     ...(req.client ? { key: req.client.name } : {}),
     ...(typeof res.locals.errorCode === 'string' ? { code: res.locals.errorCode } : {}),
     ...(about ? { [about]: id } : {}),
+    ...(typeof res.locals.paymentId === 'string' ? { paymentId: res.locals.paymentId } : {}),
   };
 }
 

@@ -209,6 +209,8 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       if (!recorded.created && (!payment.amount.equals(input.amount) || payment.currency !== input.currency)) {
         throw new ApiError('payment_conflict');
       }
+      // The request's log line names the payment it recorded (app.ts requestLogProps).
+      res.locals.paymentId = payment.id;
       return { status: recorded.created ? 201 : 200, body: paymentView(payment, payment.invoices) };
     };
 

@@ -23,9 +23,9 @@ export interface ReversedRefund {
 
 export interface DeliveryHooks {
   /** A payment whose Ingreso could not be frozen (needs_data): the money arrived, the invoice waits for a person. */
-  onNeedsData?: (payment: RecordedPayment & { provider: string; externalId: string }) => void;
-  onRefund?: (refund: RecordedRefund) => void;
-  onReversal?: (reversal: ReversedRefund) => void;
+  onNeedsData?: (payment: RecordedPayment & { provider: string; externalId: string; requestId?: string }) => void;
+  onRefund?: (refund: RecordedRefund & { requestId?: string }) => void;
+  onReversal?: (reversal: ReversedRefund & { requestId?: string }) => void;
 }
 
 /** A refund a provider reports, of the payment with that provider's id. */
@@ -40,6 +40,8 @@ export interface WebhookDelivery {
   installment?: InstallmentToRecord;
   /** Refunds recorded before that the provider now reports failed or canceled. */
   reversals?: RefundReversal[];
+  /** The HTTP request that brought it (X-Request-Id): in every log line about what it recorded. */
+  requestId?: string;
 }
 
 /**
@@ -66,11 +68,14 @@ export async function recordDeliveries(
   // The first delivery of an event claims it; a second one (before, or in the same batch) is a duplicate.
   const fresh = await claimWebhookEvents(tx, events);
 
-  const payments = deliveries.flatMap((d, i) => (fresh[i] && d.payment ? [{ facts: d.payment }] : []));
+  const payments = deliveries.flatMap((d, i) =>
+    fresh[i] && d.payment ? [{ facts: d.payment, requestId: d.requestId }] : [],
+  );
   const recordedPayments = await recordPayments(tx, deps, payments);
   recordedPayments.forEach((recorded, i) => {
-    const facts = payments[i]!.facts;
-    if (recorded.problems) hooks.onNeedsData?.({ ...recorded, provider: facts.provider, externalId: facts.externalId });
+    const { facts, requestId } = payments[i]!;
+    if (recorded.problems)
+      hooks.onNeedsData?.({ ...recorded, provider: facts.provider, externalId: facts.externalId, requestId });
   });
   for (const [i, d] of deliveries.entries()) {
     if (!fresh[i]) continue;
@@ -79,12 +84,12 @@ export async function recordDeliveries(
         ...refund,
         payment: { provider: paymentProvider, externalId: paymentExternalId },
       });
-      hooks.onRefund?.(recorded);
+      hooks.onRefund?.({ ...recorded, requestId: d.requestId });
     }
     if (d.installment) await recordInstallment(tx, deps, d.installment);
     for (const reversal of d.reversals ?? []) {
       const reversed = await reverseRefundOf(tx, reversal);
-      if (reversed) hooks.onReversal?.(reversed);
+      if (reversed) hooks.onReversal?.({ ...reversed, requestId: d.requestId });
     }
   }
   return fresh;

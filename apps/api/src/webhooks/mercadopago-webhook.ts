@@ -83,8 +83,12 @@ export function mercadoPagoWebhook(deps: MercadoPagoWebhookDeps) {
         if (!/^\d{1,20}$/.test(dataId)) throw new PoisonEvent('malformed_payload', 'data.id is not a payment id');
         return effectOf(await fromApi(() => fetchPayment(dataId)), dataId, deps);
       },
+      { requestId: req.requestId },
     );
-    res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
+    // The request id is in the X-Request-Id header too, and in every log line about this delivery.
+    res
+      .status(200)
+      .json({ received: true, duplicate: !outcome.fresh, result: outcome.result, requestId: req.requestId });
   };
 }
 

@@ -59,6 +59,11 @@ export interface ProviderEvent {
   payload: unknown;
 }
 
+/** Where a delivery came from: its HTTP request's id (X-Request-Id), for the log lines about it. */
+export interface DeliveryOrigin {
+  requestId?: string;
+}
+
 /**
  * Records a signed event and its effect in one transaction (group commit): the first delivery of
  * an event claims it; a redelivery records nothing. `read` works out the effect (it may call the
@@ -75,12 +80,13 @@ export async function recordProviderEvent(
   deps: { ingest: GroupCommit<WebhookDelivery, boolean>; metrics: Metrics },
   event: ProviderEvent,
   read: () => Promise<Omit<WebhookDelivery, 'event'> & { handled: boolean }>,
+  origin: DeliveryOrigin = {},
 ): Promise<{ fresh: boolean; result: 'accepted' | 'ignored' | 'failed' }> {
   let failure: { reason: PoisonReason; message: string } | undefined;
   try {
     const { handled, ...effect } = await read();
     const result = handled ? 'accepted' : 'ignored';
-    const fresh = await deps.ingest.submit({ event: { ...event, result }, ...effect });
+    const fresh = await deps.ingest.submit({ event: { ...event, result }, ...effect, ...origin });
     deps.metrics.webhooks.inc({ provider: event.provider, result: fresh ? result : 'duplicate' });
     return { fresh, result };
   } catch (error) {

@@ -90,8 +90,12 @@ export function stripeWebhook(deps: StripeWebhookDeps) {
           throw new PoisonEvent('malformed_payload', 'NUL or a lone surrogate in a string');
         return effectOf(event.payload as Stripe.Event, api, deps);
       },
+      { requestId: req.requestId },
     );
-    res.status(200).json({ received: true, duplicate: !outcome.fresh, result: outcome.result });
+    // The request id is in the X-Request-Id header too, and in every log line about this delivery.
+    res
+      .status(200)
+      .json({ received: true, duplicate: !outcome.fresh, result: outcome.result, requestId: req.requestId });
   };
 }
 
