@@ -69,6 +69,11 @@ export class PacInstance {
     this.validation = deps.validation ?? VALIDATION_ON;
   }
 
+  /** The PAC certificate's number (NoCertificadoSAT of its stamps; NoCertificadoPac of its Incidencias). */
+  get noCertificadoPac(): string {
+    return this.deps.signer.noCertificadoSat;
+  }
+
   static zeroCounts(): InstanceCounts {
     return { requests: 0, stamped: 0, previous: 0, rejected: 0, injectedErrors: 0, drops: 0, authentications: 0 };
   }

@@ -1,10 +1,20 @@
-import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { Router, type Response } from 'express';
-import { escapeXml, findElement, rfcOf, soapBody, textOf, type XmlElement } from '@timbra/cfdi-core';
+import { createPrivateKey, randomUUID, X509Certificate } from 'node:crypto';
+import { Router, type Request, type Response } from 'express';
+import {
+  DEFAULT_TIME_ZONE,
+  escapeXml,
+  findElement,
+  formatFecha,
+  rfcOf,
+  soapBody,
+  textOf,
+  type XmlElement,
+} from '@timbra/cfdi-core';
 import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
 import type { PacInstance } from '../pac-instance.ts';
 import type { SatRegistry, StampRecord } from '../registry.ts';
 import { beforeProcessing, dropAfterProcessing } from './fault-middleware.ts';
+import { APPS_NS, CANCEL_NS, cancelWsdl, STAMP_NS, stampWsdl } from './finkok-wsdl.ts';
 
 export interface FinkokRoutesDeps {
   instance: PacInstance;
@@ -13,10 +23,6 @@ export interface FinkokRoutesDeps {
   policy: CancellationPolicy;
   now: () => Date;
 }
-
-const STAMP_NS = 'http://facturacion.finkok.com/stamp';
-const CANCEL_NS = 'http://facturacion.finkok.com/cancel';
-const APPS_NS = 'apps.services.soap.core.views';
 
 function soapResponse(res: Response, ns: string, operation: string, result: string): void {
   res
@@ -40,10 +46,43 @@ function soapFault(res: Response, message: string): void {
 
 const el = (name: string, text: string) => `<s0:${name}>${escapeXml(text)}</s0:${name}>`;
 
-function incidencias(code: string, message: string): string {
-  return `<s0:Incidencias><s0:Incidencia>${el('CodigoError', code)}${el('MensajeIncidencia', message)}</s0:Incidencia></s0:Incidencias>`;
+/** What an Incidencia says beyond its code and message (Finkok fills them from the request). */
+interface IncidenciaContext {
+  instance: PacInstance;
+  now: Date;
+  rfcEmisor?: string;
+  uuid?: string;
 }
 
+/**
+ * Incidencias as Finkok's WSDL orders an Incidencia: IdIncidencia, RfcEmisor, Uuid, CodigoError,
+ * WorkProcessId, MensajeIncidencia, ExtraInfo, NoCertificadoPac, FechaRegistro (Mexico City time).
+ */
+function incidencias(code: string, message: string, ctx: IncidenciaContext): string {
+  return (
+    '<s0:Incidencias><s0:Incidencia>' +
+    el('IdIncidencia', randomUUID()) +
+    el('RfcEmisor', ctx.rfcEmisor ?? '') +
+    el('Uuid', ctx.uuid ?? '') +
+    el('CodigoError', code) +
+    el('WorkProcessId', randomUUID()) +
+    el('MensajeIncidencia', message) +
+    el('ExtraInfo', '') +
+    el('NoCertificadoPac', ctx.instance.noCertificadoPac) +
+    el('FechaRegistro', formatFecha(ctx.now, DEFAULT_TIME_ZONE)) +
+    '</s0:Incidencia></s0:Incidencias>'
+  );
+}
+
+/** The emisor's RFC of a document, when it can be read (for an Incidencia). */
+function emisorRfcOf(xml: string): string | undefined {
+  return /<cfdi:Emisor\b[^>]*\bRfc="([^"]+)"/.exec(xml)?.[1];
+}
+
+/**
+ * An AcuseRecepcionCFDI as Finkok's WSDL orders it: xml, UUID, faultstring, Fecha, CodEstatus,
+ * faultcode, SatSeal, Incidencias, NoCertificadoSAT (the fault fields only on a fault).
+ */
 function stampedResult(record: StampRecord, codEstatus: string, extra = ''): string {
   const satSeal = /SelloSAT="([^"]*)"/.exec(record.tfdXml)?.[1] ?? '';
   const noCertificadoSat = /NoCertificadoSAT="([^"]*)"/.exec(record.tfdXml)?.[1] ?? '';
@@ -53,8 +92,8 @@ function stampedResult(record: StampRecord, codEstatus: string, extra = ''): str
     el('Fecha', record.fechaTimbrado) +
     el('CodEstatus', codEstatus) +
     el('SatSeal', satSeal) +
-    el('NoCertificadoSAT', noCertificadoSat) +
-    (extra || '<s0:Incidencias/>')
+    (extra || '<s0:Incidencias/>') +
+    el('NoCertificadoSAT', noCertificadoSat)
   );
 }
 
@@ -65,6 +104,20 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
   const authorized = (op: XmlElement) =>
     textOf(findElement(op, 'username')) === deps.credentials.username &&
     textOf(findElement(op, 'password')) === deps.credentials.password;
+
+  // The WSDLs, as Finkok serves them (`…/stamp.wsdl` and `…/stamp?wsdl`), pointing at this server.
+  for (const [service, wsdl] of [
+    ['stamp', stampWsdl],
+    ['cancel', cancelWsdl],
+  ] as const) {
+    const send = (req: Request, res: Response) =>
+      res.type('text/xml; charset=utf-8').send(wsdl(`${req.protocol}://${req.get('host')}/servicios/soap/${service}`));
+    router.get(`/servicios/soap/${service}.wsdl`, send);
+    router.get(`/servicios/soap/${service}`, (req, res) => {
+      if (!Object.keys(req.query).some((k) => k.toLowerCase() === 'wsdl')) return void res.status(404).end();
+      send(req, res);
+    });
+  }
 
   router.post('/servicios/soap/stamp', async (req, res) => {
     instance.counts.requests++;
@@ -77,16 +130,23 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
     const operation = op.local;
     if (!['stamp', 'quick_stamp', 'stamped'].includes(operation))
       return soapFault(res, `Unknown operation ${operation}`);
+    const ctx = { instance, now: deps.now() };
     if (!authorized(op))
-      return soapResponse(res, STAMP_NS, operation, incidencias('300', 'Usuario o contraseña inválidos'));
+      return soapResponse(res, STAMP_NS, operation, incidencias('300', 'Usuario o contraseña inválidos', ctx));
     const xml = Buffer.from(textOf(findElement(op, 'xml')), 'base64').toString('utf8');
+    const about = { ...ctx, ...(emisorRfcOf(xml) ? { rfcEmisor: emisorRfcOf(xml)! } : {}) };
 
     if (operation === 'stamped') {
       const previous = instance.previousStamp(xml);
       if (previous === undefined)
-        return soapResponse(res, STAMP_NS, operation, incidencias('603', 'El CFDI no contiene un timbre previo'));
+        return soapResponse(
+          res,
+          STAMP_NS,
+          operation,
+          incidencias('603', 'El CFDI no contiene un timbre previo', about),
+        );
       if ('code' in previous)
-        return soapResponse(res, STAMP_NS, operation, incidencias(previous.code, previous.message));
+        return soapResponse(res, STAMP_NS, operation, incidencias(previous.code, previous.message, about));
       return soapResponse(res, STAMP_NS, operation, stampedResult(previous, 'Comprobante timbrado previamente'));
     }
 
@@ -94,9 +154,12 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
     const outcome = await instance.stamp(xml, undefined, 'finkok');
     if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
     if (outcome.kind === 'rejected')
-      return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message));
+      return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message, about));
     if (outcome.kind === 'previous') {
-      const incidencia = incidencias('307', 'Comprobante timbrado previamente');
+      const incidencia = incidencias('307', 'Comprobante timbrado previamente', {
+        ...about,
+        uuid: outcome.record.uuid,
+      });
       // Finkok may answer 307 without the previous XML; the client then asks `stamped`.
       const result = instance.faults.finkok307WithXml
         ? stampedResult(outcome.record, 'Comprobante timbrado previamente', incidencia)
@@ -146,7 +209,7 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
     result(
       `<s0:Folios><s0:Folio>${el('EstatusUUID', outcome.code)}${el('UUID', uuid)}${el('EstatusCancelacion', '')}</s0:Folio></s0:Folios>` +
         el('Acuse', acuseXml(taxpayer, uuid, outcome.code, deps.now())) +
-        el('Fecha', deps.now().toISOString().slice(0, 19)) +
+        el('Fecha', formatFecha(deps.now(), DEFAULT_TIME_ZONE)) +
         el('RfcEmisor', taxpayer),
     );
   });
