@@ -30,6 +30,12 @@ interface AcuseRecepcionCFDI {
 }
 
 const account = { username: FINKOK.username, password: FINKOK.password };
+
+/** An operation of a client generated from a WSDL (its methods are made at run time: typed here). */
+function call<T>(client: Client, operation: string, args: object): Promise<T> {
+  const method = (client as unknown as Record<string, (a: object) => Promise<unknown[]>>)[`${operation}Async`]!;
+  return method.call(client, args).then(([result]) => result as T);
+}
 const incidenciasOf = (acuse: AcuseRecepcionCFDI) => {
   const i = acuse.Incidencias?.Incidencia;
   return i === undefined ? [] : Array.isArray(i) ? i : [i];
@@ -52,7 +58,7 @@ describe('Finkok WSDLs', () => {
   it('a client generated from them stamps, gets 307 with the same UUID for the same document, and cancels', async () => {
     const frozen = freshInvoice();
     const xml = Buffer.from(frozen.xml).toString('base64');
-    const [stamped] = (await stampClient.stampAsync({ xml, ...account })) as [{ stampResult: AcuseRecepcionCFDI }];
+    const stamped = await call<{ stampResult: AcuseRecepcionCFDI }>(stampClient, 'stamp', { xml, ...account });
     const first = stamped.stampResult;
     expect(first.UUID).toMatch(/^[0-9A-F-]{36}$/i);
     expect(first.CodEstatus).toBe('Comprobante timbrado satisfactoriamente');
@@ -60,7 +66,7 @@ describe('Finkok WSDLs', () => {
     expect(first.NoCertificadoSAT).toMatch(/^\d{20}$/);
 
     // The same document again: the PAC's 307 (timbre previo), naming the first UUID.
-    const [again] = (await stampClient.stampAsync({ xml, ...account })) as [{ stampResult: AcuseRecepcionCFDI }];
+    const again = await call<{ stampResult: AcuseRecepcionCFDI }>(stampClient, 'stamp', { xml, ...account });
     const [incidencia] = incidenciasOf(again.stampResult);
     expect(incidencia).toMatchObject({ CodigoError: '307', Uuid: first.UUID, RfcEmisor: 'EKU9003173C9' });
     // Every field of an Incidencia, as Finkok's WSDL has them.
@@ -75,9 +81,7 @@ describe('Finkok WSDLs', () => {
       'NoCertificadoPac',
       'FechaRegistro',
     ]);
-    const [recovered] = (await stampClient.stampedAsync({ xml, ...account })) as [
-      { stampedResult: AcuseRecepcionCFDI },
-    ];
+    const recovered = await call<{ stampedResult: AcuseRecepcionCFDI }>(stampClient, 'stamped', { xml, ...account });
     expect(recovered.stampedResult.UUID).toBe(first.UUID);
 
     // Cancelled with the CSD as Finkok takes it: the certificate as PEM, the key encrypted with the account password.
@@ -90,14 +94,16 @@ describe('Finkok WSDLs', () => {
         passphrase: FINKOK.password,
       },
     );
-    const [cancelled] = (await cancelClient.cancelAsync({
+    const cancelled = await call<{
+      cancelResult: { Folios?: { Folio?: { EstatusUUID?: string; UUID?: string }[] }; Acuse?: string };
+    }>(cancelClient, 'cancel', {
       UUIDS: { UUID: { attributes: { UUID: first.UUID, Motivo: '02', FolioSustitucion: '' } } },
       ...account,
       taxpayer_id: 'EKU9003173C9',
       cer: Buffer.from(cer).toString('base64'),
       key: Buffer.from(key).toString('base64'),
       store_pending: false,
-    })) as [{ cancelResult: { Folios?: { Folio?: { EstatusUUID?: string; UUID?: string }[] }; Acuse?: string } }];
+    });
     expect(cancelled.cancelResult.Folios?.Folio).toEqual([
       expect.objectContaining({ EstatusUUID: '201', UUID: first.UUID }),
     ]);
