@@ -8,7 +8,7 @@ import {
   type InvoiceRequestInput,
 } from '@timbra/cfdi-core';
 import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/test-support';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createPrisma, lockInvoiceShared, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
@@ -43,7 +43,11 @@ afterAll(async () => {
 let folio = 0;
 
 /** A refund's Egreso waiting for `originalId` (what the lifecycle flow will write). */
-async function waitingEgreso(originalId: string, sourceId: string) {
+async function waitingEgreso(
+  originalId: string,
+  sourceId: string,
+  db: Pick<PrismaClient, 'invoice' | 'emisor'> = prisma,
+) {
   folio++;
   const request: InvoiceRequestInput = {
     tipoDeComprobante: 'E',
@@ -68,8 +72,8 @@ async function waitingEgreso(originalId: string, sourceId: string) {
       },
     ],
   };
-  const emisor = await prisma.emisor.findFirstOrThrow();
-  return prisma.invoice.create({
+  const emisor = await db.emisor.findFirstOrThrow();
+  return db.invoice.create({
     data: {
       emisorId: emisor.id,
       kind: 'E',
@@ -123,6 +127,41 @@ describe('dependent documents', () => {
       const { issuedAt } = e.request as { issuedAt: string };
       expect(e.frozenXml).toContain(`Fecha="${formatFecha(new Date(issuedAt), timeZoneForCodigoPostal('42501'))}"`);
       expect(parseStampedCfdi(e.stampedXml!).tfd.uuid).toBe(e.uuid);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('an Egreso written while its Ingreso is being stamped is frozen at once, not left for the sweeper', async () => {
+    const original = await pendingInvoice(prisma, 'race');
+    const sourceId = `re_${randomBytes(4).toString('hex')}`;
+    const w = worker();
+    try {
+      // The refund's transaction, as the API writes a dependent: the Ingreso read under a share lock
+      // (still pending), then — while the worker's stamp of it waits on that lock — the Egreso
+      // written waiting, committed after the stamp's statement began.
+      await prisma.$transaction(
+        async (tx) => {
+          expect((await lockInvoiceShared(tx, original.invoiceId))?.status).toBe('pending');
+          await w.relay.drainAll();
+          // The stamp's UPDATE is waiting for this transaction's lock.
+          await eventually(async () => {
+            const [row] = await prisma.$queryRaw<{ n: number }[]>`
+              SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE invoices SET uuid%'`;
+            return row!.n > 0;
+          }, 15_000);
+          const egreso = await waitingEgreso(original.invoiceId, sourceId, tx);
+          expect(egreso.status).toBe('waiting');
+        },
+        { timeout: 30_000 },
+      );
+      const egreso = await prisma.invoice.findFirstOrThrow({
+        where: { stampKey: stampKeyFor('EKU9003173C9', 'E', sourceId) },
+      });
+      // Frozen by the worker right after the stamp — no sweeper runs in this test.
+      await eventually(async () => (await prisma.outboxRow.count({ where: { invoiceId: egreso.id } })) === 1, 10_000);
+      expect((await prisma.invoice.findUniqueOrThrow({ where: { id: egreso.id } })).status).not.toBe('waiting');
     } finally {
       await w.close();
     }

@@ -58,6 +58,8 @@ export {
 export {
   insertInvoices,
   lockInvoice,
+  lockInvoiceShared,
+  dependentsWaitingFor,
   invoiceStateOf,
   invoicesNeedingData,
   ingresoOf,

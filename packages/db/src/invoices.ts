@@ -128,6 +128,31 @@ export async function invoiceStateOf(db: Db, invoiceId: string): Promise<Invoice
   return row;
 }
 
+/**
+ * An invoice's state, its row locked FOR SHARE until commit: what a dependent document (an Egreso, a
+ * Pago) reads its original with. A stamp of the original (an UPDATE) waits for the dependent's
+ * transaction, and the worker looks for dependents after it; a dependent read after a stamp sees it.
+ * Either way the dependent is frozen at once, not by the sweeper.
+ */
+export async function lockInvoiceShared(tx: Tx, invoiceId: string): Promise<InvoiceState | undefined> {
+  const [row] = await queryRows(
+    tx,
+    invoiceState,
+    Prisma.sql`SELECT id, status::text, uuid FROM invoices WHERE id = ${invoiceId}::uuid FOR SHARE`,
+  );
+  return row;
+}
+
+/** Whether documents (Egresos, Pagos) wait for `invoiceId` to be stamped. */
+export async function dependentsWaitingFor(db: Db, invoiceId: string): Promise<boolean> {
+  const [row] = await queryRows(
+    db,
+    z.object({ waiting: col.bool }),
+    Prisma.sql`SELECT EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${invoiceId}::uuid AND status = 'waiting') AS waiting`,
+  );
+  return row!.waiting;
+}
+
 /** Locks an invoice's row until commit (FOR UPDATE) and returns its state, or undefined. */
 export async function lockInvoice(tx: Tx, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(

@@ -1,5 +1,5 @@
 import { stampKeyFor, tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { insertInvoices, type InvoiceState, type Tx } from '@timbra/db';
+import { insertInvoices, lockInvoiceShared, type InvoiceState, type Tx } from '@timbra/db';
 
 /** The invoice a dependent document relates to (an Egreso's or a Pago's Ingreso). */
 export type OriginalInvoice = InvoiceState;
@@ -35,9 +35,12 @@ export async function writeDependentInvoice(
     link: { refundId: string } | { installmentId: string };
   },
 ): Promise<{ id: string; status: string }> {
-  const stamped = doc.original.status === 'stamped' && doc.original.uuid !== null;
+  // Read again under a share lock: a stamp of the original in flight waits for this transaction (and
+  // the worker then finds this document waiting), or committed before and is seen here.
+  const original = (await lockInvoiceShared(tx, doc.original.id)) ?? doc.original;
+  const stamped = original.status === 'stamped' && original.uuid !== null;
   const { frozen, problems } = stamped
-    ? tryFreeze(withRelatedUuid(doc.request, doc.original.uuid!, doc.originalXml ?? undefined), deps.csd)
+    ? tryFreeze(withRelatedUuid(doc.request, original.uuid!, doc.originalXml ?? undefined), deps.csd)
     : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
   const [id] = await insertInvoices(tx, deps.emisorId, [
