@@ -130,6 +130,17 @@ describe('correcting an invoice that could not be stamped', () => {
       await w.relay.drainAll();
       await eventually(async () => (await invoice(id)).status === 'stamp_failed', 30_000);
       const before = await invoice(id);
+      // A call a killed worker left in_flight an hour ago (past the proof's grace): settled by the proof.
+      const killed = await prisma.pacAttempt.create({
+        data: {
+          invoiceId: id,
+          pac: 'primary',
+          outcome: 'in_flight',
+          version: 1,
+          durationMs: 0,
+          createdAt: new Date(Date.now() - 3600_000),
+        },
+      });
 
       const answer = await patch(id, { receptor: { nombre: XOCHILT.nombre }, reason: 'name as registered at the SAT' });
       // The PAC received version 1: it must say it never stamped it before version 2 is frozen.
@@ -155,6 +166,7 @@ describe('correcting an invoice that could not be stamped', () => {
         [2, true],
       ]);
       expect(versions.versions[0]!.proof).toEqual([expect.objectContaining({ pac: 'primary', answer: 'not_stamped' })]);
+      expect((await prisma.pacAttempt.findUniqueOrThrow({ where: { id: killed.id } })).outcome).toBe('interrupted');
       // One CFDI for the sale in the PAC's ledger.
       const row = await prisma.invoice.findUniqueOrThrow({ where: { id } });
       expect(await stampsUnder(row.stampKey)).toHaveLength(1);

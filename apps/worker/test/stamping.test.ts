@@ -139,7 +139,8 @@ describe('relay + stamp worker against the sandbox', () => {
     // What a killed worker leaves: the primary stamped the document, our record says only "sent".
     const [primary] = swClients(sandbox);
     const earlier = await primary!.stamp(p.frozenXml, { idempotencyKey: p.stampKey });
-    await recordPacCallInFlight(prisma, { ...p, version: 1, pac: 'primary', id: randomUUID() });
+    const killedCall = randomUUID();
+    await recordPacCallInFlight(prisma, { ...p, version: 1, pac: 'primary', id: killedCall });
     await sandbox.admin('faults', { instance: 'primary', outageUntil: Date.now() + 1_500 });
     const w = worker({ attempts: 50 });
     await w.relay.drainAll();
@@ -151,6 +152,10 @@ describe('relay + stamp worker against the sandbox', () => {
     const stamped = await invoice(p.invoiceId);
     expect(stamped).toMatchObject({ pac: 'primary', uuid: earlier.uuid });
     expect((await ledger()).stamps.filter((s) => s.customid === p.stampKey)).toHaveLength(1);
+    // The killed worker's call is closed once the outcome is known: nothing stays in_flight for ever.
+    const calls = await prisma.pacAttempt.findMany({ where: { invoiceId: p.invoiceId } });
+    expect(calls.find((c) => c.id === killedCall)?.outcome).toBe('interrupted');
+    expect(calls.filter((c) => c.outcome === 'in_flight')).toEqual([]);
   });
 
   it('records each PAC call before making it, and its outcome on the same row after', async () => {

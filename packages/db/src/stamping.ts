@@ -127,7 +127,8 @@ export interface PersistedStamp {
 
 /**
  * Persists a stamp: UUID, TFD and stamped XML on the invoice, the outbox row done, and every PAC call
- * in the ledger — one statement, so one transaction (invariant 7). Only on the version that was sent:
+ * in the ledger — one statement, so one transaction (invariant 7). Calls an earlier, killed worker
+ * left `in_flight` for the invoice are closed `interrupted`: its outcome is known. Only on the version that was sent:
  * a stamp of a version a correction replaced is not written (the proof makes that impossible; the
  * ledger keeps the calls either way).
  */
@@ -153,8 +154,16 @@ export async function persistStamp(
       ), ledger AS (
         ${ledgerUpsertSql(row.invoiceId, row.version, calls)}
         RETURNING id
+      ), interrupted AS (
+        -- Calls a killed worker left in_flight: the document's outcome is known now (this stamp), so
+        -- they are closed as interrupted — the ledger says what happened, and nothing stays open.
+        UPDATE pac_attempts SET outcome = 'interrupted'
+        WHERE invoice_id = ${row.invoiceId}::uuid AND outcome = 'in_flight' AND EXISTS (SELECT 1 FROM stamped)
+          AND id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
+        RETURNING id
       )
       SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded,
+             (SELECT count(*) FROM interrupted)::int AS interrupted,
              (SELECT count(*) FROM done)::int AS done,
              EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting,
              EXISTS (SELECT 1 FROM invoices WHERE id = ${row.invoiceId}::uuid AND replaces_invoice_id IS NOT NULL) AS replaces`,

@@ -212,6 +212,12 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
       Prisma.sql`UPDATE invoice_versions SET superseded_at = now(), proof = ${JSON.stringify(v.proof ?? null)}::jsonb
                  WHERE invoice_id = ${v.invoiceId}::uuid AND version = ${invoice.version}`,
     );
+    // Its calls a killed worker left in_flight are settled by the proof (no PAC stamped it): interrupted.
+    await execute(
+      tx,
+      Prisma.sql`UPDATE pac_attempts SET outcome = 'interrupted'
+                 WHERE invoice_id = ${v.invoiceId}::uuid AND version = ${invoice.version} AND outcome = 'in_flight'`,
+    );
   }
   const [written] = await queryRows(
     tx,
