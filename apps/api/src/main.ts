@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { loadCsd, periodicidadFor } from '@timbra/cfdi-core';
+import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
 import { createPrisma, purgeExpiredIdempotencyKeys, STAMP_DLQ } from '@timbra/db';
 import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
@@ -54,6 +54,9 @@ const password =
     'utf8',
   ).trim();
 const csd = loadCsd(readFileSync(cerPath), readFileSync(keyPath), password);
+// 30 days before the CSD's end: a warning now, and the metric's alert (TimbraCsdExpiring) until renewed.
+const csdWarning = csdExpiryWarning(csdExpiry(csd, new Date()));
+if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertificado }, csdWarning);
 
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
@@ -95,7 +98,7 @@ const { emisorId, revokedKeys } = await bootstrap(prisma, {
 });
 if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no longer in API_KEYS were revoked');
 
-const metrics = createMetrics();
+const metrics = createMetrics({ csd });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
 const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });
 const board =

@@ -3,7 +3,15 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FinkokClient, loadCsd, SwClient, type Csd, type PacClient } from '@timbra/cfdi-core';
+import {
+  csdExpiry,
+  csdExpiryWarning,
+  FinkokClient,
+  loadCsd,
+  SwClient,
+  type Csd,
+  type PacClient,
+} from '@timbra/cfdi-core';
 import { createPrisma, pingDatabase } from '@timbra/db';
 import { loadConfig } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
@@ -144,6 +152,8 @@ function readCsd(): { csd: Csd; credentials: CsdCredentials } | undefined {
 const emisorCsd = readCsd();
 const csd = emisorCsd?.csd;
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
+const csdWarning = csd ? csdExpiryWarning(csdExpiry(csd, new Date())) : undefined;
+if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd!.noCertificado }, csdWarning);
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
 const workerMetrics = createWorkerMetrics({
   prisma,

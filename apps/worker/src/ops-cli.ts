@@ -5,8 +5,11 @@
  * operation refused; 2 bad usage; 3 could not check (the PAC ledger unreachable or not covering the
  * window asked for).
  */
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
@@ -217,6 +220,46 @@ program
             )
             .join('\n'),
     );
+  });
+
+program
+  .command('csd:check')
+  .description(
+    "when the emisor's CSD expires: exit 1 within --days of its end (30) or past it — renew it at the SAT (CertiSAT) before",
+  )
+  .option('--cer <path>', 'the certificate (.cer, DER or PEM); default CSD_CER_PATH')
+  .addOption(
+    new Option('--days <n>', 'how many days before the end it is reported (exit 1)')
+      .default(CSD_EXPIRY_WARNING_DAYS)
+      .argParser((v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('a whole number of days');
+        return n;
+      }),
+  )
+  .action((options: { cer?: string; days: number }) => {
+    const path = options.cer ?? process.env.CSD_CER_PATH;
+    if (!path) return fail('csd:check: give --cer or set CSD_CER_PATH', 2);
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(readFileSync(path));
+    } catch (error) {
+      return fail(`csd:check: ${path} is not a certificate (${(error as Error).message})`, 3);
+    }
+    const expiry = csdExpiry(
+      { noCertificado: noCertificadoOf(cert), rfc: rfcOf(cert), validTo: new Date(cert.validTo) },
+      new Date(),
+      options.days,
+    );
+    out(
+      expiry,
+      `${expiry.rfc} CSD ${expiry.noCertificado}: valid until ${expiry.validTo.toISOString()} — ${
+        expiry.expired
+          ? 'EXPIRED'
+          : `${expiry.daysLeft} days left${expiry.expiring ? ` (within ${options.days}: renew it now)` : ''}`
+      }`,
+    );
+    process.exitCode = expiry.expiring ? 1 : 0;
   });
 
 program

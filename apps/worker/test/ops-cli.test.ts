@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { createPrisma, deadLetterOutboxRow, STAMP_DLQ, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { SAT_DIR } from '@timbra/test-support';
 import { createDeadLetterConsumer } from '../src/dead-letters.ts';
 import { parseSince } from '../src/since.ts';
 import { pino } from 'pino';
@@ -302,5 +303,30 @@ describe('globals:list', () => {
     const json = JSON.parse((await ops(['globals:list', '--json'])).stdout) as { open: { tickets: number }[] };
     expect(json.open).toEqual([{ periodicidad: '01', startsOn: '2026-11-29', tickets: 2 }]);
     expect((await ops(['globals:list', '--since', 'yesterday-ish'])).status).toBe(2);
+  });
+});
+
+describe('csd:check', () => {
+  it('says when the CSD expires and exits 1 within --days of its end; 2 without a certificate, 3 for one it cannot read', async () => {
+    const cer = join(SAT_DIR, 'csd', 'EKU9003173C9.cer');
+    const now = await ops(['csd:check', '--cer', cer, '--json']);
+    const expiry = JSON.parse(now.stdout) as {
+      noCertificado: string;
+      daysLeft: number;
+      expiring: boolean;
+      validTo: string;
+    };
+    expect(expiry).toMatchObject({ noCertificado: '30001000000500003416', validTo: '2027-05-18T11:43:51.000Z' });
+    // Against the clock it runs on: whatever today is, exit 1 exactly when within 30 days (or past).
+    expect(now.status).toBe(expiry.daysLeft < 30 ? 1 : 0);
+    const wide = await ops(['csd:check', '--cer', cer, '--days', '100000']);
+    expect(wide.status).toBe(1);
+    expect(wide.stdout).toMatch(
+      /EKU9003173C9 CSD 30001000000500003416: valid until 2027-05-18T11:43:51\.000Z — .*(renew it now|EXPIRED)/,
+    );
+    expect((await ops(['csd:check'])).status).toBe(2);
+    const junk = join(mkdtempSync(join(tmpdir(), 'timbra-csd-')), 'junk.cer');
+    writeFileSync(junk, 'not a certificate');
+    expect((await ops(['csd:check', '--cer', junk])).status).toBe(3);
   });
 });

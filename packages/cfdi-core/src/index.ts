@@ -57,7 +57,17 @@ export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
 export { fiscalSettingsProblems, periodicidadFor, type FiscalSettings } from './validate/settings.ts';
 export { isBlank, normalizeSpace } from './validate/text.ts';
 export { formatFecha, instantOf, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE, STAMP_WINDOW_MS } from './fecha.ts';
-export { loadCsd, assertCsdUsable, noCertificadoOf, rfcOf, type Csd } from './csd/csd.ts';
+export {
+  loadCsd,
+  assertCsdUsable,
+  csdExpiry,
+  csdExpiryWarning,
+  CSD_EXPIRY_WARNING_DAYS,
+  noCertificadoOf,
+  rfcOf,
+  type Csd,
+  type CsdExpiry,
+} from './csd/csd.ts';
 export { sellar, verificarSello } from './csd/sello.ts';
 export { stampKeyFor, type StampKind } from './stamp-key.ts';
 export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { attr, freezeComprobante, parseXml, verificarSello } from '../src/index.ts';
+import { attr, csdExpiry, csdExpiryWarning, freezeComprobante, parseXml, verificarSello } from '../src/index.ts';
 import { ingresoRequest, pagoRequest } from './helpers/requests.ts';
 import { loadTestCsd } from './helpers/sat.ts';
 
@@ -29,5 +29,24 @@ describe('sello', () => {
     const digest = (text: string) => forge.md.sha256.create().update(text, 'utf8').digest().bytes();
     expect(publicKey.verify(digest(frozen.cadenaOriginal), signature)).toBe(true);
     expect(publicKey.verify(digest(frozen.cadenaOriginal.replace('6652.95', '6652.96')), signature)).toBe(false);
+  });
+});
+
+describe('CSD expiry (the start-up warning, the metric and `ops csd:check` share it)', () => {
+  // The SAT's test CSD of EKU9003173C9 is valid until 2027-05-18T11:43:51Z; each case at a fixed instant.
+  const eku = loadTestCsd('EKU9003173C9');
+  it('is quiet far from the end, warns within 30 days, and says expired after', () => {
+    expect(eku.validTo.toISOString()).toBe('2027-05-18T11:43:51.000Z');
+    const far = csdExpiry(eku, new Date('2027-04-01T00:00:00Z'));
+    expect(far).toMatchObject({ expiring: false, expired: false, daysLeft: 47 });
+    expect(csdExpiryWarning(far)).toBeUndefined();
+    const near = csdExpiry(eku, new Date('2027-05-01T00:00:00Z'));
+    expect(near).toMatchObject({ expiring: true, expired: false, daysLeft: 17 });
+    expect(csdExpiryWarning(near)).toMatch(/expires on 2027-05-18T11:43:51\.000Z \(17 days\): renew it at the SAT/);
+    const past = csdExpiry(eku, new Date('2027-06-01T00:00:00Z'));
+    expect(past).toMatchObject({ expiring: true, expired: true });
+    expect(past.secondsLeft).toBeLessThan(0);
+    expect(csdExpiryWarning(past)).toMatch(/expired on 2027-05-18/);
+    expect(csdExpiry(eku, new Date('2027-04-01T00:00:00Z'), 60).expiring).toBe(true);
   });
 });

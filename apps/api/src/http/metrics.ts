@@ -1,10 +1,22 @@
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { csdExpiry, type Csd } from '@timbra/cfdi-core';
 
 /** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
-export function createMetrics() {
+export function createMetrics(options: { csd?: Pick<Csd, 'noCertificado' | 'rfc' | 'validTo'> } = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const { csd } = options;
+  if (csd)
+    new Gauge({
+      name: 'timbra_csd_expires_in_seconds',
+      help: "Seconds until the emisor's CSD expires (negative once expired): renew it before (TimbraCsdExpiring)",
+      labelNames: ['no_certificado'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ no_certificado: csd.noCertificado }, csdExpiry(csd, new Date()).secondsLeft);
+      },
+    });
   return {
     registry,
     httpDuration: new Histogram({

@@ -103,3 +103,45 @@ export function assertCsdUsable(csd: Csd, emisorRfc: string, at: Date): void {
     );
   }
 }
+
+/** How long before its end a CSD is said to be expiring (a warning, a metric and an alert): 30 days. */
+export const CSD_EXPIRY_WARNING_DAYS = 30;
+
+export interface CsdExpiry {
+  noCertificado: string;
+  rfc: string;
+  validTo: Date;
+  /** Whole days left (negative once expired). */
+  daysLeft: number;
+  /** Seconds left (negative once expired): the metric. */
+  secondsLeft: number;
+  /** Within `warningDays` of its end, or past it: renew it at the SAT (CertiSAT) now. */
+  expiring: boolean;
+  expired: boolean;
+}
+
+/** Where a CSD stands against `now`: the one rule for the start-up warning, the metric and `npm run ops -- csd:check`. */
+export function csdExpiry(
+  csd: Pick<Csd, 'noCertificado' | 'rfc' | 'validTo'>,
+  now: Date,
+  warningDays = CSD_EXPIRY_WARNING_DAYS,
+): CsdExpiry {
+  const ms = csd.validTo.getTime() - now.getTime();
+  return {
+    noCertificado: csd.noCertificado,
+    rfc: csd.rfc,
+    validTo: csd.validTo,
+    daysLeft: Math.floor(ms / 86_400_000),
+    secondsLeft: Math.floor(ms / 1000),
+    expiring: ms <= warningDays * 86_400_000,
+    expired: ms <= 0,
+  };
+}
+
+/** The start-up line about a CSD that expires soon (or has): undefined while it is far from its end. */
+export function csdExpiryWarning(expiry: CsdExpiry): string | undefined {
+  if (!expiry.expiring) return undefined;
+  return expiry.expired
+    ? `the CSD ${expiry.noCertificado} expired on ${expiry.validTo.toISOString()}: no CFDI can be sealed until a new one is configured (CSD_CER_PATH, CSD_KEY_PATH, CSD_PASSWORD)`
+    : `the CSD ${expiry.noCertificado} expires on ${expiry.validTo.toISOString()} (${expiry.daysLeft} days): renew it at the SAT (CertiSAT) and configure the new one before then`;
+}
