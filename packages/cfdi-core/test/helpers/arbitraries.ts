@@ -1,5 +1,6 @@
 import { BigNumber } from 'bignumber.js';
 import fc from 'fast-check';
+import { isBlank } from '../../src/validate/text.ts';
 import type { InvoiceRequestInput } from '../../src/index.ts';
 
 // Characters a hostile or merely careless caller sends: XML specials, quotes, accents and ñ, every XML
@@ -46,7 +47,11 @@ const HOSTILE_CHARS = [
   '=',
 ];
 
-/** Text the SAT accepts (no '|') but that stresses escaping and whitespace handling. */
+/**
+ * Text the SAT accepts (no '|') but that stresses escaping and whitespace handling — with at least
+ * one visible character: text that prints blank (only NBSP, zero-width spaces…) is refused like an
+ * empty one (validate/text.ts isBlank; the validation test covers that refusal).
+ */
 export function hostileText(max: number): fc.Arbitrary<string> {
   const piece = fc.constantFrom(...HOSTILE_CHARS);
   const short = fc.array(piece, { minLength: 1, maxLength: 40 }).map((p) => p.join(''));
@@ -55,7 +60,7 @@ export function hostileText(max: number): fc.Arbitrary<string> {
     // 1..max code points once XML whitespace is collapsed (XSD length facets count after collapse).
     const collapsed = s.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '').replace(/[ \t\r\n]+/g, ' ');
     const length = [...collapsed].length;
-    return length >= 1 && length <= max;
+    return length >= 1 && length <= max && !isBlank(s);
   });
 }
 
