@@ -8,10 +8,22 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDatabase, migrate, MIGRATIONS_DIR } from '@timbra/db';
-import { startMailbox, type Mailbox } from '@timbra/test-support';
+import { startMailbox, testCaFile, testCsdPaths, type Mailbox } from '@timbra/test-support';
 
 /** Where the local system keeps what it makes for people to look at: emails (`mail/`), the demo's PDFs. */
 export const LOCAL_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '.local');
+
+/** CSD_* and SANDBOX_TRUSTED_CA_FILE for the sandbox profile's emisor (unless a CSD is configured). */
+function sandboxCsdEnv(): Record<string, string> {
+  if (process.env.CSD_CER_PATH) return {};
+  const csd = testCsdPaths('EKU9003173C9');
+  return {
+    CSD_CER_PATH: csd.cer,
+    CSD_KEY_PATH: csd.key,
+    CSD_PASSWORD_FILE: csd.passwordFile,
+    SANDBOX_TRUSTED_CA_FILE: testCaFile(),
+  };
+}
 
 /** Defaults that make a fresh checkout work; every app variable from the environment wins. */
 export function localEnv(): Record<string, string> {
@@ -36,6 +48,10 @@ export function localEnv(): Record<string, string> {
     EXCHANGE_RATE_SOURCE: 'banxico',
     BANXICO_API_URL: 'http://127.0.0.1:4020',
     BANXICO_TOKEN: 'banxico-sandbox-token',
+    // The SAT's test CSD with its certificate re-issued by the tests' CA (valid until 2099, same
+    // NoCertificado and key), which the sandbox PAC trusts: the local system outlives the SAT's test
+    // certificates (they expire in May 2027). A real CSD set in the environment wins.
+    ...sandboxCsdEnv(),
     ...(process.env as Record<string, string>),
   };
   // The provider sandbox follows the API's settings (its port, secrets and keys), whatever they are.

@@ -63,7 +63,7 @@ import { parseArgs } from 'node:util';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { ProviderSandboxClient } from '@timbra/provider-client';
-import { providerSandboxEnv, providerSecrets, startMailbox } from '@timbra/test-support';
+import { providerSandboxEnv, providerSecrets, startMailbox, testCaFile, testCsdPaths } from '@timbra/test-support';
 import { freePort, privatePostgres, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
@@ -188,12 +188,19 @@ const sandbox = Proc.app('sandbox', 'apps/pac-sandbox/src/main.ts', {
   // on these two cores the XSD (libxmljs2, ~6 ms a document) would be the run's bottleneck, as in
   // the benchmarks (apps/pac-sandbox/README.md).
   SANDBOX_VALIDATION: 'rules',
+  // The emisor's certificate is re-issued by the tests' CA (valid until 2099): trusted here.
+  SANDBOX_TRUSTED_CA_FILE: testCaFile(),
   LOG_LEVEL: 'warn',
 });
+// The SAT's test CSD with its certificate re-issued by the tests' CA (valid until 2099): the run does
+// not depend on the SAT's test certificates still being valid.
+const csdPaths = testCsdPaths('EKU9003173C9');
+const csdEnv = { CSD_CER_PATH: csdPaths.cer, CSD_KEY_PATH: csdPaths.key, CSD_PASSWORD_FILE: csdPaths.passwordFile };
 // Both APIs list the same keys (API_KEYS is the source of truth: a key one did not list, it would revoke).
 const tillKey = `${secrets.apiKey}-till`;
 const apiKeys = `chaos:${secrets.apiKey},till:${tillKey},chaos-ops:${secrets.adminKey}:admin`;
 const api = Proc.app('api', 'apps/api/src/main.ts', {
+  ...csdEnv,
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
   PORT: String(apiPort),
@@ -216,6 +223,7 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
 // second, racing the customers' self-invoicing and the tickets' refunds.
 const tillUrl = `http://127.0.0.1:${tillPort}`;
 const apiGlobal = Proc.app('api-global', 'apps/api/src/main.ts', {
+  ...csdEnv,
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
   PORT: String(tillPort),
@@ -250,6 +258,7 @@ const pacEnv = (prefix: 'PRIMARY' | 'BACKUP', port: number) => ({
   [`PAC_${prefix}_PASSWORD`]: pacPassword,
 });
 const workerEnv = (roles: string) => ({
+  ...csdEnv,
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
   WORKER_ROLES: roles,

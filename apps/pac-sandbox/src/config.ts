@@ -38,6 +38,11 @@ const schema = z.object({
    * time: \`POST /__admin/validation\`.
    */
   SANDBOX_VALIDATION: z.enum(['on', 'rules', 'off']).default('on'),
+  /**
+   * A CA certificate (PEM file) the sandbox takes as the SAT's, besides the SAT's own: the tests'
+   * CA (test-support test-ca.ts), whose certificates do not expire with the SAT's test CSDs.
+   */
+  SANDBOX_TRUSTED_CA_FILE: z.string().optional(),
   /** Seed of the fault-injection random numbers (reproducible runs). */
   SANDBOX_SEED: z.coerce.number().int().default(1),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

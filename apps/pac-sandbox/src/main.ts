@@ -41,6 +41,7 @@ const sandbox = new Sandbox({
     rules: config.SANDBOX_VALIDATION !== 'off',
   },
   ...(config.SANDBOX_STATE_FILE ? { stateFile: config.SANDBOX_STATE_FILE } : {}),
+  ...(config.SANDBOX_TRUSTED_CA_FILE ? { trustedCa: readFileSync(config.SANDBOX_TRUSTED_CA_FILE, 'utf8') } : {}),
   logger,
 });
 

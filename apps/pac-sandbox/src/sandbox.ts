@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -37,6 +38,8 @@ export interface SandboxOptions {
   validation?: ValidationSwitches;
   logger: Logger;
   now?: () => Date;
+  /** A CA (PEM) taken as the SAT's besides the SAT's own: the tests' CA, never in production. */
+  trustedCa?: string;
 }
 
 interface Listener {
@@ -79,6 +82,7 @@ export class Sandbox {
           schema,
           taxpayers: this.taxpayers,
           validation,
+          ...(options.trustedCa ? { trustedCa: new X509Certificate(options.trustedCa) } : {}),
         }),
       );
     }

@@ -54,6 +54,8 @@ interface CachedCertificate {
   validFrom: Date;
   validTo: Date;
   fromSat: boolean;
+  /** Whether a trusted test CA issued it, by the CA's fingerprint (checked once). */
+  trusted?: Map<string, boolean>;
 }
 
 // Emisores stamp thousands of documents with the same certificate: parse it once.
@@ -82,12 +84,30 @@ function certificateOf(base64: string): CachedCertificate | null {
   return cached;
 }
 
+/** Whether `trustedCa` issued the certificate (its name and its signature). */
+function issuedBy(cert: CachedCertificate, trustedCa: X509Certificate | undefined): boolean {
+  if (!trustedCa) return false;
+  cert.trusted ??= new Map();
+  let verdict = cert.trusted.get(trustedCa.fingerprint256);
+  if (verdict === undefined) {
+    verdict = cert.cert.checkIssued(trustedCa) && cert.cert.verify(trustedCa.publicKey);
+    cert.trusted.set(trustedCa.fingerprint256, verdict);
+  }
+  return verdict;
+}
+
 /**
  * The checks a PAC runs before stamping (Anexo 20 / Matriz de errores): structure (301), certificate
  * from the SAT (308), sello (302), emisor = certificate (303), certificate valid at Fecha (305),
  * Fecha within the last 72 hours (401), emisor in the LCO (402).
  */
-export function checkDocument(xml: string, now: Date, rejectRfcs: readonly string[]): DocumentCheck {
+export function checkDocument(
+  xml: string,
+  now: Date,
+  rejectRfcs: readonly string[],
+  /** A CA the sandbox takes as the SAT's (the tests' own, never in production): SANDBOX_TRUSTED_CA_FILE. */
+  trustedCa?: X509Certificate,
+): DocumentCheck {
   const fail = (code: string, detail?: string): DocumentCheck => ({
     ok: false,
     code,
@@ -128,7 +148,7 @@ export function checkDocument(xml: string, now: Date, rejectRfcs: readonly strin
 
   const cert = certificateOf(certificado);
   if (!cert) return fail('301', 'Certificado ilegible.');
-  if (!cert.fromSat) return fail('308');
+  if (!cert.fromSat && !issuedBy(cert, trustedCa)) return fail('308');
   if (attr(root, 'NoCertificado') !== cert.noCertificado) {
     return fail('301', 'NoCertificado no corresponde al certificado.');
   }

@@ -10,7 +10,7 @@ import {
   type InvoiceRequestInput,
   type SwClientConfig,
 } from '@timbra/cfdi-core';
-import { freezeSample, loadTestCsd, testCsdFiles, type TestRfc } from '@timbra/test-support';
+import { freezeSample, loadTestCsd, testCaPem, testCsdFiles, type TestRfc } from '@timbra/test-support';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 
 export { SAT_DIR } from '@timbra/test-support';
@@ -49,6 +49,8 @@ export async function startSandbox(overrides: Partial<SandboxOptions> = {}): Pro
     policy: { acceptanceAbove: 5000, acceptDelayMs: 300 },
     seed: 7,
     logger: pino({ level: 'silent' }),
+    // The tests' CSDs are re-issued by their own CA (valid until 2099): the sandbox trusts it.
+    trustedCa: testCaPem(),
     ...overrides,
   });
   const ports = await sandbox.start();

@@ -8,7 +8,15 @@ import { Redis } from 'ioredis';
 import { SwClient } from '@timbra/cfdi-core';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { eventually, freePort, freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
+import {
+  eventually,
+  freePort,
+  freezeSample,
+  loadTestCsd,
+  testCaFile,
+  testCsdFiles,
+  testCsdPaths,
+} from '@timbra/test-support';
 import { insertInvoices, type PrismaClient } from '@timbra/db';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
@@ -38,6 +46,8 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
         SANDBOX_BACKUP_PORT: String(backup),
         SANDBOX_ADMIN_PORT: String(admin),
         SANDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+        // The tests' CSDs are re-issued by their own CA (valid until 2099): the sandbox trusts it.
+        SANDBOX_TRUSTED_CA_FILE: testCaFile(),
         SANDBOX_CANCEL_ACCEPT_DELAY_MS: '500',
         LOG_LEVEL: 'error',
         NODE_OPTIONS: '',
@@ -184,6 +194,10 @@ export async function startApiProcess(
         METRICS_PORT: '0',
         API_KEYS: `pos:${apiKey}:admin`,
         LOG_LEVEL: 'error',
+        // The emisor's CSD as the tests use it: re-issued by their CA (valid until 2099).
+        CSD_CER_PATH: testCsdPaths('EKU9003173C9').cer,
+        CSD_KEY_PATH: testCsdPaths('EKU9003173C9').key,
+        CSD_PASSWORD_FILE: testCsdPaths('EKU9003173C9').passwordFile,
         ...env,
       },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freezeComprobante, refreshFecha, stampKeyFor, type InvoiceRequestInput } from '../src/index.ts';
+import { freezeComprobante, loadCsd, refreshFecha, stampKeyFor, type InvoiceRequestInput } from '../src/index.ts';
 import { egresoRequest, ingresoRequest, pagoRequest } from './helpers/requests.ts';
-import { loadTestCsd, SAT_DIR } from './helpers/sat.ts';
+import { loadTestCsd, SAT_DIR, satTestCsdFiles } from './helpers/sat.ts';
 
 const csd = loadTestCsd('EKU9003173C9');
 const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -38,7 +38,9 @@ describe('determinism', () => {
         ) as { xml: string; stampKey: string };
       const first = run();
       const second = run();
-      const inProcess = freezeComprobante(ingresoRequest(), csd);
+      // The CLI seals with the SAT's own test CSD from SAT_DIR (the request is dated inside its validity).
+      const sat = satTestCsdFiles('EKU9003173C9');
+      const inProcess = freezeComprobante(ingresoRequest(), loadCsd(sat.cer, sat.key, sat.password));
       expect(first.xml).toBe(inProcess.xml);
       expect(second.xml).toBe(inProcess.xml);
       expect(first.stampKey).toBe(inProcess.stampKey);

@@ -11,7 +11,12 @@ import {
   parseXml,
 } from '../src/index.ts';
 import { ingresoRequest } from './helpers/requests.ts';
-import { csdBytes, loadTestCsd } from './helpers/sat.ts';
+import { csdBytes, loadTestCsd, satTestCsdFiles } from './helpers/sat.ts';
+
+const satCsd = (rfc: 'EKU9003173C9') => {
+  const f = satTestCsdFiles(rfc);
+  return loadCsd(f.cer, f.key, f.password);
+};
 
 const eku = csdBytes('EKU9003173C9');
 const cacx = csdBytes('CACX7605101P8');
@@ -36,7 +41,8 @@ describe('every error code has a trigger', () => {
     [CfdiErrorCode.CsdKeyMismatch, () => loadCsd(eku.cer, cacx.key, cacx.password)],
     [
       CfdiErrorCode.CsdExpired,
-      () => freezeComprobante({ ...ingresoRequest(), issuedAt: '2027-06-01T12:00:00Z' }, loadTestCsd('EKU9003173C9')),
+      // The SAT's own test CSD ends on 2027-05-18: a document dated after it is refused.
+      () => freezeComprobante({ ...ingresoRequest(), issuedAt: '2027-06-01T12:00:00Z' }, satCsd('EKU9003173C9')),
     ],
     [CfdiErrorCode.CsdRfcMismatch, () => freezeComprobante(ingresoRequest(), loadTestCsd('CACX7605101P8'))],
     [CfdiErrorCode.CsdUnreadable, () => loadCsd(Buffer.from('not a certificate'), eku.key, eku.password)],

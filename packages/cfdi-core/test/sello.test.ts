@@ -1,9 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { attr, csdExpiry, csdExpiryWarning, freezeComprobante, parseXml, verificarSello } from '../src/index.ts';
+import {
+  attr,
+  csdExpiry,
+  csdExpiryWarning,
+  freezeComprobante,
+  loadCsd,
+  parseXml,
+  verificarSello,
+} from '../src/index.ts';
 import { ingresoRequest, pagoRequest } from './helpers/requests.ts';
-import { loadTestCsd } from './helpers/sat.ts';
+import { loadTestCsd, satTestCsdFiles } from './helpers/sat.ts';
 
 const csd = loadTestCsd('EKU9003173C9');
 
@@ -33,8 +41,9 @@ describe('sello', () => {
 });
 
 describe('CSD expiry (the start-up warning, the metric and `ops csd:check` share it)', () => {
-  // The SAT's test CSD of EKU9003173C9 is valid until 2027-05-18T11:43:51Z; each case at a fixed instant.
-  const eku = loadTestCsd('EKU9003173C9');
+  // The SAT's own test CSD of EKU9003173C9 is valid until 2027-05-18T11:43:51Z; each case at a fixed instant.
+  const files = satTestCsdFiles('EKU9003173C9');
+  const eku = loadCsd(files.cer, files.key, files.password);
   it('is quiet far from the end, warns within 30 days, and says expired after', () => {
     expect(eku.validTo.toISOString()).toBe('2027-05-18T11:43:51.000Z');
     const far = csdExpiry(eku, new Date('2027-04-01T00:00:00Z'));

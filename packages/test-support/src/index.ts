@@ -10,11 +10,22 @@ export {
   TEST_EMISOR,
   TEST_RECEPTOR,
   loadTestCsd,
+  satTestCsdFiles,
   testCsdFiles,
+  testCsdPaths,
   type TestRfc,
 } from './sat-files.ts';
+export { reissueCertificate, testCaFile, testCaPem, TEST_CERTIFICATE_END } from './test-ca.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd } from './samples.ts';
-export { freePort, eventually, privateRedisArgs, cpuMs, documentedVariables, runEntryPoint } from './system.ts';
+export {
+  freePort,
+  eventually,
+  privateRedisArgs,
+  cpuMs,
+  documentedVariables,
+  realClockEnv,
+  runEntryPoint,
+} from './system.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { composeEnvironment, composeFile, composeSecret, type ComposeFile, type ComposeService } from './compose.ts';

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCsd, type Csd } from '@timbra/cfdi-core';
+import { reissueCertificate, stableTempFile } from './test-ca.ts';
 
 /** The SAT reference files: `$SAT_DIR`, or the repository's `sat/`. */
 export const SAT_DIR = process.env.SAT_DIR ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
@@ -18,12 +19,34 @@ export const TFD_XSLT = join(SAT_DIR, 'cfd/TimbreFiscalDigital/cadenaoriginal_TF
 
 export type TestRfc = 'EKU9003173C9' | 'CACX7605101P8';
 
-/** The bytes and password of a SAT test CSD. */
+/**
+ * The bytes and password of a SAT test CSD as the tests use it: the SAT's key and password, its
+ * certificate re-issued by the tests' own CA (test-ca.ts) — same NoCertificado and RFC, valid until
+ * 2099 — so no test depends on the SAT's certificate still being valid today.
+ */
 export function testCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
+  const sat = satTestCsdFiles(rfc);
+  return { ...sat, cer: reissueCertificate(sat.cer) };
+}
+
+/** The SAT's own test CSD, as published (valid until May 2027): for the tests about the real files. */
+export function satTestCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
   return {
     cer: readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`)),
     key: readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`)),
     password: readFileSync(join(SAT_DIR, 'csd', `${rfc}.password.txt`), 'utf8'),
+  };
+}
+
+/**
+ * A test CSD as files, for processes configured by path (CSD_CER_PATH, CSD_KEY_PATH,
+ * CSD_PASSWORD_FILE): the re-issued certificate written to a temporary file, the SAT's key and password.
+ */
+export function testCsdPaths(rfc: TestRfc): { cer: string; key: string; passwordFile: string } {
+  return {
+    cer: stableTempFile(`${rfc}.cer`, testCsdFiles(rfc).cer),
+    key: join(SAT_DIR, 'csd', `${rfc}.key`),
+    passwordFile: join(SAT_DIR, 'csd', `${rfc}.password.txt`),
   };
 }
 

@@ -3,6 +3,7 @@ export {
   CFDI_XSLT,
   TFD_XSLT,
   loadTestCsd,
+  satTestCsdFiles,
   testCsdFiles as csdBytes,
   satXslt,
   SchemaValidator,

@@ -1,0 +1,93 @@
+/**
+ * The tests' own certificate authority, so the suite does not die with the SAT's test CSDs (they
+ * expire on 2027-05-09 and 2027-05-18). It re-issues each SAT test certificate — the same subject,
+ * serial (so the same NoCertificado), public key and extensions, the SAT's private key and password
+ * still open it — signed by this CA and valid until 2099. The PAC sandbox accepts it as a "SAT" root
+ * only when told to (`SANDBOX_TRUSTED_CA_FILE`, the `trustedCa` option): never in production.
+ *
+ * The CA's key is a fixture (`fixtures/test-ca.key.pem`, test-only); its certificate and the
+ * re-issued ones are built from it deterministically (fixed validity and serials; RSA PKCS#1 v1.5
+ * signatures are deterministic), so every process of a run — and every run — makes the same bytes.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import forge from 'node-forge';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CA_KEY = resolve(here, '../fixtures/test-ca.key.pem');
+/** The re-issued certificates' end: far beyond any test's clock. */
+export const TEST_CERTIFICATE_END = new Date('2099-12-31T23:59:59Z');
+
+let ca: { key: forge.pki.rsa.PrivateKey; cert: forge.pki.Certificate; pem: string } | undefined;
+
+function testCa() {
+  if (ca) return ca;
+  const key = forge.pki.privateKeyFromPem(readFileSync(CA_KEY, 'utf8'));
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  cert.serialNumber = '01';
+  cert.validity.notBefore = new Date('2020-01-01T00:00:00Z');
+  cert.validity.notAfter = TEST_CERTIFICATE_END;
+  const name = [
+    { name: 'commonName', value: 'Timbra test CA (not the SAT)' },
+    { name: 'organizationName', value: 'Timbra tests' },
+  ];
+  cert.setSubject(name);
+  cert.setIssuer(name);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true },
+  ]);
+  cert.sign(key, forge.md.sha256.create());
+  ca = { key, cert, pem: forge.pki.certificateToPem(cert) };
+  return ca;
+}
+
+/** The test CA's certificate (PEM): what the sandbox is told to trust. */
+export function testCaPem(): string {
+  return testCa().pem;
+}
+
+const reissued = new Map<string, Buffer>();
+
+/** A certificate (DER) re-issued by the test CA: its subject, serial, key and extensions, valid until 2099. */
+export function reissueCertificate(der: Buffer): Buffer {
+  const id = createHash('sha256').update(der).digest('hex');
+  const cached = reissued.get(id);
+  if (cached) return cached;
+  const { key, cert: caCert } = testCa();
+  const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = original.publicKey;
+  cert.serialNumber = original.serialNumber;
+  cert.validity.notBefore = original.validity.notBefore;
+  cert.validity.notAfter = TEST_CERTIFICATE_END;
+  cert.setSubject(original.subject.attributes);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions(original.extensions);
+  cert.sign(key, forge.md.sha256.create());
+  const out = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
+  reissued.set(id, out);
+  return out;
+}
+
+/**
+ * Writes `bytes` to a file in the temporary directory named by their hash (the same bytes, the same
+ * path: processes of one run share it) and returns its path.
+ */
+export function stableTempFile(name: string, bytes: Buffer | string): string {
+  const hash = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const path = join(tmpdir(), `timbra-${hash}-${name}`);
+  const partial = `${path}.${process.pid}.tmp`;
+  writeFileSync(partial, bytes);
+  renameSync(partial, path);
+  return path;
+}
+
+/** The test CA's certificate as a file, for `SANDBOX_TRUSTED_CA_FILE`. */
+export function testCaFile(): string {
+  return stableTempFile('test-ca.pem', testCaPem());
+}
