@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { eventually, freePort, privateRedisArgs, runEntryPoint } from '@timbra/test-support';
+import { eventually, freePort, privateRedisArgs, runEntryPoint, realClockEnv } from '@timbra/test-support';
 import { Redis } from 'ioredis';
 import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
@@ -72,7 +72,10 @@ describe('configuration profiles', () => {
 describe('the API at start-up', () => {
   it('refuses a Redis that may evict (one JSON line, exit 1), and warns of each webhook without its secret', async () => {
     const port = await freePort();
-    const redis = spawn('redis-server', privateRedisArgs(port, 'allkeys-lru'), { stdio: 'ignore' });
+    const redis = spawn('redis-server', privateRedisArgs(port, 'allkeys-lru'), {
+      stdio: 'ignore',
+      env: realClockEnv(),
+    });
     try {
       await eventually(async () => {
         const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, retryStrategy: () => null });

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { deadLetterAlert } from '../src/alerts.ts';
-import { privateRedisArgs } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import { eventually, freePort } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -55,7 +55,10 @@ describe('dead-letter alerts', () => {
 describe('start-up checks', () => {
   it('refuses to start on a Redis that may evict keys, unless told to', async () => {
     const port = await freePort();
-    const redisServer = spawn('redis-server', privateRedisArgs(port, 'allkeys-lru'), { stdio: 'ignore' });
+    const redisServer = spawn('redis-server', privateRedisArgs(port, 'allkeys-lru'), {
+      stdio: 'ignore',
+      env: realClockEnv(),
+    });
     const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50 });
     try {
       await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);

@@ -6,8 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import got from 'got';
-import { privateRedisArgs } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
+import { testCsdPaths } from '@timbra/test-support';
 import { eventually, freePort, pendingInvoice, startSandboxProcess, type SandboxProcess } from './helpers.ts';
+
+// The emisor's CSD as the tests use it: re-issued by their CA (valid until 2099).
+const csdPaths = testCsdPaths('EKU9003173C9');
+const csdEnv = { CSD_CER_PATH: csdPaths.cer, CSD_KEY_PATH: csdPaths.key, CSD_PASSWORD_FILE: csdPaths.passwordFile };
 
 const here = dirname(fileURLToPath(import.meta.url));
 let db: TestDatabase;
@@ -36,6 +41,7 @@ function startWorker(
       ...process.env,
       NODE_OPTIONS: '',
       TIMBRA_PROFILE: 'sandbox',
+      ...csdEnv,
       DATABASE_URL: db.url,
       QUEUE_PREFIX: prefix,
       PAC_PRIMARY_URL: sandbox.primary,
@@ -139,7 +145,7 @@ describe('the worker process', () => {
       // Every line it wrote is a JSON log line.
       for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
 
-      redis = spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore' });
+      redis = spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore', env: realClockEnv() });
       await eventually(async () => (await readyz()).statusCode === 200, 60_000);
       expect(JSON.parse((await readyz()).body)).toEqual({
         ok: true,
@@ -162,7 +168,10 @@ describe('the worker process', () => {
     expect(fatal.problems).toEqual([expect.stringMatching(/^WORKER_CONCURRENCY: /)]);
 
     const redisPort = await freePort();
-    const redis = spawn('redis-server', privateRedisArgs(redisPort, 'allkeys-lru'), { stdio: 'ignore' });
+    const redis = spawn('redis-server', privateRedisArgs(redisPort, 'allkeys-lru'), {
+      stdio: 'ignore',
+      env: realClockEnv(),
+    });
     try {
       const evicting = startWorker(
         '{evicting}',

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createPrisma, insertInvoices, type PrismaClient } from '@timbra/db';
-import { privateRedisArgs } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
@@ -28,7 +28,7 @@ beforeAll(async () => {
   sandbox = await startSandboxProcess();
   // A private Redis: this test flushes it.
   const port = await freePort();
-  redisServer = spawn('redis-server', privateRedisArgs(port), { stdio: 'ignore' });
+  redisServer = spawn('redis-server', privateRedisArgs(port), { stdio: 'ignore', env: realClockEnv() });
   redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, retryStrategy: () => 50 });
   await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);
 });

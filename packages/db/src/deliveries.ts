@@ -87,7 +87,7 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
       SELECT c.id, c.channel, c.attempts, c.recipient, c.created_at, e.id AS event_id, e.type AS event_type,
              e.data AS event_data, e.created_at AS event_created_at, e.invoice_id,
              w.id AS endpoint_id, w.url AS endpoint_url, w.secret AS endpoint_secret,
-             CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS endpoint_previous_secret
+             CASE WHEN w.previous_secret_expires_at > ${new Date()} THEN w.previous_secret END AS endpoint_previous_secret
       FROM claimed c JOIN events e ON e.id = c.event_id LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
       ORDER BY c.available_at`,
   );
@@ -332,12 +332,16 @@ export function newEndpointSecret(): string {
  * A new secret for an endpoint; the old one keeps signing (a second `v1`) for `graceMs`, so
  * receivers can switch without refusing a delivery. @returns the new secret, or undefined (no such endpoint).
  */
+/**
+ * A new secret for an endpoint; the old one keeps signing beside it for `graceMs`. The grace is on the
+ * application's clock, as the API shows it and the dispatcher reads it (one clock for one rule).
+ */
 export async function rotateEndpointSecret(db: Db, endpointId: string, graceMs: number): Promise<string | undefined> {
   const secret = newEndpointSecret();
   const n = await execute(
     db,
     Prisma.sql`UPDATE webhook_endpoints SET previous_secret = secret, secret = ${secret},
-        previous_secret_expires_at = now() + make_interval(secs => ${graceMs / 1000}::float8), updated_at = now()
+        previous_secret_expires_at = ${new Date(Date.now() + graceMs)}, updated_at = now()
       WHERE id = ${endpointId}::uuid`,
   );
   return n > 0 ? secret : undefined;

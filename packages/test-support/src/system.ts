@@ -87,3 +87,14 @@ export function runEntryPoint(
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
+
+/**
+ * The environment for a server a test starts beside the code under test (redis-server): without
+ * libfaketime's preload, so when the suite runs under a fake clock (`faketime`, CI's 2027 run) the
+ * server keeps the real one, as Postgres and Redis do in production.
+ */
+export function realClockEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const name of ['LD_PRELOAD', 'FAKETIME', 'FAKETIME_DONT_RESET', 'DONT_FAKE_MONOTONIC']) delete env[name];
+  return env;
+}
