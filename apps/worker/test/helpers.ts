@@ -33,8 +33,20 @@ export interface SandboxProcess {
   stop: () => Promise<void>;
 }
 
-/** The PAC sandbox as a real process (apps never import each other: it is started, not imported). */
+/**
+ * The PAC sandbox as a real process (apps never import each other: it is started, not imported). A
+ * free port can be taken by another process between the choice and the listen: a sandbox that exits
+ * before it answers is started again on other ports (three tries).
+ */
 export async function startSandboxProcess(): Promise<SandboxProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await trySandboxProcess();
+    if (started) return started;
+    if (attempt >= 3) throw new Error('sandbox did not start');
+  }
+}
+
+async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
   const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
   const child: ChildProcess = spawn(
     process.execPath,
@@ -55,13 +67,19 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
       stdio: ['ignore', 'ignore', 'inherit'],
     },
   );
+  let exited = false;
+  child.once('exit', () => (exited = true));
   const adminUrl = `http://127.0.0.1:${admin}/__admin`;
   for (let i = 0; ; i++) {
     try {
       await got.get(`http://127.0.0.1:${primary}/healthz`, { retry: { limit: 0 } });
       break;
     } catch {
-      if (i > 150) throw new Error('sandbox did not start');
+      if (exited) return undefined;
+      if (i > 300) {
+        child.kill('SIGKILL');
+        throw new Error('sandbox did not start');
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
