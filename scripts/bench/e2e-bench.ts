@@ -18,7 +18,7 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { cpuMs, rawVerifySignRate, stripeSignatureHeader } from '@timbra/test-support';
+import { cpuMs, rawVerifySignRate, stripeSignatureHeader, testCaFile, testCsdPaths } from '@timbra/test-support';
 import { createPrisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';
@@ -48,6 +48,9 @@ const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await Promise.
   Array.from({ length: 5 }, () => freePort()),
 )) as [number, number, number, number, number];
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
+// The SAT's test CSD with its certificate re-issued by the tests' CA (valid until 2099).
+const csdPaths = testCsdPaths('EKU9003173C9');
+const csdEnv = { CSD_CER_PATH: csdPaths.cer, CSD_KEY_PATH: csdPaths.key, CSD_PASSWORD_FILE: csdPaths.passwordFile };
 const processes = [
   privateRedis(redisPort),
   Proc.app('sandbox', 'apps/pac-sandbox/src/main.ts', {
@@ -58,9 +61,12 @@ const processes = [
     // The SAT rules, not the XSD (~6 ms of the sandbox's CPU a stamp: a real PAC's own work, on
     // the same two cores as Timbra here). bench:sandbox -- --validation on shows its cost.
     SANDBOX_VALIDATION: 'rules',
+    // The emisor's certificate is re-issued by the tests' CA (valid until 2099): trusted here.
+    SANDBOX_TRUSTED_CA_FILE: testCaFile(),
     LOG_LEVEL: 'error',
   }),
   Proc.app('api', 'apps/api/src/main.ts', {
+    ...csdEnv,
     DATABASE_URL: database.url,
     REDIS_URL: redisUrl,
     PORT: String(apiPort),
@@ -77,6 +83,7 @@ const processes = [
   // The relay in a process of its own (WORKER_ROLES), so stamping never delays its event loop.
   ...(['relay,sweeper', 'stamper'] as const).map((roles) =>
     Proc.app(`worker (${roles})`, 'apps/worker/src/main.ts', {
+      ...csdEnv,
       DATABASE_URL: database.url,
       REDIS_URL: redisUrl,
       WORKER_ROLES: roles,

@@ -14,7 +14,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SwClient } from '@timbra/cfdi-core';
-import { cpuMs, freePort, rawVerifySignRate } from '@timbra/test-support';
+import { cpuMs, freePort, rawVerifySignRate, testCaFile } from '@timbra/test-support';
 import { freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -42,6 +42,8 @@ const child = spawn(
       SANDBOX_BACKUP_PORT: String(backup),
       SANDBOX_ADMIN_PORT: String(admin),
       SANDBOX_VALIDATION: values.validation,
+      // The documents are sealed with the tests' CSD, re-issued by their CA (valid until 2099).
+      SANDBOX_TRUSTED_CA_FILE: testCaFile(),
       LOG_LEVEL: 'error',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
