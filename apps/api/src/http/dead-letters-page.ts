@@ -9,6 +9,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import { isUuid, redriveDeadLetter, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
 import { redactForDashboard } from './dashboard-redact.ts';
+import { escapeHtml } from './html.ts';
 
 export const DEAD_LETTERS_PATH = 'dead-letters';
 
@@ -24,11 +25,7 @@ export interface DeadLettersPageOptions {
 
 const KIND: Record<string, string> = { I: 'an Ingreso', E: 'an Egreso', P: 'a Pago' };
 
-const escape = (value: string | number | null | undefined): string =>
-  String(value ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
+const escape = escapeHtml;
 const shown = (value: string | null | undefined) => escape(redactForDashboard(value ?? '') as string);
 const time = (d: Date | null | undefined) => (d ? d.toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—');
 

@@ -21,6 +21,7 @@ import {
   catalogs,
   customerCopy,
   isBlank,
+  parseAmount,
   rfcKind,
   SAT_RULES,
   usoCfdiAllowed,
@@ -28,6 +29,7 @@ import {
 } from '@timbra/cfdi-core';
 import { ticketByDownloadToken, type PrismaClient } from '@timbra/db';
 import { FailureLimiter } from './failure-limiter.ts';
+import { escapeHtml as esc } from './html.ts';
 import type { Metrics } from './metrics.ts';
 import { DomainError } from '../use-cases/domain-errors.ts';
 import type { RecordPaymentDeps } from '../use-cases/record-payment.ts';
@@ -275,7 +277,7 @@ function readForm(body: Record<string, unknown>): Form {
 function checkForm(form: Form): Errors {
   const errors: Errors = {};
   if (!form.codigo) errors.codigo = 'Escribe el código impreso en tu ticket.';
-  if (!/^\$?\s*[\d,]{1,18}(\.\d{1,2})?$/.test(form.total))
+  if (!parseAmount(form.total.replace(/[$\s,]/g, ''), 'MXN').ok)
     errors.total = 'Escribe el total del ticket, por ejemplo 1160.00.';
   const kind = rfcKind(form.rfc);
   if (kind === null)
@@ -500,12 +502,6 @@ function pesos(amount: string): string {
   const [units, cents] = amount.split('.');
   return `$${units!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${cents}`;
 }
-
-const esc = (value: string | number | null | undefined): string =>
-  String(value ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
 
 function page(merchant: string, title: string, body: string): string {
   return `<!doctype html>

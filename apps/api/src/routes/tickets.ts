@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { periodLabel } from '@timbra/cfdi-core';
 import { TICKET_STATUSES, type PrismaClient } from '@timbra/db';
 import { ApiError, fromDomainError } from '../errors.ts';
+import { uuidParams } from '../http/ids.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../use-cases/domain-errors.ts';
 import type { RecordPaymentDeps } from '../use-cases/record-payment.ts';
@@ -22,6 +23,7 @@ type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };
 export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps; metrics: Metrics }): Router {
   const { prisma } = deps;
   const router = Router();
+  uuidParams(router, 'id');
   const requireGlobal = (): RecordPaymentDeps & { global: GlobalSettings } => {
     if (!deps.payments.global) throw new ApiError('global_mode_off');
     return deps.payments as RecordPaymentDeps & { global: GlobalSettings };
@@ -53,7 +55,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
 
   router.get('/tickets/:id', async (req, res) => {
     requireGlobal();
-    const ticket = await prisma.ticket.findUnique({ where: { id: uuidParam(req.params.id) } });
+    const ticket = await prisma.ticket.findUnique({ where: { id: String(req.params.id) } });
     if (!ticket) throw new ApiError('not_found');
     res.json(ticketView(ticket));
   });
@@ -82,7 +84,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
   router.get('/globals/:id', async (req, res) => {
     requireGlobal();
     const period = await prisma.globalPeriod.findUnique({
-      where: { id: uuidParam(req.params.id) },
+      where: { id: String(req.params.id) },
       include: {
         invoices: {
           select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true },
@@ -118,12 +120,6 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
     }
   });
   return router;
-}
-
-function uuidParam(id: string | undefined): string {
-  if (!id || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
-    throw new ApiError('not_found');
-  return id;
 }
 
 interface TicketRow {

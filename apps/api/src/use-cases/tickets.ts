@@ -14,6 +14,7 @@ import {
   globalSourceId,
   GLOBAL_DEADLINE_MS,
   nextGlobalPeriod,
+  parseAmount,
   preflight,
   stampKeyFor,
   ticketParts,
@@ -428,8 +429,8 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
   return { ticketId: ticket.id, invoiceId: invoiceId!, downloadToken, created: true };
 }
 
-/** Whether the total typed (e.g. "1,160.5", "$1160.50") is the ticket's. */
+/** Whether the total typed (e.g. "1,160.5", "$1160.50") is the ticket's: the money grammar (parseAmount) once `$`, spaces and thousands separators are gone. */
 function sameAmount(stored: string, typed: string): boolean {
-  const clean = typed.replace(/[$\s,]/g, '');
-  return /^\d{1,15}(\.\d{1,2})?$/.test(clean) && new BigNumber(clean).isEqualTo(stored);
+  const parsed = parseAmount(typed.replace(/[$\s,]/g, ''), 'MXN');
+  return parsed.ok && new BigNumber(parsed.amount).isEqualTo(stored);
 }
