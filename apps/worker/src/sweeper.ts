@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { jobIdFor, type PrismaClient } from '@timbra/db';
+import { jobIdFor, republishEnqueuedOutboxRows, staleEnqueuedOutboxRows, type PrismaClient } from '@timbra/db';
 import type { StampJobData } from './jobs.ts';
 
 export interface SweeperDeps {
@@ -40,12 +40,7 @@ export class Sweeper {
   }
 
   private async republishLost(): Promise<number> {
-    const stale = await this.deps.prisma.outboxRow.findMany({
-      where: { status: 'enqueued', enqueuedAt: { lt: new Date(Date.now() - this.deps.staleMs) } },
-      orderBy: { enqueuedAt: 'asc' },
-      take: this.deps.batchSize,
-      select: { id: true, stampKey: true, version: true },
-    });
+    const stale = await staleEnqueuedOutboxRows(this.deps.prisma, this.deps.staleMs, this.deps.batchSize);
     const lost: string[] = [];
     let finished = 0;
     for (const row of stale) {
@@ -68,10 +63,7 @@ export class Sweeper {
       this.deps.logger.warn({ finished }, 'outbox rows still enqueued whose job had finished: published again');
     if (lost.length === 0) return 0;
     // Only rows still enqueued: a worker may have finished one meanwhile.
-    const { count } = await this.deps.prisma.outboxRow.updateMany({
-      where: { id: { in: lost }, status: 'enqueued' },
-      data: { status: 'pending', availableAt: new Date() },
-    });
+    const count = await republishEnqueuedOutboxRows(this.deps.prisma, lost);
     this.deps.logger.warn({ count }, 'outbox rows whose job was lost put back to pending');
     return count;
   }

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { createPrisma, insertInvoices, type PrismaClient } from '@timbra/db';
 import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
-import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
 import {
@@ -111,7 +111,7 @@ describe('a job that finished in another life of its row', () => {
       // The database goes back in time (a restore): the row is enqueued again, its job long finished.
       await prisma.outboxRow.updateMany({
         where: { stampKey: row.stampKey },
-        data: { status: 'enqueued', enqueuedAt: new Date(Date.now() - 60_000) },
+        data: { status: 'enqueued', enqueuedAt: new Date((await databaseNow(prisma)) - 60_000) },
       });
       expect(await w.sweeper.sweepOnce()).toBe(1);
       expect(await w.queue.getJob(job!.id!)).toBeUndefined();

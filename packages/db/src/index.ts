@@ -49,6 +49,8 @@ export {
   claimOutboxBatch,
   markOutboxEnqueued,
   outboxCountsByStatus,
+  republishEnqueuedOutboxRows,
+  staleEnqueuedOutboxRows,
   oldestOpenOutboxAgeSeconds,
   listenForOutbox,
   type OutboxKind,

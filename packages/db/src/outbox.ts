@@ -121,6 +121,41 @@ export async function markOutboxEnqueued(tx: Tx, ids: readonly string[]): Promis
   await tx.$executeRaw`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${[...ids]}::uuid[])`;
 }
 
+const staleEnqueuedRow = z.object({ id: col.uuid, stamp_key: col.text, version: col.int });
+const countRow = z.object({ n: col.int });
+
+/**
+ * Rows `enqueued` longer than `staleMs` ago by the database's clock (the clock that wrote
+ * `enqueued_at`), oldest first: the sweeper's candidates for a job Redis lost.
+ */
+export async function staleEnqueuedOutboxRows(db: Db, staleMs: number, limit: number) {
+  const rows = await queryRows(
+    db,
+    staleEnqueuedRow,
+    Prisma.sql`SELECT id, stamp_key, version FROM outbox
+      WHERE status = 'enqueued' AND enqueued_at < now() - make_interval(secs => ${staleMs / 1000}::float8)
+      ORDER BY enqueued_at LIMIT ${limit}`,
+  );
+  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, version: r.version }));
+}
+
+/**
+ * Puts rows still `enqueued` back to `pending`, available now (the database's now: the relay claims
+ * with it) and announces them. @returns how many moved (a worker may have finished one meanwhile).
+ */
+export async function republishEnqueuedOutboxRows(db: Db, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const [row] = await queryRows(
+    db,
+    countRow,
+    Prisma.sql`WITH moved AS (
+        UPDATE outbox SET status = 'pending', available_at = now(), updated_at = now()
+        WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'enqueued' RETURNING id)
+      SELECT count(*)::int AS n, ${notifyOutboxSql(Prisma.sql`moved`)} AS notified FROM moved`,
+  );
+  return row?.n ?? 0;
+}
+
 /** Outbox rows by status (without `done` unless asked: it grows for ever). */
 export async function outboxCountsByStatus(db: Db, options: { includeDone?: boolean } = {}) {
   return queryRows(

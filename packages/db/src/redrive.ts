@@ -31,10 +31,9 @@ export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string, w
       assertTransition(invoice.status, 'pending');
       await tx.invoice.update({ where: { id: row.invoiceId }, data: { status: 'pending' } });
     }
-    await tx.outboxRow.update({
-      where: { id: row.id },
-      data: { status: 'pending', availableAt: new Date(), lastError: null },
-    });
+    // Available at the database's now: the relay claims with that clock.
+    await tx.$executeRaw`UPDATE outbox SET status = 'pending', available_at = now(), last_error = NULL, updated_at = now()
+      WHERE id = ${row.id}::uuid`;
     await notifyOutbox(tx, [row.id]);
     return { ok: true, outboxId: row.id, invoiceId: row.invoiceId } as const;
   });

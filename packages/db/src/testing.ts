@@ -150,6 +150,16 @@ export async function createTxidProbe(prisma: PrismaClient) {
   };
 }
 
+/**
+ * The database's now, in milliseconds: for a test that back-dates a row the database compares with
+ * its own clock (`created_at`, `enqueued_at`): under a fake application clock (CI's 2027 run) the
+ * two differ.
+ */
+export async function databaseNow(prisma: PrismaClient): Promise<number> {
+  const [row] = await prisma.$queryRaw<{ now: Date }[]>`SELECT now() AS now`;
+  return row!.now.getTime();
+}
+
 /** Marks every applied migration rolled back, as if the schema were behind the code (readiness tests). */
 export async function markMigrationsRolledBack(prisma: PrismaClient): Promise<void> {
   await prisma.$executeRawUnsafe(`UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
