@@ -76,7 +76,7 @@ export class CorrectionRunner {
           status: 'proving',
           code: 'proving',
           detail: 'asking the PACs that received the version',
-          retryAt: new Date(Date.now() + 60_000),
+          retryInMs: 60_000,
         });
       return rows;
     });
@@ -109,7 +109,7 @@ export class CorrectionRunner {
       case 'wait': {
         const delay = Math.min(this.deps.retry.maxMs, this.deps.retry.baseMs * 2 ** Math.min(c.attempts, 20));
         await prisma.$transaction((tx) =>
-          settleCorrection(tx, c.id, { status: 'proving', ...proof, retryAt: new Date(Date.now() + delay) }),
+          settleCorrection(tx, c.id, { status: 'proving', ...proof, retryInMs: delay }),
         );
         log.warn({ code: proof.code, detail: proof.detail, retryInMs: delay }, 'correction waits for a PAC');
         return false;

@@ -4,7 +4,7 @@ import got from 'got';
 import { parseStampedCfdi, STAMP_WINDOW_MS, stampKeyFor } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
 import { createPrisma, lateInvoices, type PrismaClient } from '@timbra/db';
-import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import {
   eventually,
   redisFor,
@@ -138,7 +138,7 @@ describe('correcting an invoice that could not be stamped', () => {
           outcome: 'in_flight',
           version: 1,
           durationMs: 0,
-          createdAt: new Date(Date.now() - 3600_000),
+          createdAt: new Date((await databaseNow(prisma)) - 3600_000),
         },
       });
 

@@ -337,11 +337,14 @@ export async function claimDueCorrections(tx: Tx, limit: number): Promise<Provin
   }));
 }
 
-/** A correction's outcome: applied (with the version it made), refused (with why), or a later look. */
+/**
+ * A correction's outcome: applied (with the version it made), refused (with why), or a later look
+ * `retryInMs` from now — the database's now, the clock `claimDueCorrections` compares with.
+ */
 export type CorrectionOutcome =
   | { status: 'applied'; toVersion: number }
   | { status: 'refused'; code: string; detail: string }
-  | { status: 'proving'; code: string; detail: string; retryAt: Date };
+  | { status: 'proving'; code: string; detail: string; retryInMs: number };
 
 export async function settleCorrection(tx: Tx, correctionId: string, outcome: CorrectionOutcome): Promise<void> {
   await execute(
@@ -351,7 +354,7 @@ export async function settleCorrection(tx: Tx, correctionId: string, outcome: Co
              to_version = ${outcome.status === 'applied' ? outcome.toVersion : null},
              code = ${outcome.status === 'applied' ? null : outcome.code},
              detail = ${outcome.status === 'applied' ? null : outcome.detail.slice(0, 2000)},
-             next_attempt_at = ${outcome.status === 'proving' ? outcome.retryAt : new Date()}
+             next_attempt_at = now() + make_interval(secs => ${outcome.status === 'proving' ? outcome.retryInMs / 1000 : 0}::float8)
       WHERE id = ${correctionId}::uuid AND status = 'proving'`,
   );
 }
@@ -399,17 +402,18 @@ const lateRow = z.object({ n: col.int, age: z.number() });
  * Pending invoices whose Fecha leaves the PACs' 72-hour window within `marginMs` (or has left it),
  * not ambiguous (no PAC call of the version without an answer) and with no correction under way:
  * unless stamped soon, they will never be. Fecha is the instant the version was frozen (DESIGN.md
- * invariant 4); the stored Fecha is local time, read here in Mexico's easternmost zone (the earliest
- * instant it can denote: the alert comes up to 3 h early in the Pacific zones, never late).
+ * invariant 4), written with the application's clock, so it is measured against the application's
+ * `now` (not the database's: one clock per rule). The stored Fecha is local time, read here in
+ * Mexico's easternmost zone (the earliest instant it can denote: the alert comes up to 3 h early in
+ * the Pacific zones, never late).
  */
-function lateInvoicesSql(windowMs: number, marginMs: number): Prisma.Sql {
+function lateInvoicesSql(windowMs: number, marginMs: number, now: Date): Prisma.Sql {
   return Prisma.sql`
-    SELECT i.id, LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun') AS frozen_at
+    SELECT i.id, i.fecha::timestamp AT TIME ZONE 'America/Cancun' AS frozen_at
     FROM invoices i
-    LEFT JOIN invoice_versions v ON v.invoice_id = i.id AND v.version = i.version
     WHERE i.status = 'pending'
-      AND LEAST(COALESCE(v.created_at, i.created_at), i.fecha::timestamp AT TIME ZONE 'America/Cancun')
-          < now() - make_interval(secs => ${(windowMs - marginMs) / 1000})
+      AND i.fecha::timestamp AT TIME ZONE 'America/Cancun'
+          < ${now}::timestamptz - make_interval(secs => ${(windowMs - marginMs) / 1000})
       AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving')
       AND NOT EXISTS (SELECT 1 FROM pac_attempts a WHERE a.invoice_id = i.id AND a.version = i.version
                                                    AND a.outcome IN ('ambiguous', 'in_flight'))`;
@@ -420,12 +424,13 @@ export async function lateInvoices(
   db: Db,
   windowMs: number,
   marginMs: number,
+  now = new Date(),
 ): Promise<{ count: number; oldestAgeSeconds: number }> {
   const [row] = await queryRows(
     db,
     lateRow,
-    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(f.frozen_at)), 0)::float8 AS age
-               FROM (${lateInvoicesSql(windowMs, marginMs)}) f`,
+    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM ${now}::timestamptz - min(f.frozen_at)), 0)::float8 AS age
+               FROM (${lateInvoicesSql(windowMs, marginMs, now)}) f`,
   );
   return { count: row!.n, oldestAgeSeconds: row!.age };
 }
@@ -436,12 +441,18 @@ export async function lateInvoices(
  * the new version follow as for any correction. Invoices locked by someone else are skipped.
  * @returns the invoices it started a correction for.
  */
-export async function startLateRefreezes(tx: Tx, windowMs: number, marginMs: number, limit: number): Promise<string[]> {
+export async function startLateRefreezes(
+  tx: Tx,
+  windowMs: number,
+  marginMs: number,
+  limit: number,
+  now = new Date(),
+): Promise<string[]> {
   const rows = await queryRows(
     tx,
     z.object({ id: col.uuid, version: col.int }),
     Prisma.sql`
-      SELECT i.id, i.version FROM invoices i WHERE i.id IN (SELECT l.id FROM (${lateInvoicesSql(windowMs, marginMs)}) l)
+      SELECT i.id, i.version FROM invoices i WHERE i.id IN (SELECT l.id FROM (${lateInvoicesSql(windowMs, marginMs, now)}) l)
       ORDER BY i.created_at LIMIT ${limit}
       FOR UPDATE OF i SKIP LOCKED`,
   );
