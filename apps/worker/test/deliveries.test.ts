@@ -18,7 +18,7 @@ import {
   rotateEndpointSecret,
   type PrismaClient,
 } from '@timbra/db';
-import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { startMailbox, type Mailbox } from '@timbra/test-support';
 import { createEmailSender } from '../src/deliveries/email.ts';
 import { Dispatcher, type DispatcherDeps } from '../src/deliveries/dispatcher.ts';
@@ -351,7 +351,8 @@ describe('email to the receptor', () => {
     await noSmtp.drainAll();
     const waiting = await prisma.delivery.findFirstOrThrow({ where: { recipient: payment.email } });
     expect(waiting).toMatchObject({ status: 'pending', attempts: 0 });
-    expect(waiting.availableAt.getTime()).toBeGreaterThan(Date.now() + 30_000);
+    // A minute later by the database's clock (the one the claim compares with).
+    expect(waiting.availableAt.getTime() - waiting.updatedAt.getTime()).toBe(60_000);
     expect((await deliveryBacklog(prisma)).email.pending).toBeGreaterThanOrEqual(1);
     expect(mailbox.received.some((m) => m.to.includes(payment.email!))).toBe(false);
   });
@@ -468,6 +469,37 @@ describe('webhooks to the merchant', () => {
       consecutiveFailures: 0,
       failingSince: null,
     });
+  });
+
+  it('a delivery still failing past its retry window is dead, the window measured from its creation by the database’s clock', async () => {
+    const ep = await endpoint(['invoice.stamped']);
+    receiver.answers.push(...Array<number>(50).fill(500));
+    const { invoice } = await stampedSale('hook-window', null);
+    const attempts: string[] = [];
+    const d = dispatcher({
+      webhook: { timeoutMs: 500, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+      onAttempt: (_channel, outcome) => attempts.push(outcome),
+    });
+    const first = await prisma.delivery.findFirstOrThrow({ where: { endpointId: ep.id } });
+    // Written 59 s ago by the database's clock: retries (40–200 ms apart) fit in the 60 s window for
+    // about a second more, then it is given up.
+    await prisma.delivery.update({
+      where: { id: first.id },
+      data: { createdAt: new Date((await databaseNow(prisma)) - quick.forMs + 1_000) },
+    });
+    await deliverUntil(
+      d,
+      async () => (await prisma.delivery.findUniqueOrThrow({ where: { id: first.id } })).status === 'dead',
+    );
+    const delivery = await prisma.delivery.findUniqueOrThrow({
+      where: { id: first.id },
+      include: { log: { orderBy: { attempt: 'asc' } } },
+    });
+    expect(delivery.log.at(-1)).toMatchObject({ outcome: 'dead', statusCode: 500 });
+    expect(delivery.log.length).toBeGreaterThan(1);
+    expect(delivery.log.slice(0, -1).every((l) => l.outcome === 'failed')).toBe(true);
+    expect(attempts.at(-1)).toBe('dead');
+    expect(receiver.requests.filter((r) => r.body.includes(invoice.id)).length).toBe(delivery.log.length);
   });
 
   it('a long failure streak disables the endpoint, buries its pending deliveries and says so; a replay after enabling delivers', async () => {

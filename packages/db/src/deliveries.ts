@@ -116,10 +116,15 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
   }));
 }
 
-/** What one attempt came to. `failed` retries at `retryAt`; `dead` gives up (reason in `error`). */
+/**
+ * What one attempt came to. `failed` is tried again `retryInMs` from now, unless that is more than
+ * `giveUpAfterMs` after the delivery was written: then it is recorded `dead`. Both are measured with
+ * the database's clock (the one that wrote `created_at` and that the claim compares `available_at`
+ * with). `dead` gives up at once (reason in `error`).
+ */
 export type AttemptOutcome =
   | { outcome: 'delivered'; statusCode?: number }
-  | { outcome: 'failed'; retryAt: Date; statusCode?: number; error: string }
+  | { outcome: 'failed'; retryInMs: number; giveUpAfterMs: number; statusCode?: number; error: string }
   | { outcome: 'dead'; statusCode?: number; error: string };
 
 /** When a failing endpoint is disabled: failing for `afterMs` and at least `minFailures` attempts in a row. */
@@ -137,42 +142,53 @@ const disabledRow = z.object({ id: col.uuid, url: col.text, consecutive_failures
  * deliveries) when the streak passes `disable`. A delivery no longer `sending` in this attempt (an
  * operator acted, or another worker took the expired lease) keeps its status; the log keeps the line.
  *
- * @returns the endpoint this attempt disabled, if any.
+ * @returns what was recorded (a failure past its window is `dead`) and the endpoint this attempt
+ * disabled, if any.
  */
 export async function recordDeliveryAttempt(
   prisma: PrismaClient,
   delivery: { id: string; attempt: number },
   result: AttemptOutcome & { durationMs: number },
   disable: DisablePolicy,
-): Promise<{ disabled?: { id: string; url: string; consecutiveFailures: number } }> {
+): Promise<{
+  outcome: AttemptOutcome['outcome'];
+  disabled?: { id: string; url: string; consecutiveFailures: number };
+}> {
   const run = async (tx: Db) => {
     const error = result.outcome === 'delivered' ? null : result.error.slice(0, 2000);
-    await execute(
-      tx,
-      Prisma.sql`INSERT INTO delivery_attempts (delivery_id, attempt, outcome, status_code, error, duration_ms)
-        VALUES (${delivery.id}::uuid, ${delivery.attempt}, ${result.outcome}, ${result.statusCode ?? null},
-                ${error}, ${Math.round(result.durationMs)})`,
-    );
+    let status = Prisma.sql`${result.outcome}`;
+    let availableAt = Prisma.sql`available_at`;
+    if (result.outcome === 'failed') {
+      const retryAt = Prisma.sql`now() + make_interval(secs => ${result.retryInMs / 1000}::float8)`;
+      const late = Prisma.sql`${retryAt} - created_at > make_interval(secs => ${result.giveUpAfterMs / 1000}::float8)`;
+      status = Prisma.sql`CASE WHEN ${late} THEN 'dead' ELSE 'pending' END`;
+      availableAt = Prisma.sql`CASE WHEN ${late} THEN available_at ELSE ${retryAt} END`;
+    }
     const [row] = await queryRows(
       tx,
       recordedRow,
       Prisma.sql`
-        UPDATE deliveries SET
-          status = ${result.outcome === 'failed' ? 'pending' : result.outcome},
-          available_at = ${result.outcome === 'failed' ? result.retryAt : Prisma.sql`available_at`},
+        UPDATE deliveries SET status = ${status}, available_at = ${availableAt},
           delivered_at = ${result.outcome === 'delivered' ? Prisma.sql`now()` : Prisma.sql`NULL`},
           last_error = ${error}, lease_until = NULL, updated_at = now()
         WHERE id = ${delivery.id}::uuid AND status = 'sending' AND attempts = ${delivery.attempt}
         RETURNING status, endpoint_id`,
     );
-    if (!row?.endpoint_id) return {};
+    const outcome = result.outcome === 'failed' && row?.status === 'dead' ? 'dead' : result.outcome;
+    await execute(
+      tx,
+      Prisma.sql`INSERT INTO delivery_attempts (delivery_id, attempt, outcome, status_code, error, duration_ms)
+        VALUES (${delivery.id}::uuid, ${delivery.attempt}, ${outcome}, ${result.statusCode ?? null},
+                ${error}, ${Math.round(result.durationMs)})`,
+    );
+    if (!row?.endpoint_id) return { outcome };
     if (result.outcome === 'delivered') {
       await execute(
         tx,
         Prisma.sql`UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, updated_at = now()
           WHERE id = ${row.endpoint_id}::uuid AND (consecutive_failures > 0 OR failing_since IS NOT NULL)`,
       );
-      return {};
+      return { outcome };
     }
     // Two statements: a row updated twice in one statement keeps only one of the changes.
     await execute(
@@ -200,10 +216,13 @@ export async function recordDeliveryAttempt(
           FROM webhook_endpoints w
           WHERE d.id = ${delivery.id}::uuid AND d.status = 'pending' AND w.id = d.endpoint_id AND w.status = 'disabled'`,
       );
-      return {};
+      return { outcome };
     }
     await buryPendingDeliveries(tx, disabled.id, 'endpoint disabled after a failure streak');
-    return { disabled: { id: disabled.id, url: disabled.url, consecutiveFailures: disabled.consecutive_failures } };
+    return {
+      outcome,
+      disabled: { id: disabled.id, url: disabled.url, consecutiveFailures: disabled.consecutive_failures },
+    };
   };
   return prisma.$transaction(run);
 }

@@ -84,32 +84,33 @@ export class Dispatcher {
     }
     const durationMs = Math.max(0, now() - started);
     const window = d.channel === 'webhook' ? this.deps.webhook.retry : this.deps.emailRetry;
-    let outcome: AttemptOutcome;
-    if (result.ok) outcome = { outcome: 'delivered', statusCode: result.statusCode };
-    else {
-      const retryAt = new Date(now() + deliveryBackoffMs(window, d.attempt));
-      const code = result.statusCode !== undefined ? { statusCode: result.statusCode } : {};
-      outcome =
-        result.permanent || retryAt.getTime() - d.createdAt.getTime() > window.forMs
-          ? { outcome: 'dead', ...code, error: result.error }
-          : { outcome: 'failed', retryAt, ...code, error: result.error };
-    }
+    const attempt: AttemptOutcome = result.ok
+      ? { outcome: 'delivered', statusCode: result.statusCode }
+      : result.permanent
+        ? { outcome: 'dead', statusCode: result.statusCode, error: result.error }
+        : {
+            outcome: 'failed',
+            retryInMs: deliveryBackoffMs(window, d.attempt),
+            giveUpAfterMs: window.forMs,
+            statusCode: result.statusCode,
+            error: result.error,
+          };
     const recorded = await recordDeliveryAttempt(
       this.deps.prisma,
       { id: d.id, attempt: d.attempt },
-      { ...outcome, durationMs },
+      { ...attempt, durationMs },
       this.deps.webhook.disable,
     );
-    this.deps.onAttempt?.(d.channel, outcome.outcome, durationMs);
+    this.deps.onAttempt?.(d.channel, recorded.outcome, durationMs);
     const where = { deliveryId: d.id, eventId: d.event.id, type: d.event.type, channel: d.channel, attempt: d.attempt };
-    if (outcome.outcome === 'dead')
+    if (attempt.outcome !== 'delivered' && recorded.outcome === 'dead')
       this.deps.logger.error(
-        { alert: 'delivery_dead', ...where, error: outcome.error, statusCode: outcome.statusCode },
+        { alert: 'delivery_dead', ...where, error: attempt.error, statusCode: attempt.statusCode },
         `a ${d.channel} delivery failed for good: replay it once the cause is fixed`,
       );
-    else if (outcome.outcome === 'failed')
+    else if (attempt.outcome === 'failed')
       this.deps.logger.warn(
-        { ...where, error: outcome.error, retryAt: outcome.retryAt },
+        { ...where, error: attempt.error, retryInMs: attempt.retryInMs },
         `${d.channel} delivery failed; will retry`,
       );
     else this.deps.logger.debug(where, `${d.channel} delivered`);
