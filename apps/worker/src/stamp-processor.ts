@@ -144,12 +144,12 @@ async function deadLetter(
   code: string,
   pac?: string,
 ): Promise<void> {
-  const waitingDependents = await deadLetterOutboxRow(
+  const deadLettered = await deadLetterOutboxRow(
     deps.prisma,
     { outboxId: row.id, invoiceId: row.invoiceId },
     failureText(code, reason),
   );
-  if (waitingDependents === undefined) {
+  if (deadLettered === undefined) {
     // A correction holds the row (it is proving the version was never stamped): not a dead letter.
     deps.logger.info({ invoiceId: row.invoiceId, code }, 'failure on a row held for a correction: left to it');
     return;
@@ -163,8 +163,8 @@ async function deadLetter(
     reason,
     code,
     ...(pac ? { pac } : {}),
-    failedAt: new Date().toISOString(),
-    ...(waitingDependents > 0 ? { waitingDependents } : {}),
+    failedAt: deadLettered.failedAt.toISOString(),
+    ...(deadLettered.waitingDependents > 0 ? { waitingDependents: deadLettered.waitingDependents } : {}),
   };
   await deps.dlq.add(JOBS.deadLetter.name, letter, {
     jobId: `${row.stampKey}-${Date.now()}`,

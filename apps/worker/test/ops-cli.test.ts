@@ -161,7 +161,11 @@ describe('dlq:retry', () => {
   it('re-drives with who and why on record, and settles the letter in stamp-dlq at once', async () => {
     const p = await pendingInvoice(prisma, 'ops-redrive');
     await prisma.outboxRow.update({ where: { id: p.outboxId }, data: { status: 'enqueued' } });
-    await deadLetterOutboxRow(prisma, { outboxId: p.outboxId, invoiceId: p.invoiceId }, '402: LCO');
+    const { failedAt } = (await deadLetterOutboxRow(
+      prisma,
+      { outboxId: p.outboxId, invoiceId: p.invoiceId },
+      '402: LCO',
+    ))!;
     // The letter as the worker leaves it: in the failed set of stamp-dlq, held there by its consumer.
     const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix });
     const consumer = createDeadLetterConsumer(
@@ -175,7 +179,7 @@ describe('dlq:retry', () => {
         invoiceId: p.invoiceId,
         reason: 'LCO',
         code: '402',
-        failedAt: new Date(Date.now() - 1000).toISOString(),
+        failedAt: failedAt.toISOString(),
       });
       await eventually(async () => (await dlq.getFailedCount()) === 1);
 

@@ -193,9 +193,12 @@ export async function recordFailedAttempt(
 
 const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
 
+const deadLetteredRow = z.object({ failed_at: z.date() });
+
 /**
  * Dead-letters an outbox row: the row `failed` (from pending or enqueued: a row a correction holds
- * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns how many
+ * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns when it failed
+ * by the database's clock (the clock of the re-drives a letter is settled against) and how many
  * documents wait for this invoice (blocked with it), or undefined when the row was not dead-lettered
  * (a correction holds it, or it is done).
  */
@@ -203,14 +206,18 @@ export async function deadLetterOutboxRow(
   prisma: PrismaClient,
   row: { outboxId: string; invoiceId: string },
   lastError: string,
-): Promise<number | undefined> {
+): Promise<{ failedAt: Date; waitingDependents: number } | undefined> {
   return prisma.$transaction(async (tx) => {
-    const { count } = await tx.outboxRow.updateMany({
-      where: { id: row.outboxId, status: { in: ['pending', 'enqueued'] } },
-      data: { status: 'failed', lastError: lastError.slice(0, 2000) },
-    });
-    if (count === 0) return undefined;
+    const [failed] = await queryRows(
+      tx,
+      deadLetteredRow,
+      Prisma.sql`UPDATE outbox SET status = 'failed', last_error = ${lastError.slice(0, 2000)}, updated_at = now()
+        WHERE id = ${row.outboxId}::uuid AND status IN ('pending', 'enqueued')
+        RETURNING now() AS failed_at`,
+    );
+    if (!failed) return undefined;
     await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
-    return tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
+    const waitingDependents = await tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
+    return { failedAt: failed.failed_at, waitingDependents };
   });
 }
