@@ -53,8 +53,11 @@ export class SatRegistry {
   readonly stamps: StampRecord[] = [];
   readonly received: ReceivedRecord[] = [];
   private readonly byUuid = new Map<string, StampRecord>();
-  /** Since when the ledger knows every stamp (ISO): its start, a reset, or the saved state's start. */
-  coversSince = new Date().toISOString();
+  /**
+   * Since when the ledger knows every stamp (ISO): its start, a reset, or the saved state's start — to
+   * the whole second, as FechaTimbrado is (a stamp in the start's own second must not look older).
+   */
+  coversSince = startOfSecond();
 
   add(record: StampRecord): void {
     this.stamps.push(record);
@@ -69,9 +72,11 @@ export class SatRegistry {
     this.stamps.length = 0;
     this.received.length = 0;
     this.byUuid.clear();
-    this.coversSince = new Date().toISOString();
+    this.coversSince = startOfSecond();
   }
 }
+
+const startOfSecond = () => new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
 
 /** What one PAC instance remembers: its own stamps by cadena, and customid → cadena. */
 export class InstanceMemory {

@@ -33,7 +33,7 @@ import {
 } from '@timbra/db';
 import { loadOpsConfig } from './config.ts';
 import { parseSince } from './since.ts';
-import { proposeFixes, reconcile, sandboxLedger } from './reconcile.ts';
+import { proposeFixes, reconcile, sandboxLedger, stampInstant } from './reconcile.ts';
 
 /** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
 class UsageError extends Error {}
@@ -627,11 +627,15 @@ program
         where: { uuid: { not: null } },
         select: { id: true, uuid: true, stampedAt: true },
       });
-      const firstStamp = invoices.reduce<Date | undefined>(
-        (first, i) => (i.stampedAt && (!first || i.stampedAt < first) ? i.stampedAt : first),
+      // Our first stamp by the PAC's clock (its FechaTimbrado), the clock of the ledger's window.
+      const first = invoices.reduce<{ id: string; stampedAt: Date } | undefined>(
+        (f, i) => (i.stampedAt && (!f || i.stampedAt < f.stampedAt) ? { id: i.id, stampedAt: i.stampedAt } : f),
         undefined,
       );
-      const windowStart = options.since ?? firstStamp;
+      const firstTfd = first
+        ? await db().invoice.findUniqueOrThrow({ where: { id: first.id }, select: { tfdXml: true } })
+        : undefined;
+      const windowStart = options.since ?? (firstTfd?.tfdXml ? stampInstant(firstTfd.tfdXml) : undefined);
       let ledger;
       try {
         ledger = await sandboxLedger(options.ledgerUrl, options.adminToken).list(options.since?.toISOString());

@@ -1,4 +1,4 @@
-import type { LedgerStamp } from '@timbra/cfdi-core';
+import { instantOf, parseTfd, type LedgerStamp } from '@timbra/cfdi-core';
 
 export { sandboxLedger, type LedgerStamp, type PacLedger } from '@timbra/cfdi-core';
 
@@ -32,6 +32,15 @@ export function reconcile(ledger: readonly LedgerStamp[], known: ReadonlySet<str
       ...group((s) => s.customid).map(([key, uuids]) => ({ by: 'stamp_key' as const, key, uuids })),
     ],
   };
+}
+
+/**
+ * When a stamp was made by the PAC's clock — its TFD's FechaTimbrado (Mexico City time, to the
+ * second) — the clock its ledger's window is in. Our `stamped_at` is the database's clock: comparing
+ * it with the ledger's would mix two clocks.
+ */
+export function stampInstant(tfdXml: string): Date {
+  return instantOf(parseTfd(tfdXml).tfd.fechaTimbrado, 'America/Mexico_City');
 }
 
 /** What `reconcile --fix` proposes for a duplicate: cancel `cancel` (motivo 01) in favour of `keep`, our invoice's UUID. */
