@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { privateRedisArgs } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -101,9 +101,12 @@ export class Proc {
   }
 }
 
-/** A redis-server of our own: no persistence, so a restart comes back empty (data lost). */
+/**
+ * A redis-server of our own: no persistence, so a restart comes back empty (data lost). Servers keep
+ * the real clock when the harness runs under a fake one (`faketime`), as in production.
+ */
 export function privateRedis(port: number): Proc {
-  return new Proc('redis', 'redis-server', privateRedisArgs(port), process.env as Record<string, string>);
+  return new Proc('redis', 'redis-server', privateRedisArgs(port), realClockEnv() as Record<string, string>);
 }
 
 /**
@@ -111,7 +114,8 @@ export function privateRedis(port: number): Proc {
  * on 127.0.0.1:`port` only), so it can be crashed and restarted: `proc.stop('SIGKILL')` kills the
  * postmaster and every backend at once, and the next `proc.start()` goes through crash recovery.
  * The binaries come from `$PG_BINDIR`, else `pg_config --bindir`. Started by root, it runs as the
- * `postgres` user (Postgres refuses to run as root). `remove()` deletes the cluster's directory.
+ * `postgres` user (Postgres refuses to run as root), with the real clock as `privateRedis`.
+ * `remove()` deletes the cluster's directory.
  */
 export function privatePostgres(port: number): {
   proc: Proc;
@@ -136,13 +140,13 @@ export function privatePostgres(port: number): {
   execFileSync(
     join(bindir, 'initdb'),
     ['-D', data, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'],
-    { stdio: 'ignore', cwd: dir, ...user },
+    { stdio: 'ignore', cwd: dir, env: realClockEnv(), ...user },
   );
   const proc = new Proc(
     'postgres',
     join(bindir, 'postgres'),
     ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    { ...(process.env as Record<string, string>), LC_ALL: 'C' },
+    { ...(realClockEnv() as Record<string, string>), LC_ALL: 'C' },
     user,
   );
   return {
