@@ -1,20 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import got from 'got';
 import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
-import { testCsdPaths } from '@timbra/test-support';
-import { eventually, freePort, pendingInvoice, startSandboxProcess, type SandboxProcess } from './helpers.ts';
+import {
+  eventually,
+  freePort,
+  pendingInvoice,
+  startSandboxProcess,
+  startWorkerProcess,
+  type SandboxProcess,
+} from './helpers.ts';
 
-// The emisor's CSD as the tests use it: re-issued by their CA (valid until 2099).
-const csdPaths = testCsdPaths('EKU9003173C9');
-const csdEnv = { CSD_CER_PATH: csdPaths.cer, CSD_KEY_PATH: csdPaths.key, CSD_PASSWORD_FILE: csdPaths.passwordFile };
-
-const here = dirname(fileURLToPath(import.meta.url));
 let db: TestDatabase;
 let prisma: PrismaClient;
 let sandbox: SandboxProcess;
@@ -30,32 +29,9 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** The worker's real entry point as a child process. */
-function startWorker(
-  prefix: string,
-  env: Record<string, string> = {},
-  stdio: 'ignore' | 'pipe' = 'ignore',
-): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')], {
-    env: {
-      ...process.env,
-      NODE_OPTIONS: '',
-      TIMBRA_PROFILE: 'sandbox',
-      ...csdEnv,
-      DATABASE_URL: db.url,
-      QUEUE_PREFIX: prefix,
-      PAC_PRIMARY_URL: sandbox.primary,
-      // Port 0: the test must pass while `npm run dev` holds the default port.
-      WORKER_HTTP_PORT: '0',
-      STAMP_LOCK_MS: '2000',
-      RELAY_POLL_MS: '200',
-      STAMP_BACKOFF_BASE_MS: '100',
-      LOG_LEVEL: 'error',
-      ...env,
-    },
-    stdio: ['ignore', stdio, stdio === 'pipe' ? 'pipe' : 'inherit'],
-  });
-}
+/** The worker's real entry point as a child process, on this file's database and sandbox. */
+const startWorker = (prefix: string, env: Record<string, string> = {}, stdio: 'ignore' | 'pipe' = 'ignore') =>
+  startWorkerProcess({ databaseUrl: db.url, sandbox }, prefix, env, stdio);
 
 /** Every line a child writes to stdout and stderr. */
 function linesOf(child: ChildProcess): string[] {
