@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import {
@@ -12,6 +11,7 @@ import {
   pingDatabase,
   type DeadLetterQueue,
   type PrismaClient,
+  type RedisConnection,
 } from '@timbra/db';
 import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
 import { DomainError } from './use-cases/domain-errors.ts';
@@ -39,7 +39,7 @@ import { stripeWebhook } from './webhooks/stripe-webhook.ts';
 
 export interface AppDeps {
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisConnection;
   logger: Logger;
   metrics: Metrics;
   databaseUrl: string;

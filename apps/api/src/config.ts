@@ -9,7 +9,7 @@ import {
   supplyOperatorCatalogs,
   withSecretFiles,
 } from '@timbra/cfdi-core';
-import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db';
+import { DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -23,7 +23,9 @@ const schema = z.object({
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   METRICS_HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().url(),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** One URL; with REDIS_CLUSTER=true, a cluster's seed nodes, comma-separated. */
+  REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER: bool.default(false),
   /** Accept a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
   ALLOW_EVICTING_REDIS: bool.default(false),
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
@@ -217,6 +219,12 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       problems.push('  CSD_PASSWORD: required (or CSD_PASSWORD_FILE) with CSD_CER_PATH/CSD_KEY_PATH');
     }
   }
+  if (parsed.success)
+    problems.push(
+      ...redisConfigProblems(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER, parsed.data.QUEUE_PREFIX).map(
+        (p) => `  ${p}`,
+      ),
+    );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
   return parsed.data;
 }

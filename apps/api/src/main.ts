@@ -2,10 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
-import { createPrisma, purgeExpiredIdempotencyKeys, STAMP_DLQ } from '@timbra/db';
+import { connectRedis, createPrisma, purgeExpiredIdempotencyKeys, redisTarget, STAMP_DLQ } from '@timbra/db';
 import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
@@ -59,7 +58,11 @@ const csdWarning = csdExpiryWarning(csdExpiry(csd, new Date()));
 if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertificado }, csdWarning);
 
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-const redis = new Redis(config.REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), {
+  lazyConnect: true,
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: false,
+});
 redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
 const connected = await redis.connect().then(
   () => true,

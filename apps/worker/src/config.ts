@@ -8,6 +8,7 @@ import {
   supplyOperatorCatalogs,
   withSecretFiles,
 } from '@timbra/cfdi-core';
+import { redisConfigProblems } from '@timbra/db';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -24,7 +25,9 @@ const pac = (name: string) => ({
 const schema = z.object({
   DATABASE_URL: z.string().url(),
   DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  /** One URL; with REDIS_CLUSTER=true, a cluster's seed nodes, comma-separated. */
+  REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  REDIS_CLUSTER: bool.default(false),
   /** BullMQ key prefix; keep the `{…}` hash tag for Redis Cluster. */
   QUEUE_PREFIX: z.string().default('{timbra}'),
   /** Which parts this process runs: any of relay, sweeper, stamper, deliverer (comma-separated). */
@@ -176,6 +179,12 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
   }
   if (parsed.success && parsed.data.SMTP_URL && !parsed.data.EMAIL_FROM)
     problems.push("  EMAIL_FROM: required with SMTP_URL (the From of the customer's emails, `Name <address>`)");
+  if (parsed.success)
+    problems.push(
+      ...redisConfigProblems(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER, parsed.data.QUEUE_PREFIX).map(
+        (p) => `  ${p}`,
+      ),
+    );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);
   const c = parsed.data as WorkerConfig & Record<string, string | undefined>;
   const pacs: PacConfig[] = [];
@@ -195,7 +204,15 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
  */
 export function loadOpsConfig(given: NodeJS.ProcessEnv) {
   const { env, problems } = withSecretFiles(given);
-  const parsed = schema.pick({ DATABASE_URL: true, REDIS_URL: true, QUEUE_PREFIX: true }).safeParse(env);
+  const parsed = schema
+    .pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_CLUSTER: true, QUEUE_PREFIX: true })
+    .safeParse(env);
+  if (parsed.success)
+    problems.push(
+      ...redisConfigProblems(parsed.data.REDIS_URL, parsed.data.REDIS_CLUSTER, parsed.data.QUEUE_PREFIX).map(
+        (p) => `  ${p}`,
+      ),
+    );
   if (!parsed.success || problems.length > 0)
     throw new Error(
       `invalid ops configuration:\n${[...problems, ...(parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.')}: ${i.message}`)].join('\n')}` +

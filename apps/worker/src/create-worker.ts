@@ -1,5 +1,4 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import {
@@ -8,6 +7,7 @@ import {
   requestReplacedCancellation,
   settleDeadLetters,
   type PrismaClient,
+  type RedisConnection,
 } from '@timbra/db';
 import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
@@ -30,7 +30,7 @@ import { createDeadLetterConsumer } from './dead-letters.ts';
 export interface WorkerDeps {
   prisma: PrismaClient;
   /** A connection with `maxRetriesPerRequest: null` (BullMQ workers require it). */
-  redis: Redis;
+  redis: RedisConnection;
   /** BullMQ key prefix; for Redis Cluster use a `{hash-tag}` so a queue's keys share a slot. */
   prefix: string;
   chain: PacChain;

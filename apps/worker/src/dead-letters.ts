@@ -1,7 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { deadLetterState, JOBS, STAMP_DLQ, type DeadLetterData, type PrismaClient } from '@timbra/db';
+import { deadLetterState, JOBS, STAMP_DLQ, type DeadLetterData, type PrismaClient, type RedisConnection } from '@timbra/db';
 import { failureText } from './errors.ts';
 
 /**
@@ -13,7 +12,7 @@ import { failureText } from './errors.ts';
  * a worker on the queue: none means this process is not running.
  */
 export function createDeadLetterConsumer(
-  deps: { prisma: PrismaClient; redis: Redis; prefix: string; logger: Logger },
+  deps: { prisma: PrismaClient; redis: RedisConnection; prefix: string; logger: Logger },
   options: { autorun: boolean },
 ): Worker<DeadLetterData> {
   const consumer = new Worker<DeadLetterData>(

@@ -1,12 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { pingDatabase, type PrismaClient } from '@timbra/db';
+import { pingDatabase, type PrismaClient, type RedisConnection } from '@timbra/db';
 
 export interface HealthDeps {
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisConnection;
   queue: Queue;
   /** Absent when this process does not stamp. */
   worker?: Worker;

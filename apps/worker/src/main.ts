@@ -1,5 +1,4 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
-import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +11,7 @@ import {
   type Csd,
   type PacClient,
 } from '@timbra/cfdi-core';
-import { createPrisma, pingDatabase } from '@timbra/db';
+import { connectRedis, createPrisma, maxmemoryPolicies, pingDatabase, redisTarget } from '@timbra/db';
 import { loadConfig } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
@@ -83,7 +82,7 @@ if (healthServer) logger.info({ address: healthServer.address() }, 'health liste
 
 // BullMQ loses jobs if Redis evicts keys: refuse to run on an evicting Redis unless told otherwise.
 const policy = await waitFor('redis', logger, startup, async () => {
-  const probe = new Redis(config.REDIS_URL, {
+  const probe = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -93,7 +92,9 @@ const policy = await waitFor('redis', logger, startup, async () => {
   probe.on('error', () => undefined);
   try {
     await probe.connect();
-    return ((await probe.config('GET', 'maxmemory-policy')) as string[])[1];
+    // A cluster: every master (each evicts on its own); the first that evicts is the answer.
+    const policies = await maxmemoryPolicies(probe);
+    return policies.find((p) => p !== 'noeviction') ?? 'noeviction';
   } finally {
     probe.disconnect();
   }
@@ -110,7 +111,7 @@ if (policy !== 'noeviction') {
     'Redis may evict queued jobs: Postgres stays the record and the sweeper re-publishes, but expect delays',
   );
 }
-const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
 redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
 const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
 const clients: PacClient[] = pacs.map((p) =>

@@ -11,7 +11,6 @@ import { userInfo } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import {
   ApiKeyNameTaken,
   createApiKey,
@@ -30,6 +29,8 @@ import {
   SCOPES,
   STAMP_DLQ,
   type PrismaClient,
+  connectRedis,
+  redisTarget,
 } from '@timbra/db';
 import { loadOpsConfig } from './config.ts';
 import { parseSince } from './since.ts';
@@ -72,8 +73,12 @@ function invoiceWhere(target: string) {
 
 /** The stamp-dlq queue, for settling letters after a re-drive; undefined when Redis does not answer. */
 async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<void> } | undefined> {
-  const { REDIS_URL, QUEUE_PREFIX } = config();
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 3000 });
+  const { REDIS_URL, REDIS_CLUSTER, QUEUE_PREFIX } = config();
+  const redis = connectRedis(redisTarget(REDIS_URL, REDIS_CLUSTER), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+  });
   redis.on('error', () => undefined);
   try {
     await redis.connect();

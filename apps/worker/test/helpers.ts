@@ -17,7 +17,7 @@ import {
   testCsdFiles,
   testCsdPaths,
 } from '@timbra/test-support';
-import { insertInvoices, type PrismaClient } from '@timbra/db';
+import { insertInvoices, type PrismaClient, type RedisConnection } from '@timbra/db';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
 
@@ -166,7 +166,7 @@ export async function pendingInvoice(
  * polls and the SAT test CSD: what most tests need; `overrides` for the rest.
  */
 export function testWorker(
-  deps: { prisma: PrismaClient; redis: Redis; sandbox: SandboxProcess },
+  deps: { prisma: PrismaClient; redis: RedisConnection; sandbox: SandboxProcess },
   overrides: Partial<WorkerDeps> = {},
   options: { autorun?: boolean } = {},
 ) {
@@ -187,6 +187,40 @@ export function testWorker(
     },
     options,
   );
+}
+
+/**
+ * The worker's real entry point as a child process on `databaseUrl`, stamping at `sandbox` with the
+ * tests' CSD (re-issued by their CA), health on port 0, quick timers; `env` adds or overrides.
+ */
+export function startWorkerProcess(
+  deps: { databaseUrl: string; sandbox: SandboxProcess },
+  prefix: string,
+  env: Record<string, string> = {},
+  stdio: 'ignore' | 'pipe' = 'ignore',
+): ChildProcess {
+  const csd = testCsdPaths('EKU9003173C9');
+  return spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')], {
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      TIMBRA_PROFILE: 'sandbox',
+      CSD_CER_PATH: csd.cer,
+      CSD_KEY_PATH: csd.key,
+      CSD_PASSWORD_FILE: csd.passwordFile,
+      DATABASE_URL: deps.databaseUrl,
+      QUEUE_PREFIX: prefix,
+      PAC_PRIMARY_URL: deps.sandbox.primary,
+      // Port 0: the test must pass while `npm run dev` holds the default port.
+      WORKER_HTTP_PORT: '0',
+      STAMP_LOCK_MS: '2000',
+      RELAY_POLL_MS: '200',
+      STAMP_BACKOFF_BASE_MS: '100',
+      LOG_LEVEL: 'error',
+      ...env,
+    },
+    stdio: ['ignore', stdio, stdio === 'pipe' ? 'pipe' : 'inherit'],
+  });
 }
 
 /** The API as the real process it is in production (apps never import each other), on a free port. */

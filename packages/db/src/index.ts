@@ -196,6 +196,15 @@ export {
   type StampJobData,
   type StampJobName,
 } from './queues.ts';
+export {
+  assertClusterPrefix,
+  connectRedis,
+  maxmemoryPolicies,
+  redisConfigProblems,
+  redisTarget,
+  type RedisConnection,
+  type RedisTarget,
+} from './redis.ts';
 
 /** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {

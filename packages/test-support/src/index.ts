@@ -26,6 +26,7 @@ export {
   realClockEnv,
   runEntryPoint,
 } from './system.ts';
+export { startRedisCluster, type RedisClusterProcess } from './redis-cluster.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';
 export { composeEnvironment, composeFile, composeSecret, type ComposeFile, type ComposeService } from './compose.ts';

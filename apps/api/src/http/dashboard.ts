@@ -4,8 +4,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import type { Redis } from 'ioredis';
-import { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
+import { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterQueue, type PrismaClient, type RedisConnection } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { redactForDashboard } from './dashboard-redact.ts';
 import { DEAD_LETTERS_PATH, deadLettersPage } from './dead-letters-page.ts';
@@ -14,7 +13,7 @@ export const DASHBOARD_PATH = '/admin/queues';
 
 export interface DashboardOptions {
   prisma: PrismaClient;
-  redis: Redis;
+  redis: RedisConnection;
   /** The stamp-dlq queue (the caller's: the API's re-drive route settles letters on it too). */
   dlq: DeadLetterQueue & Queue;
   /** BullMQ key prefix: the worker's QUEUE_PREFIX. */
