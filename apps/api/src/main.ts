@@ -63,7 +63,7 @@ const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), 
   maxRetriesPerRequest: 1,
   enableOfflineQueue: false,
 });
-redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
 const connected = await redis.connect().then(
   () => true,
   (error: unknown) => {

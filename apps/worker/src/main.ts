@@ -112,7 +112,7 @@ if (policy !== 'noeviction') {
   );
 }
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
-redis.on('error', (error) => logger.warn({ err: error.message }, 'redis connection error'));
+redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
 const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
 const clients: PacClient[] = pacs.map((p) =>
   p.kind === 'sw'

@@ -112,7 +112,7 @@ describe('on a Redis Cluster', () => {
       expect(await w.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
       expect(await w.sweeper.sweepOnce()).toBe(10);
       expect(await w.relay.drainAll()).toBe(10);
-      w.worker.resume();
+      void w.worker.resume();
       await eventually(async () => (await stampedCount(lost.map((r) => r.invoiceId))) === 10, 30_000);
       expect(await w.sweeper.sweepOnce()).toBe(0);
       for (const r of [...first, ...lost]) expect(await stampsOf(r.stampKey)).toBe(1);
