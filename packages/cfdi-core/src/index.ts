@@ -97,7 +97,7 @@ export type {
   StatusResult,
 } from './pac/pac-client.ts';
 export { DEFAULT_TIMEOUTS, type PacTimeouts } from './pac/http.ts';
-export { SwClient, type SwClientConfig } from './pac/sw-client.ts';
+export { multipartXml, SwClient, type SwClientConfig } from './pac/sw-client.ts';
 export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
 export { SatStatusClient } from './pac/sat-status-client.ts';
 export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
