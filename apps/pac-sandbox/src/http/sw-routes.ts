@@ -137,7 +137,7 @@ export function swRoutes(deps: SwRoutesDeps): Router {
 
 /** The SAT verification URL's QR, as SW's v4 answer carries it: a PNG, base64. */
 async function qrCodeOf(stampedXml: string): Promise<string> {
-  return (await verificationQrPng(printableCfdi(stampedXml).verificationUrl)).toString('base64');
+  return (await verificationQrPng(printableCfdi(stampedXml).verificationUrl, { maskPattern: 0 })).toString('base64');
 }
 
 function answerStamp(res: Response, outcome: StampOutcome, version: string, b64: boolean, qrCode: string): void {

@@ -28,17 +28,19 @@ export function bitmapPng(
   const { scale, margin } = options;
   const width = (size + 2 * margin) * scale;
   const rowBytes = Math.ceil(width / 8);
-  // Each row: filter byte 0, then the pixels, most significant bit first; 1 = white, 0 = black.
-  const raw = Buffer.alloc((rowBytes + 1) * width, 0);
-  for (let py = 0; py < width; py++) {
-    const row = py * (rowBytes + 1);
-    raw.fill(0xff, row + 1, row + 1 + rowBytes);
-    const my = Math.floor(py / scale) - margin;
-    if (my < 0 || my >= size) continue;
-    for (let px = 0; px < width; px++) {
-      const mx = Math.floor(px / scale) - margin;
-      if (mx >= 0 && mx < size && dark(mx, my)) raw[row + 1 + (px >> 3)]! &= ~(0x80 >> (px & 7));
+  // Each row: filter byte 0, then the pixels, most significant bit first; 1 = white, 0 = black. A
+  // module row is drawn once and copied to its `scale` pixel rows; margin rows stay white.
+  const stride = rowBytes + 1;
+  const raw = Buffer.alloc(stride * width, 0xff);
+  for (let py = 0; py < width; py++) raw[py * stride] = 0;
+  for (let my = 0; my < size; my++) {
+    const first = (margin + my) * scale * stride;
+    for (let mx = 0; mx < size; mx++) {
+      if (!dark(mx, my)) continue;
+      for (let px = (margin + mx) * scale, end = px + scale; px < end; px++)
+        raw[first + 1 + (px >> 3)]! &= ~(0x80 >> (px & 7));
     }
+    for (let k = 1; k < scale; k++) raw.copy(raw, first + k * stride, first, first + stride);
   }
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);

@@ -43,9 +43,15 @@ const taxLine = (t: PrintableTax, kind: string) =>
  * modes); the PNG is written here, 1 bit per pixel (qrcode's own PNG renderer paints RGBA pixels and
  * lets pngjs try five filters per row: ~10 ms a QR, most of the PAC sandbox's CPU per stamp).
  */
-export function verificationQrPng(verificationUrl: string): Promise<Buffer> {
+export function verificationQrPng(
+  verificationUrl: string,
+  options: { maskPattern?: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 } = {},
+): Promise<Buffer> {
+  // Without a mask pattern qrcode tries the eight and keeps the most readable (~1 ms): what a printed
+  // page should have; the PAC sandbox fixes one (any is valid).
   const { modules } = QRCode.create([{ data: Buffer.from(verificationUrl, 'utf8'), mode: 'byte' }], {
     errorCorrectionLevel: 'M',
+    ...(options.maskPattern !== undefined ? { maskPattern: options.maskPattern } : {}),
   });
   return Promise.resolve(bitmapPng(modules.size, (x, y) => modules.get(y, x) === 1, { scale: 4, margin: 1 }));
 }
