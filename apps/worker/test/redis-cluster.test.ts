@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
-import { pino } from 'pino';
 import {
   connectRedis,
   createPrisma,
@@ -12,14 +11,12 @@ import {
 } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { startRedisCluster, type RedisClusterProcess } from '@timbra/test-support';
-import { createWorker } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,
   startSandboxProcess,
   startWorkerProcess,
-  swClients,
+  testWorker,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -56,22 +53,9 @@ const stampsOf = async (stampKey: string) =>
   ((await sandbox.admin('ledger', undefined)) as Ledger).stamps.filter((s) => s.customid === stampKey).length;
 const stampedCount = async (ids: string[]) => prisma.invoice.count({ where: { id: { in: ids }, status: 'stamped' } });
 
-function clusterWorker(prefix: string) {
-  return createWorker(
-    {
-      prisma,
-      redis,
-      prefix,
-      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-      concurrency: 4,
-      relayBatchSize: 100,
-      sweeperStaleMs: 0,
-      logger: pino({ level: 'silent' }),
-    },
-    { autorun: false },
-  );
-}
+/** The worker's parts on the cluster, run by hand (`autorun: false`); the sweeper re-publishes at once. */
+const clusterWorker = (prefix: string) =>
+  testWorker({ prisma, redis, sandbox }, { prefix, sweeperStaleMs: 0, relayBatchSize: 100 }, { autorun: false });
 
 describe('on a Redis Cluster', () => {
   it('is a cluster of three masters, and the queue keys of one prefix live in one slot', async () => {
