@@ -1,6 +1,13 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { deadLetterState, JOBS, STAMP_DLQ, type DeadLetterData, type PrismaClient, type RedisConnection } from '@timbra/db';
+import {
+  deadLetterState,
+  JOBS,
+  STAMP_DLQ,
+  type DeadLetterData,
+  type PrismaClient,
+  type RedisConnection,
+} from '@timbra/db';
 import { failureText } from './errors.ts';
 
 /**

@@ -4,7 +4,14 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterQueue, type PrismaClient, type RedisConnection } from '@timbra/db';
+import {
+  JOBS,
+  STAMP_DLQ,
+  STAMP_QUEUE,
+  type DeadLetterQueue,
+  type PrismaClient,
+  type RedisConnection,
+} from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { redactForDashboard } from './dashboard-redact.ts';
 import { DEAD_LETTERS_PATH, deadLettersPage } from './dead-letters-page.ts';
