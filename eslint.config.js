@@ -6,8 +6,8 @@ import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 // Where each kind of code may reach. Apps import packages, never each other; packages never import
-// apps; HTTP through `got` is the PAC clients' business (packages/cfdi-core/src/pac), nobody else's
-// at run time — tests, benchmarks and scripts may use it as a test client.
+// apps; no runtime code uses `got`: the PAC clients have their own transport (cfdi-core/src/pac/http.ts,
+// ARCHITECTURE.md) and other HTTP uses fetch — tests, benchmarks and scripts may use got as a test client.
 const apps = ['@timbra/api', '@timbra/worker', '@timbra/pac-sandbox', '@timbra/provider-sandbox'];
 const noAppsFrom = (self) => ({
   group: apps.filter((a) => a !== self).flatMap((a) => [a, `${a}/*`]),
@@ -19,7 +19,7 @@ const noApps = {
 };
 const noGot = {
   name: 'got',
-  message: 'HTTP through got lives in packages/cfdi-core/src/pac only; use fetch or a PAC client.',
+  message: 'runtime HTTP is fetch, or PacHttp for a PAC (cfdi-core/src/pac/http.ts); got is for tests and scripts.',
 };
 const noTestSupport = {
   group: ['@timbra/test-support', '@timbra/db/testing'],
@@ -71,10 +71,6 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/provider-sandbox'), noTestSupport], [noGot]) },
   },
   { files: ['packages/*/src/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps, noTestSupport], [noGot]) } },
-  {
-    files: ['packages/cfdi-core/src/pac/**/*.ts'],
-    rules: { 'no-restricted-imports': restrict([noApps, noTestSupport]) },
-  },
   { files: ['packages/db/src/testing.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
   { files: ['packages/test-support/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
   // Tests, benchmarks and scripts of an app may use test kits and got, never another app.

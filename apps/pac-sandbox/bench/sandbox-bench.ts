@@ -32,7 +32,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '16' },
     calls: { type: 'string', default: '300' },
     validation: { type: 'string', default: 'rules' },
-    /** Write a CPU profile of this process's client rounds (phase 2) to this file (.cpuprofile). */
+    /** Write CPU profiles of this process's client rounds (phase 2): FILE for SwClient, FILE-finkok for FinkokClient. */
     profile: { type: 'string' },
   },
 });
@@ -122,15 +122,15 @@ if (session) {
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 100 });
 }
-const profiled = async (run: () => Promise<void>) => {
+const profiled = async (name: 'sw' | 'finkok', run: () => Promise<void>) => {
   if (session) await session.post('Profiler.start');
   await run();
   if (session) {
     const { profile } = await session.post('Profiler.stop');
-    profiles.push(profile);
+    profiles[name] = profile;
   }
 };
-const profiles: unknown[] = [];
+const profiles: Partial<Record<'sw' | 'finkok', unknown>> = {};
 
 try {
   const base = `http://127.0.0.1:${primary}`;
@@ -184,7 +184,7 @@ try {
   // 2. Client cost: one call at a time, bare and client in alternating rounds on fresh documents.
   const rounds = 3;
   const per = Math.max(1, Math.floor(calls / rounds));
-  // One call on one fresh document each; the SW client's rounds are the ones profiled.
+  // One call on one fresh document each; the clients' last rounds are the ones profiled.
   type Doc = ReturnType<typeof freshInvoice>;
   const clientCalls: Record<'bareSw' | 'sw' | 'bareFinkok' | 'finkok', (d: Doc) => Promise<unknown>> = {
     bareSw: async (d) => {
@@ -207,9 +207,12 @@ try {
           for (const d of docs) await clientCalls[name](d);
         });
       };
-      await (name === 'sw' ? profiled(run) : run());
+      await (name === 'sw' || name === 'finkok' ? profiled(name, run) : run());
     }
-  if (values.profile && profiles.length > 0) writeFileSync(values.profile, JSON.stringify(profiles.at(-1)));
+  if (values.profile) {
+    writeFileSync(values.profile, JSON.stringify(profiles.sw));
+    writeFileSync(values.profile.replace(/(\.cpuprofile)?$/, '-finkok.cpuprofile'), JSON.stringify(profiles.finkok));
+  }
   const n = rounds * per;
   const ms = (v: number) => (v / n).toFixed(3);
   const swRatio = totals.sw / totals.bareSw;

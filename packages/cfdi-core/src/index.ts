@@ -96,7 +96,15 @@ export type {
   StatusRequest,
   StatusResult,
 } from './pac/pac-client.ts';
-export { DEFAULT_TIMEOUTS, type PacTimeouts } from './pac/http.ts';
+export {
+  DEFAULT_TIMEOUTS,
+  networkFailure,
+  PacHttp,
+  PacTransportError,
+  type PacHttpPhase,
+  type PacHttpResponse,
+  type PacTimeouts,
+} from './pac/http.ts';
 export { multipartXml, SwClient, type SwClientConfig } from './pac/sw-client.ts';
 export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
 export { SatStatusClient } from './pac/sat-status-client.ts';

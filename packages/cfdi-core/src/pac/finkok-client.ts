@@ -1,8 +1,14 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import got, { type Got, type Response } from 'got';
 import { normalizeCode } from './classify.ts';
-import { DEFAULT_TIMEOUTS, failureError, gotOptions, networkFailure, type PacTimeouts } from './http.ts';
+import {
+  DEFAULT_TIMEOUTS,
+  failureError,
+  networkFailure,
+  PacHttp,
+  type PacHttpResponse,
+  type PacTimeouts,
+} from './http.ts';
 import type {
   CancelRequest,
   CancelResult,
@@ -46,13 +52,13 @@ const APPS_NS = 'apps.services.soap.core.views';
  */
 export class FinkokClient implements PacClient {
   readonly name: string;
-  private readonly http: Got;
+  private readonly http: PacHttp;
   private readonly sat: SatStatusClient;
 
   constructor(private readonly config: FinkokClientConfig) {
     this.name = config.name;
     const timeouts = config.timeouts ?? DEFAULT_TIMEOUTS;
-    this.http = got.extend({ ...gotOptions(timeouts), prefixUrl: config.baseUrl, responseType: 'text' });
+    this.http = new PacHttp(config.baseUrl, timeouts);
     this.sat = new SatStatusClient(config.satStatusUrl, config.name, timeouts);
   }
 
@@ -204,7 +210,7 @@ export class FinkokClient implements PacClient {
     operation: string,
     envelope: string,
     signal?: AbortSignal,
-  ): Promise<Response<string>> {
+  ): Promise<PacHttpResponse> {
     try {
       return await this.http.post(path, {
         body: envelope,

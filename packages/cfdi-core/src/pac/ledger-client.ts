@@ -1,4 +1,4 @@
-import got from 'got';
+import { PacHttp } from './http.ts';
 
 /** A stamp as a PAC's ledger (or lookup) reports it. */
 export interface LedgerStamp {
@@ -18,19 +18,32 @@ export interface PacLedger {
   list(since?: string): Promise<{ stamps: LedgerStamp[]; coversSince: string | undefined }>;
 }
 
-/** The sandbox PAC's admin ledger (`GET /__admin/ledger`): what reconciliation compares with. */
+/**
+ * The sandbox PAC's admin ledger (`GET /__admin/ledger`): what reconciliation compares with. A read:
+ * a failed attempt is tried again, twice.
+ */
 export function sandboxLedger(adminUrl: string, token: string): PacLedger {
   return {
     list: async (since) => {
-      const answer = await got
-        .get(`${adminUrl.replace(/\/$/, '')}/__admin/ledger`, {
-          searchParams: { received: 'false', ...(since ? { since } : {}) },
-          headers: { authorization: `Bearer ${token}` },
-          timeout: { request: 30_000 },
-          retry: { limit: 2 },
-        })
-        .json<{ stamps: LedgerStamp[]; coversSince?: string }>();
-      return { stamps: answer.stamps, coversSince: answer.coversSince };
+      const http = new PacHttp(adminUrl, { connectMs: 5_000, responseMs: 30_000 });
+      const query = new URLSearchParams({ received: 'false', ...(since ? { since } : {}) });
+      try {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const answer = await http.get(`__admin/ledger?${query.toString()}`, {
+              headers: { authorization: `Bearer ${token}` },
+            });
+            if (answer.statusCode !== 200) throw new Error(`the ledger answered HTTP ${answer.statusCode}`);
+            const body = JSON.parse(answer.body) as { stamps: LedgerStamp[]; coversSince?: string };
+            return { stamps: body.stamps, coversSince: body.coversSince };
+          } catch (error) {
+            if (attempt >= 3) throw error;
+            await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+          }
+        }
+      } finally {
+        http.close();
+      }
     },
   };
 }

@@ -1,5 +1,4 @@
-import got from 'got';
-import { failureError, gotOptions, networkFailure, type PacTimeouts, DEFAULT_TIMEOUTS } from './http.ts';
+import { failureError, networkFailure, PacHttp, type PacTimeouts, DEFAULT_TIMEOUTS } from './http.ts';
 import type { StatusRequest, StatusResult } from './pac-client.ts';
 import { escapeXml, findElement, soapBody, textOf } from './soap.ts';
 
@@ -11,11 +10,15 @@ const SOAP_ACTION = 'http://tempuri.org/IConsultaCFDIService/Consulta';
  * status questions from this same service, so both PAC clients use it.
  */
 export class SatStatusClient {
+  private readonly http: PacHttp;
+
   constructor(
-    private readonly url: string,
+    url: string,
     private readonly name = 'sat',
-    private readonly timeouts: PacTimeouts = DEFAULT_TIMEOUTS,
-  ) {}
+    timeouts: PacTimeouts = DEFAULT_TIMEOUTS,
+  ) {
+    this.http = new PacHttp(url, timeouts);
+  }
 
   /** @throws PacError classified like any PAC failure. */
   async status(request: StatusRequest): Promise<StatusResult> {
@@ -26,8 +29,7 @@ export class SatStatusClient {
       `<soapenv:Header/><soapenv:Body><tem:Consulta><tem:expresionImpresa>${escapeXml(expresion)}</tem:expresionImpresa></tem:Consulta></soapenv:Body></soapenv:Envelope>`;
     let response;
     try {
-      response = await got.post(this.url, {
-        ...gotOptions(this.timeouts),
+      response = await this.http.post('', {
         body,
         headers: { 'content-type': 'text/xml; charset=utf-8', soapaction: SOAP_ACTION },
       });

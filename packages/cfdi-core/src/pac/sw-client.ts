@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import got, { type Got, type Response } from 'got';
 import { normalizeCode } from './classify.ts';
-import { DEFAULT_TIMEOUTS, failureError, gotOptions, networkFailure, type PacTimeouts } from './http.ts';
+import {
+  DEFAULT_TIMEOUTS,
+  failureError,
+  networkFailure,
+  PacHttp,
+  type PacHttpResponse,
+  type PacTimeouts,
+} from './http.ts';
 import type {
   CancelRequest,
   CancelResult,
@@ -54,7 +60,7 @@ const LOOKUP_PATH = 'datawarehouse/v1/live';
  */
 export class SwClient implements PacClient {
   readonly name: string;
-  private readonly http: Got;
+  private readonly http: PacHttp;
   private readonly sat: SatStatusClient;
   private readonly now: () => number;
   private readonly renewBeforeMs: number;
@@ -64,7 +70,7 @@ export class SwClient implements PacClient {
   constructor(private readonly config: SwClientConfig) {
     this.name = config.name;
     const timeouts = config.timeouts ?? DEFAULT_TIMEOUTS;
-    this.http = got.extend({ ...gotOptions(timeouts), prefixUrl: config.baseUrl, responseType: 'text' });
+    this.http = new PacHttp(config.baseUrl, timeouts);
     this.sat = new SatStatusClient(config.satStatusUrl, config.name, timeouts);
     this.now = config.now ?? Date.now;
     this.renewBeforeMs = config.renewBeforeMs ?? 5 * 60_000;
@@ -189,7 +195,11 @@ export class SwClient implements PacClient {
       b64Key: Buffer.from(request.csd.key).toString('base64'),
     };
     const response = await this.authorized(
-      (token) => this.http.post(CANCEL_CSD_PATH, { json: payload, headers: { authorization: `Bearer ${token}` } }),
+      (token) =>
+        this.http.post(CANCEL_CSD_PATH, {
+          body: JSON.stringify(payload),
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        }),
       'cancel',
     );
     const body = this.parse(response, 'cancel');
@@ -206,13 +216,10 @@ export class SwClient implements PacClient {
   }
 
   /** Runs a request with a valid token; on a 401 renews the token once and runs it again. */
-  private async authorized(
-    send: (token: string) => Promise<Response<string>>,
-    what: string,
-  ): Promise<Response<string>> {
+  private async authorized(send: (token: string) => Promise<PacHttpResponse>, what: string): Promise<PacHttpResponse> {
     for (let attempt = 0; ; attempt++) {
       const token = await this.validToken();
-      let response: Response<string>;
+      let response: PacHttpResponse;
       try {
         response = await send(token);
       } catch (error) {
@@ -233,9 +240,12 @@ export class SwClient implements PacClient {
   }
 
   private async authenticate(): Promise<string> {
-    let response: Response<string>;
+    let response: PacHttpResponse;
     try {
-      response = await this.http.post(AUTH_PATH, { json: { user: this.config.user, password: this.config.password } });
+      response = await this.http.post(AUTH_PATH, {
+        body: JSON.stringify({ user: this.config.user, password: this.config.password }),
+        headers: { 'content-type': 'application/json' },
+      });
     } catch (error) {
       throw failureError(this.name, networkFailure(error), 'authentication failed', sanitized(error));
     }
@@ -249,7 +259,7 @@ export class SwClient implements PacClient {
     return token;
   }
 
-  private parse(response: Response<string>, what: string): SwBody {
+  private parse(response: PacHttpResponse, what: string): SwBody {
     try {
       return JSON.parse(response.body) as SwBody;
     } catch {
@@ -262,7 +272,7 @@ export class SwClient implements PacClient {
     }
   }
 
-  private rejection(response: Response<string>, body: SwBody, what: string): PacError {
+  private rejection(response: PacHttpResponse, body: SwBody, what: string): PacError {
     const code = body.message ? normalizeCode(body.message) : undefined;
     const status = response.statusCode < 300 ? 400 : response.statusCode;
     return failureError(
@@ -304,8 +314,8 @@ export function multipartXml(xml: string): { body: Buffer; contentType: string }
 }
 
 /**
- * got errors carry the request options (headers with the bearer token, the JSON body with the
- * password); only their code and message may travel as a cause.
+ * Only a transport error's code and message may travel as a cause: nothing of the request (the
+ * bearer token, the password in a body) is ever copied into it.
  */
 export function sanitized(error: unknown): Error {
   const e = error as { code?: string; message?: string };
