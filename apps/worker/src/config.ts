@@ -40,6 +40,15 @@ const schema = z.object({
   CANCEL_POLL_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
   SWEEPER_INTERVAL_MS: z.coerce.number().int().positive().default(60_000),
   SWEEPER_STALE_MS: z.coerce.number().int().positive().default(300_000),
+  /** Retention (packages/db/src/retention.ts): days a done outbox row is kept; 0 keeps it for ever. */
+  RETENTION_OUTBOX_DONE_DAYS: z.coerce.number().int().nonnegative().default(30),
+  /** Days a PAC call is kept once its invoice has no open outbox row; 0 keeps it for ever. */
+  RETENTION_PAC_ATTEMPTS_DAYS: z.coerce.number().int().nonnegative().default(180),
+  /** Days a provider's webhook event (not a failed one) is kept; 0 keeps it for ever. */
+  RETENTION_WEBHOOK_EVENTS_DAYS: z.coerce.number().int().nonnegative().default(30),
+  /** How often the sweeper role prunes, and how many rows a statement deletes. */
+  RETENTION_INTERVAL_MS: z.coerce.number().int().positive().default(3_600_000),
+  RETENTION_BATCH_SIZE: z.coerce.number().int().positive().default(5_000),
   CORRECTION_POLL_MS: z.coerce.number().int().positive().default(2_000),
   CORRECTION_RETRY_BASE_MS: z.coerce.number().int().positive().default(5_000),
   CORRECTION_RETRY_MAX_MS: z.coerce.number().int().positive().default(600_000),
@@ -205,7 +214,16 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
 export function loadOpsConfig(given: NodeJS.ProcessEnv) {
   const { env, problems } = withSecretFiles(given);
   const parsed = schema
-    .pick({ DATABASE_URL: true, REDIS_URL: true, REDIS_CLUSTER: true, QUEUE_PREFIX: true })
+    .pick({
+      DATABASE_URL: true,
+      REDIS_URL: true,
+      REDIS_CLUSTER: true,
+      QUEUE_PREFIX: true,
+      RETENTION_OUTBOX_DONE_DAYS: true,
+      RETENTION_PAC_ATTEMPTS_DAYS: true,
+      RETENTION_WEBHOOK_EVENTS_DAYS: true,
+      RETENTION_BATCH_SIZE: true,
+    })
     .safeParse(env);
   if (parsed.success)
     problems.push(

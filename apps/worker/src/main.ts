@@ -21,6 +21,7 @@ import type { CsdCredentials } from './cancel-processor.ts';
 import { PacChain } from './pac-chain.ts';
 import { runRelay } from './relay.ts';
 import { runSweeper } from './sweeper.ts';
+import { runRetention } from './retention.ts';
 import { runCorrections } from './corrections.ts';
 import { createEmailSender } from './deliveries/email.ts';
 import { Dispatcher, runDispatcher } from './deliveries/dispatcher.ts';
@@ -195,6 +196,23 @@ const relay = roles.has('relay')
 const sweeper = roles.has('sweeper')
   ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
   : undefined;
+// The retention rules run with the sweeper too (packages/db/src/retention.ts).
+const retention = roles.has('sweeper')
+  ? runRetention(
+      {
+        prisma,
+        policy: {
+          outboxDoneDays: config.RETENTION_OUTBOX_DONE_DAYS,
+          pacAttemptsDays: config.RETENTION_PAC_ATTEMPTS_DAYS,
+          webhookEventsDays: config.RETENTION_WEBHOOK_EVENTS_DAYS,
+        },
+        batchSize: config.RETENTION_BATCH_SIZE,
+        logger,
+        onPass: (deleted) => workerMetrics.recordPrune(deleted),
+      },
+      { intervalMs: config.RETENTION_INTERVAL_MS },
+    )
+  : undefined;
 // Corrections run with the sweeper (both are the worker's background duties).
 const corrections =
   roles.has('sweeper') && w.corrections
@@ -265,6 +283,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     (async () => {
       healthServer?.close();
       sweeper?.stop();
+      retention?.stop();
       corrections?.stop();
       await relay?.stop();
       await deliverer?.stop();

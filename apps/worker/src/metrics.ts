@@ -200,8 +200,24 @@ export function createWorkerMetrics(deps: {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   });
+  const pruned = new Counter({
+    name: 'timbra_history_pruned_total',
+    help: 'Rows the retention rules deleted, by table (outbox, pac_attempts, webhook_events)',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
+  const prunedAt = new Gauge({
+    name: 'timbra_history_prune_last_success_timestamp_seconds',
+    help: 'When the last retention pass of this worker succeeded (Unix seconds; 0: none yet)',
+    registers: [registry],
+  });
   return {
     registry,
+    /** Records a retention pass that succeeded. */
+    recordPrune(deleted: Record<string, number>): void {
+      for (const [table, n] of Object.entries(deleted)) pruned.inc({ table }, n);
+      prunedAt.set(Date.now() / 1000);
+    },
     /** Records one delivery attempt. */
     recordDelivery(channel: string, outcome: string, durationMs: number): void {
       deliveryAttempts.inc({ channel, outcome });

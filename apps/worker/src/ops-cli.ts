@@ -22,6 +22,8 @@ import {
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
   purgeExpiredIdempotencyKeys,
+  pruneHistory,
+  RETENTION_TABLES,
   redriveDeadLetter,
   replayDelivery,
   requestDuplicateCancellation,
@@ -580,6 +582,38 @@ program
   .action(async () => {
     const count = await purgeExpiredIdempotencyKeys(db());
     out({ purged: count }, `purged ${count} expired idempotency keys`);
+  });
+
+program
+  .command('history:prune')
+  .description(
+    'apply the retention rules now (the sweeper role does it every RETENTION_INTERVAL_MS): done outbox rows, old PAC calls, old provider events; invoices are never deleted',
+  )
+  .option('--dry-run', 'count what would be deleted (up to 100 batches a table), delete nothing')
+  .action(async (options: { dryRun?: boolean }) => {
+    const c = config();
+    const policy = {
+      outboxDoneDays: c.RETENTION_OUTBOX_DONE_DAYS,
+      pacAttemptsDays: c.RETENTION_PAC_ATTEMPTS_DAYS,
+      webhookEventsDays: c.RETENTION_WEBHOOK_EVENTS_DAYS,
+    };
+    const rows = await pruneHistory(db(), policy, {
+      batchSize: c.RETENTION_BATCH_SIZE,
+      dryRun: Boolean(options.dryRun),
+      onBatch: (table, n) => process.stderr.write(`  ${table}: ${n} deleted\n`),
+    });
+    const verb = options.dryRun ? 'would delete' : 'deleted';
+    out(
+      { dryRun: Boolean(options.dryRun), policy, [options.dryRun ? 'wouldDelete' : 'deleted']: rows },
+      RETENTION_TABLES.map((t) => {
+        const days = {
+          outbox: policy.outboxDoneDays,
+          pac_attempts: policy.pacAttemptsDays,
+          webhook_events: policy.webhookEventsDays,
+        }[t];
+        return `${t.padEnd(15)} ${days > 0 ? `${verb} ${rows[t]} (kept ${days} days)` : 'kept for ever (0 days)'}`;
+      }).join('\n'),
+    );
   });
 
 program

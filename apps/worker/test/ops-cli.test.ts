@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { createPrisma, deadLetterOutboxRow, STAMP_DLQ, type PrismaClient } from '@timbra/db';
-import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { SAT_DIR } from '@timbra/test-support';
 import { createDeadLetterConsumer } from '../src/dead-letters.ts';
 import { parseSince } from '../src/since.ts';
@@ -54,7 +54,15 @@ describe('npm run ops: usage', () => {
     for (const flag of ['--help', '-h']) {
       const help = await runOps(undefined, [flag]);
       expect(help.status).toBe(0);
-      for (const command of ['outbox:stats', 'dlq:list', 'dlq:retry', 'invoice:show', 'keys:create', 'reconcile'])
+      for (const command of [
+        'outbox:stats',
+        'dlq:list',
+        'dlq:retry',
+        'invoice:show',
+        'keys:create',
+        'reconcile',
+        'history:prune',
+      ])
         expect(help.stdout).toContain(command);
       expect(help.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 bad usage; 3 could not check/);
     }
@@ -307,6 +315,51 @@ describe('globals:list', () => {
     const json = JSON.parse((await ops(['globals:list', '--json'])).stdout) as { open: { tickets: number }[] };
     expect(json.open).toEqual([{ periodicidad: '01', startsOn: '2026-11-29', tickets: 2 }]);
     expect((await ops(['globals:list', '--since', 'yesterday-ish'])).status).toBe(2);
+  });
+});
+
+describe('history:prune', () => {
+  it('counts on a dry run, then deletes what the retention rules let go, by the settings', async () => {
+    const now = await databaseNow(prisma);
+    const daysAgo = (d: number) => new Date(now - d * 86_400_000);
+    await prisma.webhookEvent.createMany({
+      data: [
+        ...['evt_ops_old_1', 'evt_ops_old_2'].map((eventId) => ({
+          provider: 'stripe',
+          eventId,
+          type: 'charge.succeeded',
+          result: 'accepted',
+          payload: {},
+          receivedAt: daysAgo(40),
+        })),
+        {
+          provider: 'stripe',
+          eventId: 'evt_ops_new',
+          type: 'charge.succeeded',
+          result: 'accepted',
+          payload: {},
+          receivedAt: daysAgo(5),
+        },
+      ],
+    });
+    const dry = await ops(['history:prune', '--dry-run']);
+    expect(dry.status).toBe(0);
+    expect(dry.stdout).toMatch(/webhook_events\s+would delete 2 \(kept 30 days\)/);
+    expect(await prisma.webhookEvent.count({ where: { eventId: { startsWith: 'evt_ops_' } } })).toBe(3);
+
+    // A setting of 0 keeps that table for ever; the others follow theirs.
+    const kept = await ops(['history:prune'], { RETENTION_WEBHOOK_EVENTS_DAYS: '0' });
+    expect(kept.stdout).toMatch(/webhook_events\s+kept for ever \(0 days\)/);
+    expect(await prisma.webhookEvent.count({ where: { eventId: { startsWith: 'evt_ops_' } } })).toBe(3);
+
+    const run = JSON.parse((await ops(['history:prune', '--json'], { RETENTION_WEBHOOK_EVENTS_DAYS: '7' })).stdout) as {
+      deleted: Record<string, number>;
+    };
+    expect(run.deleted.webhook_events).toBe(2);
+    expect(
+      (await prisma.webhookEvent.findMany({ where: { eventId: { startsWith: 'evt_ops_' } } })).map((e) => e.eventId),
+    ).toEqual(['evt_ops_new']);
+    expect((await ops(['history:prune', '--dry-run', '--days', '3'])).status).toBe(2);
   });
 });
 

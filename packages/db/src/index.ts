@@ -184,6 +184,14 @@ export {
   type CancelRow,
 } from './cancellations.ts';
 export { purgeExpiredIdempotencyKeys, tryLockIdempotencyKey } from './idempotency-keys.ts';
+export {
+  DEFAULT_RETENTION,
+  pruneHistory,
+  RETENTION_TABLES,
+  type PruneOptions,
+  type RetentionPolicy,
+  type RetentionTable,
+} from './retention.ts';
 export { pingDatabase } from './health.ts';
 export {
   STAMP_DLQ,

@@ -175,12 +175,15 @@ export async function ingresoOf(db: Db, paymentId: string): Promise<InvoiceState
   return row;
 }
 
-/** The invoice whose CFDI has this UUID (any case), or undefined. */
+/**
+ * The invoice whose CFDI has this UUID (upper or lower case), or undefined. Stamps are stored upper
+ * case; the unique index answers (a function of the column would read every invoice).
+ */
 export async function invoiceByUuid(db: Db, uuid: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     db,
     invoiceState,
-    Prisma.sql`SELECT id, status::text, uuid FROM invoices WHERE upper(uuid) = upper(${uuid})`,
+    Prisma.sql`SELECT id, status::text, uuid FROM invoices WHERE uuid = ANY (ARRAY[upper(${uuid}), lower(${uuid})])`,
   );
   return row;
 }

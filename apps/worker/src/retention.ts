@@ -1,0 +1,49 @@
+import type { Logger } from 'pino';
+import { pruneHistory, type PrismaClient, type RetentionPolicy, type RetentionTable } from '@timbra/db';
+
+export interface RetentionDeps {
+  prisma: PrismaClient;
+  policy: RetentionPolicy;
+  batchSize: number;
+  logger: Logger;
+  /** Told what each pass deleted, and that it succeeded. */
+  onPass?: (deleted: Record<RetentionTable, number>) => void;
+}
+
+/**
+ * One pass of the retention rules (packages/db/src/retention.ts owns them): what went, per table,
+ * logged as `history_pruned` with how long it took.
+ */
+export async function pruneOnce(deps: RetentionDeps): Promise<Record<RetentionTable, number>> {
+  const started = Date.now();
+  const deleted = await pruneHistory(deps.prisma, deps.policy, {
+    batchSize: deps.batchSize,
+    onBatch: (table, n) => deps.logger.debug({ table, deleted: n }, 'history prune batch'),
+  });
+  deps.onPass?.(deleted);
+  const total = Object.values(deleted).reduce((a, b) => a + b, 0);
+  deps.logger[total > 0 ? 'info' : 'debug']({ deleted, ms: Date.now() - started }, 'history_pruned');
+  return deleted;
+}
+
+/** Runs a pass a minute after start, then every `intervalMs`, until stopped. One pass at a time. */
+export function runRetention(deps: RetentionDeps, options: { intervalMs: number; firstAfterMs?: number }) {
+  let running = false;
+  const pass = () => {
+    if (running) return;
+    running = true;
+    pruneOnce(deps)
+      .catch((error: unknown) => deps.logger.error({ err: error }, 'history prune failed'))
+      .finally(() => (running = false));
+  };
+  const first = setTimeout(pass, options.firstAfterMs ?? 60_000);
+  const timer = setInterval(pass, options.intervalMs);
+  first.unref();
+  timer.unref();
+  return {
+    stop: () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    },
+  };
+}
