@@ -1,10 +1,13 @@
 /**
- * `npm run bench:drain [-- --rows N --concurrency C]` — loads N frozen outbox rows, starts the relay and
+ * `npm run bench:drain [-- --rows N --concurrency C --database-url URL --json]` — loads N frozen outbox rows, starts the relay and
  * the stamp worker against the sandbox (its own process, no injected latency) and measures stamped
  * invoices per second until the backlog is empty. Beside it, measured in the same run: the sandbox's
  * own stamp rate through the SW client, and the pgbench rate of the worker's commit shape (invoice
  * update + outbox update + PAC-attempt insert). Then again with 100 ms of PAC latency, where
  * throughput should approach concurrency / latency. Target: drain ≥ 50% of the lower ceiling.
+ *
+ * `--database-url` drains on an existing (migrated) database and leaves it there, and `--json` prints
+ * the drain rate alone as one JSON line (bench:history compares it with and without history).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -23,8 +26,15 @@ import { PacChain } from '../src/pac-chain.ts';
 import { redisFor, startSandboxProcess, swClients, type SandboxProcess } from '../test/helpers.ts';
 
 const { values } = parseArgs({
-  options: { rows: { type: 'string', default: '10000' }, concurrency: { type: 'string', default: '32' } },
+  options: {
+    rows: { type: 'string', default: '10000' },
+    concurrency: { type: 'string', default: '32' },
+    'database-url': { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
 });
+// Each run's documents have their own serie and keys, so runs can share a database.
+const run = randomBytes(2).toString('hex');
 const rows = Number(values.rows);
 const concurrency = Number(values.concurrency);
 const csd = loadTestCsd('EKU9003173C9');
@@ -34,7 +44,7 @@ function freeze(i: number, tag: string) {
   return freezeComprobante(
     {
       tipoDeComprobante: 'I',
-      sourceId: `drain-${tag}-${i}`,
+      sourceId: `drain-${run}-${tag}-${i}`,
       issuedAt: new Date(Date.now() - 60_000).toISOString(),
       serie: 'D',
       folio: String(i + 1),
@@ -78,7 +88,7 @@ async function load(prisma: PrismaClient, n: number, tag: string): Promise<void>
       id: crypto.randomUUID(),
       emisorId: emisor.id,
       kind: 'I',
-      serie: `D${tag}`,
+      serie: `D${run}${tag}`,
       folio: start + k + 1,
       fecha: f.fecha,
       moneda: 'MXN',
@@ -119,7 +129,9 @@ async function drain(prisma: PrismaClient, sandbox: SandboxProcess, n: number, t
   void w.worker.run();
   await w.relay.drainAll();
   for (;;) {
-    const left = await prisma.outboxRow.count({ where: { status: { not: 'done' }, invoice: { serie: `D${tag}` } } });
+    const left = await prisma.outboxRow.count({
+      where: { status: { not: 'done' }, invoice: { serie: `D${run}${tag}` } },
+    });
     if (left === 0) break;
     if (left > 0 && (await prisma.outboxRow.count({ where: { status: 'pending' } })) > 0) await w.relay.drainAll();
     await new Promise((r) => setTimeout(r, 100));
@@ -205,8 +217,20 @@ function pgbenchCommitShape(url: string, seconds: number): number {
 }
 
 const sandbox = await startSandboxProcess();
-const db = await createTestDatabase();
+const given = values['database-url'];
+const db = given ? { url: given, drop: () => Promise.resolve() } : await createTestDatabase();
 const prisma = createPrisma(db.url, { poolSize: 20 });
+if (values.json) {
+  try {
+    const fast = await drain(prisma, sandbox, rows, 'a');
+    process.stdout.write(`${JSON.stringify({ drainRate: fast, rows })}\n`);
+  } finally {
+    await prisma.$disconnect();
+    await db.drop();
+    await sandbox.stop();
+  }
+  process.exit(0);
+}
 try {
   say(
     `bench:drain — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,

@@ -1,0 +1,288 @@
+/**
+ * `npm run bench:history [-- --invoices N --seconds S --rows R --concurrency C --keep]` — do the hot
+ * paths stay flat as history piles up? On one database, first empty, then with N stamped invoices of
+ * history (default 10 million) and their payments, outbox rows, PAC calls and provider events, plus a
+ * day's Idempotency-Key records: ingest through the API (bench:ingest), the relay's claim and the other
+ * statements the worker runs every few seconds (the sweeper's, the gauges', an invoice by UUID), and
+ * the drain (bench:drain). Target: each within 10% of its empty-database figure.
+ *
+ * History is written in SQL (generate_series, in chunks of a million, one transaction each), not
+ * through the API: 10 M invoices through the API would take hours. Triggers are off while it is written
+ * (session_replication_role = replica: the rows are consistent by construction). Its documents carry
+ * ~0.7 KB of XML instead of a real CFDI's 3–8 KB: the hot paths read indexes, not the XML, and a real
+ * size would need ~100 GB of disk for 10 M invoices.
+ */
+import { execFile } from 'node:child_process';
+import { cpus } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import {
+  claimOutboxBatch,
+  createPrisma,
+  invoiceByUuid,
+  oldestOpenOutboxAgeSeconds,
+  outboxCountsByStatus,
+  staleEnqueuedOutboxRows,
+  type PrismaClient,
+} from '@timbra/db';
+import { createTestDatabase } from '@timbra/db/testing';
+
+const { values } = parseArgs({
+  options: {
+    invoices: { type: 'string', default: '10000000' },
+    seconds: { type: 'string', default: '10' },
+    rows: { type: 'string', default: '5000' },
+    concurrency: { type: 'string', default: '16' },
+    chunk: { type: 'string', default: '1000000' },
+    /** Keep the database (its URL is printed) to look at it, or to run other benchmarks on it. */
+    keep: { type: 'boolean', default: false },
+  },
+});
+const invoices = Number(values.invoices);
+const chunk = Number(values.chunk);
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
+
+/** Runs one of the repository's benchmarks with --json on this database; its last line is the figures. */
+function benchJson<T>(script: string, args: string[], databaseUrl: string): Promise<T> {
+  return new Promise((done, fail) => {
+    execFile(
+      'npm',
+      ['run', '--silent', script, '--', ...args, '--json', '--database-url', databaseUrl],
+      { cwd: root, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, LOG_LEVEL: 'error' } },
+      (error, stdout, stderr) => {
+        if (error) return fail(new Error(`${script} failed: ${stderr || error.message}`));
+        const last = stdout.trim().split('\n').at(-1) ?? '';
+        try {
+          done(JSON.parse(last) as T);
+        } catch {
+          fail(new Error(`${script} printed no figures: ${stdout.slice(-500)}`));
+        }
+      },
+    );
+  });
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+
+/**
+ * The statements the worker runs all day, timed on this database (each the function the worker calls,
+ * from @timbra/db): with 1 000 pending outbox rows written for the purpose, in a transaction that is
+ * rolled back at the end. @returns p50 in ms per statement.
+ */
+async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: string | undefined) {
+  const times: Record<string, number[]> = { claim: [], sweeper: [], gauges: [], byUuid: [] };
+  const rollback = new Error('rollback');
+  // (available_at is stored to the millisecond: a second back, so this transaction's now() is past it.)
+  await prisma
+    .$transaction(
+      async (tx) => {
+        const serie = `Q${Math.random().toString(36).slice(2, 8)}`;
+        await tx.$executeRaw`
+          INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+          SELECT md5(${serie} || g)::uuid, ${emisorId}::uuid, 'I', ${serie}, g, 'MXN', 100, 116, 'pending', ${serie} || '-' || g, '<x/>'
+          FROM generate_series(1, 1000) g`;
+        await tx.$executeRaw`
+          INSERT INTO outbox (id, kind, invoice_id, stamp_key, available_at)
+          SELECT gen_random_uuid(), 'stamp', md5(${serie} || g)::uuid, ${serie} || '-' || g, now() - interval '1 second'
+          FROM generate_series(1, 1000) g`;
+        for (let i = 0; i < 300; i++) {
+          await tx.$executeRaw`SAVEPOINT claim`;
+          let t = process.hrtime.bigint();
+          const claimed = await claimOutboxBatch(tx, 100);
+          times.claim!.push(ms(t));
+          if (claimed.length !== 100) throw new Error(`the claim took ${claimed.length} rows, not 100`);
+          await tx.$executeRaw`ROLLBACK TO SAVEPOINT claim`;
+          t = process.hrtime.bigint();
+          await staleEnqueuedOutboxRows(tx, 300_000, 100);
+          times.sweeper!.push(ms(t));
+          t = process.hrtime.bigint();
+          await outboxCountsByStatus(tx);
+          await oldestOpenOutboxAgeSeconds(tx);
+          times.gauges!.push(ms(t));
+          if (uuid) {
+            t = process.hrtime.bigint();
+            if (!(await invoiceByUuid(tx, uuid.toLowerCase()))) throw new Error(`no invoice ${uuid}`);
+            times.byUuid!.push(ms(t));
+          }
+        }
+        throw rollback;
+      },
+      { timeout: 600_000, maxWait: 10_000 },
+    )
+    .catch((error: unknown) => {
+      if (error !== rollback) throw error;
+    });
+  const p50 = (name: string) => {
+    const sorted = times[name]!.sort((a, b) => a - b);
+    return sorted.length > 0 ? percentile(sorted, 0.5) : Number.NaN;
+  };
+  return { claim: p50('claim'), sweeper: p50('sweeper'), gauges: p50('gauges'), byUuid: p50('byUuid') };
+}
+
+interface Figures {
+  ingest: number;
+  ingestP99: number;
+  claim: number;
+  sweeper: number;
+  gauges: number;
+  byUuid: number;
+  drain: number;
+}
+
+async function measure(prisma: PrismaClient, emisorId: string, databaseUrl: string, uuid: string | undefined) {
+  const hot = await hotStatements(prisma, emisorId, uuid);
+  say(`    relay claim ${hot.claim.toFixed(2)} ms`);
+  const drain = await benchJson<{ drainRate: number }>('bench:drain', ['--rows', values.rows], databaseUrl);
+  say(`    drain ${drain.drainRate.toFixed(0)} stamped/s`);
+  const ingest = await benchJson<{ ingestRate: number; p99: number }>(
+    'bench:ingest',
+    ['--seconds', values.seconds, '--concurrency', values.concurrency],
+    databaseUrl,
+  );
+  say(`    ingest ${ingest.ingestRate.toFixed(0)} payments/s`);
+  // No worker ran during the ingest: its rows are set aside so the next measurement starts clean.
+  await prisma.outboxRow.updateMany({ where: { status: 'pending' }, data: { status: 'done' } });
+  return { ingest: ingest.ingestRate, ingestP99: ingest.p99, ...hot, drain: drain.drainRate } satisfies Figures;
+}
+
+/** Writes `n` stamped invoices of history, with everything around them, in chunks. */
+async function writeHistory(databaseUrl: string, emisorId: string, n: number): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("SET session_replication_role = 'replica'");
+    const apiClient = (
+      await client.query<{ id: string }>(
+        `INSERT INTO api_clients (id, name, key_hash) VALUES (gen_random_uuid(), 'history', repeat('h', 64)) RETURNING id`,
+      )
+    ).rows[0]!.id;
+    const started = process.hrtime.bigint();
+    // Spread over the last two years, oldest first.
+    const spanSeconds = 2 * 365 * 86_400;
+    for (let from = 1; from <= n; from += chunk) {
+      const to = Math.min(n, from + chunk - 1);
+      const at = `now() - make_interval(secs => ${spanSeconds} * (1 - g::float8 / ${n}))`;
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, created_at)
+         SELECT md5('p' || g)::uuid, 'history', 'pi_h' || g, 116.00, 'MXN', ${at}, ${at} FROM generate_series($1::int, $2::int) g`,
+        [from, to],
+      );
+      await client.query(
+        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, fecha, moneda, sub_total, total, status, stamp_key,
+                               frozen_xml, cadena_original, uuid, tfd_xml, pac, stamped_at, created_at, updated_at)
+         SELECT md5('i' || g)::uuid, $3::uuid, md5('p' || g)::uuid, 'I', 'H', g, to_char(${at}, 'YYYY-MM-DD"T"HH24:MI:SS'),
+                'MXN', 100.00, 116.00, 'stamped', 'hist-' || g,
+                repeat(md5('x' || g), 16), repeat(md5('c' || g), 4), upper(md5('u' || g)::uuid::text),
+                repeat(md5('t' || g), 8), 'primary', ${at}, ${at}, ${at}
+         FROM generate_series($1::int, $2::int) g`,
+        [from, to, emisorId],
+      );
+      await client.query(
+        `INSERT INTO outbox (id, kind, invoice_id, stamp_key, status, attempts, enqueued_at, created_at, updated_at)
+         SELECT md5('o' || g)::uuid, 'stamp', md5('i' || g)::uuid, 'hist-' || g, 'done', 1, ${at}, ${at}, ${at}
+         FROM generate_series($1::int, $2::int) g`,
+        [from, to],
+      );
+      await client.query(
+        `INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms, created_at)
+         SELECT md5('a' || g)::uuid, md5('i' || g)::uuid, 'primary', 'stamped', upper(md5('u' || g)::uuid::text), NULL, 120, ${at}
+         FROM generate_series($1::int, $2::int) g`,
+        [from, to],
+      );
+      await client.query(
+        `INSERT INTO webhook_events (id, provider, event_id, type, result, payload, received_at)
+         SELECT md5('e' || g)::uuid, 'stripe', 'evt_h' || g, 'payment_intent.succeeded', 'accepted',
+                jsonb_build_object('id', 'evt_h' || g, 'amount', 11600), ${at}
+         FROM generate_series($1::int, $2::int) g`,
+        [from, to],
+      );
+      await client.query('COMMIT');
+      const seconds = ms(started) / 1000;
+      say(
+        `    ${to.toLocaleString('en')} invoices of history (${(to / seconds).toFixed(0)}/s, ${seconds.toFixed(0)} s)`,
+      );
+    }
+    // A busy day's Idempotency-Key records (they live 24 h): a tenth of the invoices, at most 1 M.
+    const keys = Math.min(1_000_000, Math.ceil(n / 10));
+    await client.query(
+      `INSERT INTO idempotency_keys (id, client_id, key, fingerprint, response_status, response_body, created_at, expires_at)
+       SELECT gen_random_uuid(), $1::uuid, 'k' || g, md5('f' || g) || md5('g' || g), 201, '{"ok":true}',
+              now() - make_interval(secs => g % 86400), now() + make_interval(secs => 86400 - g % 86400)
+       FROM generate_series(1, $2::int) g`,
+      [apiClient, keys],
+    );
+    say(`    ${keys.toLocaleString('en')} Idempotency-Key records; VACUUM ANALYZE…`);
+    await client.query('RESET session_replication_role');
+    await client.query('VACUUM ANALYZE');
+    // The bulk write's WAL is flushed now, not by a checkpoint in the middle of the next measurement.
+    await client.query('CHECKPOINT');
+    const sizes = await client.query<{ size: string }>(
+      'SELECT pg_size_pretty(pg_database_size(current_database())) AS size',
+    );
+    say(`    database ${sizes.rows[0]!.size} after ${(ms(started) / 1000).toFixed(0)} s`);
+  } finally {
+    await client.end();
+  }
+}
+
+const db = await createTestDatabase();
+const prisma = createPrisma(db.url, { poolSize: 4 });
+try {
+  say(
+    `bench:history — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,
+  );
+  say(
+    `${invoices.toLocaleString('en')} invoices of history; ingest ${values.seconds} s at concurrency ${values.concurrency}, drain of ${values.rows} rows`,
+  );
+  const emisor = await prisma.emisor.upsert({
+    where: { rfc: 'EKU9003173C9' },
+    create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
+    update: {},
+  });
+  say('  empty database:');
+  const empty = await measure(prisma, emisor.id, db.url, undefined);
+  say('  writing history:');
+  await writeHistory(db.url, emisor.id, invoices);
+  // An invoice from the middle of history, looked up by UUID as reconcile and cancellations do.
+  const probe = await prisma.invoice.findFirstOrThrow({
+    where: { serie: 'H', folio: Math.ceil(invoices / 2) },
+    select: { uuid: true },
+  });
+  say(`  with ${invoices.toLocaleString('en')} invoices of history:`);
+  const full = await measure(prisma, emisor.id, db.url, probe.uuid ?? undefined);
+
+  const rows: [string, keyof Figures, 'higher' | 'lower', string][] = [
+    ['ingest (API, committed payments/s)', 'ingest', 'higher', '/s'],
+    ['ingest p99 latency', 'ingestP99', 'lower', ' ms'],
+    ['relay claim of 100 rows (p50)', 'claim', 'lower', ' ms'],
+    ["sweeper's stale rows (p50)", 'sweeper', 'lower', ' ms'],
+    ['outbox gauges (p50)', 'gauges', 'lower', ' ms'],
+    ['drain (stamped/s)', 'drain', 'higher', '/s'],
+  ];
+  say('');
+  say(`  ${'figure'.padEnd(38)}${'empty'.padStart(10)}${'history'.padStart(12)}   change   (target: within 10%)`);
+  for (const [label, key, better, unit] of rows) {
+    const a = empty[key];
+    const b = full[key];
+    const change = (b - a) / a;
+    const worse = better === 'higher' ? -change : change;
+    // Sub-millisecond statements: a change under 0.1 ms is timer noise, not history.
+    const ok = worse <= 0.1 || (unit === ' ms' && b - a < 0.1);
+    say(
+      `  ${label.padEnd(38)}${`${a.toFixed(unit === '/s' ? 0 : 2)}${unit}`.padStart(10)}${`${b.toFixed(unit === '/s' ? 0 : 2)}${unit}`.padStart(12)}   ${`${change >= 0 ? '+' : ''}${(change * 100).toFixed(1)}%`.padStart(6)}   ${ok ? 'OK' : 'MISSED'}`,
+    );
+  }
+  say(
+    `  ${'invoice by UUID (p50, history only)'.padEnd(38)}${''.padStart(10)}${`${full.byUuid.toFixed(2)} ms`.padStart(12)}`,
+  );
+  say('');
+} finally {
+  await prisma.$disconnect();
+  if (values.keep) say(`database kept: ${db.url}`);
+  else await db.drop();
+}
