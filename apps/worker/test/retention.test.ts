@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { createPrisma, DEFAULT_RETENTION, type PrismaClient, type RetentionTable } from '@timbra/db';
+import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
+import { runRetention } from '../src/retention.ts';
+import { createWorkerMetrics } from '../src/metrics.ts';
+import { eventually } from './helpers.ts';
+
+// The sweeper role's retention timer as the worker runs it: a pass soon after start, what it deleted
+// logged as history_pruned and counted in the metrics.
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 2 });
+});
+afterAll(async () => {
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+describe('runRetention', () => {
+  it('prunes soon after start, logs history_pruned and feeds the metrics', async () => {
+    const now = await databaseNow(prisma);
+    const event = (eventId: string, days: number) => ({
+      provider: 'mercadopago',
+      eventId,
+      type: 'payment',
+      result: 'accepted',
+      payload: {},
+      receivedAt: new Date(now - days * 86_400_000),
+    });
+    await prisma.webhookEvent.createMany({ data: [event('old-1', 45), event('old-2', 31), event('recent', 1)] });
+
+    const lines: string[] = [];
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const metrics = createWorkerMetrics({
+      prisma,
+      chain: { breakers: new Map() } as unknown as Parameters<typeof createWorkerMetrics>[0]['chain'],
+    });
+    const passes: Record<RetentionTable, number>[] = [];
+    const timer = runRetention(
+      {
+        prisma,
+        policy: DEFAULT_RETENTION,
+        batchSize: 1,
+        logger,
+        onPass: (deleted) => {
+          metrics.recordPrune(deleted);
+          passes.push(deleted);
+        },
+      },
+      { intervalMs: 60_000, firstAfterMs: 10 },
+    );
+    try {
+      await eventually(() => Promise.resolve(passes.length > 0));
+    } finally {
+      timer.stop();
+    }
+    expect(passes[0]).toEqual({ outbox: 0, pac_attempts: 0, webhook_events: 2 });
+    expect((await prisma.webhookEvent.findMany()).map((e) => e.eventId)).toEqual(['recent']);
+    const logged = lines.map((l) => JSON.parse(l) as { msg: string; deleted?: unknown });
+    expect(logged.find((l) => l.msg === 'history_pruned')?.deleted).toEqual(passes[0]);
+    const exposition = await metrics.registry.metrics();
+    expect(exposition).toMatch(/timbra_history_pruned_total\{table="webhook_events"\} 2/);
+    expect(exposition).toMatch(/timbra_history_prune_last_success_timestamp_seconds [1-9]\d{9}/);
+  });
+});
