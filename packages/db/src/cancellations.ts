@@ -43,7 +43,7 @@ export async function insertCancelRequest(
     Prisma.sql`
       WITH request AS (
         INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion, duplicate_uuid)
-        VALUES (gen_random_uuid(), ${request.invoiceId}::uuid, ${request.motivo}, ${request.folioSustitucion ?? null},
+        VALUES (timbra_uuid7(), ${request.invoiceId}::uuid, ${request.motivo}, ${request.folioSustitucion ?? null},
                 ${request.duplicateUuid ?? null})
         ON CONFLICT (duplicate_uuid) DO NOTHING
         RETURNING id

@@ -49,7 +49,7 @@ export async function ensureSeries(
     await execute(
       db,
       Prisma.sql`
-        INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), ${emisorId}::uuid, ${s.serie}, ${s.kind})
+        INSERT INTO series (id, emisor_id, serie, kind) VALUES (timbra_uuid7(), ${emisorId}::uuid, ${s.serie}, ${s.kind})
         ON CONFLICT (emisor_id, serie) DO NOTHING`,
     );
   }

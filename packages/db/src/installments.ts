@@ -105,7 +105,7 @@ export async function insertInstallment(tx: Tx, i: NewInstallment): Promise<stri
     insertInstallmentRow,
     Prisma.sql`
       INSERT INTO installments (id, invoice_id, provider, external_id, amount, paid_at, forma_pago, num_parcialidad)
-      VALUES (gen_random_uuid(), ${i.invoiceId}::uuid, ${i.provider}, ${i.externalId}, ${i.amount}::numeric, ${i.paidAt},
+      VALUES (timbra_uuid7(), ${i.invoiceId}::uuid, ${i.provider}, ${i.externalId}, ${i.amount}::numeric, ${i.paidAt},
               ${i.formaPago}, ${i.numParcialidad})
       RETURNING id`,
   );

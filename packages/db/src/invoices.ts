@@ -90,7 +90,7 @@ export async function insertInvoices(tx: Tx, emisorId: string, invoices: readonl
       ), invoice AS (
         INSERT INTO invoices (id, emisor_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio,
                               fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request)
-        SELECT gen_random_uuid(), ${emisorId}::uuid, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
+        SELECT timbra_uuid7(), ${emisorId}::uuid, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
                folio, fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request
         FROM input ORDER BY ord
         RETURNING id, stamp_key, status

@@ -36,7 +36,7 @@ export type OutboxKind = 'stamp' | 'cancel';
 export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
     INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
-    SELECT gen_random_uuid(), s.kind, s.invoice_id, s.stamp_key, s.cancel_request_id FROM (${source}) AS s
+    SELECT timbra_uuid7(), s.kind, s.invoice_id, s.stamp_key, s.cancel_request_id FROM (${source}) AS s
     ON CONFLICT (stamp_key) DO NOTHING
     RETURNING id`;
 }

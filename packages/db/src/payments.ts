@@ -96,7 +96,7 @@ async function insertPaymentRows(
       ), payment AS (
         INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
                               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email)
-        SELECT gen_random_uuid(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
+        SELECT timbra_uuid7(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
                forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email
         FROM input ORDER BY ord
         ON CONFLICT (provider, external_id) DO NOTHING
@@ -185,7 +185,7 @@ export async function insertRefund(
     insertRefundRow,
     Prisma.sql`
       INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at, lines)
-      VALUES (gen_random_uuid(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,
+      VALUES (timbra_uuid7(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,
               ${refund.occurredAt}, ${refund.lines ? JSON.stringify(refund.lines) : null}::jsonb)
       RETURNING id`,
   );

@@ -105,7 +105,7 @@ function ledgerUpsertSql(invoiceId: string, version: number, calls: readonly Pac
   }));
   return Prisma.sql`
     INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, version, duration_ms)
-    SELECT COALESCE(a.id, gen_random_uuid()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, ${version}, a.duration_ms
+    SELECT COALESCE(a.id, timbra_uuid7()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, ${version}, a.duration_ms
     FROM json_to_recordset(${JSON.stringify(entries)}::json)
          AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
     ON CONFLICT (id) DO UPDATE

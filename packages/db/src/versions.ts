@@ -203,7 +203,7 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
       tx,
       Prisma.sql`
         INSERT INTO invoice_versions (id, invoice_id, version, frozen_xml, cadena_original, fecha, stamp_key, reason, created_by, created_at)
-        SELECT gen_random_uuid(), id, version, frozen_xml, cadena_original, fecha, stamp_key, 'issued', 'system', created_at
+        SELECT timbra_uuid7(), id, version, frozen_xml, cadena_original, fecha, stamp_key, 'issued', 'system', created_at
         FROM invoices WHERE id = ${v.invoiceId}::uuid
         ON CONFLICT (invoice_id, version) DO NOTHING`,
     );
@@ -225,7 +225,7 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
     Prisma.sql`
       WITH version AS (
         INSERT INTO invoice_versions (id, invoice_id, version, frozen_xml, cadena_original, fecha, stamp_key, reason, created_by)
-        VALUES (gen_random_uuid(), ${v.invoiceId}::uuid, ${next}, ${v.frozen.xml}, ${v.frozen.cadenaOriginal},
+        VALUES (timbra_uuid7(), ${v.invoiceId}::uuid, ${next}, ${v.frozen.xml}, ${v.frozen.cadenaOriginal},
                 ${v.frozen.fecha}, ${invoice.stampKey}, ${v.reason}, ${v.createdBy})
         RETURNING version
       )
@@ -296,7 +296,7 @@ export async function insertCorrection(tx: Tx, c: NewCorrection): Promise<string
     idRow,
     Prisma.sql`
       INSERT INTO invoice_corrections (id, invoice_id, status, changes, request, reason, requested_by, from_version, to_version)
-      VALUES (gen_random_uuid(), ${c.invoiceId}::uuid, ${c.applied ? 'applied' : 'proving'},
+      VALUES (timbra_uuid7(), ${c.invoiceId}::uuid, ${c.applied ? 'applied' : 'proving'},
               ${JSON.stringify(c.changes)}::jsonb, ${JSON.stringify(c.request)}::jsonb, ${c.reason}, ${c.requestedBy},
               ${c.fromVersion}, ${c.applied?.toVersion ?? null})
       RETURNING id`,

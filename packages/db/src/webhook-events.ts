@@ -29,7 +29,7 @@ export async function claimWebhookEvents(tx: Tx, events: readonly ReceivedEvent[
     claimWebhookEventsRow,
     Prisma.sql`
       INSERT INTO webhook_events (id, provider, event_id, type, result, reason, payload)
-      SELECT gen_random_uuid(), provider, event_id, type, result, reason, payload
+      SELECT timbra_uuid7(), provider, event_id, type, result, reason, payload
       FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => storableText(e.eventId))}::text[],
                   ${events.map((e) => storableText(e.type))}::text[], ${events.map((e) => e.result)}::text[],
                   ${events.map((e) => (e.reason === undefined ? null : storableText(e.reason)))}::text[],
