@@ -134,6 +134,11 @@ interface Figures {
 }
 
 async function measure(prisma: PrismaClient, emisorId: string, databaseUrl: string, uuid: string | undefined) {
+  // Each measurement starts from a vacuumed, checkpointed database, as autovacuum and the
+  // checkpointer keep a steady one: the previous round's updated rows (dead index entries in the
+  // outbox's partial indexes) and its WAL are not what is measured.
+  await prisma.$executeRawUnsafe('VACUUM ANALYZE');
+  await prisma.$executeRawUnsafe('CHECKPOINT');
   const hot = await hotStatements(prisma, emisorId, uuid);
   say(`    relay claim ${hot.claim.toFixed(2)} ms`);
   const drain = await benchJson<{ drainRate: number }>('bench:drain', ['--rows', values.rows], databaseUrl);

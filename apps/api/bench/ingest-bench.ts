@@ -102,6 +102,7 @@ for (let i = 0; i < instances; i++) {
         DATABASE_URL: apiDb.url,
         PORT: String(port),
         HOST: '127.0.0.1',
+        METRICS_PORT: '0',
         SERIE_INGRESO: seriesCount > 1 ? `A${i % seriesCount}` : 'A',
         STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
         // payment_intent.succeeded without a charge to read: no call reaches Stripe's API.
