@@ -8,7 +8,7 @@ import {
   supplyOperatorCatalogs,
   withSecretFiles,
 } from '@timbra/cfdi-core';
-import { redisConfigProblems } from '@timbra/db';
+import { redisConfigProblems, type RetentionPolicy } from '@timbra/db';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -127,6 +127,17 @@ const schema = z.object({
 export const WORKER_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
 export type WorkerConfig = z.output<typeof schema>;
+
+/** The retention rules' settings (packages/db/src/retention.ts), for the sweeper role and `ops history:prune`. */
+export function retentionPolicy(
+  c: Pick<WorkerConfig, 'RETENTION_OUTBOX_DONE_DAYS' | 'RETENTION_PAC_ATTEMPTS_DAYS' | 'RETENTION_WEBHOOK_EVENTS_DAYS'>,
+): RetentionPolicy {
+  return {
+    outboxDoneDays: c.RETENTION_OUTBOX_DONE_DAYS,
+    pacAttemptsDays: c.RETENTION_PAC_ATTEMPTS_DAYS,
+    webhookEventsDays: c.RETENTION_WEBHOOK_EVENTS_DAYS,
+  };
+}
 
 export interface PacConfig {
   name: 'primary' | 'backup';

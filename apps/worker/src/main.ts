@@ -12,7 +12,7 @@ import {
   type PacClient,
 } from '@timbra/cfdi-core';
 import { connectRedis, createPrisma, maxmemoryPolicies, pingDatabase, redisTarget } from '@timbra/db';
-import { loadConfig } from './config.ts';
+import { loadConfig, retentionPolicy } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth, listenHealth, waitFor, type Readiness } from './health.ts';
@@ -201,11 +201,7 @@ const retention = roles.has('sweeper')
   ? runRetention(
       {
         prisma,
-        policy: {
-          outboxDoneDays: config.RETENTION_OUTBOX_DONE_DAYS,
-          pacAttemptsDays: config.RETENTION_PAC_ATTEMPTS_DAYS,
-          webhookEventsDays: config.RETENTION_WEBHOOK_EVENTS_DAYS,
-        },
+        policy: retentionPolicy(config),
         batchSize: config.RETENTION_BATCH_SIZE,
         logger,
         onPass: (deleted) => workerMetrics.recordPrune(deleted),

@@ -24,6 +24,7 @@ import {
   purgeExpiredIdempotencyKeys,
   pruneHistory,
   RETENTION_TABLES,
+  retentionDays,
   redriveDeadLetter,
   replayDelivery,
   requestDuplicateCancellation,
@@ -34,7 +35,7 @@ import {
   connectRedis,
   redisTarget,
 } from '@timbra/db';
-import { loadOpsConfig } from './config.ts';
+import { loadOpsConfig, retentionPolicy } from './config.ts';
 import { parseSince } from './since.ts';
 import { proposeFixes, reconcile, sandboxLedger, stampInstant } from './reconcile.ts';
 
@@ -592,11 +593,7 @@ program
   .option('--dry-run', 'count what would be deleted (up to 100 batches a table), delete nothing')
   .action(async (options: { dryRun?: boolean }) => {
     const c = config();
-    const policy = {
-      outboxDoneDays: c.RETENTION_OUTBOX_DONE_DAYS,
-      pacAttemptsDays: c.RETENTION_PAC_ATTEMPTS_DAYS,
-      webhookEventsDays: c.RETENTION_WEBHOOK_EVENTS_DAYS,
-    };
+    const policy = retentionPolicy(c);
     const rows = await pruneHistory(db(), policy, {
       batchSize: c.RETENTION_BATCH_SIZE,
       dryRun: Boolean(options.dryRun),
@@ -606,11 +603,7 @@ program
     out(
       { dryRun: Boolean(options.dryRun), policy, [options.dryRun ? 'wouldDelete' : 'deleted']: rows },
       RETENTION_TABLES.map((t) => {
-        const days = {
-          outbox: policy.outboxDoneDays,
-          pac_attempts: policy.pacAttemptsDays,
-          webhook_events: policy.webhookEventsDays,
-        }[t];
+        const days = retentionDays(policy, t);
         return `${t.padEnd(15)} ${days > 0 ? `${verb} ${rows[t]} (kept ${days} days)` : 'kept for ever (0 days)'}`;
       }).join('\n'),
     );

@@ -188,6 +188,7 @@ export {
   DEFAULT_RETENTION,
   pruneHistory,
   RETENTION_TABLES,
+  retentionDays,
   type PruneOptions,
   type RetentionPolicy,
   type RetentionTable,

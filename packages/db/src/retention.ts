@@ -61,7 +61,8 @@ function candidatesSql(table: RetentionTable, days: number, limit: number): Pris
   }
 }
 
-const daysOf = (policy: RetentionPolicy, table: RetentionTable) =>
+/** How many days `policy` keeps a table's rows (0: for ever). */
+export const retentionDays = (policy: RetentionPolicy, table: RetentionTable): number =>
   ({ outbox: policy.outboxDoneDays, pac_attempts: policy.pacAttemptsDays, webhook_events: policy.webhookEventsDays })[
     table
   ];
@@ -92,7 +93,7 @@ export async function pruneHistory(
   const maxBatches = options.maxBatches ?? 100;
   const result = { outbox: 0, pac_attempts: 0, webhook_events: 0 } satisfies Record<RetentionTable, number>;
   for (const table of RETENTION_TABLES) {
-    const days = daysOf(policy, table);
+    const days = retentionDays(policy, table);
     if (days <= 0) continue;
     if (options.dryRun) {
       const [row] = await queryRows(

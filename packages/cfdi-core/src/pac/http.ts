@@ -71,6 +71,7 @@ export class PacHttp {
   private readonly prefix: URL;
   private readonly agent: http.Agent;
   private readonly request: typeof http.request;
+  private readonly secure: boolean;
 
   constructor(
     baseUrl: string,
@@ -79,6 +80,7 @@ export class PacHttp {
     this.base = new URL(baseUrl);
     this.prefix = new URL(baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
     const secure = this.base.protocol === 'https:';
+    this.secure = secure;
     if (!secure && this.base.protocol !== 'http:') throw new Error(`PAC URL must be http(s): ${this.base.protocol}`);
     this.agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
     this.request = secure ? https.request : http.request;
@@ -103,7 +105,7 @@ export class PacHttp {
     const headers: Record<string, string | number> = { ...options.headers };
     if (body) headers['content-length'] = body.length;
     const { connectMs, responseMs } = this.timeouts;
-    const secure = this.base.protocol === 'https:';
+    const secure = this.secure;
 
     return new Promise<PacHttpResponse>((resolve, reject) => {
       let phase: PacHttpPhase = 'lookup';
