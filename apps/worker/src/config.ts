@@ -101,7 +101,8 @@ const schema = z.object({
   /** An endpoint failing without a success for this long, and this many attempts in a row, is disabled. */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
-  DELIVERY_BATCH_SIZE: z.coerce.number().int().positive().default(20),
+  /** Deliveries in flight at once per worker (a slot is refilled as soon as a send ends). */
+  DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(20),
   DELIVERY_POLL_MS: z.coerce.number().int().positive().default(1000),
   /** A delivery's claim lasts this long: a worker that died mid-send loses it after this. */
   DELIVERY_LEASE_MS: z.coerce.number().int().positive().default(120_000),

@@ -113,7 +113,7 @@ function dispatcherDeps(): DispatcherDeps {
     email,
     webhook: { timeoutMs: 1_000, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
     emailRetry: quick,
-    batchSize: 20,
+    concurrency: 20,
     leaseMs: 60_000,
   };
 }
@@ -538,6 +538,52 @@ describe('webhooks to the merchant', () => {
     const replayed = receiver.requests.filter((r) => r.headers['timbra-delivery-id'] === (replay as { id: string }).id);
     expect(replayed).toHaveLength(1);
     expect(replayed[0]!.headers['timbra-event-id']).toBe(dead.eventId);
+  });
+
+  it('a slow endpoint holds one slot, not a batch: deliveries that come due while it hangs go out at once', async () => {
+    // An endpoint that never answers (the dispatcher gives up after 4 s).
+    const hanging = createServer(() => undefined);
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    let reached = 0;
+    hanging.on('request', () => reached++);
+    closers.push(async () => {
+      hanging.closeAllConnections();
+      await new Promise((r) => hanging.close(r));
+    });
+    const slow = await prisma.webhookEndpoint.create({
+      data: {
+        url: `http://127.0.0.1:${(hanging.address() as AddressInfo).port}/hooks`,
+        events: ['invoice.stamped'],
+        secret: newEndpointSecret(),
+      },
+    });
+    await stampedSale('slot-slow', null);
+    const d = dispatcher({
+      concurrency: 4,
+      pollMs: 100,
+      webhook: { timeoutMs: 4_000, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+    });
+    const draining = d.drainAll();
+    await eventually(() => Promise.resolve(reached === 1), 3_000);
+    // While it hangs, three endpoints are registered (the slow one put away) and a sale is stamped.
+    await prisma.webhookEndpoint.update({ where: { id: slow.id }, data: { status: 'disabled' } });
+    for (let i = 0; i < 3; i++) await endpoint(['invoice.stamped']);
+    const { invoice } = await stampedSale('slot-fast', null);
+    await eventually(
+      () => Promise.resolve(receiver.requests.filter((r) => r.body.includes(invoice.id)).length === 3),
+      3_000,
+    );
+    // …and were delivered while the slow one still waited for its answer.
+    expect(await prisma.delivery.findFirstOrThrow({ where: { endpointId: slow.id } })).toMatchObject({
+      status: 'sending',
+      attempts: 1,
+    });
+    expect(await draining).toBe(4);
+    const slowDelivery = await prisma.delivery.findFirstOrThrow({
+      where: { endpointId: slow.id },
+      include: { log: true },
+    });
+    expect(slowDelivery.log).toEqual([expect.objectContaining({ attempt: 1, outcome: 'failed' })]);
   });
 
   it('a worker that dies mid-send loses its lease and the delivery is sent again (at least once)', async () => {

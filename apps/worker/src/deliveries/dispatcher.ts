@@ -36,7 +36,10 @@ export interface DispatcherDeps {
   email?: EmailSender;
   webhook: { timeoutMs: number; retry: RetryWindow; disable: DisablePolicy };
   emailRetry: RetryWindow;
-  batchSize: number;
+  /** Deliveries in flight at once (each one claimed only when a slot is free). */
+  concurrency: number;
+  /** While sends are in flight and nothing more was due, how often to look again (default 1 s). */
+  pollMs?: number;
   leaseMs: number;
   /** Each attempt's result (metrics). */
   onAttempt?: (channel: ClaimedDelivery['channel'], outcome: AttemptOutcome['outcome'], durationMs: number) => void;
@@ -48,22 +51,58 @@ export interface DispatcherDeps {
 export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {}
 
-  /** One claim-send-record round; returns how many deliveries it attempted. */
-  async drainOnce(): Promise<number> {
-    const claimed = await claimDueDeliveries(this.deps.prisma, this.deps.batchSize, this.deps.leaseMs);
-    // Emails wait for a worker that can send them: give the claim back at once.
-    const sendable = claimed.filter((d) => d.channel === 'webhook' || this.deps.email);
-    const unsendable = claimed.filter((d) => !sendable.includes(d));
-    await Promise.all(unsendable.map((d) => this.release(d)));
-    await Promise.all(sendable.map((d) => this.deliver(d)));
-    return sendable.length;
-  }
-
-  /** Drains until nothing is due. */
+  /**
+   * Sends what is due, keeping up to `concurrency` deliveries in flight: a free slot is filled as soon
+   * as a send ends, so one slow endpoint (a timeout) or a PDF being rendered holds one slot, not a
+   * whole batch. While the last claim came back full (a backlog) it claims again once a quarter of
+   * the slots are free (one query per few sends, not one per send); otherwise it looks again every
+   * `pollMs` while sends are in flight. Returns, with how many deliveries it attempted, when nothing
+   * is in flight and the last claim found nothing more.
+   */
   async drainAll(): Promise<number> {
+    const { concurrency, pollMs = 1000 } = this.deps;
+    const now = this.deps.now ?? Date.now;
+    const inFlight = new Set<Promise<void>>();
     let total = 0;
-    for (let n = await this.drainOnce(); n > 0; n = await this.drainOnce()) total += n;
-    return total;
+    let backlog = true;
+    let claimedAt = 0;
+    const refill = Math.max(1, Math.floor(concurrency / 4));
+    for (;;) {
+      const free = concurrency - inFlight.size;
+      if (free > 0 && (inFlight.size === 0 || (backlog ? free >= refill : now() - claimedAt >= pollMs))) {
+        claimedAt = now();
+        let claimed: ClaimedDelivery[];
+        try {
+          claimed = await claimDueDeliveries(this.deps.prisma, free, this.deps.leaseMs);
+        } catch (error) {
+          // (Postgres away: let the sends in flight end before the next round claims more.)
+          await Promise.allSettled(inFlight);
+          throw error;
+        }
+        backlog = claimed.length === free;
+        for (const d of claimed) {
+          // Emails wait for a worker that can send them: give the claim back at once.
+          const sendable = d.channel === 'webhook' || this.deps.email !== undefined;
+          if (sendable) total++;
+          const running: Promise<void> = (sendable ? this.deliver(d) : this.release(d))
+            .catch((error: unknown) =>
+              this.deps.logger.error({ err: error, deliveryId: d.id }, 'delivery round failed; its lease will lapse'),
+            )
+            .finally(() => inFlight.delete(running));
+          inFlight.add(running);
+        }
+        if (backlog && concurrency - inFlight.size >= refill) continue;
+      }
+      if (inFlight.size === 0) return total;
+      // Wake on the first send to end, or when the next look is due.
+      const wait = backlog ? undefined : Math.max(0, pollMs - (now() - claimedAt));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        ...inFlight,
+        ...(wait === undefined ? [] : [new Promise<void>((resolve) => (timer = setTimeout(resolve, wait)))]),
+      ]);
+      clearTimeout(timer);
+    }
   }
 
   private async release(d: ClaimedDelivery): Promise<void> {
