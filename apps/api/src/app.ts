@@ -5,11 +5,13 @@ import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { pinoHttp } from 'pino-http';
 import {
+  GroupCommit,
   hashApiKey,
   migrationStatus,
   MIGRATIONS_DIR,
   pingDatabase,
   type DeadLetterQueue,
+  type GroupCommitOptions,
   type PrismaClient,
   type RedisConnection,
 } from '@timbra/db';
@@ -29,7 +31,6 @@ import { ticketRoutes } from './routes/tickets.ts';
 import { selfInvoicePage, SELF_INVOICE_PATH } from './http/self-invoice-page.ts';
 import { webhookEventRoutes } from './routes/webhook-events.ts';
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts';
-import { GroupCommit, type GroupCommitOptions } from './use-cases/group-commit.ts';
 import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
 import type { RecordedRefund } from './use-cases/record-refund.ts';
 import { recordDeliveries, type ReversedRefund, type WebhookDelivery } from './use-cases/record-webhook.ts';
@@ -125,7 +126,7 @@ export function createApp(deps: AppDeps) {
         ? "a refund was reversed at the provider: its Egreso's cancellation is requested"
         : 'a refund was reversed at the provider and its Egreso is not stamped yet: cancel it once stamped',
     );
-  const ingest = new GroupCommit(
+  const ingest = GroupCommit.transaction(
     deps.prisma,
     (tx, deliveries: WebhookDelivery[]) =>
       recordDeliveries(tx, deps.payments, deliveries, {

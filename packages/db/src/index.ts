@@ -41,6 +41,7 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { isUuid, type Db, type Tx } from './sql.ts';
+export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
 export {
   OUTBOX_CHANNEL,

@@ -1,6 +1,6 @@
+import type { GroupCommit } from '@timbra/db';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../use-cases/domain-errors.ts';
-import type { GroupCommit } from '../use-cases/group-commit.ts';
 import type { WebhookDelivery } from '../use-cases/record-webhook.ts';
 
 /**

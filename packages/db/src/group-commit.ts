@@ -1,4 +1,4 @@
-import type { Prisma, PrismaClient } from '@timbra/db';
+import type { Prisma, PrismaClient } from './generated/client.ts';
 
 type Tx = Prisma.TransactionClient;
 
@@ -20,7 +20,10 @@ const TX_OPTIONS = { maxWait: 10_000, timeout: 20_000 } as const;
 
 /**
  * Group commit: items submitted while a transaction is open wait for it, then are recorded together
- * — set-wise, by `record` — in the next one, which commits once. Each item still commits atomically
+ * — set-wise, by `record` — in the next one, which commits once. The API records webhook deliveries
+ * this way (an interactive transaction of several statements); the stamper its PAC calls and stamps
+ * (`GroupCommit.statement`: `record` writes a batch in one statement, its own transaction, so a
+ * batch of one costs no BEGIN/COMMIT round trips). Each item still commits atomically
  * with its own rows, and its caller is answered only after that commit; what items share is the
  * round trips, the BEGIN/COMMIT and its WAL flush, and — on one serie — the counter row lock, which
  * otherwise every payment takes and holds through its own commit. Nothing waits on a timer: with
@@ -34,12 +37,29 @@ export class GroupCommit<I, O> {
   private readonly queue: Pending<I, O>[] = [];
   private inFlight = 0;
 
-  constructor(
-    private readonly prisma: PrismaClient,
-    /** Records a batch inside `tx`; one result per item, in order. */
-    private readonly record: (tx: Tx, items: I[]) => Promise<O[]>,
+  private constructor(
+    /** Records a batch, atomically; one result per item, in order. */
+    private readonly run: (items: I[]) => Promise<O[]>,
     private readonly options: GroupCommitOptions,
   ) {}
+
+  /** Batches that `record` writes inside one interactive transaction (any number of statements). */
+  static transaction<I, O>(
+    prisma: PrismaClient,
+    record: (tx: Tx, items: I[]) => Promise<O[]>,
+    options: GroupCommitOptions,
+  ): GroupCommit<I, O> {
+    return new GroupCommit((items) => prisma.$transaction((tx) => record(tx, items), TX_OPTIONS), options);
+  }
+
+  /** Batches that `record` writes in one statement: atomic by itself, and a batch of one costs no BEGIN/COMMIT. */
+  static statement<I, O>(
+    prisma: PrismaClient,
+    record: (db: PrismaClient, items: I[]) => Promise<O[]>,
+    options: GroupCommitOptions,
+  ): GroupCommit<I, O> {
+    return new GroupCommit((items) => record(prisma, items), options);
+  }
 
   /** Records `item` in a (possibly shared) transaction; resolves after that transaction commits. */
   submit(item: I): Promise<O> {
@@ -63,14 +83,7 @@ export class GroupCommit<I, O> {
   private async commit(batch: Pending<I, O>[]): Promise<void> {
     let results: O[];
     try {
-      results = await this.prisma.$transaction(
-        (tx) =>
-          this.record(
-            tx,
-            batch.map((p) => p.item),
-          ),
-        TX_OPTIONS,
-      );
+      results = await this.run(batch.map((p) => p.item));
     } catch (error) {
       if (batch.length === 1) {
         batch[0]!.reject(error);

@@ -1,16 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Prisma } from '@timbra/db';
-import { createTxidProbe } from '@timbra/db/testing';
-import { GroupCommit } from '../src/use-cases/group-commit.ts';
-import { startApi, type TestApi } from './helpers.ts';
+import { createPrisma, GroupCommit, type Prisma, type PrismaClient } from '../src/index.ts';
+import { createTestDatabase, createTxidProbe, type TestDatabase } from '../src/testing.ts';
 
-let api: TestApi;
+let db: TestDatabase;
+let prisma: PrismaClient;
 let probe: Awaited<ReturnType<typeof createTxidProbe>>;
 beforeAll(async () => {
-  api = await startApi();
-  probe = await createTxidProbe(api.prisma);
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 4 });
+  probe = await createTxidProbe(prisma);
 });
-afterAll(() => api.close());
+afterAll(async () => {
+  await prisma.$disconnect();
+  await db.drop();
+});
 
 /** Records items as rows, set-wise, returning each item's transaction id; "bad…" items fail. */
 const record = (tx: Prisma.TransactionClient, items: string[]) => probe.record(tx, items);
@@ -18,7 +21,7 @@ const stored = (prefix: string) => probe.stored(prefix);
 
 describe('GroupCommit', () => {
   it('records a lone item at once, and items submitted meanwhile together in the next transaction', async () => {
-    const gc = new GroupCommit(api.prisma, record, { maxBatch: 100, maxInFlight: 1 });
+    const gc = GroupCommit.transaction(prisma, record, { maxBatch: 100, maxInFlight: 1 });
     const items = Array.from({ length: 20 }, (_, i) => `a-${String(i).padStart(2, '0')}`);
     const results = await Promise.all(items.map((i) => gc.submit(i)));
     // Each caller gets its own item's result.
@@ -31,7 +34,7 @@ describe('GroupCommit', () => {
   });
 
   it('puts at most maxBatch items in a transaction', async () => {
-    const gc = new GroupCommit(api.prisma, record, { maxBatch: 3, maxInFlight: 1 });
+    const gc = GroupCommit.transaction(prisma, record, { maxBatch: 3, maxInFlight: 1 });
     const results = await Promise.all(Array.from({ length: 10 }, (_, i) => gc.submit(`b-${i}`)));
     const perTx = new Map<string, number>();
     for (const r of results) perTx.set(r.txid, (perTx.get(r.txid) ?? 0) + 1);
@@ -40,7 +43,7 @@ describe('GroupCommit', () => {
   });
 
   it('fails only the bad item of a batch: the others are recorded, each in its own transaction', async () => {
-    const gc = new GroupCommit(api.prisma, record, { maxBatch: 100, maxInFlight: 1 });
+    const gc = GroupCommit.transaction(prisma, record, { maxBatch: 100, maxInFlight: 1 });
     const first = gc.submit('c-0');
     const rest = ['c-1', 'bad-c', 'c-2', 'c-3'].map((i) =>
       gc.submit(i).then(
@@ -54,5 +57,25 @@ describe('GroupCommit', () => {
     expect(String((settled[1] as { error: Error }).error.message)).toMatch(/^bad item in bad-c$/);
     expect(await stored('c-')).toEqual(['c-0', 'c-1', 'c-2', 'c-3']);
     expect(await stored('bad')).toEqual([]);
+  });
+
+  it('statement batches: the first item alone, the ones submitted meanwhile in one statement, its own transaction', async () => {
+    let statements = 0;
+    // The probe's INSERT alone, outside any interactive transaction: atomic as one statement.
+    const gc = GroupCommit.statement(
+      prisma,
+      (client: PrismaClient, items: string[]) => {
+        statements++;
+        return probe.record(client, items);
+      },
+      { maxBatch: 100, maxInFlight: 1 },
+    );
+    const first = gc.submit('d-0');
+    const rest = ['d-1', 'd-2', 'd-3'].map((i) => gc.submit(i));
+    const results = await Promise.all([first, ...rest]);
+    expect(statements).toBe(2);
+    expect(new Set(results.slice(1).map((r) => r.txid)).size).toBe(1);
+    expect(results[0].txid).not.toBe(results[1]!.txid);
+    expect(await stored('d-')).toEqual(['d-0', 'd-1', 'd-2', 'd-3']);
   });
 });
