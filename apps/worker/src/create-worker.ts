@@ -23,6 +23,7 @@ import type { AttemptRecord, PacChain } from './pac-chain.ts';
 import { createCancelProcessor, type CsdCredentials } from './cancel-processor.ts';
 import { Relay } from './relay.ts';
 import { createStampProcessor } from './stamp-processor.ts';
+import { stampWrites } from './stamp-writes.ts';
 import { Sweeper } from './sweeper.ts';
 import { CorrectionRunner } from './corrections.ts';
 import { createDeadLetterConsumer } from './dead-letters.ts';
@@ -105,6 +106,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     : undefined;
   const stamp = createStampProcessor({
     prisma: deps.prisma,
+    writes: stampWrites(deps.prisma),
     chain: deps.chain,
     dlq,
     logger: deps.logger,

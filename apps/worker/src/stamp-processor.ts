@@ -2,22 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { PacErrorCode } from '@timbra/cfdi-core';
-import {
-  deadLetterOutboxRow,
-  JOBS,
-  loadStampRow,
-  persistStamp,
-  recordFailedAttempt,
-  recordPacCallInFlight,
-  dependentsWaitingFor,
-  type PrismaClient,
-} from '@timbra/db';
+import { deadLetterOutboxRow, JOBS, recordFailedAttempt, dependentsWaitingFor, type PrismaClient } from '@timbra/db';
 import { failureText, type WorkerErrorCode } from './errors.ts';
 import type { DeadLetterData, StampJobData } from './jobs.ts';
 import { stickyPac, type AttemptRecord, type PacChain } from './pac-chain.ts';
+import type { StampWrites } from './stamp-writes.ts';
 
 export interface StampProcessorDeps {
   prisma: PrismaClient;
+  /** The load, the write-ahead records and the persisted stamp, batched across concurrent jobs. */
+  writes: StampWrites;
   chain: PacChain;
   dlq: Queue<DeadLetterData>;
   logger: Logger;
@@ -39,7 +33,7 @@ export interface StampProcessorDeps {
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { prisma, logger } = deps;
-    const loaded = await loadStampRow(prisma, job.data.outboxId);
+    const loaded = await deps.writes.load(job.data.outboxId);
     const row = loaded && { ...loaded, serieFolio: job.data.serieFolio };
     // `held`: a correction is proving this version was never stamped; it arms the row again after.
     if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
@@ -56,7 +50,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     // The record is refused once a correction holds the row: the call is then not made.
     const beforeSend = async (pac: string) => {
       const id = randomUUID();
-      if (!(await recordPacCallInFlight(prisma, { ...ids, pac, id }))) throw new HeldForCorrection();
+      if (!(await deps.writes.recordInFlight({ ...ids, pac, id }))) throw new HeldForCorrection();
       return id;
     };
     let chained;
@@ -72,7 +66,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     const { result, error, attempts } = chained;
     deps.onAttempts?.(attempts);
     if (result?.sameDocument) {
-      const persisted = await persistStamp(prisma, ids, result, attempts);
+      const persisted = await deps.writes.persist({ row: ids, stamp: result, calls: attempts });
       if (!persisted.written) {
         // The invoice moved on (stamped by another job, or cancelled): nothing to write.
         log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');

@@ -148,7 +148,7 @@ describe('dependent documents', () => {
           await eventually(async () => {
             const [row] = await prisma.$queryRaw<{ n: number }[]>`
               SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE invoices SET uuid%'`;
+              WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE invoices i SET uuid%'`;
             return row!.n > 0;
           }, 15_000);
           const egreso = await waitingEgreso(original.invoiceId, sourceId, tx);

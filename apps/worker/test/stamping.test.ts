@@ -180,6 +180,30 @@ describe('relay + stamp worker against the sandbox', () => {
     ).toBe(undefined);
   });
 
+  it('concurrent jobs share their statements: stamps answered together are persisted in a few commits, each whole', async () => {
+    // Every stamp answered after 300 ms, so twelve jobs reach their persistence at about one time.
+    await sandbox.admin('faults', { instance: 'primary', latencyMs: 300 });
+    const w = testWorker({ prisma, redis, sandbox }, { concurrency: 12 });
+    closers.push(w.close);
+    const rows = [];
+    for (let i = 0; i < 12; i++) rows.push(await pendingInvoice(prisma, `group-${i}`));
+    await w.relay.drainAll();
+    const ids = rows.map((r) => r.invoiceId);
+    await eventually(
+      async () => (await prisma.invoice.count({ where: { id: { in: ids }, status: 'stamped' } })) === 12,
+    );
+    // Rows written by one transaction share its xmin: fewer transactions than stamps.
+    const [tx] = await prisma.$queryRaw<{ n: number }[]>`
+      SELECT count(DISTINCT xmin::text)::int AS n FROM invoices WHERE id = ANY(${ids}::uuid[])`;
+    expect(tx!.n).toBeLessThanOrEqual(6);
+    // …and each stamp whole: its outbox row done, its one call recorded with its UUID.
+    for (const id of ids) {
+      const stamped = await invoice(id);
+      expect(stamped.outbox.map((o) => o.status)).toEqual(['done']);
+      expect(stamped.attempts).toEqual([expect.objectContaining({ outcome: 'stamped', uuid: stamped.uuid })]);
+    }
+  });
+
   it('a permanent rejection dead-letters (outbox failed, invoice stamp_failed, DLQ entry, alert); a re-drive stamps the same bytes', async () => {
     await sandbox.admin('faults', { instance: 'primary', rejectRfcs: ['EKU9003173C9'] });
     const letters: DeadLetterData[] = [];

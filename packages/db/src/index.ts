@@ -136,13 +136,18 @@ export {
 } from './api-keys.ts';
 export {
   loadStampRow,
+  loadStampRows,
   recordPacCallInFlight,
+  recordPacCallsInFlight,
   persistStamp,
+  persistStamps,
   recordFailedAttempt,
   deadLetterOutboxRow,
   type StampRow,
   type PacCallRecord,
   type PersistedStamp,
+  type PacCallInFlight,
+  type StampToPersist,
 } from './stamping.ts';
 export { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
 export {

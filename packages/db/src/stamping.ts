@@ -18,7 +18,8 @@ const stampRowColumns = z.object({
   version: col.int,
   history: z.array(z.object({ pac: col.text, outcome: col.text })),
 });
-const persistStampRow = z.object({ invoice_id: z.string().nullable(), waiting: col.bool, replaces: col.bool });
+const persistStampRow = z.object({ n: col.int, written: col.bool, waiting: col.bool, replaces: col.bool });
+const idRow = z.object({ id: col.uuid });
 
 /** An outbox row of kind stamp, with what stamping it needs. */
 export interface StampRow {
@@ -35,7 +36,12 @@ export interface StampRow {
 
 /** One round trip: the row, its invoice's frozen bytes and version, and that version's PAC-attempt history. */
 export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow | undefined> {
-  const [row] = await queryRows(
+  return (await loadStampRows(db, [outboxId]))[0];
+}
+
+/** `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order asked. */
+export async function loadStampRows(db: Db, outboxIds: readonly string[]): Promise<(StampRow | undefined)[]> {
+  const rows = await queryRows(
     db,
     stampRowColumns,
     Prisma.sql`
@@ -43,19 +49,23 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
              COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
                        FROM pac_attempts a WHERE a.invoice_id = o.invoice_id AND a.version = i.version), '[]'::json) AS history
       FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.id = ${outboxId}::uuid`,
+      WHERE o.id = ANY(${outboxIds}::uuid[])`,
   );
-  return (
-    row && {
-      id: row.id,
-      status: row.status,
-      stampKey: row.stamp_key,
-      invoiceId: row.invoice_id,
-      frozenXml: row.frozen_xml,
-      version: row.version,
-      history: row.history,
-    }
+  const byId = new Map(
+    rows.map((row) => [
+      row.id,
+      {
+        id: row.id,
+        status: row.status,
+        stampKey: row.stamp_key,
+        invoiceId: row.invoice_id,
+        frozenXml: row.frozen_xml,
+        version: row.version,
+        history: row.history,
+      },
+    ]),
   );
+  return outboxIds.map((id) => byId.get(id));
 }
 
 /** A PAC call as the ledger keeps it. `id` is the write-ahead row's, when one was written. */
@@ -77,26 +87,53 @@ export interface PacCallRecord {
  * holds the row (FOR SHARE here waits for it) before it asks the PACs whether they stamped the
  * version, so no call can start after that question. @returns false when the call must not be made.
  */
-export async function recordPacCallInFlight(
-  db: Db,
-  call: { outboxId: string; invoiceId: string; version: number; pac: string; id: string },
-): Promise<boolean> {
-  const written = await db.$executeRaw`
-    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, version, duration_ms)
-    SELECT ${call.id}::uuid, ${call.invoiceId}::uuid, ${call.pac}, 'in_flight', ${call.version}, 0
-    WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-                  WHERE o.id = ${call.outboxId}::uuid AND o.status IN ('pending', 'enqueued') AND i.version = ${call.version}
-                  FOR SHARE OF o)`;
-  return written === 1;
+export async function recordPacCallInFlight(db: Db, call: PacCallInFlight): Promise<boolean> {
+  return (await recordPacCallsInFlight(db, [call]))[0]!;
+}
+
+export interface PacCallInFlight {
+  outboxId: string;
+  invoiceId: string;
+  version: number;
+  pac: string;
+  id: string;
+}
+
+/** `recordPacCallInFlight` for several calls in one statement (one commit); whether each may be made. */
+export async function recordPacCallsInFlight(db: Db, calls: readonly PacCallInFlight[]): Promise<boolean[]> {
+  const entries = calls.map((c) => ({
+    id: c.id,
+    outbox_id: c.outboxId,
+    invoice_id: c.invoiceId,
+    version: c.version,
+    pac: c.pac,
+  }));
+  const written = await queryRows(
+    db,
+    idRow,
+    Prisma.sql`
+      INSERT INTO pac_attempts (id, invoice_id, pac, outcome, version, duration_ms)
+      SELECT c.id, c.invoice_id, c.pac, 'in_flight', c.version, 0
+      FROM json_to_recordset(${JSON.stringify(entries)}::json)
+           AS c(id uuid, outbox_id uuid, invoice_id uuid, version int, pac text)
+      WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id
+                    WHERE o.id = c.outbox_id AND o.status IN ('pending', 'enqueued') AND i.version = c.version
+                    FOR SHARE OF o)
+      RETURNING id`,
+  );
+  const ids = new Set(written.map((r) => r.id));
+  return calls.map((c) => ids.has(c.id));
 }
 
 /**
  * The ledger write: each call's `in_flight` row (by its id) gets its outcome; a call without one (a
  * circuit-open skip) gets a row of its own.
  */
-function ledgerUpsertSql(invoiceId: string, version: number, calls: readonly PacCallRecord[]): Prisma.Sql {
+function ledgerUpsertSql(calls: readonly (PacCallRecord & { invoiceId: string; version: number })[]): Prisma.Sql {
   const entries = calls.map((a) => ({
     id: a.id ?? null,
+    invoice_id: a.invoiceId,
+    version: a.version,
     pac: a.pac,
     outcome: a.outcome,
     uuid: a.uuid ?? null,
@@ -105,9 +142,9 @@ function ledgerUpsertSql(invoiceId: string, version: number, calls: readonly Pac
   }));
   return Prisma.sql`
     INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, version, duration_ms)
-    SELECT COALESCE(a.id, timbra_uuid7()), ${invoiceId}::uuid, a.pac, a.outcome, a.uuid, a.code, ${version}, a.duration_ms
+    SELECT COALESCE(a.id, timbra_uuid7()), a.invoice_id, a.pac, a.outcome, a.uuid, a.code, a.version, a.duration_ms
     FROM json_to_recordset(${JSON.stringify(entries)}::json)
-         AS a(id uuid, pac text, outcome text, uuid text, code text, duration_ms int)
+         AS a(id uuid, invoice_id uuid, version int, pac text, outcome text, uuid text, code text, duration_ms int)
     ON CONFLICT (id) DO UPDATE
       SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
 }
@@ -125,6 +162,13 @@ export interface PersistedStamp {
   replaces: boolean;
 }
 
+/** One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made. */
+export interface StampToPersist {
+  row: { outboxId: string; invoiceId: string; version: number };
+  stamp: { uuid: string; tfdXml: string; stampedXml: string; pac: string };
+  calls: readonly PacCallRecord[];
+}
+
 /**
  * Persists a stamp: UUID, TFD and stamped XML on the invoice, the outbox row done, and every PAC call
  * in the ledger — one statement, so one transaction (invariant 7). Calls an earlier, killed worker
@@ -134,45 +178,84 @@ export interface PersistedStamp {
  */
 export async function persistStamp(
   db: Db,
-  row: { outboxId: string; invoiceId: string; version: number },
-  stamp: { uuid: string; tfdXml: string; stampedXml: string; pac: string },
+  row: StampToPersist['row'],
+  stamp: StampToPersist['stamp'],
   calls: readonly PacCallRecord[],
 ): Promise<PersistedStamp> {
-  const [written] = await queryRows(
+  return (await persistStamps(db, [{ row, stamp, calls }]))[0]!;
+}
+
+/**
+ * `persistStamp` for several stamps (the stamper's group commit): each as above, all in one statement
+ * and so one commit. Stamps of one invoice (a repeated job) go in statements of their own, in order.
+ */
+export async function persistStamps(db: Db, stamps: readonly StampToPersist[]): Promise<PersistedStamp[]> {
+  const results: PersistedStamp[] = [];
+  for (let rest = stamps; rest.length > 0;) {
+    const seen = new Set<string>();
+    const group = rest.filter((s) => !seen.has(s.row.invoiceId) && seen.add(s.row.invoiceId));
+    const written = await persistDistinctInvoices(db, group);
+    // Results in the order given: this group's, then the repeats' in the next round.
+    for (const s of group) results[stamps.indexOf(s)] = written.get(s)!;
+    rest = rest.filter((s) => !group.includes(s));
+  }
+  return results;
+}
+
+async function persistDistinctInvoices(
+  db: Db,
+  stamps: readonly StampToPersist[],
+): Promise<Map<StampToPersist, PersistedStamp>> {
+  const input = stamps.map((s, n) => ({
+    n,
+    outbox_id: s.row.outboxId,
+    invoice_id: s.row.invoiceId,
+    version: s.row.version,
+    uuid: s.stamp.uuid,
+    tfd_xml: s.stamp.tfdXml,
+    stamped_xml: s.stamp.stampedXml,
+    pac: s.stamp.pac,
+  }));
+  const calls = stamps.flatMap((s) =>
+    s.calls.map((c) => ({ ...c, invoiceId: s.row.invoiceId, version: s.row.version })),
+  );
+  const rows = await queryRows(
     db,
     persistStampRow,
     Prisma.sql`
-      WITH stamped AS (
-        UPDATE invoices SET uuid = ${stamp.uuid}, tfd_xml = ${stamp.tfdXml}, stamped_xml = ${stamp.stampedXml},
-               pac = ${stamp.pac}, stamped_at = now(), status = 'stamped', updated_at = now()
-        WHERE id = ${row.invoiceId}::uuid AND version = ${row.version} AND ${STAMPED}
-        RETURNING id
+      WITH input AS (
+        SELECT * FROM json_to_recordset(${JSON.stringify(input)}::json)
+          AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, stamped_xml text, pac text)
+      ), stamped AS (
+        UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = s.stamped_xml,
+               pac = s.pac, stamped_at = now(), status = 'stamped', updated_at = now()
+        FROM input s
+        WHERE i.id = s.invoice_id AND i.version = s.version AND ${STAMPED}
+        RETURNING i.id
       ), done AS (
-        UPDATE outbox SET status = 'done', attempts = attempts + 1, last_error = NULL, updated_at = now()
-        WHERE id = ${row.outboxId}::uuid AND EXISTS (SELECT 1 FROM stamped)
-        RETURNING id
+        UPDATE outbox o SET status = 'done', attempts = o.attempts + 1, last_error = NULL, updated_at = now()
+        FROM input s
+        WHERE o.id = s.outbox_id AND s.invoice_id IN (SELECT id FROM stamped)
+        RETURNING o.id
       ), ledger AS (
-        ${ledgerUpsertSql(row.invoiceId, row.version, calls)}
+        ${ledgerUpsertSql(calls)}
         RETURNING id
       ), interrupted AS (
         -- Calls a killed worker left in_flight: the document's outcome is known now (this stamp), so
         -- they are closed as interrupted — the ledger says what happened, and nothing stays open.
         UPDATE pac_attempts SET outcome = 'interrupted'
-        WHERE invoice_id = ${row.invoiceId}::uuid AND outcome = 'in_flight' AND EXISTS (SELECT 1 FROM stamped)
+        WHERE invoice_id IN (SELECT id FROM stamped) AND outcome = 'in_flight'
           AND id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
         RETURNING id
       )
-      SELECT (SELECT id FROM stamped) AS invoice_id, (SELECT count(*) FROM ledger)::int AS recorded,
-             (SELECT count(*) FROM interrupted)::int AS interrupted,
-             (SELECT count(*) FROM done)::int AS done,
-             EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${row.invoiceId}::uuid AND status = 'waiting') AS waiting,
-             EXISTS (SELECT 1 FROM invoices WHERE id = ${row.invoiceId}::uuid AND replaces_invoice_id IS NOT NULL) AS replaces`,
+      SELECT s.n, s.invoice_id IN (SELECT id FROM stamped) AS written,
+             EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = s.invoice_id AND w.status = 'waiting') AS waiting,
+             EXISTS (SELECT 1 FROM invoices r WHERE r.id = s.invoice_id AND r.replaces_invoice_id IS NOT NULL) AS replaces
+      FROM input s`,
   );
-  return {
-    written: Boolean(written?.invoice_id),
-    dependentsWaiting: written?.waiting ?? false,
-    replaces: written?.replaces ?? false,
-  };
+  return new Map(
+    rows.map((r) => [stamps[r.n]!, { written: r.written, dependentsWaiting: r.waiting, replaces: r.replaces }]),
+  );
 }
 
 /** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */
@@ -183,7 +266,7 @@ export async function recordFailedAttempt(
   lastError: string,
 ): Promise<void> {
   await prisma.$transaction([
-    prisma.$executeRaw`${ledgerUpsertSql(row.invoiceId, row.version, calls)}`,
+    prisma.$executeRaw`${ledgerUpsertSql(calls.map((c) => ({ ...c, invoiceId: row.invoiceId, version: row.version })))}`,
     prisma.outboxRow.update({
       where: { id: row.outboxId },
       data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import {
+  createPrisma,
+  loadStampRows,
+  persistStamps,
+  recordPacCallsInFlight,
+  type PrismaClient,
+  type StampToPersist,
+} from '../src/index.ts';
+import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+
+// The stamper's statements for several jobs at once (its group commit): each job gets what it would
+// have got alone, in one statement.
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let sql: pg.Client;
+const EMISOR = '00000000-0000-4000-8000-000000000001';
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 2 });
+  sql = new pg.Client({ connectionString: db.url });
+  await sql.connect();
+  await sql.query(
+    `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES ($1, 'EKU9003173C9', 'E', '601', '42501')`,
+    [EMISOR],
+  );
+});
+afterAll(async () => {
+  await sql.end();
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+let folio = 0;
+/** A frozen invoice (pending, or stamped already) with its stamp outbox row in `rowStatus`. */
+async function frozen(status: 'pending' | 'stamped' = 'pending', rowStatus = 'enqueued') {
+  folio++;
+  const key = `k-${folio}-${randomUUID()}`;
+  const { rows } = await sql.query<{ id: string }>(
+    `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+     VALUES (gen_random_uuid(), $1, 'I', 'A', $2, 'MXN', 1, 1, 'pending', $3, '<cfdi/>') RETURNING id`,
+    [EMISOR, folio, key],
+  );
+  const invoiceId = rows[0]!.id;
+  // (Written pending, then moved as the status rules allow.)
+  if (status === 'stamped') await sql.query(`UPDATE invoices SET status = 'stamped' WHERE id = $1`, [invoiceId]);
+  const outbox = await sql.query<{ id: string }>(
+    `INSERT INTO outbox (id, kind, invoice_id, stamp_key, status) VALUES (gen_random_uuid(), 'stamp', $1, $2, $3) RETURNING id`,
+    [invoiceId, key, rowStatus],
+  );
+  return { invoiceId, outboxId: outbox.rows[0]!.id, version: 1 };
+}
+
+const stampOf = (n: number) => ({
+  uuid: `UUID-${n}-${randomUUID()}`.toUpperCase(),
+  tfdXml: `<tfd n="${n}"/>`,
+  stampedXml: `<cfdi n="${n}"/>`,
+  pac: 'primary',
+});
+
+describe('the stamper’s statements, several jobs at once', () => {
+  it('loads several rows in one statement, in the order asked, with each version’s PAC history', async () => {
+    const a = await frozen();
+    const b = await frozen();
+    await sql.query(
+      `INSERT INTO pac_attempts (id, invoice_id, pac, outcome, version, duration_ms) VALUES (gen_random_uuid(), $1, 'primary', 'ambiguous', 1, 5)`,
+      [b.invoiceId],
+    );
+    const missing = randomUUID();
+    const rows = await loadStampRows(prisma, [b.outboxId, missing, a.outboxId]);
+    expect(rows.map((r) => r?.invoiceId)).toEqual([b.invoiceId, undefined, a.invoiceId]);
+    expect(rows[0]!.history).toEqual([{ pac: 'primary', outcome: 'ambiguous' }]);
+    expect(rows[2]).toMatchObject({ status: 'enqueued', frozenXml: '<cfdi/>', version: 1, history: [] });
+  });
+
+  it('records calls in flight only for rows still pending or enqueued at the version sent', async () => {
+    const open = await frozen();
+    const done = await frozen('stamped', 'done');
+    const held = await frozen('pending', 'held');
+    const calls = [open, done, held, { ...open, version: 2 }].map((r) => ({ ...r, pac: 'primary', id: randomUUID() }));
+    expect(await recordPacCallsInFlight(prisma, calls)).toEqual([true, false, false, false]);
+    const { rows } = await sql.query<{ id: string }>(`SELECT id FROM pac_attempts WHERE outcome = 'in_flight'`);
+    expect(rows.map((r) => r.id)).toContain(calls[0]!.id);
+    expect(rows.map((r) => r.id)).not.toContain(calls[1]!.id);
+  });
+
+  it('persists several stamps in one statement: each invoice stamped with its row done and its ledger; a moved-on one untouched', async () => {
+    const one = await frozen();
+    const two = await frozen();
+    const movedOn = await frozen('stamped', 'enqueued');
+    // A call a killed worker left in flight for `two`: closed as interrupted by its stamp.
+    const killed = randomUUID();
+    await recordPacCallsInFlight(prisma, [{ ...two, pac: 'primary', id: killed }]);
+    const items: StampToPersist[] = [one, two, movedOn].map((row, n) => ({
+      row,
+      stamp: stampOf(n),
+      calls: [{ pac: 'primary', outcome: 'stamped', uuid: stampOf(n).uuid, durationMs: 40 + n }],
+    }));
+    const results = await persistStamps(prisma, items);
+    expect(results.map((r) => r.written)).toEqual([true, true, false]);
+    const invoices = await sql.query<{ id: string; status: string; uuid: string | null; stamped_xml: string | null }>(
+      `SELECT id, status, uuid, stamped_xml FROM invoices WHERE id = ANY($1::uuid[])`,
+      [[one.invoiceId, two.invoiceId, movedOn.invoiceId]],
+    );
+    const byId = new Map(invoices.rows.map((r) => [r.id, r]));
+    expect(byId.get(one.invoiceId)).toMatchObject({
+      status: 'stamped',
+      uuid: items[0]!.stamp.uuid,
+      stamped_xml: '<cfdi n="0"/>',
+    });
+    expect(byId.get(two.invoiceId)).toMatchObject({ status: 'stamped', uuid: items[1]!.stamp.uuid });
+    expect(byId.get(movedOn.invoiceId)).toMatchObject({ status: 'stamped', uuid: null });
+    const outbox = await sql.query<{ invoice_id: string; status: string }>(
+      `SELECT invoice_id, status FROM outbox WHERE invoice_id = ANY($1::uuid[])`,
+      [[one.invoiceId, two.invoiceId, movedOn.invoiceId]],
+    );
+    expect(Object.fromEntries(outbox.rows.map((r) => [r.invoice_id, r.status]))).toEqual({
+      [one.invoiceId]: 'done',
+      [two.invoiceId]: 'done',
+      [movedOn.invoiceId]: 'enqueued',
+    });
+    // Every call in the ledger, each under its own invoice (the moved-on one's too); the killed call closed.
+    const ledger = await sql.query<{ invoice_id: string; outcome: string; duration_ms: number }>(
+      `SELECT invoice_id, outcome, duration_ms FROM pac_attempts WHERE invoice_id = ANY($1::uuid[]) ORDER BY duration_ms`,
+      [[one.invoiceId, two.invoiceId, movedOn.invoiceId]],
+    );
+    expect(ledger.rows.map((r) => [r.invoice_id, r.outcome, r.duration_ms])).toEqual([
+      [two.invoiceId, 'interrupted', 0],
+      [one.invoiceId, 'stamped', 40],
+      [two.invoiceId, 'stamped', 41],
+      [movedOn.invoiceId, 'stamped', 42],
+    ]);
+  });
+
+  it('two stamps of one invoice in a batch (a repeated job): the first lands, the second finds it moved on', async () => {
+    const row = await frozen();
+    // An Egreso waiting for it (written waiting, as the API writes one before its Ingreso is stamped).
+    folio++;
+    await sql.query(
+      `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, related_invoice_id)
+       VALUES (gen_random_uuid(), $1, 'E', 'NC', $2, 'MXN', 1, 1, 'waiting', $3, $4)`,
+      [EMISOR, folio, `egreso-${folio}`, row.invoiceId],
+    );
+    const stamp = stampOf(9);
+    const item = { row, stamp, calls: [{ pac: 'primary', outcome: 'stamped', uuid: stamp.uuid, durationMs: 1 }] };
+    const results = await persistStamps(prisma, [item, { ...item, calls: [] }]);
+    expect(results).toEqual([
+      { written: true, dependentsWaiting: true, replaces: false },
+      { written: false, dependentsWaiting: true, replaces: false },
+    ]);
+  });
+});
