@@ -245,6 +245,16 @@ try {
   await Promise.all(Array.from({ length: 50 }, (_, i) => sendPayment(`pi_warm_${i}`)));
   await sleep(2000);
 
+  // Idle: what each process spends with nothing to do (pollers, timers, metrics) — at a steady rate
+  // it is paid whatever the load, so it weighs on a payment at 100/s and hardly when saturated.
+  const idleSeconds = Math.min(5, seconds);
+  const idleCpu = cpuSnapshot();
+  await sleep(idleSeconds * 1000);
+  const idleAfter = cpuSnapshot();
+  const idleLine = Object.keys(idleAfter)
+    .map((name) => `${name} ${((idleAfter[name]! - idleCpu[name]!) / idleSeconds).toFixed(1)}`)
+    .join(' · ');
+
   // Phase 1: a fixed rate.
   const fixed = new Map<string, number>();
   const fixedCpu = cpuSnapshot();
@@ -295,6 +305,7 @@ try {
       `bench:e2e — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,
       `API + relay + stamping worker (concurrency ${workerConcurrency}) + PAC sandbox answering after ${latencyMs} ms (validating the SAT rules, not the XSD); signed Stripe webhooks; ${seconds} s a phase`,
       '',
+      `  idle ${idleSeconds} s: CPU ms per second: ${idleLine}`,
       `  fixed ${rate}/s: ${fixedResult.stamped}/${fixedResult.sent} stamped, sustained ${fixedResult.sustained.toFixed(0)}/s`,
       `    webhook → stamped   p50 ${f(fixedResult.latency.p50)} ms   p95 ${f(fixedResult.latency.p95)} ms   p99 ${f(fixedResult.latency.p99)} ms`,
       `    relay (2xx → job active, NOTIFY)   p50 ${fixedResult.relay.p50.toFixed(0)} ms   p99 ${fixedResult.relay.p99.toFixed(0)} ms   (target p99 < 50 ms)  ${relayOk ? 'OK' : 'MISSED'}`,
