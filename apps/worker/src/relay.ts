@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { claimOutboxBatch, JOBS, jobIdFor, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, jobIdFor, leanDb, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
@@ -24,26 +24,25 @@ export class Relay {
 
   /** One claim-publish-commit round; returns how many rows it published. */
   async drainOnce(): Promise<number> {
-    return this.deps.prisma.$transaction(
-      async (tx) => {
-        const rows = await claimOutboxBatch(tx, this.deps.batchSize);
-        if (rows.length === 0) return 0;
-        await this.deps.queue.addBulk(
-          rows.map((r) => ({
-            // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
-            name: JOBS[r.kind].name,
-            data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey, serieFolio: r.serieFolio },
-            opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
-          })),
-        );
-        await markOutboxEnqueued(
-          tx,
-          rows.map((r) => r.id),
-        );
-        return rows.length;
-      },
-      { timeout: 30_000 },
-    );
+    // On the lean runner: a round per payment at a steady rate, so Prisma's per-statement cost was
+    // most of the relay's CPU (@timbra/db lean.ts).
+    return leanDb(this.deps.prisma).transaction(async (tx) => {
+      const rows = await claimOutboxBatch(tx, this.deps.batchSize);
+      if (rows.length === 0) return 0;
+      await this.deps.queue.addBulk(
+        rows.map((r) => ({
+          // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
+          name: JOBS[r.kind].name,
+          data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey, serieFolio: r.serieFolio },
+          opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
+        })),
+      );
+      await markOutboxEnqueued(
+        tx,
+        rows.map((r) => r.id),
+      );
+      return rows.length;
+    });
   }
 
   /** Drains until nothing is pending. */

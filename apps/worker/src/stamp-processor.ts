@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { PacErrorCode } from '@timbra/cfdi-core';
-import { deadLetterOutboxRow, JOBS, recordFailedAttempt, dependentsWaitingFor, type PrismaClient } from '@timbra/db';
+import { deadLetterOutboxRow, JOBS, recordFailedAttempt, type PrismaClient } from '@timbra/db';
 import { failureText, type WorkerErrorCode } from './errors.ts';
 import type { DeadLetterData, StampJobData } from './jobs.ts';
 import { stickyPac, type AttemptRecord, type PacChain } from './pac-chain.ts';
@@ -77,7 +77,7 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       // above saw those committed before it; one whose transaction held this invoice's share lock
       // (lockInvoiceShared) committed while the stamp waited for it, and only a fresh look sees it —
       // an indexed EXISTS. If the worker dies here, the sweeper does it.
-      const waiting = persisted.dependentsWaiting || (await dependentsWaitingFor(prisma, row.invoiceId));
+      const waiting = persisted.dependentsWaiting || (await deps.writes.dependentsWaiting(row.invoiceId));
       const dependents = waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
       if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
       // Likewise: the replaced invoice's cancellation (the sweeper's net catches a crash here).

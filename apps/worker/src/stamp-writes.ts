@@ -7,7 +7,9 @@
  * item by item, so one bad stamp fails only its own job.
  */
 import {
+  dependentsWaitingFor,
   GroupCommit,
+  leanDb,
   loadStampRows,
   persistStamps,
   recordPacCallsInFlight,
@@ -24,22 +26,27 @@ export interface StampWrites {
   /** Whether the call may be made (false once a correction holds the row). */
   recordInFlight(call: PacCallInFlight): Promise<boolean>;
   persist(stamp: StampToPersist): Promise<PersistedStamp>;
+  /** Whether documents wait for the invoice (a fresh look after its stamp). */
+  dependentsWaiting(invoiceId: string): Promise<boolean>;
 }
 
 /** Default: up to 64 jobs' statements in one; two statements of a kind at once (the pool has more). */
 export const STAMP_WRITES_DEFAULTS: GroupCommitOptions = { maxBatch: 64, maxInFlight: 2 };
 
+/** On the lean runner (node-postgres, Prisma's pool): these are the stamper's per-payment statements. */
 export function stampWrites(prisma: PrismaClient, options: GroupCommitOptions = STAMP_WRITES_DEFAULTS): StampWrites {
-  const load = GroupCommit.statement(prisma, (db, ids: string[]) => loadStampRows(db, ids), options);
+  const lean = leanDb(prisma);
+  const load = GroupCommit.statement(lean, (db, ids: string[]) => loadStampRows(db, ids), options);
   const inFlight = GroupCommit.statement(
-    prisma,
+    lean,
     (db, calls: PacCallInFlight[]) => recordPacCallsInFlight(db, calls),
     options,
   );
-  const persist = GroupCommit.statement(prisma, (db, stamps: StampToPersist[]) => persistStamps(db, stamps), options);
+  const persist = GroupCommit.statement(lean, (db, stamps: StampToPersist[]) => persistStamps(db, stamps), options);
   return {
     load: (outboxId) => load.submit(outboxId),
     recordInFlight: (call) => inFlight.submit(call),
     persist: (stamp) => persist.submit(stamp),
+    dependentsWaiting: (invoiceId) => dependentsWaitingFor(lean, invoiceId),
   };
 }

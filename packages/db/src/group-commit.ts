@@ -53,12 +53,12 @@ export class GroupCommit<I, O> {
   }
 
   /** Batches that `record` writes in one statement: atomic by itself, and a batch of one costs no BEGIN/COMMIT. */
-  static statement<I, O>(
-    prisma: PrismaClient,
-    record: (db: PrismaClient, items: I[]) => Promise<O[]>,
+  static statement<I, O, D>(
+    db: D,
+    record: (db: D, items: I[]) => Promise<O[]>,
     options: GroupCommitOptions,
   ): GroupCommit<I, O> {
-    return new GroupCommit((items) => record(prisma, items), options);
+    return new GroupCommit((items) => record(db, items), options);
   }
 
   /** Records `item` in a (possibly shared) transaction; resolves after that transaction commits. */

@@ -6,6 +6,8 @@
  * SQL themselves.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { leanDbOver, registerLeanDb } from './lean.ts';
 import { PrismaClient } from './generated/client.ts';
 
 export { PrismaClient, Prisma } from './generated/client.ts';
@@ -40,7 +42,8 @@ export {
   type InvoiceStatus,
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
-export { isUuid, type Db, type Tx } from './sql.ts';
+export { isUuid, type Db, type RawDb, type Tx } from './sql.ts';
+export { leanDb, type LeanDb } from './lean.ts';
 export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
 export {
@@ -221,9 +224,18 @@ export {
   type RedisTarget,
 } from './redis.ts';
 
-/** A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. */
+/**
+ * A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. Its pool is ours,
+ * shared with the lean runner of the hot path (`leanDb(prisma)`); `$disconnect()` ends it.
+ */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: options.poolSize ?? 10 }) });
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
+  // An idle connection that breaks (Postgres restarted) is dropped by the pool; the next statement
+  // gets a new one. Without a listener the event would end the process.
+  pool.on('error', () => undefined);
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  registerLeanDb(prisma, leanDbOver(pool));
+  return prisma;
 }
 export {
   claimDueDeliveries,

@@ -13,7 +13,7 @@ import {
   type InvoiceStatus,
 } from './invoice-status.ts';
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
-import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
+import { col, execute, queryRows, type Db, type RawDb, type Tx } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
@@ -144,7 +144,7 @@ export async function lockInvoiceShared(tx: Tx, invoiceId: string): Promise<Invo
 }
 
 /** Whether documents (Egresos, Pagos) wait for `invoiceId` to be stamped. */
-export async function dependentsWaitingFor(db: Db, invoiceId: string): Promise<boolean> {
+export async function dependentsWaitingFor(db: RawDb, invoiceId: string): Promise<boolean> {
   const [row] = await queryRows(
     db,
     z.object({ waiting: col.bool }),

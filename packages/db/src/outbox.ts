@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, queryRows, type Db, type Tx } from './sql.ts';
+import { col, execute, queryRows, type Db, type RawDb, type Tx } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const enqueueOutboxRow = z.object({ id: col.uuid });
@@ -95,7 +95,7 @@ export interface ClaimedOutboxRow {
  * UPDATE SKIP LOCKED: several relays never claim the same row). Never walks an id cursor: ids commit
  * out of order, so it asks for what is pending now.
  */
-export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOutboxRow[]> {
+export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<ClaimedOutboxRow[]> {
   const rows = await queryRows(
     tx,
     claimOutboxBatchRow,
@@ -117,8 +117,11 @@ export async function claimOutboxBatch(tx: Tx, limit: number): Promise<ClaimedOu
 }
 
 /** Marks claimed rows `enqueued` (their jobs are in the queue), in the claiming transaction. */
-export async function markOutboxEnqueued(tx: Tx, ids: readonly string[]): Promise<void> {
-  await tx.$executeRaw`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${[...ids]}::uuid[])`;
+export async function markOutboxEnqueued(tx: RawDb, ids: readonly string[]): Promise<void> {
+  await execute(
+    tx,
+    Prisma.sql`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${[...ids]}::uuid[])`,
+  );
 }
 
 const staleEnqueuedRow = z.object({ id: col.uuid, stamp_key: col.text, version: col.int });

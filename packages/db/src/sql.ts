@@ -11,15 +11,25 @@ import type { Prisma, PrismaClient } from './generated/client.ts';
 export type Db = PrismaClient | Prisma.TransactionClient;
 export type Tx = Prisma.TransactionClient;
 
+/**
+ * What a raw statement needs: Prisma's client or one of its transactions, or the lean runner on
+ * node-postgres (lean.ts) that the relay and the stamper use. A statement that is raw SQL only
+ * takes this, so either can send it.
+ */
+export interface RawDb {
+  $queryRaw<T = unknown>(query: Prisma.Sql): PromiseLike<T>;
+  $executeRaw(query: Prisma.Sql): PromiseLike<number>;
+}
+
 /** Runs `query` and parses each row with `row` (a schema built once, at module level). */
-export async function queryRows<T extends z.ZodType>(db: Db, row: T, query: Prisma.Sql): Promise<z.infer<T>[]> {
+export async function queryRows<T extends z.ZodType>(db: RawDb, row: T, query: Prisma.Sql): Promise<z.infer<T>[]> {
   const rows = await db.$queryRaw<unknown[]>(query);
   return rows.map((r) => row.parse(r));
 }
 
 /** Runs `query` for its effect; returns the rows affected. */
-export function execute(db: Db, query: Prisma.Sql): Promise<number> {
-  return db.$executeRaw(query);
+export function execute(db: RawDb, query: Prisma.Sql): Promise<number> {
+  return Promise.resolve(db.$executeRaw(query));
 }
 
 /** Column parsers for what Postgres sends back through the driver adapter. */

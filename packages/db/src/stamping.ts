@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from './generated/client.ts';
 import { statusGuard } from './invoice-status.ts';
-import { col, queryRows, type Db } from './sql.ts';
+import { col, queryRows, type Db, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const stampRowColumns = z.object({
@@ -40,7 +40,7 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
 }
 
 /** `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order asked. */
-export async function loadStampRows(db: Db, outboxIds: readonly string[]): Promise<(StampRow | undefined)[]> {
+export async function loadStampRows(db: RawDb, outboxIds: readonly string[]): Promise<(StampRow | undefined)[]> {
   const rows = await queryRows(
     db,
     stampRowColumns,
@@ -100,7 +100,7 @@ export interface PacCallInFlight {
 }
 
 /** `recordPacCallInFlight` for several calls in one statement (one commit); whether each may be made. */
-export async function recordPacCallsInFlight(db: Db, calls: readonly PacCallInFlight[]): Promise<boolean[]> {
+export async function recordPacCallsInFlight(db: RawDb, calls: readonly PacCallInFlight[]): Promise<boolean[]> {
   const entries = calls.map((c) => ({
     id: c.id,
     outbox_id: c.outboxId,
@@ -117,7 +117,8 @@ export async function recordPacCallsInFlight(db: Db, calls: readonly PacCallInFl
       FROM json_to_recordset(${JSON.stringify(entries)}::json)
            AS c(id uuid, outbox_id uuid, invoice_id uuid, version int, pac text)
       WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-                    WHERE o.id = c.outbox_id AND o.status IN ('pending', 'enqueued') AND i.version = c.version
+                    WHERE o.id = ANY(${calls.map((c) => c.outboxId)}::uuid[]) AND o.id = c.outbox_id
+                      AND o.status IN ('pending', 'enqueued') AND i.version = c.version
                     FOR SHARE OF o)
       RETURNING id`,
   );
@@ -189,7 +190,7 @@ export async function persistStamp(
  * `persistStamp` for several stamps (the stamper's group commit): each as above, all in one statement
  * and so one commit. Stamps of one invoice (a repeated job) go in statements of their own, in order.
  */
-export async function persistStamps(db: Db, stamps: readonly StampToPersist[]): Promise<PersistedStamp[]> {
+export async function persistStamps(db: RawDb, stamps: readonly StampToPersist[]): Promise<PersistedStamp[]> {
   const results: PersistedStamp[] = [];
   for (let rest = stamps; rest.length > 0;) {
     const seen = new Set<string>();
@@ -203,7 +204,7 @@ export async function persistStamps(db: Db, stamps: readonly StampToPersist[]): 
 }
 
 async function persistDistinctInvoices(
-  db: Db,
+  db: RawDb,
   stamps: readonly StampToPersist[],
 ): Promise<Map<StampToPersist, PersistedStamp>> {
   const input = stamps.map((s, n) => ({
@@ -219,6 +220,10 @@ async function persistDistinctInvoices(
   const calls = stamps.flatMap((s) =>
     s.calls.map((c) => ({ ...c, invoiceId: s.row.invoiceId, version: s.row.version })),
   );
+  // The ids again as arrays: the planner cannot see how many rows json_to_recordset gives (it guesses
+  // 100) and would scan whole tables to join them; `id = ANY(…)` keeps every write on its index.
+  const invoiceIds = stamps.map((s) => s.row.invoiceId);
+  const outboxIds = stamps.map((s) => s.row.outboxId);
   const rows = await queryRows(
     db,
     persistStampRow,
@@ -230,12 +235,12 @@ async function persistDistinctInvoices(
         UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = s.stamped_xml,
                pac = s.pac, stamped_at = now(), status = 'stamped', updated_at = now()
         FROM input s
-        WHERE i.id = s.invoice_id AND i.version = s.version AND ${STAMPED}
+        WHERE i.id = ANY(${invoiceIds}::uuid[]) AND i.id = s.invoice_id AND i.version = s.version AND ${STAMPED}
         RETURNING i.id
       ), done AS (
         UPDATE outbox o SET status = 'done', attempts = o.attempts + 1, last_error = NULL, updated_at = now()
         FROM input s
-        WHERE o.id = s.outbox_id AND s.invoice_id IN (SELECT id FROM stamped)
+        WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = s.outbox_id AND s.invoice_id IN (SELECT id FROM stamped)
         RETURNING o.id
       ), ledger AS (
         ${ledgerUpsertSql(calls)}
@@ -244,7 +249,7 @@ async function persistDistinctInvoices(
         -- Calls a killed worker left in_flight: the document's outcome is known now (this stamp), so
         -- they are closed as interrupted — the ledger says what happened, and nothing stays open.
         UPDATE pac_attempts SET outcome = 'interrupted'
-        WHERE invoice_id IN (SELECT id FROM stamped) AND outcome = 'in_flight'
+        WHERE invoice_id = ANY(${invoiceIds}::uuid[]) AND invoice_id IN (SELECT id FROM stamped) AND outcome = 'in_flight'
           AND id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
         RETURNING id
       )

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
   createPrisma,
+  leanDb,
   loadStampRows,
   persistStamps,
   recordPacCallsInFlight,
@@ -12,7 +13,7 @@ import {
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 // The stamper's statements for several jobs at once (its group commit): each job gets what it would
-// have got alone, in one statement.
+// have got alone, in one statement. Sent as the stamper sends them: on the lean runner (node-postgres).
 
 let db: TestDatabase;
 let prisma: PrismaClient;
@@ -71,7 +72,7 @@ describe('the stamper’s statements, several jobs at once', () => {
       [b.invoiceId],
     );
     const missing = randomUUID();
-    const rows = await loadStampRows(prisma, [b.outboxId, missing, a.outboxId]);
+    const rows = await loadStampRows(leanDb(prisma), [b.outboxId, missing, a.outboxId]);
     expect(rows.map((r) => r?.invoiceId)).toEqual([b.invoiceId, undefined, a.invoiceId]);
     expect(rows[0]!.history).toEqual([{ pac: 'primary', outcome: 'ambiguous' }]);
     expect(rows[2]).toMatchObject({ status: 'enqueued', frozenXml: '<cfdi/>', version: 1, history: [] });
@@ -82,7 +83,7 @@ describe('the stamper’s statements, several jobs at once', () => {
     const done = await frozen('stamped', 'done');
     const held = await frozen('pending', 'held');
     const calls = [open, done, held, { ...open, version: 2 }].map((r) => ({ ...r, pac: 'primary', id: randomUUID() }));
-    expect(await recordPacCallsInFlight(prisma, calls)).toEqual([true, false, false, false]);
+    expect(await recordPacCallsInFlight(leanDb(prisma), calls)).toEqual([true, false, false, false]);
     const { rows } = await sql.query<{ id: string }>(`SELECT id FROM pac_attempts WHERE outcome = 'in_flight'`);
     expect(rows.map((r) => r.id)).toContain(calls[0]!.id);
     expect(rows.map((r) => r.id)).not.toContain(calls[1]!.id);
@@ -94,13 +95,13 @@ describe('the stamper’s statements, several jobs at once', () => {
     const movedOn = await frozen('stamped', 'enqueued');
     // A call a killed worker left in flight for `two`: closed as interrupted by its stamp.
     const killed = randomUUID();
-    await recordPacCallsInFlight(prisma, [{ ...two, pac: 'primary', id: killed }]);
+    await recordPacCallsInFlight(leanDb(prisma), [{ ...two, pac: 'primary', id: killed }]);
     const items: StampToPersist[] = [one, two, movedOn].map((row, n) => ({
       row,
       stamp: stampOf(n),
       calls: [{ pac: 'primary', outcome: 'stamped', uuid: stampOf(n).uuid, durationMs: 40 + n }],
     }));
-    const results = await persistStamps(prisma, items);
+    const results = await persistStamps(leanDb(prisma), items);
     expect(results.map((r) => r.written)).toEqual([true, true, false]);
     const invoices = await sql.query<{ id: string; status: string; uuid: string | null; stamped_xml: string | null }>(
       `SELECT id, status, uuid, stamped_xml FROM invoices WHERE id = ANY($1::uuid[])`,
@@ -147,7 +148,7 @@ describe('the stamper’s statements, several jobs at once', () => {
     );
     const stamp = stampOf(9);
     const item = { row, stamp, calls: [{ pac: 'primary', outcome: 'stamped', uuid: stamp.uuid, durationMs: 1 }] };
-    const results = await persistStamps(prisma, [item, { ...item, calls: [] }]);
+    const results = await persistStamps(leanDb(prisma), [item, { ...item, calls: [] }]);
     expect(results).toEqual([
       { written: true, dependentsWaiting: true, replaces: false },
       { written: false, dependentsWaiting: true, replaces: false },

@@ -1,0 +1,71 @@
+/**
+ * The hot path's statements straight on node-postgres, on the same connection pool as Prisma's
+ * driver adapter. Prisma's `$queryRaw` costs ~190 µs of CPU a statement here against ~50 µs for the
+ * same statement on `pg` (and an interactive transaction ~480 µs before its first statement): per
+ * stamped payment that was most of the relay's and a large share of the stamper's CPU (measured;
+ * ARCHITECTURE.md, "Prisma and the hot path"; prisma/orm#23573 reports the same). Statements keep
+ * being written once, in this package, as `Prisma.sql` with their zod row schemas (`queryRows`):
+ * what changes is only who sends them. Everything else — model queries, migrations, the API's
+ * use cases — stays on Prisma.
+ */
+import type pg from 'pg';
+import type { Prisma, PrismaClient } from './generated/client.ts';
+import type { RawDb } from './sql.ts';
+
+/** A raw-statement runner with transactions of its own. */
+export interface LeanDb extends RawDb {
+  /** `fn`'s statements in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
+  transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T>;
+}
+
+function runner(client: pg.Pool | pg.PoolClient): RawDb {
+  return {
+    $queryRaw: async <T = unknown>(query: Prisma.Sql) => (await client.query(query.text, query.values)).rows as T,
+    $executeRaw: async (query: Prisma.Sql) => (await client.query(query.text, query.values)).rowCount ?? 0,
+  };
+}
+
+/** The lean runner over `pool`. */
+export function leanDbOver(pool: pg.Pool): LeanDb {
+  return {
+    ...runner(pool),
+    async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(runner(client));
+        await client.query('COMMIT');
+        client.release();
+        return result;
+      } catch (error) {
+        // A connection that cannot even roll back is not given back to the pool.
+        await client.query('ROLLBACK').then(
+          () => client.release(),
+          (rollbackError: Error) => client.release(rollbackError),
+        );
+        throw error;
+      }
+    },
+  };
+}
+
+const leanByClient = new WeakMap<PrismaClient, LeanDb>();
+
+/** Records the lean runner of a client `createPrisma` built (they share its pool). */
+export function registerLeanDb(prisma: PrismaClient, lean: LeanDb): void {
+  leanByClient.set(prisma, lean);
+}
+
+/**
+ * The lean runner sharing `prisma`'s connections; for a client built elsewhere, the same interface
+ * on Prisma itself (slower, same results).
+ */
+export function leanDb(prisma: PrismaClient): LeanDb {
+  return (
+    leanByClient.get(prisma) ?? {
+      $queryRaw: <T = unknown>(query: Prisma.Sql) => prisma.$queryRaw<T>(query),
+      $executeRaw: (query: Prisma.Sql) => prisma.$executeRaw(query),
+      transaction: <T>(fn: (tx: RawDb) => Promise<T>) => prisma.$transaction((tx) => fn(tx), { timeout: 30_000 }),
+    }
+  );
+}

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { z } from 'zod';
+import { createPrisma, leanDb, Prisma, PrismaClient } from '../src/index.ts';
+import { col, execute, queryRows } from '../src/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+
+// The hot path's runner on node-postgres: the same statements, the same parsed rows as through
+// Prisma, and transactions that commit or roll back whole.
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 3 });
+  await prisma.$executeRawUnsafe('CREATE TABLE lean_probe (k text PRIMARY KEY, n int NOT NULL)');
+});
+afterAll(async () => {
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+const row = z.object({
+  id: col.uuid,
+  n: col.int,
+  total: col.bigint,
+  flag: col.bool,
+  at: z.date(),
+  doc: z.array(z.object({ a: col.int })),
+  ids: z.array(col.uuid),
+});
+const statement = (ids: string[]) => Prisma.sql`
+  SELECT ${ids[0]}::uuid AS id, 41 + ${1}::int AS n, count(*) AS total, ${true}::boolean AS flag, now() AS at,
+         json_build_array(json_build_object('a', 1)) AS doc, ${ids}::uuid[] AS ids
+  FROM generate_series(1, 3)`;
+
+describe('the lean runner', () => {
+  it('sends a statement with its parameters and gives back the rows Prisma gives back', async () => {
+    const ids = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b'];
+    const [lean] = await queryRows(leanDb(prisma), row, statement(ids));
+    const [viaPrisma] = await queryRows(prisma, row, statement(ids));
+    expect(lean).toMatchObject({ id: ids[0], n: 42, total: 3, flag: true, doc: [{ a: 1 }], ids });
+    expect({ ...lean, at: 0 }).toEqual({ ...viaPrisma, at: 0 });
+    expect(lean!.at).toBeInstanceOf(Date);
+  });
+
+  it('commits a transaction whole, and rolls it back whole when it throws', async () => {
+    const lean = leanDb(prisma);
+    await lean.transaction(async (tx) => {
+      await tx.$executeRaw(Prisma.sql`INSERT INTO lean_probe VALUES ('a', 1)`);
+      await tx.$executeRaw(Prisma.sql`INSERT INTO lean_probe VALUES ('b', 2)`);
+    });
+    await expect(
+      lean.transaction(async (tx) => {
+        await tx.$executeRaw(Prisma.sql`INSERT INTO lean_probe VALUES ('c', 3)`);
+        await tx.$executeRaw(Prisma.sql`INSERT INTO lean_probe VALUES ('a', 4)`); // duplicate key
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    const keys = await prisma.$queryRaw<{ k: string }[]>`SELECT k FROM lean_probe ORDER BY k`;
+    expect(keys.map((r) => r.k)).toEqual(['a', 'b']);
+    // The connection went back to the pool clean: the next transaction works.
+    expect(await lean.transaction((tx) => execute(tx, Prisma.sql`UPDATE lean_probe SET n = n + 1`))).toBe(2);
+  });
+
+  it('a client built elsewhere gets the same interface on Prisma itself', async () => {
+    const other = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.url, max: 1 }) });
+    try {
+      const lean = leanDb(other);
+      const [viaOther] = await queryRows(lean, row, statement(['00000000-0000-4000-8000-00000000000c']));
+      expect(viaOther).toMatchObject({ n: 42, total: 3 });
+      await lean.transaction((tx) => execute(tx, Prisma.sql`INSERT INTO lean_probe VALUES ('z', 0)`));
+      expect(await prisma.$queryRaw<{ n: number }[]>`SELECT n FROM lean_probe WHERE k = 'z'`).toEqual([{ n: 0 }]);
+    } finally {
+      await other.$disconnect();
+    }
+  });
+});
