@@ -3,7 +3,7 @@
  * driver adapter. Prisma's `$queryRaw` costs ~190 µs of CPU a statement here against ~50 µs for the
  * same statement on `pg` (and an interactive transaction ~480 µs before its first statement): per
  * stamped payment that was most of the relay's and a large share of the stamper's CPU (measured;
- * ARCHITECTURE.md, "Prisma and the hot path"; prisma/orm#23573 reports the same). Statements keep
+ * ARCHITECTURE.md, "Dependencies beyond the design card"; prisma/orm#23573 reports the same). Statements keep
  * being written once, in this package, as `Prisma.sql` with their zod row schemas (`queryRows`):
  * what changes is only who sends them. Everything else — model queries, migrations, the API's
  * use cases — stays on Prisma.
