@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from './generated/client.ts';
+import { createPrisma } from './index.ts';
 import { TRANSITIONS, type InvoiceStatus } from './invoice-status.ts';
 import { OUTBOX_CHANNEL } from './outbox.ts';
 import { queryRows } from './sql.ts';
@@ -228,4 +229,32 @@ export async function walkInvoiceTo(prisma: PrismaClient, invoiceId: string, tar
   const path: InvoiceStatus[] = [];
   for (let at = target; at !== status; at = previous.get(at)!) path.unshift(at);
   for (const next of path) await prisma.invoice.update({ where: { id: invoiceId }, data: { status: next } });
+}
+
+/** The test emisor's id in `databaseWithEmisor`. */
+export const TEST_EMISOR_ID = '00000000-0000-4000-8000-000000000001';
+
+/**
+ * A fresh migrated database holding the test emisor (EKU9003173C9), with a Prisma client and a plain
+ * pg client for set-up SQL (rows back-dated or written as another process would). `close()` drops it.
+ */
+export async function databaseWithEmisor(options: { poolSize?: number } = {}) {
+  const db = await createTestDatabase();
+  const prisma = createPrisma(db.url, { poolSize: options.poolSize ?? 2 });
+  const sql = new pg.Client({ connectionString: db.url });
+  await sql.connect();
+  await sql.query(
+    `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES ($1, 'EKU9003173C9', 'E', '601', '42501')`,
+    [TEST_EMISOR_ID],
+  );
+  return {
+    db,
+    prisma,
+    sql,
+    close: async () => {
+      await sql.end();
+      await prisma.$disconnect();
+      await db.drop();
+    },
+  };
 }

@@ -1,30 +1,19 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { createPrisma, pruneHistory, type PrismaClient } from '../src/index.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+import type pg from 'pg';
+import { pruneHistory, type PrismaClient } from '../src/index.ts';
+import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 
 // The retention rules on a real database: what each one takes, and everything it must leave.
 
-let db: TestDatabase;
 let prisma: PrismaClient;
 let sql: pg.Client;
-const EMISOR = '00000000-0000-4000-8000-000000000001';
+let close: () => Promise<void>;
+const EMISOR = TEST_EMISOR_ID;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  prisma = createPrisma(db.url, { poolSize: 2 });
-  sql = new pg.Client({ connectionString: db.url });
-  await sql.connect();
-  await sql.query(
-    `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES ($1, 'EKU9003173C9', 'E', '601', '42501')`,
-    [EMISOR],
-  );
+  ({ prisma, sql, close } = await databaseWithEmisor());
 });
-afterAll(async () => {
-  await sql.end();
-  await prisma.$disconnect();
-  await db.drop();
-});
+afterAll(() => close());
 beforeEach(async () => {
   await sql.query('TRUNCATE outbox_redrives, outbox, pac_attempts, webhook_events, invoices CASCADE');
 });

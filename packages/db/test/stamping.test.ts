@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import {
-  createPrisma,
   leanDb,
   loadStampRows,
   persistStamps,
@@ -10,31 +9,20 @@ import {
   type PrismaClient,
   type StampToPersist,
 } from '../src/index.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 
 // The stamper's statements for several jobs at once (its group commit): each job gets what it would
 // have got alone, in one statement. Sent as the stamper sends them: on the lean runner (node-postgres).
 
-let db: TestDatabase;
 let prisma: PrismaClient;
 let sql: pg.Client;
-const EMISOR = '00000000-0000-4000-8000-000000000001';
+let close: () => Promise<void>;
+const EMISOR = TEST_EMISOR_ID;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  prisma = createPrisma(db.url, { poolSize: 2 });
-  sql = new pg.Client({ connectionString: db.url });
-  await sql.connect();
-  await sql.query(
-    `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES ($1, 'EKU9003173C9', 'E', '601', '42501')`,
-    [EMISOR],
-  );
+  ({ prisma, sql, close } = await databaseWithEmisor());
 });
-afterAll(async () => {
-  await sql.end();
-  await prisma.$disconnect();
-  await db.drop();
-});
+afterAll(() => close());
 
 let folio = 0;
 /** A frozen invoice (pending, or stamped already) with its stamp outbox row in `rowStatus`. */
