@@ -198,6 +198,11 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
     const read = readInvoiceLogo(parsed.data.INVOICE_LOGO_FILE);
     if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
   }
+  // A setting renamed: a deployment that still sets the old name is told, not silently ignored.
+  if (env.DELIVERY_BATCH_SIZE !== undefined)
+    problems.push(
+      '  DELIVERY_BATCH_SIZE: renamed DELIVERY_CONCURRENCY (deliveries in flight at once per worker, each slot refilled as its send ends)',
+    );
   if (parsed.success && parsed.data.SMTP_URL && !parsed.data.EMAIL_FROM)
     problems.push("  EMAIL_FROM: required with SMTP_URL (the From of the customer's emails, `Name <address>`)");
   if (parsed.success)

@@ -52,6 +52,14 @@ describe('configuration profiles', () => {
     expect(loadConfig(sandbox).config.EMAIL_FROM).toBe('Facturación <facturas@timbra.test>');
   });
 
+  it('a renamed setting is named with its new name: DELIVERY_BATCH_SIZE is DELIVERY_CONCURRENCY', () => {
+    const sandbox = { ...base, TIMBRA_PROFILE: 'sandbox' };
+    expect(() => loadConfig({ ...sandbox, DELIVERY_BATCH_SIZE: '50' })).toThrow(
+      /DELIVERY_BATCH_SIZE: renamed DELIVERY_CONCURRENCY/,
+    );
+    expect(loadConfig({ ...sandbox, DELIVERY_CONCURRENCY: '50' }).config.DELIVERY_CONCURRENCY).toBe(50);
+  });
+
   it('a production start without them exits 1 with the list as one JSON line, no stack trace', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const run = runEntryPoint(main, { ...base, PAC_PRIMARY_PASSWORD: 'do-not-print-me' });
