@@ -36,13 +36,9 @@ export const STAMP_WRITES_DEFAULTS: GroupCommitOptions = { maxBatch: 64, maxInFl
 /** On the lean runner (node-postgres, Prisma's pool): these are the stamper's per-payment statements. */
 export function stampWrites(prisma: PrismaClient, options: GroupCommitOptions = STAMP_WRITES_DEFAULTS): StampWrites {
   const lean = leanDb(prisma);
-  const load = GroupCommit.statement(lean, (db, ids: string[]) => loadStampRows(db, ids), options);
-  const inFlight = GroupCommit.statement(
-    lean,
-    (db, calls: PacCallInFlight[]) => recordPacCallsInFlight(db, calls),
-    options,
-  );
-  const persist = GroupCommit.statement(lean, (db, stamps: StampToPersist[]) => persistStamps(db, stamps), options);
+  const load = GroupCommit.statement(lean, loadStampRows, options);
+  const inFlight = GroupCommit.statement(lean, recordPacCallsInFlight, options);
+  const persist = GroupCommit.statement(lean, persistStamps, options);
   return {
     load: (outboxId) => load.submit(outboxId),
     recordInFlight: (call) => inFlight.submit(call),

@@ -191,22 +191,29 @@ export async function persistStamp(
  * and so one commit. Stamps of one invoice (a repeated job) go in statements of their own, in order.
  */
 export async function persistStamps(db: RawDb, stamps: readonly StampToPersist[]): Promise<PersistedStamp[]> {
-  const results: PersistedStamp[] = [];
-  for (let rest = stamps; rest.length > 0;) {
-    const seen = new Set<string>();
-    const group = rest.filter((s) => !seen.has(s.row.invoiceId) && seen.add(s.row.invoiceId));
-    const written = await persistDistinctInvoices(db, group);
-    // Results in the order given: this group's, then the repeats' in the next round.
-    for (const s of group) results[stamps.indexOf(s)] = written.get(s)!;
-    rest = rest.filter((s) => !group.includes(s));
+  const results: PersistedStamp[] = new Array<PersistedStamp>(stamps.length);
+  // Indexes into `stamps`: each round takes the first stamp of every invoice left, in order.
+  for (let rest = [...stamps.keys()]; rest.length > 0;) {
+    const first = new Map<string, number>();
+    const later: number[] = [];
+    for (const i of rest) {
+      const invoiceId = stamps[i]!.row.invoiceId;
+      if (first.has(invoiceId)) later.push(i);
+      else first.set(invoiceId, i);
+    }
+    const round = [...first.values()];
+    const written = await persistDistinctInvoices(
+      db,
+      round.map((i) => stamps[i]!),
+    );
+    round.forEach((i, k) => (results[i] = written[k]!));
+    rest = later;
   }
   return results;
 }
 
-async function persistDistinctInvoices(
-  db: RawDb,
-  stamps: readonly StampToPersist[],
-): Promise<Map<StampToPersist, PersistedStamp>> {
+/** One statement for stamps of distinct invoices; a result per stamp, in order. */
+async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersist[]): Promise<PersistedStamp[]> {
   const input = stamps.map((s, n) => ({
     n,
     outbox_id: s.row.outboxId,
@@ -259,9 +266,9 @@ async function persistDistinctInvoices(
              EXISTS (SELECT 1 FROM invoices r WHERE r.id = s.invoice_id AND r.replaces_invoice_id IS NOT NULL) AS replaces
       FROM input s`,
   );
-  return new Map(
-    rows.map((r) => [stamps[r.n]!, { written: r.written, dependentsWaiting: r.waiting, replaces: r.replaces }]),
-  );
+  const results: PersistedStamp[] = new Array<PersistedStamp>(stamps.length);
+  for (const r of rows) results[r.n] = { written: r.written, dependentsWaiting: r.waiting, replaces: r.replaces };
+  return results;
 }
 
 /** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */
