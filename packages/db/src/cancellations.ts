@@ -7,7 +7,7 @@ import { Prisma, type PrismaClient } from './generated/client.ts';
 import { lockInvoice } from './invoices.ts';
 import { statusGuard } from './invoice-status.ts';
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
-import { col, queryRows, type Db, type Tx } from './sql.ts';
+import { col, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertCancelRequestRow = z.object({ id: col.uuid });
@@ -34,7 +34,7 @@ const cancelRowColumns = z.object({
  * @returns the request's id, or undefined when one for this `duplicateUuid` exists already.
  */
 export async function insertCancelRequest(
-  tx: Tx,
+  tx: RawDb,
   request: { invoiceId: string; motivo: string; folioSustitucion?: string | null; duplicateUuid?: string },
 ): Promise<string | undefined> {
   const [row] = await queryRows(
@@ -142,7 +142,7 @@ export async function requestReplacedCancellation(
 }
 
 /** Stamped replacements whose original is still stamped with no motivo-01 request naming them (the sweeper's net). */
-export async function replacementsAwaitingCancellation(db: Db, limit: number): Promise<string[]> {
+export async function replacementsAwaitingCancellation(db: RawDb, limit: number): Promise<string[]> {
   const rows = await queryRows(
     db,
     z.object({ id: col.uuid }),
@@ -174,7 +174,7 @@ export interface CancelRow {
 }
 
 /** One round trip: the outbox row, its cancel request and the invoice. */
-export async function loadCancelRow(db: Db, outboxId: string): Promise<CancelRow | undefined> {
+export async function loadCancelRow(db: RawDb, outboxId: string): Promise<CancelRow | undefined> {
   const [row] = await queryRows(
     db,
     cancelRowColumns,

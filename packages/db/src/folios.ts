@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
+import { col, execute, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const takeFolioRow = z.object({ first_folio: col.int });
@@ -33,7 +33,7 @@ export class SerieNotConfiguredError extends Error {
  * Takes the next folio of `serie` in the caller's transaction (its counter row stays locked until
  * commit). @throws SerieNotConfiguredError
  */
-export async function takeFolio(tx: Tx, emisorId: string, serie: string): Promise<number> {
+export async function takeFolio(tx: RawDb, emisorId: string, serie: string): Promise<number> {
   const [counter] = await queryRows(tx, takeFolioRow, takeFoliosSql(emisorId, serie, Prisma.sql`1`));
   if (!counter) throw new SerieNotConfiguredError(serie);
   return counter.first_folio;
@@ -41,7 +41,7 @@ export async function takeFolio(tx: Tx, emisorId: string, serie: string): Promis
 
 /** Makes sure each configured serie has its counter row (start-up; idempotent). */
 export async function ensureSeries(
-  db: Db,
+  db: RawDb,
   emisorId: string,
   series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[],
 ): Promise<void> {

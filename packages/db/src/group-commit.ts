@@ -1,6 +1,6 @@
-import type { Prisma, PrismaClient } from './generated/client.ts';
-
-type Tx = Prisma.TransactionClient;
+import type { PrismaClient } from './generated/client.ts';
+import { leanDb } from './lean.ts';
+import type { RawDb } from './sql.ts';
 
 export interface GroupCommitOptions {
   /** Most units of work in one transaction. */
@@ -14,9 +14,6 @@ interface Pending<I, O> {
   resolve: (value: O) => void;
   reject: (reason: unknown) => void;
 }
-
-/** Interactive-transaction limits: waiting for a connection, and the whole transaction. */
-const TX_OPTIONS = { maxWait: 10_000, timeout: 20_000 } as const;
 
 /**
  * Group commit: items submitted while a transaction is open wait for it, then are recorded together
@@ -43,13 +40,18 @@ export class GroupCommit<I, O> {
     private readonly options: GroupCommitOptions,
   ) {}
 
-  /** Batches that `record` writes inside one interactive transaction (any number of statements). */
+  /**
+   * Batches that `record` writes inside one transaction (any number of raw statements), on the lean
+   * runner sharing `prisma`'s connections (lean.ts: its limits are the ones Prisma's interactive
+   * transactions had here).
+   */
   static transaction<I, O>(
     prisma: PrismaClient,
-    record: (tx: Tx, items: I[]) => Promise<O[]>,
+    record: (tx: RawDb, items: I[]) => Promise<O[]>,
     options: GroupCommitOptions,
   ): GroupCommit<I, O> {
-    return new GroupCommit((items) => prisma.$transaction((tx) => record(tx, items), TX_OPTIONS), options);
+    const db = leanDb(prisma);
+    return new GroupCommit((items) => db.transaction((tx) => record(tx, items)), options);
   }
 
   /** Batches that `record` writes in one statement: atomic by itself, and a batch of one costs no BEGIN/COMMIT. */

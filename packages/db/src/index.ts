@@ -90,8 +90,12 @@ export {
   reverseRefund,
   reversedRefundsStanding,
   insertRefund,
+  knownPayments,
+  refundByProviderId,
+  standingRefundLines,
   type NewPayment,
   type InsertedPayment,
+  type KnownPayment,
   type LockedPayment,
 } from './payments.ts';
 export {
@@ -116,6 +120,7 @@ export {
   lockInvoiceForInstallment,
   installmentsPaid,
   insertInstallment,
+  installmentByProviderId,
   type InstallmentInvoice,
   type NewInstallment,
 } from './installments.ts';

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { INVOICE_STATUSES, type InvoiceStatus } from './invoice-status.ts';
-import { col, queryRows, type Tx } from './sql.ts';
+import { col, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const lockInvoiceForInstallmentRow = z.object({
@@ -22,6 +22,13 @@ const lockInvoiceForInstallmentRow = z.object({
 });
 const installmentsPaidRow = z.object({ sum: col.text, count: col.int });
 const insertInstallmentRow = z.object({ id: col.uuid });
+const installmentByProviderIdRow = z.object({
+  id: col.uuid,
+  invoice_id: col.uuid,
+  amount: col.text,
+  pago_id: col.uuid.nullable(),
+  pago_status: col.text.nullable(),
+});
 
 /** An Ingreso locked for an installment, with its payment's terms and receptor. */
 export interface InstallmentInvoice {
@@ -42,7 +49,7 @@ export interface InstallmentInvoice {
 }
 
 /** Locks an invoice's row until commit (installments are numbered once, balances stay consistent). */
-export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Promise<InstallmentInvoice | undefined> {
+export async function lockInvoiceForInstallment(tx: RawDb, invoiceId: string): Promise<InstallmentInvoice | undefined> {
   const [row] = await queryRows(
     tx,
     lockInvoiceForInstallmentRow,
@@ -73,7 +80,7 @@ export async function lockInvoiceForInstallment(tx: Tx, invoiceId: string): Prom
 }
 
 /** What was paid of an invoice in installments so far (decimal string), and how many. */
-export async function installmentsPaid(tx: Tx, invoiceId: string): Promise<{ sum: string; count: number }> {
+export async function installmentsPaid(tx: RawDb, invoiceId: string): Promise<{ sum: string; count: number }> {
   const [row] = await queryRows(
     tx,
     installmentsPaidRow,
@@ -99,7 +106,7 @@ export interface NewInstallment {
 }
 
 /** Inserts an installment row. @returns its id. */
-export async function insertInstallment(tx: Tx, i: NewInstallment): Promise<string> {
+export async function insertInstallment(tx: RawDb, i: NewInstallment): Promise<string> {
   const [row] = await queryRows(
     tx,
     insertInstallmentRow,
@@ -110,4 +117,27 @@ export async function insertInstallment(tx: Tx, i: NewInstallment): Promise<stri
       RETURNING id`,
   );
   return row!.id;
+}
+
+/** An installment as recorded, found by the provider's id, with its Pago if it has one. */
+export async function installmentByProviderId(
+  db: RawDb,
+  installment: { provider: string; externalId: string },
+): Promise<{ id: string; invoiceId: string; amount: string; pago: { id: string; status: string } | null } | undefined> {
+  const [row] = await queryRows(
+    db,
+    installmentByProviderIdRow,
+    Prisma.sql`
+      SELECT n.id, n.invoice_id, n.amount::text, p.id AS pago_id, p.status::text AS pago_status
+      FROM installments n LEFT JOIN invoices p ON p.installment_id = n.id
+      WHERE n.provider = ${installment.provider} AND n.external_id = ${installment.externalId}`,
+  );
+  return (
+    row && {
+      id: row.id,
+      invoiceId: row.invoice_id,
+      amount: row.amount,
+      pago: row.pago_id && row.pago_status ? { id: row.pago_id, status: row.pago_status } : null,
+    }
+  );
 }

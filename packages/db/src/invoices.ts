@@ -13,7 +13,7 @@ import {
   type InvoiceStatus,
 } from './invoice-status.ts';
 import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
-import { col, execute, queryRows, type Db, type RawDb, type Tx } from './sql.ts';
+import { col, execute, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
@@ -63,7 +63,7 @@ export interface NewInvoice {
  * caller's transaction (the serie's counter row may be locked until commit: every round trip saved
  * is throughput). @returns the new invoices' ids, in input order.
  */
-export async function insertInvoices(tx: Tx, emisorId: string, invoices: readonly NewInvoice[]): Promise<string[]> {
+export async function insertInvoices(tx: RawDb, emisorId: string, invoices: readonly NewInvoice[]): Promise<string[]> {
   if (invoices.length === 0) return [];
   for (const i of invoices) {
     if (!INITIAL_STATUSES.includes(i.status)) throw new InvalidTransitionError(null, i.status);
@@ -119,7 +119,7 @@ export interface InvoiceState {
 const invoiceState = z.object({ id: col.uuid, status: z.enum(INVOICE_STATUSES), uuid: z.string().nullable() });
 
 /** An invoice's state, or undefined. */
-export async function invoiceStateOf(db: Db, invoiceId: string): Promise<InvoiceState | undefined> {
+export async function invoiceStateOf(db: RawDb, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     db,
     invoiceState,
@@ -134,7 +134,7 @@ export async function invoiceStateOf(db: Db, invoiceId: string): Promise<Invoice
  * transaction, and the worker looks for dependents after it; a dependent read after a stamp sees it.
  * Either way the dependent is frozen at once, not by the sweeper.
  */
-export async function lockInvoiceShared(tx: Tx, invoiceId: string): Promise<InvoiceState | undefined> {
+export async function lockInvoiceShared(tx: RawDb, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     tx,
     invoiceState,
@@ -154,7 +154,7 @@ export async function dependentsWaitingFor(db: RawDb, invoiceId: string): Promis
 }
 
 /** Locks an invoice's row until commit (FOR UPDATE) and returns its state, or undefined. */
-export async function lockInvoice(tx: Tx, invoiceId: string): Promise<InvoiceState | undefined> {
+export async function lockInvoice(tx: RawDb, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     tx,
     invoiceState,
@@ -164,7 +164,7 @@ export async function lockInvoice(tx: Tx, invoiceId: string): Promise<InvoiceSta
 }
 
 /** The Ingreso of a payment (its state) — the one no other replaces (TipoRelacion 04) — or undefined. */
-export async function ingresoOf(db: Db, paymentId: string): Promise<InvoiceState | undefined> {
+export async function ingresoOf(db: RawDb, paymentId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     db,
     invoiceState,
@@ -179,7 +179,7 @@ export async function ingresoOf(db: Db, paymentId: string): Promise<InvoiceState
  * The invoice whose CFDI has this UUID (upper or lower case), or undefined. Stamps are stored upper
  * case; the unique index answers (a function of the column would read every invoice).
  */
-export async function invoiceByUuid(db: Db, uuid: string): Promise<InvoiceState | undefined> {
+export async function invoiceByUuid(db: RawDb, uuid: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
     db,
     invoiceState,
@@ -189,7 +189,7 @@ export async function invoiceByUuid(db: Db, uuid: string): Promise<InvoiceState 
 }
 
 /** How many documents (Egresos, Pagos) relate to an invoice and are not cancelled. */
-export async function standingRelatedCount(db: Db, invoiceId: string): Promise<number> {
+export async function standingRelatedCount(db: RawDb, invoiceId: string): Promise<number> {
   const [row] = await queryRows(
     db,
     standingRelatedCountRow,
@@ -201,7 +201,7 @@ export async function standingRelatedCount(db: Db, invoiceId: string): Promise<n
 const CANCEL_REQUESTED = statusGuard(['stamped'], 'cancel_requested');
 
 /** stamped → cancel_requested. @returns whether the invoice moved. */
-export async function markCancelRequested(tx: Tx, invoiceId: string): Promise<boolean> {
+export async function markCancelRequested(tx: RawDb, invoiceId: string): Promise<boolean> {
   return (
     (await execute(
       tx,
@@ -225,7 +225,7 @@ export interface WaitingDependent {
  * the same one), with the original's UUID — none unless the original is stamped.
  */
 export async function lockWaitingDependents(
-  tx: Tx,
+  tx: RawDb,
   originalId: string,
 ): Promise<{ originalUuid: string; originalXml: string | null; dependents: WaitingDependent[] } | undefined> {
   const [original] = await queryRows(
@@ -253,7 +253,7 @@ const FROZEN_LATE = statusGuard(['waiting'], 'pending');
 const NEEDS_DATA_LATE = statusGuard(['waiting'], 'needs_data');
 
 /** waiting → pending with its frozen document. @returns whether it moved. */
-export async function markDependentFrozen(tx: Tx, invoiceId: string, frozen: FrozenDocument): Promise<boolean> {
+export async function markDependentFrozen(tx: RawDb, invoiceId: string, frozen: FrozenDocument): Promise<boolean> {
   return (
     (await execute(
       tx,
@@ -266,7 +266,7 @@ export async function markDependentFrozen(tx: Tx, invoiceId: string, frozen: Fro
 }
 
 /** waiting → needs_data with the reasons. */
-export async function markDependentNeedsData(tx: Tx, invoiceId: string, problems: unknown): Promise<void> {
+export async function markDependentNeedsData(tx: RawDb, invoiceId: string, problems: unknown): Promise<void> {
   await execute(
     tx,
     Prisma.sql`UPDATE invoices SET status = 'needs_data', problems = ${JSON.stringify(problems)}::jsonb, updated_at = now()
@@ -275,7 +275,7 @@ export async function markDependentNeedsData(tx: Tx, invoiceId: string, problems
 }
 
 /** Invoices that are stamped while documents that relate to them still wait (the sweeper's safety net). */
-export async function invoicesWithOverdueDependents(db: Db, limit: number): Promise<string[]> {
+export async function invoicesWithOverdueDependents(db: RawDb, limit: number): Promise<string[]> {
   const rows = await queryRows(
     db,
     invoicesWithOverdueDependentsRow,
@@ -289,7 +289,7 @@ export async function invoicesWithOverdueDependents(db: Db, limit: number): Prom
 const needsDataRow = z.object({ n: col.int, age: z.number() });
 
 /** Invoices in `needs_data` (they wait for a person) and the age in seconds of the oldest (0: none). */
-export async function invoicesNeedingData(db: Db): Promise<{ count: number; oldestAgeSeconds: number }> {
+export async function invoicesNeedingData(db: RawDb): Promise<{ count: number; oldestAgeSeconds: number }> {
   const [row] = await queryRows(
     db,
     needsDataRow,

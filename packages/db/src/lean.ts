@@ -43,14 +43,49 @@ function runner(client: pg.Pool | pg.PoolClient): RawDb {
   };
 }
 
+/**
+ * A lean transaction's bounds, as Prisma's interactive transactions had them on this path: a
+ * connection is waited for at most `maxWaitMs` (then the caller gets an error rather than hanging
+ * behind a pool that never frees), and each statement in it runs at most `statementTimeoutMs` (a
+ * lock held by a stuck transaction fails this one instead of holding its connection for ever).
+ */
+export const LEAN_TRANSACTION_LIMITS: LeanTransactionLimits = { maxWaitMs: 10_000, statementTimeoutMs: 20_000 };
+
+export interface LeanTransactionLimits {
+  maxWaitMs: number;
+  statementTimeoutMs: number;
+}
+
+async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient> {
+  let timer: NodeJS.Timeout | undefined;
+  const acquiring = pool.connect();
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no database connection free within ${maxWaitMs} ms`)), maxWaitMs);
+  });
+  try {
+    return await Promise.race([acquiring, timeout]);
+  } catch (error) {
+    // Gave up waiting: the connection, when it comes, goes straight back.
+    acquiring.then(
+      (client) => client.release(),
+      () => undefined,
+    );
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The lean runner over `pool`. */
-export function leanDbOver(pool: pg.Pool): LeanDb {
+export function leanDbOver(pool: pg.Pool, limits: LeanTransactionLimits = LEAN_TRANSACTION_LIMITS): LeanDb {
+  // One simple-protocol message: the statement bound costs no round trip of its own.
+  const begin = `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(limits.statementTimeoutMs)}`;
   return {
     ...runner(pool),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await connect(pool, limits.maxWaitMs);
       try {
-        await client.query('BEGIN');
+        await client.query(begin);
         const result = await fn(runner(client));
         await client.query('COMMIT');
         client.release();
@@ -83,7 +118,11 @@ export function leanDb(prisma: PrismaClient): LeanDb {
     leanByClient.get(prisma) ?? {
       $queryRaw: <T = unknown>(query: Prisma.Sql) => prisma.$queryRaw<T>(query),
       $executeRaw: (query: Prisma.Sql) => prisma.$executeRaw(query),
-      transaction: <T>(fn: (tx: RawDb) => Promise<T>) => prisma.$transaction((tx) => fn(tx), { timeout: 30_000 }),
+      transaction: <T>(fn: (tx: RawDb) => Promise<T>) =>
+        prisma.$transaction((tx) => fn(tx), {
+          maxWait: LEAN_TRANSACTION_LIMITS.maxWaitMs,
+          timeout: LEAN_TRANSACTION_LIMITS.statementTimeoutMs,
+        }),
     }
   );
 }

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type Db, type RawDb, type Tx } from './sql.ts';
+import { col, execute, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const enqueueOutboxRow = z.object({ id: col.uuid });
@@ -54,7 +54,7 @@ export interface OutboxRowToWrite {
 }
 
 /** Writes outbox rows and announces them, in the caller's transaction. @returns the new rows' ids. */
-export async function enqueueOutbox(tx: Tx, rows: readonly OutboxRowToWrite[]): Promise<string[]> {
+export async function enqueueOutbox(tx: RawDb, rows: readonly OutboxRowToWrite[]): Promise<string[]> {
   if (rows.length === 0) return [];
   const source = Prisma.sql`
     SELECT * FROM unnest(${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.invoiceId)}::uuid[],
@@ -71,7 +71,7 @@ export async function enqueueOutbox(tx: Tx, rows: readonly OutboxRowToWrite[]): 
 }
 
 /** Announces existing outbox rows (a re-drive), delivered at the caller's commit. */
-export async function notifyOutbox(db: Db, outboxIds: readonly string[]): Promise<void> {
+export async function notifyOutbox(db: RawDb, outboxIds: readonly string[]): Promise<void> {
   await queryRows(
     db,
     notifyOutboxRow,
@@ -131,7 +131,7 @@ const countRow = z.object({ n: col.int });
  * Rows `enqueued` longer than `staleMs` ago by the database's clock (the clock that wrote
  * `enqueued_at`), oldest first: the sweeper's candidates for a job Redis lost.
  */
-export async function staleEnqueuedOutboxRows(db: Db, staleMs: number, limit: number) {
+export async function staleEnqueuedOutboxRows(db: RawDb, staleMs: number, limit: number) {
   const rows = await queryRows(
     db,
     staleEnqueuedRow,
@@ -146,7 +146,7 @@ export async function staleEnqueuedOutboxRows(db: Db, staleMs: number, limit: nu
  * Puts rows still `enqueued` back to `pending`, available now (the database's now: the relay claims
  * with it) and announces them. @returns how many moved (a worker may have finished one meanwhile).
  */
-export async function republishEnqueuedOutboxRows(db: Db, ids: readonly string[]): Promise<number> {
+export async function republishEnqueuedOutboxRows(db: RawDb, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0;
   const [row] = await queryRows(
     db,
@@ -160,7 +160,7 @@ export async function republishEnqueuedOutboxRows(db: Db, ids: readonly string[]
 }
 
 /** Outbox rows by status (without `done` unless asked: it grows for ever). */
-export async function outboxCountsByStatus(db: Db, options: { includeDone?: boolean } = {}) {
+export async function outboxCountsByStatus(db: RawDb, options: { includeDone?: boolean } = {}) {
   return queryRows(
     db,
     outboxCountsByStatusRow,
@@ -171,7 +171,7 @@ export async function outboxCountsByStatus(db: Db, options: { includeDone?: bool
 }
 
 /** Seconds since the oldest row still pending or enqueued was written (0 when none). */
-export async function oldestOpenOutboxAgeSeconds(db: Db): Promise<number> {
+export async function oldestOpenOutboxAgeSeconds(db: RawDb): Promise<number> {
   const [row] = await queryRows(
     db,
     oldestOpenOutboxAgeSecondsRow,
@@ -239,7 +239,7 @@ export function listenForOutbox(
 
 /** Locks an outbox row until commit and returns it, or undefined. */
 export async function lockOutboxRow(
-  tx: Tx,
+  tx: RawDb,
   outboxId: string,
 ): Promise<{ id: string; status: string; invoiceId: string } | undefined> {
   const [row] = await queryRows(

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
 import { SerieNotConfiguredError, takeFoliosSql } from './folios.ts';
-import { col, queryRows, type Db, type Tx } from './sql.ts';
+import { col, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertPaymentsTakingFoliosRow = z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() });
@@ -17,6 +17,24 @@ const lockPaymentRow = z.object({
 });
 const refundedTotalRow = z.object({ refunded: col.text });
 const insertRefundRow = z.object({ id: col.uuid });
+const knownPaymentRow = z.object({
+  id: col.uuid,
+  provider: col.text,
+  external_id: col.text,
+  ingreso_id: col.uuid.nullable(),
+  ticket_id: col.uuid.nullable(),
+  ticket_code: col.text.nullable(),
+  ticket_period_starts_on: col.text.nullable(),
+  ticket_invoice_id: col.uuid.nullable(),
+});
+const refundByProviderIdRow = z.object({
+  id: col.uuid,
+  payment_id: col.uuid,
+  amount: col.text,
+  egreso_id: col.uuid.nullable(),
+  egreso_status: col.text.nullable(),
+});
+const refundLinesRow = z.object({ lines: col.json });
 
 export interface NewPayment {
   provider: string;
@@ -53,7 +71,7 @@ export interface InsertedPayment {
  * @throws SerieNotConfiguredError
  */
 export async function insertPaymentsTakingFolios(
-  tx: Tx,
+  tx: RawDb,
   serie: { emisorId: string; serie: string },
   payments: readonly NewPayment[],
 ): Promise<InsertedPayment[]> {
@@ -64,7 +82,7 @@ export async function insertPaymentsTakingFolios(
 
 /** `insertPaymentsTakingFolios` for payments whose invoice waits (tickets): no folio is taken. */
 export async function insertPaymentsWithoutFolios(
-  tx: Tx,
+  tx: RawDb,
   payments: readonly NewPayment[],
 ): Promise<Omit<InsertedPayment, 'folio'>[]> {
   const rows = await insertPaymentRows(tx, null, payments);
@@ -72,7 +90,7 @@ export async function insertPaymentsWithoutFolios(
 }
 
 async function insertPaymentRows(
-  tx: Tx,
+  tx: RawDb,
   serie: { emisorId: string; serie: string } | null,
   payments: readonly NewPayment[],
 ): Promise<{ id: string; index: number; folio: number | null }[]> {
@@ -114,6 +132,88 @@ async function insertPaymentRows(
   return rows.map((r) => ({ id: r.id, index: r.ord - 1, folio: r.folio }));
 }
 
+/** A payment recorded before, as a repeated request or delivery of it is answered. */
+export interface KnownPayment {
+  id: string;
+  provider: string;
+  externalId: string;
+  /** Its Ingreso (the first, when a correction replaced it); null for a ticket. */
+  ingresoId: string | null;
+  /** Its ticket (global mode), with the day its period starts (YYYY-MM-DD). */
+  ticket: { id: string; code: string; periodStartsOn: string; invoiceId: string | null } | null;
+}
+
+/** The payments recorded with these (provider, external id) pairs; unknown pairs are left out. */
+export async function knownPayments(
+  db: RawDb,
+  keys: readonly { provider: string; externalId: string }[],
+): Promise<KnownPayment[]> {
+  if (keys.length === 0) return [];
+  const rows = await queryRows(
+    db,
+    knownPaymentRow,
+    Prisma.sql`
+      SELECT p.id, p.provider, p.external_id,
+             (SELECT i.id FROM invoices i WHERE i.payment_id = p.id AND i.kind = 'I' ORDER BY i.id LIMIT 1) AS ingreso_id,
+             t.id AS ticket_id, t.code AS ticket_code, t.period_starts_on::text AS ticket_period_starts_on,
+             t.invoice_id AS ticket_invoice_id
+      FROM (SELECT DISTINCT * FROM unnest(${keys.map((k) => k.provider)}::text[], ${keys.map((k) => k.externalId)}::text[])
+              AS k(provider, external_id)) AS k
+      JOIN payments p ON p.provider = k.provider AND p.external_id = k.external_id
+      LEFT JOIN tickets t ON t.payment_id = p.id`,
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    provider: r.provider,
+    externalId: r.external_id,
+    ingresoId: r.ingreso_id,
+    ticket:
+      r.ticket_id && r.ticket_code && r.ticket_period_starts_on
+        ? {
+            id: r.ticket_id,
+            code: r.ticket_code,
+            periodStartsOn: r.ticket_period_starts_on,
+            invoiceId: r.ticket_invoice_id,
+          }
+        : null,
+  }));
+}
+
+/** A refund as recorded, found by the provider's id, with its Egreso if it has one. */
+export async function refundByProviderId(
+  db: RawDb,
+  refund: { provider: string; externalId: string },
+): Promise<
+  { id: string; paymentId: string; amount: string; egreso: { id: string; status: string } | null } | undefined
+> {
+  const [row] = await queryRows(
+    db,
+    refundByProviderIdRow,
+    Prisma.sql`
+      SELECT r.id, r.payment_id, r.amount::text, e.id AS egreso_id, e.status::text AS egreso_status
+      FROM refunds r LEFT JOIN invoices e ON e.refund_id = r.id
+      WHERE r.provider = ${refund.provider} AND r.external_id = ${refund.externalId}`,
+  );
+  return (
+    row && {
+      id: row.id,
+      paymentId: row.payment_id,
+      amount: row.amount,
+      egreso: row.egreso_id && row.egreso_status ? { id: row.egreso_id, status: row.egreso_status } : null,
+    }
+  );
+}
+
+/** The `lines` of a payment's refunds that stand (not reversed): what each gave back of which line, or null. */
+export async function standingRefundLines(db: RawDb, paymentId: string): Promise<unknown[]> {
+  const rows = await queryRows(
+    db,
+    refundLinesRow,
+    Prisma.sql`SELECT lines FROM refunds WHERE payment_id = ${paymentId}::uuid AND status = 'succeeded' ORDER BY id`,
+  );
+  return rows.map((r) => r.lines);
+}
+
 /** A payment locked for a refund: what the Egreso needs. */
 export interface LockedPayment {
   id: string;
@@ -131,7 +231,7 @@ export interface LockedPayment {
  * more than was paid), by id or by the provider's id. @returns undefined when unknown.
  */
 export async function lockPayment(
-  tx: Tx,
+  tx: RawDb,
   where: { id: string } | { provider: string; externalId: string },
 ): Promise<LockedPayment | undefined> {
   const condition =
@@ -158,7 +258,7 @@ export async function lockPayment(
 }
 
 /** What was refunded of a payment so far (decimal string): the refunds that stand (not reversed). */
-export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> {
+export async function refundedTotal(tx: RawDb, paymentId: string): Promise<string> {
   const [row] = await queryRows(
     tx,
     refundedTotalRow,
@@ -169,7 +269,7 @@ export async function refundedTotal(tx: Tx, paymentId: string): Promise<string> 
 
 /** Inserts a refund row. @returns its id. */
 export async function insertRefund(
-  tx: Tx,
+  tx: RawDb,
   refund: {
     paymentId: string;
     provider: string;
@@ -201,7 +301,7 @@ const reverseRefundRow = z.object({ id: col.uuid, egreso_id: col.uuid.nullable()
  *   refund is unknown or was reversed before.
  */
 export async function reverseRefund(
-  tx: Tx,
+  tx: RawDb,
   refund: { provider: string; externalId: string },
 ): Promise<{ id: string; egreso: { id: string; status: string } | undefined } | undefined> {
   const [row] = await queryRows(
@@ -228,7 +328,7 @@ const reversedRefundsStandingRow = z.object({ n: col.int });
  * Refunds reversed at the provider whose Egreso still stands (not cancelled, no cancellation in
  * process): each waits for an operator to cancel that Egreso once it is stamped (docs/webhooks.md).
  */
-export async function reversedRefundsStanding(db: Db): Promise<number> {
+export async function reversedRefundsStanding(db: RawDb): Promise<number> {
   const [row] = await queryRows(
     db,
     reversedRefundsStandingRow,

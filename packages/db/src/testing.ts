@@ -14,7 +14,7 @@ import { Prisma, type PrismaClient } from './generated/client.ts';
 import { createPrisma } from './index.ts';
 import { TRANSITIONS, type InvoiceStatus } from './invoice-status.ts';
 import { OUTBOX_CHANNEL } from './outbox.ts';
-import { queryRows } from './sql.ts';
+import { queryRows, type RawDb } from './sql.ts';
 import { ensureDatabase, migrate } from './migrate.ts';
 import { MIGRATIONS_DIR } from './paths.ts';
 
@@ -129,7 +129,7 @@ export async function pgbenchPaymentShape(options: { clients: number; seconds: n
 export async function createTxidProbe(prisma: PrismaClient) {
   await prisma.$executeRawUnsafe('CREATE TABLE IF NOT EXISTS tx_probe (item text PRIMARY KEY, txid bigint NOT NULL)');
   return {
-    record: async (tx: Prisma.TransactionClient, items: string[]): Promise<{ item: string; txid: string }[]> => {
+    record: async (tx: RawDb, items: string[]): Promise<{ item: string; txid: string }[]> => {
       const rows = await queryRows(
         tx,
         recordRow,

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
+import { col, execute, queryRows, type RawDb } from './sql.ts';
 
 export const TICKET_STATUSES = ['open', 'self_invoiced', 'in_global', 'refunded'] as const;
 export type TicketStatus = (typeof TICKET_STATUSES)[number];
@@ -91,7 +91,7 @@ function periodLockKey(p: PeriodKey): Prisma.Sql {
  * Takes the period's lock, shared (recording tickets into it) or exclusive (issuing its globals),
  * until commit. @returns whether its globals were issued (its row exists), read after the lock.
  */
-export async function lockGlobalPeriod(tx: Tx, period: PeriodKey, mode: 'shared' | 'exclusive'): Promise<boolean> {
+export async function lockGlobalPeriod(tx: RawDb, period: PeriodKey, mode: 'shared' | 'exclusive'): Promise<boolean> {
   const lock =
     mode === 'shared'
       ? Prisma.sql`pg_advisory_xact_lock_shared(${periodLockKey(period)})`
@@ -119,7 +119,7 @@ export interface NewTicket {
 }
 
 /** Inserts tickets (their periods' locks held shared by the caller). @returns their ids, in order. */
-export async function insertTickets(tx: Tx, emisorId: string, tickets: readonly NewTicket[]): Promise<string[]> {
+export async function insertTickets(tx: RawDb, emisorId: string, tickets: readonly NewTicket[]): Promise<string[]> {
   if (tickets.length === 0) return [];
   const c = <T>(f: (t: NewTicket) => T): T[] => tickets.map(f);
   const rows = await queryRows(
@@ -141,7 +141,7 @@ export async function insertTickets(tx: Tx, emisorId: string, tickets: readonly 
 
 /** The periods that have open tickets (oldest first), with how many. */
 export async function periodsWithOpenTickets(
-  db: Db,
+  db: RawDb,
   emisorId: string,
 ): Promise<{ periodicidad: string; startsOn: string; tickets: number }[]> {
   const rows = await queryRows(
@@ -155,7 +155,7 @@ export async function periodsWithOpenTickets(
 }
 
 /** Locks the period's open tickets (FOR UPDATE), in the order their global lists them. */
-export async function lockOpenTickets(tx: Tx, period: PeriodKey): Promise<TicketState[]> {
+export async function lockOpenTickets(tx: RawDb, period: PeriodKey): Promise<TicketState[]> {
   const rows = await queryRows(
     tx,
     ticketRow,
@@ -170,7 +170,7 @@ export async function lockOpenTickets(tx: Tx, period: PeriodKey): Promise<Ticket
 
 /** Locks one ticket (FOR UPDATE): by its code, or by its payment. */
 export async function lockTicket(
-  tx: Tx,
+  tx: RawDb,
   where: { emisorId: string; code: string } | { paymentId: string },
 ): Promise<TicketState | undefined> {
   const condition =
@@ -186,7 +186,7 @@ export async function lockTicket(
 }
 
 /** A ticket by its download token (the self-invoicing page's links). */
-export async function ticketByDownloadToken(db: Db, token: string): Promise<TicketState | undefined> {
+export async function ticketByDownloadToken(db: RawDb, token: string): Promise<TicketState | undefined> {
   const [row] = await queryRows(
     db,
     ticketRow,
@@ -214,7 +214,7 @@ export interface NewGlobalPeriod extends PeriodKey {
  * period's lock exclusively and the tickets' rows.
  */
 export async function recordGlobalPeriod(
-  tx: Tx,
+  tx: RawDb,
   period: NewGlobalPeriod,
   assignments: readonly { ticketId: string; invoiceId: string }[],
   invoiceIds: readonly string[],
@@ -247,7 +247,7 @@ export async function recordGlobalPeriod(
 
 /** Moves a locked open ticket to `self_invoiced` with its Ingreso and the page's download token. */
 export async function markTicketSelfInvoiced(
-  tx: Tx,
+  tx: RawDb,
   ticketId: string,
   invoiceId: string,
   downloadToken: string,
@@ -264,7 +264,7 @@ export async function markTicketSelfInvoiced(
  * Records a refund of a locked open ticket before its global: the global will carry less; refunded in
  * full, the ticket is `refunded` and no document will carry it.
  */
-export async function refundOpenTicket(tx: Tx, ticketId: string, amount: string): Promise<TicketStatus> {
+export async function refundOpenTicket(tx: RawDb, ticketId: string, amount: string): Promise<TicketStatus> {
   const [row] = await queryRows(
     tx,
     z.object({ status: z.enum(TICKET_STATUSES) }),
@@ -284,7 +284,7 @@ const lateRow = z.object({ oldest_open: z.string().nullable(), unstamped_ends_at
  * globals are not all stamped.
  */
 export async function globalBacklog(
-  db: Db,
+  db: RawDb,
   emisorId: string,
 ): Promise<{ oldestOpen: { periodicidad: string; startsOn: string } | null; oldestUnstampedEndsAt: Date | null }> {
   const [row] = await queryRows(

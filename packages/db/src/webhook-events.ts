@@ -1,7 +1,7 @@
 /** Received provider events: one row per (provider, event id), the claim that makes a delivery once. */
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, queryRows, type Tx } from './sql.ts';
+import { col, queryRows, type RawDb } from './sql.ts';
 import { storableJson, storableText } from './text.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
@@ -22,7 +22,7 @@ export interface ReceivedEvent {
  * Inserts events in order; one already recorded (or named twice in the batch) is skipped.
  * @returns for each input event, whether this call recorded it (the first delivery claims it).
  */
-export async function claimWebhookEvents(tx: Tx, events: readonly ReceivedEvent[]): Promise<boolean[]> {
+export async function claimWebhookEvents(tx: RawDb, events: readonly ReceivedEvent[]): Promise<boolean[]> {
   if (events.length === 0) return [];
   const inserted = await queryRows(
     tx,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrisma, GroupCommit, type Prisma, type PrismaClient } from '../src/index.ts';
+import { createPrisma, GroupCommit, type PrismaClient, type RawDb } from '../src/index.ts';
 import { createTestDatabase, createTxidProbe, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;
@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 /** Records items as rows, set-wise, returning each item's transaction id; "bad…" items fail. */
-const record = (tx: Prisma.TransactionClient, items: string[]) => probe.record(tx, items);
+const record = (tx: RawDb, items: string[]) => probe.record(tx, items);
 const stored = (prefix: string) => probe.stored(prefix);
 
 describe('GroupCommit', () => {

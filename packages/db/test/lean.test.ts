@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { z } from 'zod';
 import { createPrisma, leanDb, Prisma, PrismaClient } from '../src/index.ts';
+import { leanDbOver } from '../src/lean.ts';
 import { col, execute, queryRows } from '../src/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
@@ -73,5 +75,49 @@ describe('the lean runner', () => {
     } finally {
       await other.$disconnect();
     }
+  });
+
+  it("bounds a transaction's statements: one waiting on a lock held elsewhere fails, and the rest commit", async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const lean = leanDbOver(pool, { maxWaitMs: 5_000, statementTimeoutMs: 300 });
+    await prisma.$executeRawUnsafe(`INSERT INTO lean_probe VALUES ('locked', 0) ON CONFLICT DO NOTHING`);
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT * FROM lean_probe WHERE k = 'locked' FOR UPDATE`);
+      await expect(
+        lean.transaction((tx) => execute(tx, Prisma.sql`UPDATE lean_probe SET n = 1 WHERE k = 'locked'`)),
+      ).rejects.toThrow(/statement timeout/);
+      await holder.query('ROLLBACK');
+      // The bound is the transaction's own (SET LOCAL): the connection back in the pool has none.
+      const shown = (await pool.query('SHOW statement_timeout')).rows as { statement_timeout: string }[];
+      expect(shown).toEqual([{ statement_timeout: '0' }]);
+      expect(
+        await lean.transaction((tx) => execute(tx, Prisma.sql`UPDATE lean_probe SET n = 1 WHERE k = 'locked'`)),
+      ).toBe(1);
+    } finally {
+      holder.release();
+      await pool.end();
+    }
+  });
+
+  it('bounds the wait for a connection, and a connection that comes late goes back to the pool', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const lean = leanDbOver(pool, { maxWaitMs: 200, statementTimeoutMs: 5_000 });
+    const busy = await pool.connect();
+    try {
+      await expect(lean.transaction((tx) => execute(tx, Prisma.sql`SELECT 1`))).rejects.toThrow(
+        /no database connection free within 200 ms/,
+      );
+    } finally {
+      busy.release();
+    }
+    // The connection the given-up wait got late was released: the pool (of one) serves the next one
+    // (kept, it would time out too).
+    expect(await lean.transaction(async (tx) => tx.$queryRaw<{ one: number }[]>(Prisma.sql`SELECT 1 AS one`))).toEqual([
+      { one: 1 },
+    ]);
+    expect(pool.waitingCount).toBe(0);
+    await pool.end();
   });
 });

@@ -1,5 +1,5 @@
 import { stampKeyFor, tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { insertInvoices, lockInvoiceShared, type InvoiceState, type Tx } from '@timbra/db';
+import { insertInvoices, lockInvoiceShared, type InvoiceState, type RawDb } from '@timbra/db';
 
 /** The invoice a dependent document relates to (an Egreso's or a Pago's Ingreso). */
 export type OriginalInvoice = InvoiceState;
@@ -20,7 +20,7 @@ export function waitingFor(original: OriginalInvoice) {
  * `waiting` with its request, and the worker freezes it when the original is stamped.
  */
 export async function writeDependentInvoice(
-  tx: Tx,
+  tx: RawDb,
   deps: { csd: Csd; emisorId: string; emisorRfc: string },
   doc: {
     kind: 'E' | 'P';

@@ -1,5 +1,13 @@
 import { BigNumber } from 'bignumber.js';
-import { insertInstallment, installmentsPaid, isUuid, lockInvoiceForInstallment, takeFolio, type Tx } from '@timbra/db';
+import {
+  insertInstallment,
+  installmentByProviderId,
+  installmentsPaid,
+  isUuid,
+  lockInvoiceForInstallment,
+  takeFolio,
+  type RawDb,
+} from '@timbra/db';
 import type { ReceptorInput } from './build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
@@ -29,7 +37,7 @@ export interface RecordedInstallment {
  *   installment_exceeds_balance (422) when it would pay more than is owed.
  */
 export async function recordInstallment(
-  tx: Tx,
+  tx: RawDb,
   deps: RecordPaymentDeps,
   installment: InstallmentToRecord,
 ): Promise<RecordedInstallment> {
@@ -41,12 +49,9 @@ export async function recordInstallment(
   if (invoice.kind !== 'I' || invoice.paymentTerms !== 'installments' || !invoice.receptor)
     throw new DomainError('not_installments');
 
-  const existing = await tx.installment.findUnique({
-    where: { provider_externalId: { provider: installment.provider, externalId: installment.externalId } },
-    include: { pago: { select: { id: true, status: true } } },
-  });
+  const existing = await installmentByProviderId(tx, installment);
   if (existing) {
-    if (existing.invoiceId !== invoice.id || !existing.amount.equals(installment.amount))
+    if (existing.invoiceId !== invoice.id || !new BigNumber(existing.amount).isEqualTo(installment.amount))
       throw new DomainError('installment_conflict');
     if (!existing.pago) throw new Error(`installment ${existing.id} has no Pago`);
     return {

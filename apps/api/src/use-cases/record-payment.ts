@@ -1,5 +1,5 @@
 import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } from '@timbra/cfdi-core';
-import { insertInvoices, insertPaymentsTakingFolios, type NewPayment, type Tx } from '@timbra/db';
+import { insertInvoices, insertPaymentsTakingFolios, knownPayments, type NewPayment, type RawDb } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
 import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from './tickets.ts';
@@ -54,7 +54,7 @@ export interface PaymentToRecord {
  * @returns one result per payment, in order.
  */
 export async function recordPayments(
-  tx: Tx,
+  tx: RawDb,
   deps: RecordPaymentDeps,
   payments: readonly PaymentToRecord[],
 ): Promise<RecordedPayment[]> {
@@ -132,23 +132,17 @@ export async function recordPayments(
   // Payments known before (or twice in this batch): their rows as they are.
   const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));
   if (known.length > 0) {
-    const existing = await tx.payment.findMany({
-      where: { OR: known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })) },
-      select: {
-        id: true,
-        provider: true,
-        externalId: true,
-        invoices: { where: { kind: 'I' }, select: { id: true } },
-        ticket: { select: { id: true, code: true, periodStartsOn: true, invoiceId: true } },
-      },
-    });
+    const existing = await knownPayments(
+      tx,
+      known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })),
+    );
     const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
     for (const { p, index } of known) {
       const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
       if (!found) throw new Error('a conflicting payment was not found');
       results[index] = {
         paymentId: found.id,
-        invoiceId: found.invoices[0]?.id ?? found.ticket?.invoiceId ?? null,
+        invoiceId: found.ingresoId ?? found.ticket?.invoiceId ?? null,
         created: false,
         ...(found.ticket
           ? {
@@ -156,7 +150,7 @@ export async function recordPayments(
                 id: found.ticket.id,
                 paymentId: found.id,
                 code: found.ticket.code,
-                periodStartsOn: found.ticket.periodStartsOn.toISOString().slice(0, 10),
+                periodStartsOn: found.ticket.periodStartsOn,
               },
             }
           : {}),
@@ -210,7 +204,7 @@ export function ingresoProblems(deps: RecordPaymentDeps, facts: PaymentFacts, is
 
 /** `recordPayments` for one payment. */
 export async function recordPayment(
-  tx: Tx,
+  tx: RawDb,
   deps: RecordPaymentDeps,
   facts: PaymentFacts,
   clientId?: string,

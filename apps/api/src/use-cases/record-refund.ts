@@ -5,10 +5,12 @@ import {
   invoiceStateOf,
   lockPayment,
   lockTicket,
+  refundByProviderId,
   refundedTotal,
   refundOpenTicket,
+  standingRefundLines,
   takeFolio,
-  type Tx,
+  type RawDb,
 } from '@timbra/db';
 import { conceptosForSale, type SaleLine } from '@timbra/cfdi-core';
 import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts } from './build-egreso.ts';
@@ -51,7 +53,11 @@ export interface RecordedRefund {
  *   refund_exceeds_payment (422) when the refunds would add up to more than the payment;
  *   invoice_cancelled (409) when the payment's Ingreso is cancelled or being cancelled.
  */
-export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: RefundToRecord): Promise<RecordedRefund> {
+export async function recordRefund(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  refund: RefundToRecord,
+): Promise<RecordedRefund> {
   assertNotInFuture('occurredAt', refund.occurredAt);
   const payment = await lockPayment(tx, refund.payment);
   if (!payment) throw new DomainError('payment_not_found_yet');
@@ -63,12 +69,9 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   if (!ingreso && ticket?.status !== 'open' && ticket?.status !== 'refunded')
     throw new Error(`payment ${payment.id} has no Ingreso`);
 
-  const existing = await tx.refund.findUnique({
-    where: { provider_externalId: { provider: refund.provider, externalId: refund.externalId } },
-    include: { egreso: { select: { id: true, status: true } } },
-  });
+  const existing = await refundByProviderId(tx, refund);
   if (existing) {
-    if (existing.paymentId !== payment.id || !existing.amount.equals(refund.amount))
+    if (existing.paymentId !== payment.id || !new BigNumber(existing.amount).isEqualTo(refund.amount))
       throw new DomainError('refund_conflict');
     if (!existing.egreso) {
       if (!ticket) throw new Error(`refund ${existing.id} has no Egreso`);
@@ -97,13 +100,10 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
   await assertRefundFits(tx, payment, refund.amount);
 
   const sold = soldLines(payment, deps.settings);
-  const before = await tx.refund.findMany({
-    where: { paymentId: payment.id, status: 'succeeded' },
-    select: { lines: true },
-  });
+  const before = await standingRefundLines(tx, payment.id);
   const refundedByLine = sold.grosses.map((_, line) =>
     before
-      .flatMap((r) => (Array.isArray(r.lines) ? (r.lines as unknown as RefundedLine[]) : []))
+      .flatMap((lines) => (Array.isArray(lines) ? (lines as RefundedLine[]) : []))
       .filter((l) => l.line === line)
       .reduce((total, l) => total.plus(l.amount), new BigNumber(0))
       .toFixed(),
@@ -148,7 +148,7 @@ export async function recordRefund(tx: Tx, deps: RecordPaymentDeps, refund: Refu
 }
 
 /** The refund's row, with the lines it names. */
-function insertRefundOf(tx: Tx, paymentId: string, refund: RefundToRecord): Promise<string> {
+function insertRefundOf(tx: RawDb, paymentId: string, refund: RefundToRecord): Promise<string> {
   return insertRefund(tx, {
     paymentId,
     provider: refund.provider,
@@ -160,7 +160,7 @@ function insertRefundOf(tx: Tx, paymentId: string, refund: RefundToRecord): Prom
 }
 
 /** @throws DomainError refund_exceeds_payment when the payment's refunds would add up to more than it. */
-async function assertRefundFits(tx: Tx, payment: { id: string; amount: string }, amount: string): Promise<void> {
+async function assertRefundFits(tx: RawDb, payment: { id: string; amount: string }, amount: string): Promise<void> {
   const refunded = await refundedTotal(tx, payment.id);
   const after = new BigNumber(refunded).plus(amount);
   if (after.isGreaterThan(payment.amount)) {
@@ -179,7 +179,7 @@ async function assertRefundFits(tx: Tx, payment: { id: string; amount: string },
  * Egreso: nothing was invoiced.
  */
 async function refundOpenTicketSale(
-  tx: Tx,
+  tx: RawDb,
   payment: { id: string; amount: string },
   ticketId: string,
   refund: RefundToRecord,

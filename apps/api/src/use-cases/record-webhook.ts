@@ -1,4 +1,4 @@
-import { claimWebhookEvents, reverseRefund, type ReceivedEvent, type Tx } from '@timbra/db';
+import { claimWebhookEvents, reverseRefund, type ReceivedEvent, type RawDb } from '@timbra/db';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordedPayment, type RecordPaymentDeps } from './record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';
@@ -59,7 +59,7 @@ export interface WebhookDelivery {
  *   recordRefund's errors.
  */
 export async function recordDeliveries(
-  tx: Tx,
+  tx: RawDb,
   deps: RecordPaymentDeps,
   deliveries: readonly WebhookDelivery[],
   hooks: DeliveryHooks = {},
@@ -104,7 +104,7 @@ export async function recordDeliveries(
  * once stamped: the worker's gauge `timbra_reversed_refunds_standing` counts them and alerts.
  * @returns undefined when the refund is unknown (it never succeeded here) or was reversed before.
  */
-async function reverseRefundOf(tx: Tx, reversal: RefundReversal): Promise<ReversedRefund | undefined> {
+async function reverseRefundOf(tx: RawDb, reversal: RefundReversal): Promise<ReversedRefund | undefined> {
   const reversed = await reverseRefund(tx, reversal);
   if (!reversed) return undefined;
   const stamped = reversed.egreso?.status === 'stamped';

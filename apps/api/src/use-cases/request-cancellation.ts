@@ -5,7 +5,7 @@ import {
   lockInvoice,
   markCancelRequested,
   standingRelatedCount,
-  type Tx,
+  type RawDb,
 } from '@timbra/db';
 import { DomainError } from './domain-errors.ts';
 
@@ -26,7 +26,7 @@ export interface CancellationInput {
  *   validation_failed (422) when motivo 01's substitute is not another stamped invoice of ours.
  * @returns the cancel request's id.
  */
-export async function requestCancellation(tx: Tx, input: CancellationInput): Promise<string> {
+export async function requestCancellation(tx: RawDb, input: CancellationInput): Promise<string> {
   const invoice = await lockInvoice(tx, input.invoiceId);
   if (!invoice) throw new DomainError('not_found');
   if (invoice.status !== 'stamped' || !invoice.uuid)

@@ -41,6 +41,7 @@ import {
   type NewPayment,
   type PrismaClient,
   type TicketState,
+  type RawDb,
   type Tx,
 } from '@timbra/db';
 import {
@@ -102,7 +103,7 @@ export function normalizeTicketCode(input: string): string {
  * @returns per sale its ticket, or undefined when the payment was known before.
  */
 export async function recordTickets(
-  tx: Tx,
+  tx: RawDb,
   deps: RecordPaymentDeps,
   sales: readonly { facts: PaymentFacts; payment: NewPayment }[],
   now: Date,
