@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { cpuMs, rawVerifySignRate, stripeSignatureHeader, testCaFile, testCsdPaths } from '@timbra/test-support';
-import { createPrisma, STAMP_QUEUE } from '@timbra/db';
+import { createPrisma, leanDb, Prisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';
 
@@ -167,8 +167,62 @@ function cpuPerStamp(
   };
 }
 
+/**
+ * Commands Redis has processed so far, by command (INFO commandstats; a Lua script's own calls
+ * count too): what the queue costs in messages.
+ */
+async function redisCommands(): Promise<Map<string, number>> {
+  const stats = await redis.info('commandstats');
+  return new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+/** "47.9 (evalsha 6.0, …)": commands per stamped payment between two counts, the most called first. */
+function commandsLine(before: Map<string, number>, after: Map<string, number>, stamped: number): string {
+  const per = [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / stamped] as const);
+  const total = per.reduce((sum, [, n]) => sum + n, 0);
+  const top = per
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8)
+    .map(([name, n]) => `${name} ${n.toFixed(1)}`);
+  return `${total.toFixed(1)} (${top.join(', ')})`;
+}
+
+/**
+ * What a wake-up costs on this machine when a process sleeps between events — as each of Timbra's
+ * does at a steady rate — in CPU ms: a timer alone (this process), and a prepared statement's round
+ * trip to Postgres on the lean runner after such a sleep, beyond the timer (this process and its
+ * backend). At a steady rate every message a payment takes (an HTTP request, a statement, a queue
+ * command) is such a wake-up somewhere: their count sets the cost per payment more than the work.
+ */
+async function wakeUpCosts(rounds = 300): Promise<{ timer: number; roundTrip: number }> {
+  const own = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const timerStart = own();
+  for (let i = 0; i < rounds; i++) await sleep(10);
+  const timer = (own() - timerStart) / rounds;
+  const single = createPrisma(database.url, { poolSize: 1 });
+  try {
+    const lean = leanDb(single);
+    const [backend] = await lean.$queryRaw<{ pid: number }[]>(Prisma.sql`SELECT pg_backend_pid() AS pid`);
+    const pid = backend!.pid;
+    const start = own() + cpuMs({ pid });
+    for (let i = 0; i < rounds; i++) {
+      await lean.$queryRaw(Prisma.sql`SELECT ${i}::int AS n`);
+      await sleep(10);
+    }
+    return { timer, roundTrip: (own() + cpuMs({ pid }) - start) / rounds - timer };
+  } finally {
+    await single.$disconnect();
+  }
+}
+
 interface PhaseResult {
   sent: number;
+  /** Redis commands per stamped payment (counted before the benchmark's own reads of the jobs). */
+  redisCommands: string;
   stamped: number;
   sustained: number;
   latency: { p50: number; p95: number; p99: number };
@@ -180,7 +234,11 @@ interface PhaseResult {
 }
 
 /** Waits for the phase's invoices to be stamped, then reads the figures. */
-async function measure(acked: Map<string, number>, firstSend: number): Promise<PhaseResult> {
+async function measure(
+  acked: Map<string, number>,
+  firstSend: number,
+  commandsBefore: Map<string, number>,
+): Promise<PhaseResult> {
   const ids = [...acked.keys()];
   let rows: { external_id: string; stamp_key: string; stamped_at: Date | null }[];
   const deadline = Date.now() + 120_000;
@@ -193,6 +251,7 @@ async function measure(acked: Map<string, number>, firstSend: number): Promise<P
     await sleep(250);
   }
   const stampedRows = rows.filter((r) => r.stamped_at);
+  const commands = commandsLine(commandsBefore, await redisCommands(), stampedRows.length);
   const latencies = stampedRows.map((r) => r.stamped_at!.getTime() - acked.get(r.external_id)!).sort((a, b) => a - b);
   const lastStamp = Math.max(...stampedRows.map((r) => r.stamped_at!.getTime()));
   const queue = new Queue(STAMP_QUEUE, { connection: redis, prefix: '{timbra}' });
@@ -212,6 +271,7 @@ async function measure(acked: Map<string, number>, firstSend: number): Promise<P
   const p50p99 = (list: number[]) => ({ p50: percentile(list, 50), p99: percentile(list, 99) });
   return {
     sent: ids.length,
+    redisCommands: commands,
     stamped: stampedRows.length,
     sustained: stampedRows.length / ((lastStamp - firstSend) / 1000),
     latency: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) },
@@ -258,6 +318,7 @@ try {
   // Phase 1: a fixed rate.
   const fixed = new Map<string, number>();
   const fixedCpu = cpuSnapshot();
+  const fixedCommands = await redisCommands();
   const fixedStart = Date.now();
   const inFlight: Promise<void>[] = [];
   for (let i = 0; i < rate * seconds; i++) {
@@ -267,12 +328,13 @@ try {
     inFlight.push(sendPayment(id).then((at) => void fixed.set(id, at)));
   }
   await Promise.all(inFlight);
-  const fixedResult = await measure(fixed, fixedStart);
+  const fixedResult = await measure(fixed, fixedStart, fixedCommands);
   const { line: fixedCpuLine, own: fixedOwn } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
 
   // Phase 2: as fast as the senders go.
   const burst = new Map<string, number>();
   const burstCpu = cpuSnapshot();
+  const burstCommands = await redisCommands();
   const burstStart = Date.now();
   let next = 0;
   await Promise.all(
@@ -283,13 +345,14 @@ try {
       }
     }),
   );
-  const burstResult = await measure(burst, burstStart);
+  const burstResult = await measure(burst, burstStart, burstCommands);
   const { line: burstCpuLine, own: burstOwn } = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
 
   // References, measured now, on the same machine, with the system idle.
   // 16 clients, as bench:ingest: more clients only queue on the one serie's counter row (lower tps).
   const pgbench = await pgbenchPaymentShape({ clients: 16, seconds: Math.min(10, seconds) });
   const raw = rawVerifySignRate(2);
+  const wake = await wakeUpCosts();
   const latencyBound = workerConcurrency / (latencyMs / 1000);
   const ceilings = {
     'pgbench, payment transaction': pgbench,
@@ -312,14 +375,17 @@ try {
       `      of which 2xx → job added (the relay)   p50 ${fixedResult.added.p50.toFixed(0)} ms   p99 ${fixedResult.added.p99.toFixed(0)} ms`,
       `      and job added → active (a worker takes it)   p50 ${fixedResult.pickup.p50.toFixed(0)} ms   p99 ${fixedResult.pickup.p99.toFixed(0)} ms`,
       `    CPU ms per stamped payment: ${fixedCpuLine}`,
+      `    Redis commands per stamped payment: ${fixedResult.redisCommands}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${fixedOwn.toFixed(2)} ms   (target at a steady 100/s ≤ 6 ms; 18 ms when issue #21 was written)  ${rate === 100 ? (fixedOwn <= 6 ? 'OK' : 'MISSED') : `(this run: ${rate}/s)`}`,
       `  as fast as ${senders} senders go: ${burstResult.stamped}/${burstResult.sent} stamped, sustained ${burstResult.sustained.toFixed(0)} stamped/s`,
       `    webhook → stamped   p50 ${f(burstResult.latency.p50)} ms   p95 ${f(burstResult.latency.p95)} ms   p99 ${f(burstResult.latency.p99)} ms`,
       `    relay (2xx → job active)   p50 ${burstResult.relay.p50.toFixed(0)} ms   p99 ${burstResult.relay.p99.toFixed(0)} ms (2xx → added p99 ${burstResult.added.p99.toFixed(0)} ms: jobs wait for a free worker slot)`,
       `    CPU ms per stamped payment: ${burstCpuLine}`,
+      `    Redis commands per stamped payment: ${burstResult.redisCommands}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${burstOwn.toFixed(2)} ms   (target saturated ≤ 2.5 ms; 5.4 ms when issue #21 was written)  ${burstOwn <= 2.5 ? 'OK' : 'MISSED'}`,
       '',
       ...Object.entries(ceilings).map(([name, v]) => `  ceiling: ${name.padEnd(34)} ${f(v)}/s   ← reference`),
+      `  a wake-up after 10 ms asleep: a timer ${wake.timer.toFixed(2)} ms of CPU; a Postgres round trip ${wake.roundTrip.toFixed(2)} ms more (client + backend)   ← reference (the steady figure is mostly such wake-ups)`,
       '',
       `  sustained / lowest ceiling (${lowestName}) = ${(share * 100).toFixed(1)}%   (target ≥ 40%)  ${share >= 0.4 ? 'OK' : 'MISSED'}`,
       '',
