@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { claimOutboxBatch, JOBS, jobIdFor, leanDb, markOutboxEnqueued, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, jobIdFor, leanDb, type PrismaClient } from '@timbra/db';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
@@ -13,16 +13,19 @@ export interface RelayDeps {
 }
 
 /**
- * Publishes pending outbox rows to BullMQ. Claims a batch with FOR UPDATE SKIP LOCKED (several relays
- * never claim the same row), adds the jobs (jobId = stamp key, per version: jobIdFor) and marks the rows `enqueued` in the
- * same transaction. A crash after the add and before the commit leaves the rows pending: the next
- * claim adds the same job ids again, which BullMQ ignores. Never walks an id cursor (ids commit out
- * of order): it asks for what is pending now.
+ * Publishes pending outbox rows to BullMQ. Claims a batch — FOR UPDATE SKIP LOCKED (several relays
+ * never claim the same row), marked `enqueued` by the same statement — adds the jobs (jobId = stamp
+ * key, per version: jobIdFor), then commits. A crash after the add and before the commit leaves the
+ * rows pending: the next claim adds the same job ids again, which BullMQ ignores. Never walks an id
+ * cursor (ids commit out of order): it asks for what is pending now.
  */
 export class Relay {
   constructor(private readonly deps: RelayDeps) {}
 
-  /** One claim-publish-commit round; returns how many rows it published. */
+  /**
+   * One claim-publish-commit round (three round trips: BEGIN, the claim, COMMIT; the add between);
+   * returns how many rows it published.
+   */
   async drainOnce(): Promise<number> {
     // On the lean runner: a round per payment at a steady rate, so Prisma's per-statement cost was
     // most of the relay's CPU (@timbra/db lean.ts).
@@ -37,19 +40,23 @@ export class Relay {
           opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
         })),
       );
-      await markOutboxEnqueued(
-        tx,
-        rows.map((r) => r.id),
-      );
       return rows.length;
     });
   }
 
-  /** Drains until nothing is pending. */
+  /**
+   * Drains what is pending: rounds until one claims less than a full batch (nothing more was due
+   * when it looked). A row that commits after that look announces itself with a NOTIFY, which
+   * starts another drain (runOnNotify); an empty round per drain — a transaction per payment at a
+   * steady rate — is not needed.
+   */
   async drainAll(): Promise<number> {
     let total = 0;
-    for (let n = await this.drainOnce(); n > 0; n = await this.drainOnce()) total += n;
-    return total;
+    for (;;) {
+      const n = await this.drainOnce();
+      total += n;
+      if (n < this.deps.batchSize) return total;
+    }
   }
 }
 

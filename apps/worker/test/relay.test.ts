@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
@@ -67,6 +67,64 @@ describe('the relay loop', () => {
       expect(await listening()).not.toContain(before);
     } finally {
       await running.stop();
+      await queue.close();
+    }
+  });
+});
+
+describe('a relay round', () => {
+  const relayOver = (queue: Queue<StampJobData>, batchSize: number) =>
+    new Relay({
+      prisma,
+      queue,
+      retry: { attempts: 3, baseDelayMs: 50, maxDelayMs: 200 },
+      batchSize,
+      logger: pino({ level: 'silent' }),
+    });
+  const privateQueue = () =>
+    new Queue<StampJobData>(STAMP_QUEUE, { connection: redis, prefix: `{t${randomBytes(4).toString('hex')}}` });
+
+  it('publishes what is pending in as few rounds as it takes: no empty round after a short batch', async () => {
+    const queue = privateQueue();
+    try {
+      const relay = relayOver(queue, 10);
+      const rounds = jest.spyOn(relay, 'drainOnce');
+      const lone = await pendingInvoice(prisma, 'relay-round-lone');
+      expect(await relay.drainAll()).toBe(1);
+      expect(rounds).toHaveBeenCalledTimes(1);
+      expect(await enqueued(lone.outboxId)).toBe(true);
+
+      rounds.mockClear();
+      const many = [];
+      for (let i = 0; i < 25; i++) many.push(await pendingInvoice(prisma, `relay-round-${i}`));
+      expect(await relay.drainAll()).toBe(25);
+      // 10, 10, then 5: the short batch ends the drain.
+      expect(rounds).toHaveBeenCalledTimes(3);
+      for (const r of many) expect(await enqueued(r.outboxId)).toBe(true);
+      // In the queue oldest first, as claimed.
+      const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed'], 0, -1, true);
+      expect(jobs.map((j) => j.data.outboxId)).toEqual([lone, ...many].map((r) => r.outboxId));
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('leaves its rows pending when the add fails: they are marked enqueued only by its commit', async () => {
+    const queue = privateQueue();
+    try {
+      const row = await pendingInvoice(prisma, 'relay-round-add-fails');
+      // The queue refusing the add (Redis down, say): injected at the one call the round makes.
+      const failing = Object.assign(Object.create(queue) as Queue<StampJobData>, {
+        addBulk: () => Promise.reject(new Error('Redis is down')),
+      });
+      await expect(relayOver(failing, 10).drainOnce()).rejects.toThrow('Redis is down');
+      expect(await enqueued(row.outboxId)).toBe(false);
+      // The next round publishes it.
+      expect(await relayOver(queue, 10).drainAll()).toBeGreaterThanOrEqual(1);
+      expect(await enqueued(row.outboxId)).toBe(true);
+    } finally {
+      await queue.obliterate({ force: true });
       await queue.close();
     }
   });

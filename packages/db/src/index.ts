@@ -51,7 +51,6 @@ export {
   enqueueOutbox,
   notifyOutbox,
   claimOutboxBatch,
-  markOutboxEnqueued,
   outboxCountsByStatus,
   republishEnqueuedOutboxRows,
   staleEnqueuedOutboxRows,

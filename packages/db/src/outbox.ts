@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type RawDb } from './sql.ts';
+import { col, queryRows, type RawDb } from './sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const enqueueOutboxRow = z.object({ id: col.uuid });
@@ -18,6 +18,7 @@ const claimOutboxBatchRow = z.object({
   kind: z.enum(['stamp', 'cancel']),
   version: col.int,
   serie_folio: col.text,
+  available_at: z.date(),
 });
 const outboxCountsByStatusRow = z.object({ status: col.text, n: col.int });
 const oldestOpenOutboxAgeSecondsRow = z.object({ age: z.number().nullable() });
@@ -91,22 +92,32 @@ export interface ClaimedOutboxRow {
 }
 
 /**
- * Claims up to `limit` pending rows that are due, oldest first, in the caller's transaction (FOR
- * UPDATE SKIP LOCKED: several relays never claim the same row). Never walks an id cursor: ids commit
- * out of order, so it asks for what is pending now.
+ * Claims up to `limit` pending rows that are due, oldest first, and marks them `enqueued`, in the
+ * caller's transaction — one statement: the caller adds their jobs to the queue before it commits,
+ * so a rollback (or a crash before the commit) leaves them pending for the next claim. FOR UPDATE
+ * SKIP LOCKED: several relays never claim the same row. Never walks an id cursor: ids commit out of
+ * order, so it asks for what is pending now.
  */
 export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<ClaimedOutboxRow[]> {
   const rows = await queryRows(
     tx,
     claimOutboxBatchRow,
     Prisma.sql`
-      SELECT o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio
-      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.status = 'pending' AND o.available_at <= now()
-      ORDER BY o.available_at
-      LIMIT ${limit}
-      FOR UPDATE OF o SKIP LOCKED`,
+      WITH claimed AS (
+        SELECT id, available_at FROM outbox
+        WHERE status = 'pending' AND available_at <= now()
+        ORDER BY available_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
+      FROM claimed c, invoices i
+      WHERE o.id = c.id AND i.id = o.invoice_id
+      RETURNING o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio,
+                c.available_at`,
   );
+  // RETURNING keeps no order: the jobs go to the queue oldest first, as claimed.
+  rows.sort((a, b) => a.available_at.getTime() - b.available_at.getTime());
   return rows.map((r) => ({
     id: r.id,
     stampKey: r.stamp_key,
@@ -114,14 +125,6 @@ export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<Claime
     version: r.version,
     serieFolio: r.serie_folio,
   }));
-}
-
-/** Marks claimed rows `enqueued` (their jobs are in the queue), in the claiming transaction. */
-export async function markOutboxEnqueued(tx: RawDb, ids: readonly string[]): Promise<void> {
-  await execute(
-    tx,
-    Prisma.sql`UPDATE outbox SET status = 'enqueued', enqueued_at = now(), updated_at = now() WHERE id = ANY(${[...ids]}::uuid[])`,
-  );
 }
 
 const staleEnqueuedRow = z.object({ id: col.uuid, stamp_key: col.text, version: col.int });
