@@ -90,6 +90,33 @@ describe('one transaction per payment (or per batch of payments arriving togethe
       throwHttpErrors: false,
     });
 
+  it('a webhook delivery that fails after the invoice insert leaves nothing behind, not even its event: the retry records it', async () => {
+    // The webhook path's transaction (the group commit, on node-postgres): the outbox insert raises.
+    const restoreOutbox = await failOutboxInserts(api.prisma);
+    const before = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
+    const delivery = stripeDelivery(paymentIntentSucceeded({ id: 'pi_atomic_webhook' }));
+    let failed;
+    try {
+      failed = await sendStripe(delivery);
+    } finally {
+      await restoreOutbox();
+    }
+    expect(failed.statusCode).toBeGreaterThanOrEqual(500);
+    expect(await api.prisma.payment.count({ where: { externalId: 'pi_atomic_webhook' } })).toBe(0);
+    expect(
+      await api.prisma.webhookEvent.count({ where: { eventId: (JSON.parse(delivery.body) as { id: string }).id } }),
+    ).toBe(0);
+    expect((await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio).toBe(before.nextFolio);
+
+    // Stripe delivers it again: recorded whole, with the folio the failure gave back.
+    expect((await sendStripe(delivery)).statusCode).toBe(200);
+    const payment = await api.prisma.payment.findFirstOrThrow({
+      where: { externalId: 'pi_atomic_webhook' },
+      include: { invoices: { include: { outbox: true } } },
+    });
+    expect(payment.invoices.map((i) => [i.folio, i.outbox.length])).toEqual([[before.nextFolio, 1]]);
+  });
+
   it('200 concurrent Stripe payments share transactions (group commit) and still get consecutive folios', async () => {
     const start = (await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } })).nextFolio;
     const ids = Array.from({ length: 200 }, (_, i) => `pi_batch_${i}`);
