@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import busboy from 'busboy';
-import { CfdiError, loadCsd, printableCfdi, verificationQrPng } from '@timbra/cfdi-core';
+import { CfdiError, loadCsd, satVerificationUrl, verificationQrPng } from '@timbra/cfdi-core';
 import { acuseXml, requestCancellation, type CancellationPolicy } from '../cancellation.ts';
 import type { PacInstance, StampOutcome } from '../pac-instance.ts';
 import type { SatRegistry, StampRecord } from '../registry.ts';
@@ -67,7 +67,7 @@ export function swRoutes(deps: SwRoutesDeps): Router {
     const outcome = await instance.stamp(xml, customid, 'sw');
     if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
     // v4 carries the QR of the printed representation, as SW's does (a PNG, base64).
-    const qrCode = version === 'v4' && outcome.kind === 'stamped' ? await qrCodeOf(outcome.record.stampedXml) : '';
+    const qrCode = version === 'v4' && outcome.kind === 'stamped' ? await qrCodeOf(outcome.record) : '';
     answerStamp(res, outcome, version, b64, qrCode);
   };
   for (const prefix of ['/v4/cfdi33/stamp', '/cfdi33/stamp']) {
@@ -135,9 +135,19 @@ export function swRoutes(deps: SwRoutesDeps): Router {
   return router;
 }
 
-/** The SAT verification URL's QR, as SW's v4 answer carries it: a PNG, base64. */
-async function qrCodeOf(stampedXml: string): Promise<string> {
-  return (await verificationQrPng(printableCfdi(stampedXml).verificationUrl, { maskPattern: 0 })).toString('base64');
+/**
+ * The SAT verification URL's QR, as SW's v4 answer carries it: a PNG, base64. The URL is made from what
+ * the stamp recorded (no second parse of the CFDI).
+ */
+async function qrCodeOf(r: StampRecord): Promise<string> {
+  const url = satVerificationUrl({
+    uuid: r.uuid,
+    rfcEmisor: r.rfcEmisor,
+    rfcReceptor: r.rfcReceptor,
+    total: r.total,
+    sello: r.sat.selloCFD,
+  });
+  return (await verificationQrPng(url, { maskPattern: 0 })).toString('base64');
 }
 
 function answerStamp(res: Response, outcome: StampOutcome, version: string, b64: boolean, qrCode: string): void {

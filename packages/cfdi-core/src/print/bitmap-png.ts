@@ -3,7 +3,7 @@
  * zlib stream (RFC 2083). A few hundred microseconds for a QR, against ~10 ms through an RGBA
  * renderer.
  */
-import { crc32, deflateSync } from 'node:zlib';
+import { constants, crc32, deflateSync } from 'node:zlib';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
@@ -53,7 +53,9 @@ export function bitmapPng(
   return Buffer.concat([
     SIGNATURE,
     chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(raw)),
+    // Run-length strategy: a QR's rows are runs of one byte value; for a verification URL's QR it is
+    // both smaller (~490 against ~630 bytes) and ~2.5× cheaper than zlib's default (~15 against ~40 µs).
+    chunk('IDAT', deflateSync(raw, { strategy: constants.Z_RLE })),
     chunk('IEND', Buffer.alloc(0)),
   ]);
 }
