@@ -336,6 +336,12 @@ test('rule codes are unique and every violation names its node', () => {
   expect(violation).toMatchObject({ rule: 'CFDI40163', path: '/cfdi:Comprobante/cfdi:Receptor/@UsoCFDI' });
   expect(violation?.es).toMatch(/c_UsoCFDI/);
   expect(attr(doc, 'Version')).toBe('4.0');
+  // A repeated node is named with its XPath position, and so is what lies under it.
+  const two = documentOf('retenciones');
+  setAttr(node(two, 'Conceptos/Concepto#1/Impuestos/Traslados/Traslado'), 'TipoFactor', 'Cuota');
+  expect(checkSatRules(two).map((v) => v.path)).toContain(
+    '/cfdi:Comprobante/cfdi:Conceptos/cfdi:Concepto[2]/cfdi:Impuestos/cfdi:Traslados/cfdi:Traslado[1]/@TasaOCuota',
+  );
 });
 
 test('a frozen sample is the same as the base: freezing runs the rules', () => {

@@ -61,8 +61,19 @@ export function tasaOCuotaAllowed(
   rate: string,
   kind: 'traslado' | 'retencion',
 ): boolean {
-  if (!/^[0-9]+(\.[0-9]+)?$/.test(rate)) return false;
-  const value = new Dec(rate);
+  // The answer depends on these four texts only, and a merchant's documents repeat a few rates.
+  const key = `${impuesto}|${factor}|${rate}|${kind}`;
+  let allowed = TASA_ALLOWED.get(key);
+  if (allowed === undefined) {
+    allowed = /^[0-9]+(\.[0-9]+)?$/.test(rate) && tasaOCuotaRow(impuesto, factor, new Dec(rate), rate, kind);
+    if (TASA_ALLOWED.size >= 1000) TASA_ALLOWED.clear();
+    TASA_ALLOWED.set(key, allowed);
+  }
+  return allowed;
+}
+const TASA_ALLOWED = new Map<string, boolean>();
+
+function tasaOCuotaRow(impuesto: string, factor: string, value: Dec, rate: string, kind: 'traslado' | 'retencion') {
   return C_TASA_O_CUOTA.some(
     (row) =>
       row.impuesto === impuesto &&

@@ -73,21 +73,27 @@ export function within(value: Dec, min: Dec, max: Dec): boolean {
  * last written decimal; the lower limit truncated, the upper one rounded up to `decimals`.
  */
 export function productLimits(x: string, y: string, decimals: number): { min: Dec; max: Dec } {
-  const hx = new Dec(10).pow(-decimalsOf(x)).dividedBy(2);
-  const hy = new Dec(10).pow(-decimalsOf(y)).dividedBy(2);
-  const min = new Dec(x).minus(hx).times(new Dec(y).minus(hy)).decimalPlaces(decimals, Dec.ROUND_DOWN);
-  const max = new Dec(x).plus(hx).times(new Dec(y).plus(hy)).decimalPlaces(decimals, Dec.ROUND_UP);
+  const [dx, dy] = [new Dec(x), new Dec(y)];
+  const [hx, hy] = [halfUnit(decimalsOf(x)), halfUnit(decimalsOf(y))];
+  const min = dx.minus(hx).times(dy.minus(hy)).decimalPlaces(decimals, Dec.ROUND_DOWN);
+  const max = dx.plus(hx).times(dy.plus(hy)).decimalPlaces(decimals, Dec.ROUND_UP);
   return { min, max };
 }
+
+/** Half a unit of the last of `decimals` decimals (2 → 0.005): exact, from a table. */
+function halfUnit(decimals: number): Dec {
+  return (HALF_UNITS[decimals] ??= new Dec(5).shiftedBy(-decimals - 1));
+}
+const HALF_UNITS: Dec[] = [];
 
 /**
  * Limits for a tax amount: (Base ± half a unit of its last decimal) × rate, truncated / rounded up to
  * the decimals of the written Importe.
  */
 export function taxLimits(base: string, rate: string, decimals: number): { min: Dec; max: Dec } {
-  const h = new Dec(10).pow(-decimalsOf(base)).dividedBy(2);
-  const min = new Dec(base).minus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_DOWN);
-  const max = new Dec(base).plus(h).times(rate).decimalPlaces(decimals, Dec.ROUND_UP);
+  const [b, r, h] = [new Dec(base), new Dec(rate), halfUnit(decimalsOf(base))];
+  const min = b.minus(h).times(r).decimalPlaces(decimals, Dec.ROUND_DOWN);
+  const max = b.plus(h).times(r).decimalPlaces(decimals, Dec.ROUND_UP);
   return { min, max };
 }
 
