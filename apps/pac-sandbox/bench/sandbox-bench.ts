@@ -45,9 +45,14 @@ const here = dirname(fileURLToPath(import.meta.url));
 const rawRate = rawVerifySignRate(2);
 
 const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
+// With TIMBRA_CPU_PROF_DIR set, the sandbox writes a V8 CPU profile to DIR/sandbox when it stops (as
+// the harnesses' apps do: docs/performance.md).
+const sandboxProfile = process.env.TIMBRA_CPU_PROF_DIR
+  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TIMBRA_CPU_PROF_DIR}/sandbox`]
+  : [];
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')],
+  [...sandboxProfile, '--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')],
   {
     env: {
       ...process.env,
