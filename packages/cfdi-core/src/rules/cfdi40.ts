@@ -65,7 +65,7 @@ export function tasaOCuotaAllowed(
   const key = `${impuesto}|${factor}|${rate}|${kind}`;
   let allowed = TASA_ALLOWED.get(key);
   if (allowed === undefined) {
-    allowed = /^[0-9]+(\.[0-9]+)?$/.test(rate) && tasaOCuotaRow(impuesto, factor, new Dec(rate), rate, kind);
+    allowed = /^[0-9]+(\.[0-9]+)?$/.test(rate) && tasaOCuotaRow(impuesto, factor, rate, kind);
     if (TASA_ALLOWED.size >= 1000) TASA_ALLOWED.clear();
     TASA_ALLOWED.set(key, allowed);
   }
@@ -73,7 +73,9 @@ export function tasaOCuotaAllowed(
 }
 const TASA_ALLOWED = new Map<string, boolean>();
 
-function tasaOCuotaRow(impuesto: string, factor: string, value: Dec, rate: string, kind: 'traslado' | 'retencion') {
+/** Whether some c_TasaOCuota row allows `rate` (a number's text: its decimals count for fixed rates). */
+function tasaOCuotaRow(impuesto: string, factor: string, rate: string, kind: 'traslado' | 'retencion') {
+  const value = new Dec(rate);
   return C_TASA_O_CUOTA.some(
     (row) =>
       row.impuesto === impuesto &&
