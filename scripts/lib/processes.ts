@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv, tsEntryArgs } from '@timbra/test-support';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -38,16 +38,11 @@ export class Proc {
 
   /**
    * An app started from its TypeScript entry point (as `npm run dev` does). With TIMBRA_CPU_PROF_DIR
-   * set, each app writes a V8 CPU profile there when it stops (`--cpu-prof`; Node refuses that flag
-   * in NODE_OPTIONS): `TIMBRA_CPU_PROF_DIR=/tmp/prof npm run bench:e2e` (docs/performance.md).
+   * set, each app writes a V8 CPU profile to DIR/<name> when it stops (`tsEntryArgs`):
+   * `TIMBRA_CPU_PROF_DIR=/tmp/prof npm run bench:e2e` (docs/performance.md).
    */
   static app(name: string, entry: string, env: Record<string, string>): Proc {
-    // One directory per app: each of its threads (tsx's loader is one) writes a profile there.
-    const profile = process.env.TIMBRA_CPU_PROF_DIR
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TIMBRA_CPU_PROF_DIR}/${name.replace(/\W+/g, '-')}`]
-      : [];
-    const args = [...profile, '--import', 'tsx', '--conditions=@timbra/source', `${ROOT}${entry}`];
-    return new Proc(name, process.execPath, args, {
+    return new Proc(name, process.execPath, tsEntryArgs(`${ROOT}${entry}`, name), {
       ...(process.env as Record<string, string>),
       // The harnesses run against the sandbox PAC with the SAT test CSD.
       TIMBRA_PROFILE: 'sandbox',

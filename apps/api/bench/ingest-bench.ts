@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
-import { cpuMs, freePort } from '@timbra/test-support';
+import { cpuMs, freePort, tsEntryArgs } from '@timbra/test-support';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 
@@ -95,7 +95,7 @@ for (let i = 0; i < instances; i++) {
   const port = await freePort();
   ports.push(port);
   children.push(
-    spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')], {
+    spawn(process.execPath, tsEntryArgs(resolve(here, '../src/main.ts'), `api-${i + 1}`), {
       env: {
         ...process.env,
         TIMBRA_PROFILE: 'sandbox',

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { tsEntryArgs } from '@timbra/test-support';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 const run = promisify(execFile);
@@ -14,7 +15,7 @@ beforeAll(async () => {
 afterAll(() => api.close());
 
 const demo = (env: Record<string, string>) =>
-  run(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', cli], {
+  run(process.execPath, tsEntryArgs(cli), {
     env: { PATH: process.env.PATH ?? '', ...env },
   }).then(
     ({ stdout }) => ({ code: 0, stdout }),

@@ -23,7 +23,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { FinkokClient, multipartXml, SwClient } from '@timbra/cfdi-core';
-import { cpuMs, freePort, rawVerifySignRate, testCaFile } from '@timbra/test-support';
+import { cpuMs, freePort, rawVerifySignRate, testCaFile, tsEntryArgs } from '@timbra/test-support';
 import { FINKOK, freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -47,26 +47,19 @@ const rawRate = rawVerifySignRate(2);
 const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
 // With TIMBRA_CPU_PROF_DIR set, the sandbox writes a V8 CPU profile to DIR/sandbox when it stops (as
 // the harnesses' apps do: docs/performance.md).
-const sandboxProfile = process.env.TIMBRA_CPU_PROF_DIR
-  ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TIMBRA_CPU_PROF_DIR}/sandbox`]
-  : [];
-const child = spawn(
-  process.execPath,
-  [...sandboxProfile, '--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')],
-  {
-    env: {
-      ...process.env,
-      SANDBOX_PRIMARY_PORT: String(primary),
-      SANDBOX_BACKUP_PORT: String(backup),
-      SANDBOX_ADMIN_PORT: String(admin),
-      SANDBOX_VALIDATION: values.validation,
-      // The documents are sealed with the tests' CSD, re-issued by their CA (valid until 2099).
-      SANDBOX_TRUSTED_CA_FILE: testCaFile(),
-      LOG_LEVEL: 'error',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+const child = spawn(process.execPath, tsEntryArgs(resolve(here, '../src/main.ts'), 'sandbox'), {
+  env: {
+    ...process.env,
+    SANDBOX_PRIMARY_PORT: String(primary),
+    SANDBOX_BACKUP_PORT: String(backup),
+    SANDBOX_ADMIN_PORT: String(admin),
+    SANDBOX_VALIDATION: values.validation,
+    // The documents are sealed with the tests' CSD, re-issued by their CA (valid until 2099).
+    SANDBOX_TRUSTED_CA_FILE: testCaFile(),
+    LOG_LEVEL: 'error',
   },
-);
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
 
 /** The lean driver: one keep-alive POST, the answer as text. */
 const agent = new Agent({ keepAlive: true, maxSockets: Math.max(concurrency, 1) });

@@ -16,6 +16,7 @@ import {
   testCaFile,
   testCsdFiles,
   testCsdPaths,
+  tsEntryArgs,
 } from '@timbra/test-support';
 import { insertInvoices, type PrismaClient, type RedisConnection } from '@timbra/db';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
@@ -48,25 +49,21 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
 
 async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
   const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../pac-sandbox/src/main.ts')],
-    {
-      env: {
-        ...process.env,
-        SANDBOX_PRIMARY_PORT: String(primary),
-        SANDBOX_BACKUP_PORT: String(backup),
-        SANDBOX_ADMIN_PORT: String(admin),
-        SANDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
-        // The tests' CSDs are re-issued by their own CA (valid until 2099): the sandbox trusts it.
-        SANDBOX_TRUSTED_CA_FILE: testCaFile(),
-        SANDBOX_CANCEL_ACCEPT_DELAY_MS: '500',
-        LOG_LEVEL: 'error',
-        NODE_OPTIONS: '',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const child: ChildProcess = spawn(process.execPath, tsEntryArgs(resolve(here, '../../pac-sandbox/src/main.ts')), {
+    env: {
+      ...process.env,
+      SANDBOX_PRIMARY_PORT: String(primary),
+      SANDBOX_BACKUP_PORT: String(backup),
+      SANDBOX_ADMIN_PORT: String(admin),
+      SANDBOX_ADMIN_TOKEN: ADMIN_TOKEN,
+      // The tests' CSDs are re-issued by their own CA (valid until 2099): the sandbox trusts it.
+      SANDBOX_TRUSTED_CA_FILE: testCaFile(),
+      SANDBOX_CANCEL_ACCEPT_DELAY_MS: '500',
+      LOG_LEVEL: 'error',
+      NODE_OPTIONS: '',
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   let exited = false;
   child.once('exit', () => (exited = true));
   const adminUrl = `http://127.0.0.1:${admin}/__admin`;
@@ -200,7 +197,7 @@ export function startWorkerProcess(
   stdio: 'ignore' | 'pipe' = 'ignore',
 ): ChildProcess {
   const csd = testCsdPaths('EKU9003173C9');
-  return spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')], {
+  return spawn(process.execPath, tsEntryArgs(resolve(here, '../src/main.ts')), {
     env: {
       ...process.env,
       NODE_OPTIONS: '',
@@ -232,29 +229,25 @@ export async function startApiProcess(
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const api: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../../api/src/main.ts')],
-    {
-      env: {
-        ...process.env,
-        NODE_OPTIONS: '',
-        TIMBRA_PROFILE: 'sandbox',
-        DATABASE_URL: databaseUrl,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        METRICS_PORT: '0',
-        API_KEYS: `pos:${apiKey}:admin`,
-        LOG_LEVEL: 'error',
-        // The emisor's CSD as the tests use it: re-issued by their CA (valid until 2099).
-        CSD_CER_PATH: testCsdPaths('EKU9003173C9').cer,
-        CSD_KEY_PATH: testCsdPaths('EKU9003173C9').key,
-        CSD_PASSWORD_FILE: testCsdPaths('EKU9003173C9').passwordFile,
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const api: ChildProcess = spawn(process.execPath, tsEntryArgs(resolve(here, '../../api/src/main.ts')), {
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      TIMBRA_PROFILE: 'sandbox',
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      METRICS_PORT: '0',
+      API_KEYS: `pos:${apiKey}:admin`,
+      LOG_LEVEL: 'error',
+      // The emisor's CSD as the tests use it: re-issued by their CA (valid until 2099).
+      CSD_CER_PATH: testCsdPaths('EKU9003173C9').cer,
+      CSD_KEY_PATH: testCsdPaths('EKU9003173C9').key,
+      CSD_PASSWORD_FILE: testCsdPaths('EKU9003173C9').passwordFile,
+      ...env,
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await eventually(
     async () =>
       (await got.get(`${url}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
@@ -282,7 +275,7 @@ export function runOps(databaseUrl: string | undefined, args: string[], env: Rec
     // Node with tsx's loader, as the apps' test processes start (npx would add a second of its own).
     execFile(
       process.execPath,
-      ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/ops-cli.ts'), ...args],
+      [...tsEntryArgs(resolve(here, '../src/ops-cli.ts')), ...args],
       { env: base, encoding: 'utf8' },
       (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
     );

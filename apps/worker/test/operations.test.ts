@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { deadLetterAlert } from '../src/alerts.ts';
-import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
+import { privateRedisArgs, realClockEnv, tsEntryArgs } from '@timbra/test-support';
 import { eventually, freePort } from './helpers.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -62,22 +62,18 @@ describe('start-up checks', () => {
     const redis = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50 });
     try {
       await eventually(async () => (await redis.ping().catch(() => '')) === 'PONG', 10_000);
-      const worker = spawn(
-        process.execPath,
-        ['--import', 'tsx', '--conditions=@timbra/source', resolve(here, '../src/main.ts')],
-        {
-          env: {
-            ...process.env,
-            NODE_OPTIONS: '',
-            TIMBRA_PROFILE: 'sandbox',
-            DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/postgres',
-            REDIS_URL: `redis://127.0.0.1:${port}`,
-            WORKER_HTTP_PORT: '0',
-            LOG_LEVEL: 'fatal',
-          },
-          stdio: ['ignore', 'pipe', 'ignore'],
+      const worker = spawn(process.execPath, tsEntryArgs(resolve(here, '../src/main.ts')), {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: '',
+          TIMBRA_PROFILE: 'sandbox',
+          DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/postgres',
+          REDIS_URL: `redis://127.0.0.1:${port}`,
+          WORKER_HTTP_PORT: '0',
+          LOG_LEVEL: 'fatal',
         },
-      );
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
       let output = '';
       worker.stdout?.on('data', (c: Buffer) => (output += c.toString()));
       const code = await new Promise((r) => worker.once('exit', r));

@@ -25,6 +25,7 @@ export {
   documentedVariables,
   realClockEnv,
   runEntryPoint,
+  tsEntryArgs,
 } from './system.ts';
 export { startRedisCluster, type RedisClusterProcess } from './redis-cluster.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';

@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProviderSandboxClient } from '@timbra/provider-client';
-import { freePort } from './system.ts';
+import { freePort, tsEntryArgs } from './system.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MAIN = resolve(here, '../../../apps/provider-sandbox/src/main.ts');
@@ -64,7 +64,7 @@ export interface RunningProviderSandbox {
 /** Starts the provider sandbox process and waits until it answers. */
 export async function startProviderSandbox(settings: ProviderSandboxSettings): Promise<RunningProviderSandbox> {
   const port = settings.port ?? (await freePort());
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', MAIN], {
+  const child: ChildProcess = spawn(process.execPath, tsEntryArgs(MAIN), {
     env: { ...process.env, ...providerSandboxEnv({ ...settings, port }), LOG_LEVEL: 'error', NODE_OPTIONS: '' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

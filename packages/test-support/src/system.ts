@@ -73,6 +73,20 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
 }
 
 /**
+ * Node's arguments to run a TypeScript entry point from its sources (tsx's loader and the workspaces'
+ * source condition), as `npm run dev` does. With `profileAs` given and TIMBRA_CPU_PROF_DIR set, the
+ * process writes a V8 CPU profile to `$TIMBRA_CPU_PROF_DIR/<profileAs>` when it stops — one directory
+ * a process, since each of its threads (tsx's loader is one) writes its own; `--cpu-prof` is an
+ * argument because Node refuses it in NODE_OPTIONS (docs/performance.md).
+ */
+export function tsEntryArgs(entry: string, profileAs?: string): string[] {
+  const dir = process.env.TIMBRA_CPU_PROF_DIR;
+  const profile =
+    dir && profileAs ? ['--cpu-prof', `--cpu-prof-dir=${dir}/${profileAs.replace(/[^\w.-]+/g, '-')}`] : [];
+  return [...profile, '--import', 'tsx', '--conditions=@timbra/source', entry];
+}
+
+/**
  * Runs an app's entry point (TypeScript sources, as `npm run dev` does) with only `env` (and PATH)
  * until it exits: for start-up checks. @returns its exit status and what it wrote to stderr.
  */
@@ -80,7 +94,7 @@ export function runEntryPoint(
   mainTs: string,
   env: Record<string, string>,
 ): { status: number | null; stdout: string; stderr: string } {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', '--conditions=@timbra/source', mainTs], {
+  const run = spawnSync(process.execPath, tsEntryArgs(mainTs), {
     env: { PATH: process.env.PATH ?? '', ...env },
     encoding: 'utf8',
     timeout: 30_000,
