@@ -344,6 +344,14 @@ test('rule codes are unique and every violation names its node', () => {
   );
 });
 
+test('each run of the rules reads the document as it is then (nothing gathered in one run outlives it)', () => {
+  const doc = documentOf('retenciones');
+  expect(checkSatRules(doc)).toEqual([]);
+  // The same tree, a concepto's retenciones removed: the comprobante's Retenciones no longer sum them.
+  drop('Conceptos/Concepto#0/Impuestos', 'Retenciones')(doc);
+  expect(checkSatRules(doc).map((v) => v.rule)).toContain('CFDI40192');
+});
+
 test('a frozen sample is the same as the base: freezing runs the rules', () => {
   expect(() => freezeSample({ exportacion: '02' })).toThrow(/CFDI40122/);
 });

@@ -24,16 +24,15 @@ import {
 import { usoCfdiAllowed } from '../validate/uso-cfdi.ts';
 import { normalizeSpace } from '../validate/text.ts';
 import { Dec, ZERO } from '../build/money.ts';
-import type { XmlElement } from '../xml/xml-node.ts';
 import {
   a,
+  allTaxes,
   at,
   checkGroupSums,
   child,
   children,
   comprobanteImpuestos,
   conceptos,
-  conceptoTaxes,
   decimalsIn,
   emisor,
   monedaDecimals,
@@ -99,9 +98,6 @@ function total(nodes: readonly Located[], name: string): Dec {
   for (const n of nodes) s = s.plus(num(n, name) ?? ZERO);
   return s;
 }
-
-const allTaxes = (doc: XmlElement, kind: 'Traslado' | 'Retencion') =>
-  conceptos(doc).flatMap((c) => conceptoTaxes(c, kind));
 
 export const CFDI40_RULES: readonly SatRule[] = [
   {

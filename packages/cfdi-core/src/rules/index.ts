@@ -8,6 +8,7 @@ import { CfdiValidationError, type ValidationIssue } from '../errors.ts';
 import { attr, type XmlElement } from '../xml/xml-node.ts';
 import { CFDI40_RULES } from './cfdi40.ts';
 import { PAGOS20_RULES } from './pagos20.ts';
+import { inRuleRun } from './nodes.ts';
 import { operatorCatalogs } from './operator-catalogs.ts';
 import type { RuleContext, RuleViolation, SatRule } from './rule.ts';
 
@@ -34,20 +35,22 @@ export function checkSatRules(doc: XmlElement, given: RuleContext = {}): RuleVio
   const ctx: RuleContext = { ...operatorCatalogs(), ...given };
   const tipo = attr(doc, 'TipoDeComprobante') ?? '';
   const violations: RuleViolation[] = [];
-  for (const rule of SAT_RULES) {
-    if (rule.applies && !rule.applies.includes(tipo as 'I' | 'E' | 'P')) continue;
-    rule.check(
-      doc,
-      (path, detail) =>
-        violations.push({
-          rule: rule.code,
-          path,
-          es: rule.es,
-          en: detail ? `${rule.en} (${detail})` : rule.en,
-        }),
-      ctx,
-    );
-  }
+  inRuleRun(doc, () => {
+    for (const rule of SAT_RULES) {
+      if (rule.applies && !rule.applies.includes(tipo as 'I' | 'E' | 'P')) continue;
+      rule.check(
+        doc,
+        (path, detail) =>
+          violations.push({
+            rule: rule.code,
+            path,
+            es: rule.es,
+            en: detail ? `${rule.en} (${detail})` : rule.en,
+          }),
+        ctx,
+      );
+    }
+  });
   return violations;
 }
 

@@ -47,7 +47,37 @@ export const tipoOf = (doc: XmlElement): string => attr(doc, 'TipoDeComprobante'
 
 export const emisor = (doc: XmlElement) => child(root(doc), 'Emisor');
 export const receptor = (doc: XmlElement) => child(root(doc), 'Receptor');
-export const conceptos = (doc: XmlElement) => children(child(root(doc), 'Conceptos'), 'Concepto');
+/** The run of the rules in progress (`inRuleRun`), with what it has gathered so far. */
+let run: { doc: XmlElement; conceptos?: Located[]; Traslado?: Located[]; Retencion?: Located[] } | undefined;
+
+/** The conceptos, with their XPath positions (gathered once in a run of the rules). */
+export function conceptos(doc: XmlElement): readonly Located[] {
+  if (run?.doc !== doc) return children(child(root(doc), 'Conceptos'), 'Concepto');
+  return (run.conceptos ??= children(child(root(doc), 'Conceptos'), 'Concepto'));
+}
+
+/** Every concepto's traslados or retenciones, in document order (gathered once in a run of the rules). */
+export function allTaxes(doc: XmlElement, kind: 'Traslado' | 'Retencion'): readonly Located[] {
+  const gather = () => conceptos(doc).flatMap((c) => conceptoTaxes(c, kind));
+  if (run?.doc !== doc) return gather();
+  return (run[kind] ??= gather());
+}
+
+/**
+ * A run of the rules over one document: the nodes most rules walk (the conceptos and their taxes)
+ * are gathered once and shared, read-only, for the run's length. The document must not change shape
+ * during the run (the rules only read it); outside a run each call walks the tree.
+ */
+export function inRuleRun<T>(doc: XmlElement, fn: () => T): T {
+  const outer = run;
+  run = { doc };
+  try {
+    return fn();
+  } finally {
+    run = outer;
+  }
+}
+
 export const comprobanteImpuestos = (doc: XmlElement) => child(root(doc), 'Impuestos');
 
 /** The concepto's traslados / retenciones. */
