@@ -909,20 +909,18 @@ try {
   if (!naive)
     at(durationS * 750, async () => {
       await cancelsPicked;
-      const chosen = (
-        await pickStamped(
-          'replacements',
-          changesWanted,
-          (db) => db.$queryRaw<{ id: string }[]>`
+      const chosen = await pickStamped(
+        'replacements',
+        changesWanted,
+        (db) => db.$queryRaw<{ id: string }[]>`
             SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
             WHERE p.provider = 'api:chaos' AND i.kind = 'I' AND i.status = 'stamped'
               AND NOT (i.id = ANY(${cancelsPlanned}::uuid[]))
             ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${changesWanted}`,
-        )
-      ).map((id) => ({ id }));
+      );
       log(`replacing ${chosen.length} stamped invoices through the API (TipoRelacion 04, then motivo 01)`);
       await Promise.all(
-        chosen.map(async ({ id }) => {
+        chosen.map(async (id) => {
           for (let attempt = 0; attempt < 200; attempt++) {
             await slot();
             try {

@@ -198,21 +198,20 @@ try {
     },
     finkok: (d) => finkok.stamp(d.xml, { idempotencyKey: d.stampKey }),
   };
-  const totals = { bareSw: 0, sw: 0, bareFinkok: 0, finkok: 0 };
-  // Each call's CPU too: the process's CPU includes V8's background threads (concurrent GC, the
+  // Each call's CPU: the process's CPU includes V8's background threads (concurrent GC, the
   // optimising compiler), whose bursts land on whichever call is running — here a bare request's p99
   // was 12× its median. The mean (all of it) is the target's figure; the medians are printed beside it.
-  const each: Record<keyof typeof totals, number[]> = { bareSw: [], sw: [], bareFinkok: [], finkok: [] };
+  const each: Record<keyof typeof clientCalls, number[]> = { bareSw: [], sw: [], bareFinkok: [], finkok: [] };
   for (let round = 0; round < rounds; round++)
     for (const name of ['bareSw', 'sw', 'bareFinkok', 'finkok'] as const) {
       const docs = Array.from({ length: per }, () => freshInvoice());
       const run = async () => {
         for (const d of docs) {
-          const used = await cpuOf(async () => {
-            await clientCalls[name](d);
-          });
-          totals[name] += used;
-          each[name].push(used);
+          each[name].push(
+            await cpuOf(async () => {
+              await clientCalls[name](d);
+            }),
+          );
         }
       };
       await (name === 'sw' || name === 'finkok' ? profiled(name, run) : run());
@@ -222,6 +221,9 @@ try {
     writeFileSync(values.profile.replace(/(\.cpuprofile)?$/, '-finkok.cpuprofile'), JSON.stringify(profiles.finkok));
   }
   const n = rounds * per;
+  const totals = Object.fromEntries(
+    Object.entries(each).map(([name, xs]) => [name, xs.reduce((sum, x) => sum + x, 0)]),
+  ) as Record<keyof typeof each, number>;
   const ms = (v: number) => (v / n).toFixed(3);
   const swRatio = totals.sw / totals.bareSw;
   const finkokRatio = totals.finkok / totals.bareFinkok;

@@ -52,15 +52,14 @@ let run: { doc: XmlElement; conceptos?: Located[]; Traslado?: Located[]; Retenci
 
 /** The conceptos, with their XPath positions (gathered once in a run of the rules). */
 export function conceptos(doc: XmlElement): readonly Located[] {
-  if (run?.doc !== doc) return children(child(root(doc), 'Conceptos'), 'Concepto');
-  return (run.conceptos ??= children(child(root(doc), 'Conceptos'), 'Concepto'));
+  const gather = () => children(child(root(doc), 'Conceptos'), 'Concepto');
+  return run?.doc === doc ? (run.conceptos ??= gather()) : gather();
 }
 
 /** Every concepto's traslados or retenciones, in document order (gathered once in a run of the rules). */
 export function allTaxes(doc: XmlElement, kind: 'Traslado' | 'Retencion'): readonly Located[] {
   const gather = () => conceptos(doc).flatMap((c) => conceptoTaxes(c, kind));
-  if (run?.doc !== doc) return gather();
-  return (run[kind] ??= gather());
+  return run?.doc === doc ? (run[kind] ??= gather()) : gather();
 }
 
 /**
