@@ -519,8 +519,14 @@ try {
     waiting.shift()?.();
   };
 
-  /** Sends until a 2xx, as careful clients do; `onAck` on the 2xx. */
+  /**
+   * Sends until a 2xx, as careful clients do; `onAck` on the 2xx. It gives up only when both the
+   * faults are long over (the run's duration + 2 minutes) and this request has been tried for 2
+   * minutes itself: on a slow machine sending lasts well past the run's duration, and a payment sent
+   * then must get the same patience as one sent on time.
+   */
   async function deliver(onAck: () => void, build: () => { url: string; init: RequestInit }, timeoutMs?: number) {
+    const firstTry = Date.now();
     for (let attempt = 0; ; attempt++) {
       counters.deliveries++;
       if (attempt > 0) counters.deliveryRetries++;
@@ -541,7 +547,8 @@ try {
       } finally {
         release();
       }
-      if (Date.now() - started > (durationS + 120) * 1000) return;
+      const now = Date.now();
+      if (now - started > (durationS + 120) * 1000 && now - firstTry > 120_000) return;
       await sleep(200 + attempt * 200);
     }
   }
@@ -1272,10 +1279,16 @@ try {
   const refundsOk = refunds.filter(
     (r) => ackedRefunds.has(r.external_id) && r.egresos === 1 && r.stamped === 1 && r.related === 1,
   ).length;
+  const unacked = plan
+    .filter((p) => !p.capture?.never && !acked.has(`${providerOf(p)}|${p.externalId}`))
+    .map((p) => `${providerOf(p)} ${p.externalId}`);
   const figures = [
     {
       figure: 'webhooks/requests acknowledged 2xx (distinct payments)',
-      value: acked.size,
+      value:
+        unacked.length === 0
+          ? acked.size
+          : `${acked.size} (not: ${unacked.slice(0, 5).join(', ')}${unacked.length > 5 ? ', …' : ''})`,
       must: `= ${paymentsExpected} made (and captured), all with rows`,
       ok: acked.size === paymentsExpected && lost.length === 0,
     },
@@ -1388,7 +1401,10 @@ try {
   const mailed = new Set(
     mailbox.received
       .filter((m) => !m.parsed.subject?.startsWith('Cancelación'))
-      .map((m) => String(m.parsed.headers.get('x-timbra-invoice-id') ?? '')),
+      .map((m) => {
+        const id = m.parsed.headers.get('x-timbra-invoice-id');
+        return typeof id === 'string' ? id : '';
+      }),
   );
   const withoutHook = stampedInvoices.filter((i) => !hooked.has(i.id)).length;
   const withoutMail = stampedInvoices.filter((i) => i.email && !mailed.has(i.id)).length;
