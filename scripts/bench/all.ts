@@ -1,0 +1,66 @@
+/**
+ * `npm run bench [-- --only freeze,e2e]`: every benchmark in turn — bench:freeze, bench:sandbox,
+ * bench:ingest, bench:drain, bench:e2e, bench:history (1 000 000 invoices) — each printing its figures
+ * beside its references as it goes; then one table of every verdict they printed (each line that ends
+ * a target with OK or MISSED), so the state of all the targets reads in one place after a long run.
+ * A benchmark that fails is reported and the others still run; the exit code is 1 if any failed. A
+ * missed target is a figure, not a failure.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+
+const BENCHES: readonly (readonly [name: string, args: readonly string[]])[] = [
+  ['freeze', []],
+  ['sandbox', []],
+  ['ingest', []],
+  ['drain', []],
+  ['e2e', []],
+  ['history', ['--invoices', '1000000']],
+];
+
+const { values } = parseArgs({ options: { only: { type: 'string' } } });
+const only = values.only?.split(',').map((s) => s.trim());
+const unknown = only?.filter((name) => !BENCHES.some(([n]) => n === name)) ?? [];
+if (unknown.length > 0) {
+  process.stderr.write(`unknown benchmark ${unknown.join(', ')}: one of ${BENCHES.map(([n]) => n).join(', ')}\n`);
+  process.exit(2);
+}
+
+/** A verdict line: a figure, its reference or target, and OK or MISSED (then, at most, medians in brackets). */
+const VERDICT = /\s(OK|MISSED)(\s{2,}.*)?$/;
+
+/** Runs `npm run bench:<name>`, its output passed through; resolves with its verdict lines and exit code. */
+function run(name: string, args: readonly string[]): Promise<{ verdicts: string[]; code: number }> {
+  return new Promise((done) => {
+    const child = spawn('npm', ['run', '--silent', `bench:${name}`, '--', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const verdicts: string[] = [];
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      process.stdout.write(`${line}\n`);
+      if (VERDICT.test(line)) verdicts.push(line.trim());
+    });
+    child.on('close', (code, signal) => done({ verdicts, code: code ?? (signal ? 128 : 1) }));
+  });
+}
+
+const results: { name: string; verdicts: string[]; code: number; seconds: number }[] = [];
+for (const [name, args] of BENCHES) {
+  if (only && !only.includes(name)) continue;
+  process.stdout.write(`\n== bench:${name} ${args.join(' ')} ==\n`);
+  const started = Date.now();
+  results.push({ name, ...(await run(name, args)), seconds: (Date.now() - started) / 1000 });
+}
+
+const verdicts = results.flatMap((r) => r.verdicts);
+const met = verdicts.filter((v) => /\sOK(\s|$)/.test(v)).length;
+process.stdout.write(`\n== every target (${new Date().toISOString()}) ==\n`);
+for (const r of results) {
+  process.stdout.write(
+    `bench:${r.name} (${r.seconds.toFixed(0)} s)${r.code === 0 ? '' : `: FAILED with exit code ${r.code}`}\n`,
+  );
+  for (const v of r.verdicts) process.stdout.write(`  ${v}\n`);
+}
+process.stdout.write(`${met} of ${verdicts.length} targets met\n`);
+process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;
