@@ -157,13 +157,14 @@ function cpuPerStamp(
   before: Record<string, number>,
   after: Record<string, number>,
   stamped: number,
-): { line: string; own: number } {
+): { line: string; own: number; allMs: number } {
   const parts = Object.keys(after).map((name) => [name, (after[name]! - before[name]!) / stamped] as const);
   const total = parts.reduce((sum, [, ms]) => sum + ms, 0);
   const own = parts.reduce((sum, [name, ms]) => sum + (NOT_TIMBRA.has(name) ? 0 : ms), 0);
   return {
     line: `${parts.map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(' · ')} — total ${total.toFixed(2)} ms`,
     own,
+    allMs: total * stamped,
   };
 }
 
@@ -329,7 +330,10 @@ try {
   }
   await Promise.all(inFlight);
   const fixedResult = await measure(fixed, fixedStart, fixedCommands);
-  const { line: fixedCpuLine, own: fixedOwn } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
+  const { line: fixedCpuLine, own: fixedOwn, allMs } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
+  // How busy the machine was (every process measured, the load generator too): near its capacity the
+  // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
+  const fixedBusy = allMs / (Date.now() - fixedStart) / cpus().length;
 
   // Phase 2: as fast as the senders go.
   const burst = new Map<string, number>();
@@ -375,6 +379,7 @@ try {
       `      of which 2xx → job added (the relay)   p50 ${fixedResult.added.p50.toFixed(0)} ms   p99 ${fixedResult.added.p99.toFixed(0)} ms`,
       `      and job added → active (a worker takes it)   p50 ${fixedResult.pickup.p50.toFixed(0)} ms   p99 ${fixedResult.pickup.p99.toFixed(0)} ms`,
       `    CPU ms per stamped payment: ${fixedCpuLine}`,
+      `    the machine busy ${(fixedBusy * 100).toFixed(0)}% of its ${cpus().length} cores${fixedBusy > 0.8 ? ` — ${rate}/s is near what this machine can take: its latencies, the relay's too, are queueing for a core` : ''}`,
       `    Redis commands per stamped payment: ${fixedResult.redisCommands}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${fixedOwn.toFixed(2)} ms   (target at a steady 100/s ≤ 6 ms; 18 ms when issue #21 was written)  ${rate === 100 ? (fixedOwn <= 6 ? 'OK' : 'MISSED') : `(this run: ${rate}/s)`}`,
       `  as fast as ${senders} senders go: ${burstResult.stamped}/${burstResult.sent} stamped, sustained ${burstResult.sustained.toFixed(0)} stamped/s`,
