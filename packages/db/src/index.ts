@@ -7,7 +7,7 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { leanDbOver, registerLeanDb } from './lean.ts';
+import { leanDbOver, plannedOnceSessionsBeside, registerLeanDb } from './lean.ts';
 import { PrismaClient } from './generated/client.ts';
 
 export { PrismaClient, Prisma } from './generated/client.ts';
@@ -43,7 +43,7 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { isUuid, type Db, type RawDb, type Tx } from './sql.ts';
-export { leanDb, type LeanDb } from './lean.ts';
+export { leanDb, plannedOnce, type LeanDb } from './lean.ts';
 export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
 export {
@@ -230,7 +230,8 @@ export {
 
 /**
  * A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. Its pool is ours,
- * shared with the lean runner of the hot path (`leanDb(prisma)`); `$disconnect()` ends it.
+ * shared with the lean runner of the hot path (`leanDb(prisma)`), which also has up to two sessions
+ * of its own for the statements it plans once (`plannedOnce`); `$disconnect()` ends them all.
  */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
@@ -238,7 +239,7 @@ export function createPrisma(databaseUrl: string, options: { poolSize?: number }
   // gets a new one. Without a listener the event would end the process.
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-  registerLeanDb(prisma, leanDbOver(pool));
+  registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl)));
   return prisma;
 }
 export {

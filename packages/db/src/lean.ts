@@ -9,7 +9,7 @@
  * use cases — stays on Prisma.
  */
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Prisma, PrismaClient } from './generated/client.ts';
 import type { RawDb } from './sql.ts';
 
@@ -36,11 +36,44 @@ function named(query: Prisma.Sql): pg.QueryConfig {
   return { name, text: query.text, values: query.values };
 }
 
-function runner(client: pg.Pool | pg.PoolClient): RawDb {
+const plannedOnceStatements = new WeakSet<Prisma.Sql>();
+
+/**
+ * Marks a statement to be planned once per connection (a generic plan) instead of at each execution.
+ * Prepared statements are still planned afresh each time while Postgres judges their generic plan's
+ * estimate worse than the custom plans' (`plan_cache_mode = auto`): for the stamp's statement that
+ * judgement costs more than it saves — 1.9–2.6 → 1.1 ms of backend CPU a stamp in batches of one,
+ * 0.9 → 0.65 ms in batches of four (docs/performance.md, 2026-12-02). Such a statement runs, outside
+ * a transaction, on the lean runner's own sessions with `plan_cache_mode = force_generic_plan`; in
+ * a transaction or on Prisma it is planned as usual. Only for statements whose plans need no
+ * parameter's value: never one whose partial index a parameter decides.
+ */
+export function plannedOnce(query: Prisma.Sql): Prisma.Sql {
+  plannedOnceStatements.add(query);
+  return query;
+}
+
+function runner(client: pg.Pool | pg.PoolClient, plannedOnceSessions?: pg.Pool): RawDb {
+  const to = (query: Prisma.Sql) =>
+    plannedOnceSessions && plannedOnceStatements.has(query) ? plannedOnceSessions : client;
   return {
-    $queryRaw: async <T = unknown>(query: Prisma.Sql) => (await client.query(named(query))).rows as T,
-    $executeRaw: async (query: Prisma.Sql) => (await client.query(named(query))).rowCount ?? 0,
+    $queryRaw: async <T = unknown>(query: Prisma.Sql) => (await to(query).query(named(query))).rows as T,
+    $executeRaw: async (query: Prisma.Sql) => (await to(query).query(named(query))).rowCount ?? 0,
   };
+}
+
+/**
+ * The sessions for statements `plannedOnce` marks: at most two connections beside `pool`, opened
+ * when first used (only a stamping worker does) and ended with it.
+ */
+export function plannedOnceSessionsBeside(pool: pg.Pool, connectionString: string): pg.Pool {
+  const sessions = new pg.Pool({ connectionString, max: 2, options: '-c plan_cache_mode=force_generic_plan' });
+  sessions.on('error', () => undefined);
+  const endPool = pool.end.bind(pool);
+  pool.end = async () => {
+    await Promise.all([endPool(), sessions.end()]);
+  };
+  return sessions;
 }
 
 /**
@@ -77,11 +110,15 @@ async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient>
 }
 
 /** The lean runner over `pool`. */
-export function leanDbOver(pool: pg.Pool, limits: LeanTransactionLimits = LEAN_TRANSACTION_LIMITS): LeanDb {
+export function leanDbOver(
+  pool: pg.Pool,
+  limits: LeanTransactionLimits = LEAN_TRANSACTION_LIMITS,
+  plannedOnceSessions?: pg.Pool,
+): LeanDb {
   // One simple-protocol message: the statement bound costs no round trip of its own.
   const begin = `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(limits.statementTimeoutMs)}`;
   return {
-    ...runner(pool),
+    ...runner(pool, plannedOnceSessions),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
       const client = await connect(pool, limits.maxWaitMs);
       try {

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { Prisma, type PrismaClient } from './generated/client.ts';
 import { statusGuard } from './invoice-status.ts';
 import { col, queryRows, type Db, type RawDb } from './sql.ts';
+import { plannedOnce } from './lean.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const stampRowColumns = z.object({
@@ -232,10 +233,12 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
   // scans on invoices_pkey and outbox_pkey for a batch of one on 20 000 invoices).
   const invoiceIds = stamps.map((s) => s.row.invoiceId);
   const outboxIds = stamps.map((s) => s.row.outboxId);
+  // Planned once per connection (lean.ts, `plannedOnce`): re-planned at each execution, its planning
+  // cost Postgres about as much as all its writes.
   const rows = await queryRows(
     db,
     persistStampRow,
-    Prisma.sql`
+    plannedOnce(Prisma.sql`
       WITH input AS (
         SELECT * FROM json_to_recordset(${JSON.stringify(input)}::json)
           AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, stamped_xml text, pac text)
@@ -264,7 +267,7 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
       SELECT s.n, s.invoice_id IN (SELECT id FROM stamped) AS written,
              EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = s.invoice_id AND w.status = 'waiting') AS waiting,
              EXISTS (SELECT 1 FROM invoices r WHERE r.id = s.invoice_id AND r.replaces_invoice_id IS NOT NULL) AS replaces
-      FROM input s`,
+      FROM input s`),
   );
   const results: PersistedStamp[] = new Array<PersistedStamp>(stamps.length);
   for (const r of rows) results[r.n] = { written: r.written, dependentsWaiting: r.waiting, replaces: r.replaces };

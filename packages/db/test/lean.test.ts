@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { z } from 'zod';
-import { createPrisma, leanDb, Prisma, PrismaClient } from '../src/index.ts';
+import { createPrisma, leanDb, plannedOnce, Prisma, PrismaClient } from '../src/index.ts';
 import { leanDbOver } from '../src/lean.ts';
 import { col, execute, queryRows } from '../src/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
@@ -119,5 +119,44 @@ describe('the lean runner', () => {
     ]);
     expect(pool.waitingCount).toBe(0);
     await pool.end();
+  });
+
+  it('runs a statement marked plannedOnce on sessions that plan it once; any other, and any in a transaction, as usual', async () => {
+    const client = createPrisma(db.url, { poolSize: 2 });
+    const mode = Prisma.sql`SELECT current_setting('plan_cache_mode') AS mode, pg_backend_pid() AS pid`;
+    const modeRow = z.object({ mode: z.string(), pid: col.int });
+    let marked: z.infer<typeof modeRow> | undefined;
+    try {
+      // (Prisma ends its pool on $disconnect only once it has connected: a query of its own first.)
+      await client.$queryRaw`SELECT 1`;
+      const lean = leanDb(client);
+      [marked] = await queryRows(lean, modeRow, plannedOnce(Prisma.sql`${mode}`));
+      const [unmarked] = await queryRows(lean, modeRow, Prisma.sql`${mode}`);
+      const [inTransaction] = await lean.transaction((tx) => queryRows(tx, modeRow, plannedOnce(Prisma.sql`${mode}`)));
+      expect([marked!.mode, unmarked!.mode, inTransaction!.mode]).toEqual(['force_generic_plan', 'auto', 'auto']);
+      expect(marked!.pid).not.toBe(unmarked!.pid);
+      // The same marked statement twice: one generic plan, made once (the second execution reuses it).
+      const probe = plannedOnce(Prisma.sql`SELECT n FROM lean_probe WHERE k = ${'a'}`);
+      await lean.$queryRaw(probe);
+      await lean.$queryRaw(plannedOnce(Prisma.sql`SELECT n FROM lean_probe WHERE k = ${'b'}`));
+      const plans = await queryRows(
+        lean,
+        z.object({ generic_plans: col.bigint, custom_plans: col.bigint }),
+        plannedOnce(
+          Prisma.sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM lean_probe WHERE k = $1%'`,
+        ),
+      );
+      expect(plans.length).toBeGreaterThan(0);
+      for (const p of plans) expect(p.custom_plans).toBe(0);
+    } finally {
+      await client.$disconnect();
+    }
+    // $disconnect ended those sessions too: the one that ran the marked statement is gone.
+    const gone = async () =>
+      (
+        await prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ${marked!.pid}`
+      )[0]!.n === 0n;
+    for (let i = 0; i < 40 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await gone()).toBe(true);
   });
 });
