@@ -29,23 +29,28 @@ if (unknown.length > 0) {
 
 /** A verdict line: a figure, its reference or target, and OK or MISSED (then, at most, medians in brackets). */
 const VERDICT = /\s(OK|MISSED)(\s{2,}.*)?$/;
+interface Verdict {
+  line: string;
+  met: boolean;
+}
 
 /** Runs `npm run bench:<name>`, its output passed through; resolves with its verdict lines and exit code. */
-function run(name: string, args: readonly string[]): Promise<{ verdicts: string[]; code: number }> {
+function run(name: string, args: readonly string[]): Promise<{ verdicts: Verdict[]; code: number }> {
   return new Promise((done) => {
     const child = spawn('npm', ['run', '--silent', `bench:${name}`, '--', ...args], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    const verdicts: string[] = [];
+    const verdicts: Verdict[] = [];
     createInterface({ input: child.stdout }).on('line', (line) => {
       process.stdout.write(`${line}\n`);
-      if (VERDICT.test(line)) verdicts.push(line.trim());
+      const verdict = VERDICT.exec(line);
+      if (verdict) verdicts.push({ line: line.trim(), met: verdict[1] === 'OK' });
     });
     child.on('close', (code, signal) => done({ verdicts, code: code ?? (signal ? 128 : 1) }));
   });
 }
 
-const results: { name: string; verdicts: string[]; code: number; seconds: number }[] = [];
+const results: { name: string; verdicts: Verdict[]; code: number; seconds: number }[] = [];
 for (const [name, args] of BENCHES) {
   if (only && !only.includes(name)) continue;
   process.stdout.write(`\n== bench:${name} ${args.join(' ')} ==\n`);
@@ -54,13 +59,13 @@ for (const [name, args] of BENCHES) {
 }
 
 const verdicts = results.flatMap((r) => r.verdicts);
-const met = verdicts.filter((v) => /\sOK(\s|$)/.test(v)).length;
+const met = verdicts.filter((v) => v.met).length;
 process.stdout.write(`\n== every target (${new Date().toISOString()}) ==\n`);
 for (const r of results) {
   process.stdout.write(
     `bench:${r.name} (${r.seconds.toFixed(0)} s)${r.code === 0 ? '' : `: FAILED with exit code ${r.code}`}\n`,
   );
-  for (const v of r.verdicts) process.stdout.write(`  ${v}\n`);
+  for (const v of r.verdicts) process.stdout.write(`  ${v.line}\n`);
 }
 process.stdout.write(`${met} of ${verdicts.length} targets met\n`);
 process.exitCode = results.some((r) => r.code !== 0) ? 1 : 0;

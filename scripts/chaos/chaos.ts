@@ -505,6 +505,8 @@ try {
   const ackedCancels = new Set<string>();
   const acked = new Set<string>();
   const providerOf = (p: (typeof plan)[number]) => (p.kind === 'rest' ? 'api:chaos' : p.kind);
+  /** A payment's key in `acked` and in the database's view: its provider and its id there. */
+  const paymentKey = (p: (typeof plan)[number]) => `${providerOf(p)}|${p.externalId}`;
 
   // At most this many requests in flight, as a provider's delivery pool would be: retries of a
   // slow API must not pile up sockets in the harness.
@@ -684,7 +686,7 @@ try {
     });
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
     await deliver(
-      () => void acked.add(`${providerOf(p)}|${p.externalId}`),
+      () => void acked.add(paymentKey(p)),
       () => ({
         url: `${apiUrl}/v1/payments`,
         init: {
@@ -1025,7 +1027,7 @@ try {
   // as payments — they must have no rows).
   for (const p of plan)
     if (p.kind !== 'rest' && !p.capture?.never && p.events.length > 0 && p.events.every((e) => delivered.has(e)))
-      acked.add(`${providerOf(p)}|${p.externalId}`);
+      acked.add(paymentKey(p));
   const refundsPlanned = plan.flatMap((p) => (p.refund && !p.refund.fails ? [p.refund] : []));
   const ackedRefunds = new Set(
     refundsPlanned.filter((r) => r.events.length > 0 && r.events.every((e) => delivered.has(e))).map((r) => r.id),
@@ -1199,7 +1201,7 @@ try {
   // What each payment must be recorded for: what was received (an authorization: what was captured).
   const wrongAmount = plan.filter((p) => {
     if (p.capture?.never) return false;
-    const row = inDb.get(`${providerOf(p)}|${p.externalId}`);
+    const row = inDb.get(paymentKey(p));
     const expected = ((p.capture && !p.capture.never ? p.capture.centavos : p.centavos) / 100).toFixed(2);
     return row !== undefined && row.amount !== expected;
   }).length;
@@ -1280,7 +1282,7 @@ try {
     (r) => ackedRefunds.has(r.external_id) && r.egresos === 1 && r.stamped === 1 && r.related === 1,
   ).length;
   const unacked = plan
-    .filter((p) => !p.capture?.never && !acked.has(`${providerOf(p)}|${p.externalId}`))
+    .filter((p) => !p.capture?.never && !acked.has(paymentKey(p)))
     .map((p) => `${providerOf(p)} ${p.externalId}`);
   const figures = [
     {
