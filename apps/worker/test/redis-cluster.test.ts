@@ -78,30 +78,39 @@ describe('on a Redis Cluster', () => {
     }
   });
 
+  // Two workers one after the other, not one paused and resumed: on a Redis Cluster BullMQ's
+  // Worker.pause() waits for its blocking connection to end and, now and then, waits for ever
+  // (a probe: it hung in each of four runs, by the seventh pause/resume cycle, on this cluster; in none
+  // of 400 cycles on one Redis; bullmq issue #4065). Timbra's worker never pauses; it closes, and 30
+  // closes on the cluster did not hang.
   it('stamps through the relay and the worker, and after every master is flushed the sweeper re-publishes: each stamped once', async () => {
-    const w = clusterWorker('{cluster}');
+    const before = clusterWorker('{cluster}');
+    const first: Pending[] = [];
     try {
-      const first: Pending[] = [];
       for (let i = 0; i < 10; i++) first.push(await pendingInvoice(prisma, `cluster-${i}`));
-      expect(await w.relay.drainAll()).toBe(10);
-      void w.worker.run();
+      expect(await before.relay.drainAll()).toBe(10);
+      void before.worker.run();
       await eventually(async () => (await stampedCount(first.map((r) => r.invoiceId))) === 10, 30_000);
+    } finally {
+      await before.close();
+    }
 
-      await w.worker.pause();
+    const after = clusterWorker('{cluster}');
+    try {
       const lost: Pending[] = [];
       for (let i = 0; i < 10; i++) lost.push(await pendingInvoice(prisma, `cluster-lost-${i}`));
-      expect(await w.relay.drainAll()).toBe(10);
+      expect(await after.relay.drainAll()).toBe(10);
       // Redis loses everything (each master restarted empty, say): FLUSHALL reaches one node only.
       await Promise.all((redis as Cluster).nodes('master').map((node) => node.flushall()));
-      expect(await w.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
-      expect(await w.sweeper.sweepOnce()).toBe(10);
-      expect(await w.relay.drainAll()).toBe(10);
-      void w.worker.resume();
+      expect(await after.queue.getJobCounts('waiting')).toEqual({ waiting: 0 });
+      expect(await after.sweeper.sweepOnce()).toBe(10);
+      expect(await after.relay.drainAll()).toBe(10);
+      void after.worker.run();
       await eventually(async () => (await stampedCount(lost.map((r) => r.invoiceId))) === 10, 30_000);
-      expect(await w.sweeper.sweepOnce()).toBe(0);
+      expect(await after.sweeper.sweepOnce()).toBe(0);
       for (const r of [...first, ...lost]) expect(await stampsOf(r.stampKey)).toBe(1);
     } finally {
-      await w.close();
+      await after.close();
     }
   });
 
