@@ -98,7 +98,12 @@ const processes = [
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const agent = new http.Agent({ keepAlive: true });
-/** One signed payment_intent.succeeded; resolves with the instant its 2xx arrived. */
+/**
+ * One signed payment_intent.succeeded; resolves with the instant its 2xx arrived. A request on a kept
+ * socket the API had just closed as idle (its keep-alive timeout, 5 s, is shorter than the idle
+ * phase) is reset before it is read: sent again on a new socket, as Node's docs advise — the event's
+ * id makes the webhook idempotent, as when Stripe retries.
+ */
 function sendPayment(id: string): Promise<number> {
   const body = JSON.stringify({
     id: `evt_${id}`,
@@ -109,28 +114,33 @@ function sendPayment(id: string): Promise<number> {
       object: { id, object: 'payment_intent', amount: 116000, amount_received: 116000, currency: 'mxn', metadata: {} },
     },
   });
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      `${apiUrl}/webhooks/stripe`,
-      {
-        method: 'POST',
-        agent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'stripe-signature': stripeSignatureHeader(body, stripeSecret),
+  const attempt = (retried: boolean): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const request = http.request(
+        `${apiUrl}/webhooks/stripe`,
+        {
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            'stripe-signature': stripeSignatureHeader(body, stripeSecret),
+          },
         },
-      },
-      (response) => {
-        response.resume();
-        response.on('end', () =>
-          response.statusCode === 200 ? resolve(Date.now()) : reject(new Error(`HTTP ${response.statusCode}`)),
-        );
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+        (response) => {
+          response.resume();
+          response.on('end', () =>
+            response.statusCode === 200 ? resolve(Date.now()) : reject(new Error(`HTTP ${response.statusCode}`)),
+          );
+        },
+      );
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        if (!retried && request.reusedSocket && error.code === 'ECONNRESET') resolve(attempt(true));
+        else reject(error);
+      });
+      request.end(body);
+    });
+  return attempt(false);
 }
 
 const prisma = createPrisma(database.url, { poolSize: 2 });
@@ -326,7 +336,9 @@ try {
     const due = fixedStart + (i * 1000) / rate;
     if (due > Date.now()) await sleep(due - Date.now());
     const id = `pi_fixed_${i}`;
-    inFlight.push(sendPayment(id).then((at) => void fixed.set(id, at)));
+    const sent = sendPayment(id).then((at) => void fixed.set(id, at));
+    sent.catch(() => undefined); // handled now, not an unhandled rejection mid-loop: Promise.all reports it
+    inFlight.push(sent);
   }
   await Promise.all(inFlight);
   const fixedResult = await measure(fixed, fixedStart, fixedCommands);
