@@ -240,6 +240,13 @@ export function createPrisma(databaseUrl: string, options: { poolSize?: number }
   pool.on('error', () => undefined);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl)));
+  // The adapter ends the pool only once Prisma itself has connected: a client used only through the
+  // lean runner would keep its connections (and its process) alive after $disconnect.
+  const disconnect = prisma.$disconnect.bind(prisma);
+  prisma.$disconnect = async () => {
+    await disconnect();
+    if (!pool.ending) await pool.end();
+  };
   return prisma;
 }
 export {

@@ -121,14 +121,30 @@ describe('the lean runner', () => {
     await pool.end();
   });
 
+  it('$disconnect ends the connections of a client used only through the lean runner', async () => {
+    const client = createPrisma(db.url, { poolSize: 2 });
+    const lean = leanDb(client);
+    const pids = z.object({ pid: col.int });
+    const [plain] = await queryRows(lean, pids, Prisma.sql`SELECT pg_backend_pid() AS pid`);
+    const [planned] = await queryRows(lean, pids, plannedOnce(Prisma.sql`SELECT pg_backend_pid() AS pid`));
+    await client.$disconnect();
+    const open = async () =>
+      Number(
+        (
+          await prisma.$queryRaw<{ n: bigint }[]>`
+            SELECT count(*) AS n FROM pg_stat_activity WHERE pid IN (${plain!.pid}, ${planned!.pid})`
+        )[0]!.n,
+      );
+    for (let i = 0; i < 40 && (await open()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await open()).toBe(0);
+  });
+
   it('runs a statement marked plannedOnce on sessions that plan it once; any other, and any in a transaction, as usual', async () => {
     const client = createPrisma(db.url, { poolSize: 2 });
     const mode = Prisma.sql`SELECT current_setting('plan_cache_mode') AS mode, pg_backend_pid() AS pid`;
     const modeRow = z.object({ mode: z.string(), pid: col.int });
     let marked: z.infer<typeof modeRow> | undefined;
     try {
-      // (Prisma ends its pool on $disconnect only once it has connected: a query of its own first.)
-      await client.$queryRaw`SELECT 1`;
       const lean = leanDb(client);
       [marked] = await queryRows(lean, modeRow, plannedOnce(Prisma.sql`${mode}`));
       const [unmarked] = await queryRows(lean, modeRow, Prisma.sql`${mode}`);
