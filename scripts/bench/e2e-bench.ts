@@ -416,7 +416,11 @@ try {
   await prisma.$disconnect();
   redis.disconnect();
   agent.destroy();
-  await Promise.all(processes.map((p) => p.stop('SIGTERM')));
+  // The apps first, then Redis: a worker closing against a Redis already gone waits for it until it
+  // is killed, and a process killed writes no CPU profile (TIMBRA_CPU_PROF_DIR).
+  const [redisProcess, ...apps] = processes;
+  await Promise.all(apps.map((p) => p.stop('SIGTERM')));
+  await redisProcess?.stop('SIGTERM');
   await database.drop().catch(() => undefined);
 }
 process.exit(exitCode);
