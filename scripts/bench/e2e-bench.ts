@@ -8,10 +8,11 @@
  *
  * and it measures webhook → stamped latency p50/p95/p99 (from the 2xx to the invoice's stamped_at),
  * sustained stamped throughput, and relay latency (from the API's 2xx, just after its commit, to
- * the job becoming active in a worker; the relay wakes on NOTIFY). Beside them, measured in the same
- * run: pgbench on the payment transaction's shape, the raw RSA verify+sign rate, and the bound the
- * PAC latency sets (worker concurrency / latency). Targets on a 2-core machine: relay p99 < 50 ms;
- * sustained ≥ 40% of the lowest of those ceilings.
+ * the job becoming active in a worker; the relay wakes on NOTIFY); per stamped payment, the CPU of
+ * each process and the messages it took (Redis commands, Postgres commits). Beside them, measured in
+ * the same run: pgbench on the payment transaction's shape, the raw RSA verify+sign rate, and the
+ * bound the PAC latency sets (worker concurrency / latency). Targets on a 2-core machine: relay p99
+ * < 50 ms; sustained ≥ 40% of the lowest of those ceilings.
  */
 import http from 'node:http';
 import { cpus } from 'node:os';
@@ -230,8 +231,21 @@ async function wakeUpCosts(rounds = 300): Promise<{ timer: number; roundTrip: nu
   }
 }
 
+/**
+ * Transactions committed so far in the benchmark's database (pg_stat_database): each statement the
+ * lean runner sends outside a transaction is one, so per payment it counts the messages that wake a
+ * backend. Approximate: a backend reports its counts about once a second.
+ */
+async function postgresCommits(): Promise<number> {
+  const [row] = await prisma.$queryRaw<{ n: bigint }[]>`
+    SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`;
+  return Number(row!.n);
+}
+
 interface PhaseResult {
   sent: number;
+  /** Postgres commits per stamped payment (the benchmark's own polling included: ~4 a second). */
+  postgresCommits: number;
   /** Redis commands per stamped payment (counted before the benchmark's own reads of the jobs). */
   redisCommands: string;
   stamped: number;
@@ -249,6 +263,7 @@ async function measure(
   acked: Map<string, number>,
   firstSend: number,
   commandsBefore: Map<string, number>,
+  commitsBefore: number,
 ): Promise<PhaseResult> {
   const ids = [...acked.keys()];
   let rows: { external_id: string; stamp_key: string; stamped_at: Date | null }[];
@@ -263,6 +278,7 @@ async function measure(
   }
   const stampedRows = rows.filter((r) => r.stamped_at);
   const commands = commandsLine(commandsBefore, await redisCommands(), stampedRows.length);
+  const commits = ((await postgresCommits()) - commitsBefore) / stampedRows.length;
   const latencies = stampedRows.map((r) => r.stamped_at!.getTime() - acked.get(r.external_id)!).sort((a, b) => a - b);
   const lastStamp = Math.max(...stampedRows.map((r) => r.stamped_at!.getTime()));
   const queue = new Queue(STAMP_QUEUE, { connection: redis, prefix: '{timbra}' });
@@ -283,6 +299,7 @@ async function measure(
   return {
     sent: ids.length,
     redisCommands: commands,
+    postgresCommits: commits,
     stamped: stampedRows.length,
     sustained: stampedRows.length / ((lastStamp - firstSend) / 1000),
     latency: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) },
@@ -330,6 +347,7 @@ try {
   const fixed = new Map<string, number>();
   const fixedCpu = cpuSnapshot();
   const fixedCommands = await redisCommands();
+  const fixedCommits = await postgresCommits();
   const fixedStart = Date.now();
   const inFlight: Promise<void>[] = [];
   for (let i = 0; i < rate * seconds; i++) {
@@ -341,7 +359,7 @@ try {
     inFlight.push(sent);
   }
   await Promise.all(inFlight);
-  const fixedResult = await measure(fixed, fixedStart, fixedCommands);
+  const fixedResult = await measure(fixed, fixedStart, fixedCommands, fixedCommits);
   const { line: fixedCpuLine, own: fixedOwn, allMs } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
   // How busy the machine was (every process measured, the load generator too): near its capacity the
   // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
@@ -351,6 +369,7 @@ try {
   const burst = new Map<string, number>();
   const burstCpu = cpuSnapshot();
   const burstCommands = await redisCommands();
+  const burstCommits = await postgresCommits();
   const burstStart = Date.now();
   let next = 0;
   await Promise.all(
@@ -361,7 +380,7 @@ try {
       }
     }),
   );
-  const burstResult = await measure(burst, burstStart, burstCommands);
+  const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
   const { line: burstCpuLine, own: burstOwn } = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
 
   // References, measured now, on the same machine, with the system idle.
@@ -392,13 +411,13 @@ try {
       `      and job added → active (a worker takes it)   p50 ${fixedResult.pickup.p50.toFixed(0)} ms   p99 ${fixedResult.pickup.p99.toFixed(0)} ms`,
       `    CPU ms per stamped payment: ${fixedCpuLine}`,
       `    the machine busy ${(fixedBusy * 100).toFixed(0)}% of its ${cpus().length} cores${fixedBusy > 0.8 ? ` — ${rate}/s is near what this machine can take: its latencies, the relay's too, are queueing for a core` : ''}`,
-      `    Redis commands per stamped payment: ${fixedResult.redisCommands}`,
+      `    Redis commands per stamped payment: ${fixedResult.redisCommands}; Postgres commits ${fixedResult.postgresCommits.toFixed(1)}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${fixedOwn.toFixed(2)} ms   (target at a steady 100/s ≤ 6 ms; 18 ms when issue #21 was written)  ${rate === 100 ? (fixedOwn <= 6 ? 'OK' : 'MISSED') : `(this run: ${rate}/s)`}`,
       `  as fast as ${senders} senders go: ${burstResult.stamped}/${burstResult.sent} stamped, sustained ${burstResult.sustained.toFixed(0)} stamped/s`,
       `    webhook → stamped   p50 ${f(burstResult.latency.p50)} ms   p95 ${f(burstResult.latency.p95)} ms   p99 ${f(burstResult.latency.p99)} ms`,
       `    relay (2xx → job active)   p50 ${burstResult.relay.p50.toFixed(0)} ms   p99 ${burstResult.relay.p99.toFixed(0)} ms (2xx → added p99 ${burstResult.added.p99.toFixed(0)} ms: jobs wait for a free worker slot)`,
       `    CPU ms per stamped payment: ${burstCpuLine}`,
-      `    Redis commands per stamped payment: ${burstResult.redisCommands}`,
+      `    Redis commands per stamped payment: ${burstResult.redisCommands}; Postgres commits ${burstResult.postgresCommits.toFixed(1)}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${burstOwn.toFixed(2)} ms   (target saturated ≤ 2.5 ms; 5.4 ms when issue #21 was written)  ${burstOwn <= 2.5 ? 'OK' : 'MISSED'}`,
       '',
       ...Object.entries(ceilings).map(([name, v]) => `  ceiling: ${name.padEnd(34)} ${f(v)}/s   ← reference`),
