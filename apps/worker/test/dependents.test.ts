@@ -12,6 +12,7 @@ import { createPrisma, lockInvoiceShared, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
+import { stampWrites } from '../src/stamp-writes.ts';
 import {
   eventually,
   pendingInvoice,
@@ -199,5 +200,20 @@ describe('dependent documents', () => {
       await w.close();
       await sandbox.admin('faults', { instance: 'primary', reset: true });
     }
+  });
+
+  // Last: it leaves pending invoices, which the tests above would relay.
+  it("the stamper's fresh looks, batched, answer each for its own invoice", async () => {
+    const [a, b, c] = [
+      await pendingInvoice(prisma, 'look-a'),
+      await pendingInvoice(prisma, 'look-b'),
+      await pendingInvoice(prisma, 'look-c'),
+    ];
+    await waitingEgreso(a.invoiceId, `re_${randomBytes(4).toString('hex')}`);
+    await waitingEgreso(c.invoiceId, `re_${randomBytes(4).toString('hex')}`);
+    const writes = stampWrites(prisma, { maxBatch: 64, maxInFlight: 1 });
+    // Submitted in one tick: the first goes alone, the other four share the next statement.
+    const looks = [a, b, c, b, a].map((r) => writes.dependentsWaiting(r.invoiceId));
+    expect(await Promise.all(looks)).toEqual([true, false, true, false, true]);
   });
 });

@@ -65,6 +65,7 @@ export {
   lockInvoice,
   lockInvoiceShared,
   dependentsWaitingFor,
+  dependentsWaitingForEach,
   invoiceStateOf,
   invoicesNeedingData,
   ingresoOf,

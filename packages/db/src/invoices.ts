@@ -145,12 +145,25 @@ export async function lockInvoiceShared(tx: RawDb, invoiceId: string): Promise<I
 
 /** Whether documents (Egresos, Pagos) wait for `invoiceId` to be stamped. */
 export async function dependentsWaitingFor(db: RawDb, invoiceId: string): Promise<boolean> {
-  const [row] = await queryRows(
+  return (await dependentsWaitingForEach(db, [invoiceId]))[0]!;
+}
+
+const waitingRow = z.object({ id: col.uuid, waiting: col.bool });
+
+/**
+ * `dependentsWaitingFor` for several invoices in one statement (the stamper's concurrent jobs, as
+ * its other statements); in the order asked.
+ */
+export async function dependentsWaitingForEach(db: RawDb, invoiceIds: readonly string[]): Promise<boolean[]> {
+  const rows = await queryRows(
     db,
-    z.object({ waiting: col.bool }),
-    Prisma.sql`SELECT EXISTS (SELECT 1 FROM invoices WHERE related_invoice_id = ${invoiceId}::uuid AND status = 'waiting') AS waiting`,
+    waitingRow,
+    Prisma.sql`
+      SELECT i.id, EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = i.id AND w.status = 'waiting') AS waiting
+      FROM unnest(${invoiceIds}::uuid[]) AS i(id)`,
   );
-  return row!.waiting;
+  const waiting = new Map(rows.map((r) => [r.id, r.waiting]));
+  return invoiceIds.map((id) => waiting.get(id.toLowerCase()) ?? false);
 }
 
 /** Locks an invoice's row until commit (FOR UPDATE) and returns its state, or undefined. */
