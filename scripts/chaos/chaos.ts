@@ -529,6 +529,7 @@ try {
    */
   async function deliver(onAck: () => void, build: () => { url: string; init: RequestInit }, timeoutMs?: number) {
     const firstTry = Date.now();
+    let last: string;
     for (let attempt = 0; ; attempt++) {
       counters.deliveries++;
       if (attempt > 0) counters.deliveryRetries++;
@@ -539,18 +540,24 @@ try {
           ...init,
           signal: AbortSignal.timeout(attempt === 0 && timeoutMs ? timeoutMs : 10_000),
         });
-        await response.text();
+        const text = await response.text();
         if (response.ok) {
           onAck();
           return;
         }
+        last = `HTTP ${response.status} ${text.slice(0, 160)}`;
       } catch (error) {
         if ((error as Error).name === 'TimeoutError') counters.restTimeouts++;
+        last = `${(error as Error).name}: ${(error as Error).message}`;
       } finally {
         release();
       }
       const now = Date.now();
-      if (now - started > (durationS + 120) * 1000 && now - firstTry > 120_000) return;
+      if (now - started > (durationS + 120) * 1000 && now - firstTry > 120_000) {
+        // What the API last said tells a refusal of the product from the harness's own patience.
+        log(`gave up on ${init.method ?? 'GET'} ${url} after ${attempt + 1} tries; last: ${last}`);
+        return;
+      }
       await sleep(200 + attempt * 200);
     }
   }
