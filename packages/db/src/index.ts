@@ -64,7 +64,6 @@ export {
   insertInvoices,
   lockInvoice,
   lockInvoiceShared,
-  dependentsWaitingFor,
   dependentsWaitingForEach,
   invoiceStateOf,
   invoicesNeedingData,

@@ -143,16 +143,11 @@ export async function lockInvoiceShared(tx: RawDb, invoiceId: string): Promise<I
   return row;
 }
 
-/** Whether documents (Egresos, Pagos) wait for `invoiceId` to be stamped. */
-export async function dependentsWaitingFor(db: RawDb, invoiceId: string): Promise<boolean> {
-  return (await dependentsWaitingForEach(db, [invoiceId]))[0]!;
-}
-
 const waitingRow = z.object({ id: col.uuid, waiting: col.bool });
 
 /**
- * `dependentsWaitingFor` for several invoices in one statement (the stamper's concurrent jobs, as
- * its other statements); in the order asked.
+ * Whether documents (Egresos, Pagos) wait for each invoice to be stamped, in one statement (the
+ * stamper's concurrent jobs, as its other statements); in the order asked.
  */
 export async function dependentsWaitingForEach(db: RawDb, invoiceIds: readonly string[]): Promise<boolean[]> {
   const rows = await queryRows(

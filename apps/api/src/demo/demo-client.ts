@@ -377,7 +377,14 @@ export async function waitForDeliveries(
   for (;;) {
     const all: DeliveryView[] = [];
     for (const id of invoiceIds) {
-      const response = await fetch(`${options.apiUrl}/v1/deliveries?invoiceId=${id}&limit=100`, { headers: auth });
+      const url = `${options.apiUrl}/v1/deliveries?invoiceId=${id}&limit=100`;
+      let response = await fetch(url, { headers: auth });
+      // A slow machine keeps this loop asking long enough to meet the API's rate limit: wait as told.
+      while (response.status === 429 && Date.now() < options.deadline) {
+        const seconds = Number(response.headers.get('retry-after')) || 1;
+        await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+        response = await fetch(url, { headers: auth });
+      }
       if (!response.ok) throw new Error(`GET /v1/deliveries: HTTP ${response.status}`);
       all.push(
         ...((await response.json()) as { data: DeliveryView[] }).data.filter((d) => channels.includes(d.channel)),
@@ -389,7 +396,7 @@ export async function waitForDeliveries(
       throw new Error(
         `deliveries not done in time: ${waiting.map((d) => `${d.channel} ${d.eventType} ${d.status}${d.lastError ? ` (${d.lastError})` : ''}`).join('; ')}`,
       );
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
 
