@@ -142,7 +142,7 @@ try {
   endpointSecret = endpoint?.secret;
   // The customer's copy and the merchant's signal: every email and webhook of these invoices delivered.
   const deliveries = await waitForDeliveries(
-    { apiUrl: api, apiKey, deadline },
+    { apiUrl: api, apiKey, deadline, ...(endpoint ? { endpointId: endpoint.id } : {}) },
     rows.map((r) => r.id),
     [...(system.mailbox ? (['email'] as const) : []), ...(endpoint ? (['webhook'] as const) : [])],
   );

@@ -57,6 +57,9 @@ interface PaymentView {
   invoices: { id: string; kind: string; serieFolio: string; total: string; uuid: string | null; status: string }[];
 }
 
+/** The description of the webhook endpoint the demo registers: how a later run knows an earlier run's. */
+export const DEMO_ENDPOINT = 'npm run demo';
+
 /** The customer's address: its copy of each CFDI is emailed there. */
 export const DEMO_EMAIL = 'xochilt.casas@cliente.example';
 
@@ -120,9 +123,35 @@ export async function runDemo(options: DemoOptions): Promise<{ rows: DemoRow[]; 
   // The merchant's systems: told of every event (signed), from the first payment on.
   let endpoint: DemoEndpoint | undefined;
   if (options.webhooks) {
+    // An earlier run on this database left its endpoint enabled, pointing at a receiver that is gone
+    // (each run listens on a port of its own): disabled, so the worker stops retrying it. An endpoint
+    // the merchant registered (any other description) is left as it is.
+    const admin = { authorization: `Bearer ${options.webhooks.adminKey}` };
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const url = `${apiUrl}/v1/webhook-endpoints?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const listed = await fetch(url, { headers: admin });
+      if (!listed.ok) throw new Error(`GET /v1/webhook-endpoints: HTTP ${listed.status}: ${await listed.text()}`);
+      const page = (await listed.json()) as {
+        data: { id: string; url: string; description: string | null; status: string }[];
+        nextCursor: string | null;
+      };
+      for (const old of page.data.filter((e) => e.description === DEMO_ENDPOINT && e.status === 'enabled')) {
+        const disabled = await fetch(`${apiUrl}/v1/webhook-endpoints/${old.id}`, {
+          method: 'PATCH',
+          body: JSON.stringify({ status: 'disabled' }),
+          headers: { 'content-type': 'application/json', ...admin },
+        });
+        if (!disabled.ok)
+          throw new Error(`PATCH /v1/webhook-endpoints/${old.id}: HTTP ${disabled.status}: ${await disabled.text()}`);
+        log(
+          `[demo] PATCH /v1/webhook-endpoints/${old.id} → disabled: an earlier demo run's, its receiver ${old.url} is gone`,
+        );
+      }
+      cursor = page.nextCursor;
+    }
     const registered = await post(
       '/v1/webhook-endpoints',
-      JSON.stringify({ url: options.webhooks.url, events: ['*'], description: 'npm run demo' }),
+      JSON.stringify({ url: options.webhooks.url, events: ['*'], description: DEMO_ENDPOINT }),
       { authorization: `Bearer ${options.webhooks.adminKey}` },
       201,
     );
@@ -358,6 +387,7 @@ interface DeliveryView {
   channel: 'email' | 'webhook';
   eventType: string;
   invoiceId: string | null;
+  endpointId: string | null;
   recipient: string | null;
   status: string;
   lastError: string | null;
@@ -366,10 +396,12 @@ interface DeliveryView {
 /**
  * Waits until every email and webhook delivery of `invoiceIds` (of the given channels) is delivered,
  * asking the API's delivery log as an operator does; throws listing what is still pending (and why).
+ * With `endpointId`, webhook deliveries to other endpoints (a merchant's own, an earlier run's) are
+ * not waited for.
  * @returns the deliveries.
  */
 export async function waitForDeliveries(
-  options: Pick<DemoOptions, 'apiUrl' | 'apiKey'> & { deadline: number },
+  options: Pick<DemoOptions, 'apiUrl' | 'apiKey'> & { deadline: number; endpointId?: string },
   invoiceIds: readonly string[],
   channels: readonly ('email' | 'webhook')[],
 ): Promise<DeliveryView[]> {
@@ -387,7 +419,11 @@ export async function waitForDeliveries(
       }
       if (!response.ok) throw new Error(`GET /v1/deliveries: HTTP ${response.status}`);
       all.push(
-        ...((await response.json()) as { data: DeliveryView[] }).data.filter((d) => channels.includes(d.channel)),
+        ...((await response.json()) as { data: DeliveryView[] }).data.filter(
+          (d) =>
+            channels.includes(d.channel) &&
+            (d.channel !== 'webhook' || !options.endpointId || d.endpointId === options.endpointId),
+        ),
       );
     }
     const waiting = all.filter((d) => d.status !== 'delivered');
