@@ -21,6 +21,33 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Every process group a Proc started and that has not exited: what `killLeftovers` kills. */
+const live = new Set<ChildProcess>();
+
+/**
+ * The last resort when a harness ends without its own `finally` (an uncaught error, an unhandled
+ * rejection, Ctrl-C or a SIGTERM): each app runs in a process group of its own (detached), out of
+ * reach of the terminal's signals, so without this it would keep running — a Redis, a Postgres, the
+ * apps — after the harness is gone. Synchronous: it runs from `process.on('exit')`.
+ */
+function killLeftovers(): void {
+  for (const child of live) {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  live.clear();
+}
+process.on('exit', killLeftovers);
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    process.stderr.write(`${signal}: stopping the processes this harness started\n`);
+    killLeftovers();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+
 export class Proc {
   private child: ChildProcess | undefined;
   /** Last lines of output, for the report when something goes wrong. */
@@ -78,6 +105,10 @@ export class Proc {
     child.stderr?.on('data', keep);
     // A failed spawn is an exited process: the supervisor tries again.
     child.on('error', (error) => this.tail.push(`spawn failed: ${error.message}`));
+    if (child.pid !== undefined) {
+      live.add(child);
+      child.once('exit', () => live.delete(child));
+    }
     this.child = child;
   }
 
