@@ -76,6 +76,8 @@ const schema = z.object({
   WORKER_HTTP_HOST: z.string().default('127.0.0.1'),
   /** Not ready when jobs wait and none was consumed for this long. */
   WORKER_STALL_MS: z.coerce.number().int().positive().default(120_000),
+  /** On SIGTERM/SIGINT: exit 1, saying what it still waited on, when the shutdown takes longer than this. */
+  WORKER_SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   ALERT_WEBHOOK_URL: z.string().url().optional(),
   /** Emails to customers (secret: it holds the password), e.g. smtp://user:pass@smtp.example.com:587. Unset: emails wait, loudly. */
   SMTP_URL: z.string().url().optional(),

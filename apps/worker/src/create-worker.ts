@@ -66,6 +66,10 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const connection = deps.redis;
   const queue = new Queue<StampJobData>(STAMP_QUEUE, { connection, prefix: deps.prefix });
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
+  // Without a listener BullMQ prints a queue's error (Redis gone) to stderr as raw multi-line text,
+  // which breaks a JSON log pipeline: logged as one line instead.
+  for (const q of [queue, dlq])
+    q.on('error', (error) => deps.logger.warn({ err: error, queue: q.name }, 'queue error'));
   const relay = new Relay({
     prisma: deps.prisma,
     queue,

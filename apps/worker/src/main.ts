@@ -275,7 +275,17 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: no new claims, finishing in-flight jobs');
-    const timer = setTimeout(() => process.exit(1), 30_000);
+    // What the shutdown waits on now: said when it does not finish, so the operator knows why it
+    // exited 1 (e.g. BullMQ's close waiting on a Redis that is unreachable). Jobs left in flight are
+    // not lost: they stall and are retried, and the PAC answers a re-sent stamp with the same UUID.
+    let waitingOn = 'the relay';
+    const timer = setTimeout(() => {
+      logger.error(
+        { waitingOn, redis: redis.status, timeoutMs: config.WORKER_SHUTDOWN_TIMEOUT_MS },
+        `shutdown did not finish in time (still waiting on ${waitingOn}): exiting 1; in-flight jobs will be retried`,
+      );
+      process.exit(1);
+    }, config.WORKER_SHUTDOWN_TIMEOUT_MS);
     timer.unref();
     (async () => {
       healthServer?.close();
@@ -283,10 +293,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       retention?.stop();
       corrections?.stop();
       await relay?.stop();
+      waitingOn = 'the deliveries';
       await deliverer?.stop();
       email?.close();
+      waitingOn = "BullMQ's close of the worker and its queues";
       await w.close();
+      waitingOn = "Postgres's disconnect";
       await prisma.$disconnect();
+      waitingOn = "Redis's quit";
       await redis.quit();
     })().then(
       () => process.exit(0),

@@ -135,6 +135,47 @@ describe('the worker process', () => {
     }
   });
 
+  it('SIGTERM with Redis gone: JSON logs only, and an exit within WORKER_SHUTDOWN_TIMEOUT_MS that says what it waited on', async () => {
+    const redisPort = await freePort();
+    const healthPort = await freePort();
+    const redis = spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore', env: realClockEnv() });
+    const worker = startWorker(
+      `{s${randomBytes(4).toString('hex')}}`,
+      {
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        WORKER_HTTP_PORT: String(healthPort),
+        WORKER_SHUTDOWN_TIMEOUT_MS: '3000',
+        LOG_LEVEL: 'info',
+      },
+      'pipe',
+    );
+    const lines = linesOf(worker);
+    const exit = exited(worker);
+    try {
+      const readyz = () =>
+        got.get(`http://127.0.0.1:${healthPort}/readyz`, { throwHttpErrors: false, retry: { limit: 0 } });
+      await eventually(async () => (await readyz().catch(() => undefined))?.statusCode === 200, 60_000);
+      redis.kill('SIGKILL');
+      await eventually(async () => (await readyz()).statusCode === 503, 20_000);
+      const asked = Date.now();
+      worker.kill('SIGTERM');
+      const { code } = await exit;
+      // Bounded by the setting (plus the process's own exit), whatever BullMQ's close does without Redis.
+      expect(Date.now() - asked).toBeLessThan(3000 + 5000);
+      // Every line it wrote, Redis gone included, is one JSON log line (BullMQ's own stderr text was not).
+      const logged = lines.map((l) => JSON.parse(l) as { msg?: string; waitingOn?: string; level?: number });
+      if (code !== 0) {
+        expect(code).toBe(1);
+        const said = logged.find((l) => l.msg?.startsWith('shutdown did not finish in time'));
+        expect(said).toMatchObject({ waitingOn: expect.any(String), level: 50 });
+        expect(said!.msg).toContain(said!.waitingOn);
+      }
+    } finally {
+      if (worker.exitCode === null) worker.kill('SIGKILL');
+      redis.kill('SIGKILL');
+    }
+  });
+
   it('a fatal error is one JSON line and a non-zero exit: a bad setting, an evicting Redis', async () => {
     const bad = startWorker('{bad}', { WORKER_CONCURRENCY: 'many' }, 'pipe');
     const badLines = linesOf(bad);
