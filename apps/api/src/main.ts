@@ -104,6 +104,9 @@ if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no long
 const metrics = createMetrics({ csd });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
 const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });
+// A queue's errors (Redis gone) as JSON log lines: without a listener BullMQ prints them raw to stderr.
+const queueError = (error: Error, queue: string) => logger.warn({ err: error, queue }, 'queue error');
+dlq.on('error', (error) => queueError(error, STAMP_DLQ));
 const board =
   config.DASHBOARD_USER && config.DASHBOARD_PASSWORD
     ? dashboard({
@@ -114,6 +117,7 @@ const board =
         user: config.DASHBOARD_USER,
         password: config.DASHBOARD_PASSWORD,
         allowDlqRetry: config.DASHBOARD_ALLOW_DLQ_RETRY,
+        onQueueError: queueError,
       })
     : undefined;
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');

@@ -29,6 +29,8 @@ export interface DashboardOptions {
   password: string;
   /** Offer Retry (a re-drive) on the dead-letters page; nothing else ever changes a queue. */
   allowDlqRetry: boolean;
+  /** The board's own stamp queue's errors (Redis gone): without a listener BullMQ prints them raw to stderr. */
+  onQueueError?: (error: Error, queue: string) => void;
 }
 
 export { redactForDashboard };
@@ -77,6 +79,7 @@ const CANCEL_OUTCOME: Record<string, string> = {
 export function dashboard(options: DashboardOptions): { router: Router; close: () => Promise<void> } {
   const queueOptions = { connection: options.redis, prefix: options.prefix };
   const stamp = new Queue(STAMP_QUEUE, queueOptions);
+  stamp.on('error', (error) => options.onQueueError?.(error, STAMP_QUEUE));
   const adapters = [
     new BullMQAdapter(stamp, {
       readOnlyMode: true,
