@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
-import { connectRedis, createPrisma, purgeExpiredIdempotencyKeys, redisTarget, STAMP_DLQ } from '@timbra/db';
+import {
+  connectRedis,
+  createPrisma,
+  isRedisConnectionError,
+  logRedisOutages,
+  purgeExpiredIdempotencyKeys,
+  redisTarget,
+  STAMP_DLQ,
+} from '@timbra/db';
 import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
@@ -63,7 +71,7 @@ const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), 
   maxRetriesPerRequest: 1,
   enableOfflineQueue: false,
 });
-redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
+logRedisOutages(redis, logger);
 const connected = await redis.connect().then(
   () => true,
   (error: unknown) => {
@@ -105,7 +113,11 @@ const metrics = createMetrics({ csd });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
 const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });
 // A queue's errors (Redis gone) as JSON log lines: without a listener BullMQ prints them raw to stderr.
-const queueError = (error: Error, queue: string) => logger.warn({ err: error, queue }, 'queue error');
+// An outage is logged once by the connection (logRedisOutages); anything else as a warning.
+const queueError = (error: Error, queue: string) =>
+  isRedisConnectionError(error)
+    ? logger.debug({ err: error.message, queue }, 'queue: redis unreachable')
+    : logger.warn({ err: error, queue }, 'queue error');
 dlq.on('error', (error) => queueError(error, STAMP_DLQ));
 const board =
   config.DASHBOARD_USER && config.DASHBOARD_PASSWORD

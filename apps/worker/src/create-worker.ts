@@ -2,6 +2,7 @@ import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import {
+  isRedisConnectionError,
   parseStampJob,
   replacementsAwaitingCancellation,
   requestReplacedCancellation,
@@ -68,8 +69,13 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
   // Without a listener BullMQ prints a queue's error (Redis gone) to stderr as raw multi-line text,
   // which breaks a JSON log pipeline: logged as one line instead.
+  // An outage is logged once by the shared connection (logRedisOutages in main.ts): here at debug.
   for (const q of [queue, dlq])
-    q.on('error', (error) => deps.logger.warn({ err: error, queue: q.name }, 'queue error'));
+    q.on('error', (error) =>
+      isRedisConnectionError(error)
+        ? deps.logger.debug({ err: error.message, queue: q.name }, 'queue: redis unreachable')
+        : deps.logger.warn({ err: error, queue: q.name }, 'queue error'),
+    );
   const relay = new Relay({
     prisma: deps.prisma,
     queue,
@@ -158,7 +164,11 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
     },
   );
-  worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+  worker.on('error', (error) =>
+    isRedisConnectionError(error)
+      ? deps.logger.debug({ err: error.message }, 'worker: redis unreachable')
+      : deps.logger.error({ err: error }, 'worker error'),
+  );
   const deadLetters = createDeadLetterConsumer(
     { prisma: deps.prisma, redis: connection, prefix: deps.prefix, logger: deps.logger },
     { autorun: options.autorun ?? true },

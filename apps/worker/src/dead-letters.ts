@@ -2,6 +2,7 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import {
   deadLetterState,
+  isRedisConnectionError,
   JOBS,
   STAMP_DLQ,
   type DeadLetterData,
@@ -37,6 +38,10 @@ export function createDeadLetterConsumer(
     },
     { connection: deps.redis, prefix: deps.prefix, concurrency: 1, autorun: options.autorun },
   );
-  consumer.on('error', (error) => deps.logger.error({ err: error }, 'dead-letter consumer error'));
+  consumer.on('error', (error) =>
+    isRedisConnectionError(error)
+      ? deps.logger.debug({ err: error.message }, 'dead-letter consumer: redis unreachable')
+      : deps.logger.error({ err: error }, 'dead-letter consumer error'),
+  );
   return consumer;
 }

@@ -11,7 +11,7 @@ import {
   type Csd,
   type PacClient,
 } from '@timbra/cfdi-core';
-import { connectRedis, createPrisma, maxmemoryPolicies, pingDatabase, redisTarget } from '@timbra/db';
+import { connectRedis, createPrisma, logRedisOutages, maxmemoryPolicies, pingDatabase, redisTarget } from '@timbra/db';
 import { loadConfig, retentionPolicy } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
@@ -113,7 +113,7 @@ if (policy !== 'noeviction') {
   );
 }
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
-redis.on('error', (error: Error) => logger.warn({ err: error.message }, 'redis connection error'));
+logRedisOutages(redis, logger);
 const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
 const clients: PacClient[] = pacs.map((p) =>
   p.kind === 'sw'

@@ -221,9 +221,12 @@ export {
 export {
   assertClusterPrefix,
   connectRedis,
+  isRedisConnectionError,
+  logRedisOutages,
   maxmemoryPolicies,
   redisConfigProblems,
   redisTarget,
+  type OutageLogger,
   type RedisConnection,
   type RedisTarget,
 } from './redis.ts';

@@ -101,3 +101,44 @@ export function redisConfigProblems(url: string, cluster: boolean, prefix: strin
   }
   return [];
 }
+
+/** What `logRedisOutages` logs with: pino's shape. */
+export interface OutageLogger {
+  warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  debug(fields: object, message: string): void;
+}
+
+/** An error that only says Redis cannot be reached (refused, reset, timed out, closed): an outage, not a bug. */
+export function isRedisConnectionError(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | undefined;
+  const text = `${typeof e?.code === 'string' ? e.code : ''} ${typeof e?.message === 'string' ? e.message : ''}`;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|connect ETIMEDOUT|Failed to refresh slots cache|None of startup nodes is available/i.test(
+    text,
+  );
+}
+
+/**
+ * Logs a Redis outage once, not once per reconnection attempt: the first connection error is a
+ * warning (`redis unreachable`), the ones after it debug lines, and the connection's return one info
+ * line with how long it lasted and how many errors it saw. BullMQ's queues and workers report the
+ * same outage on their own connections: their listeners log connection errors at debug
+ * (`isRedisConnectionError`) and everything else as before.
+ */
+export function logRedisOutages(connection: RedisConnection, logger: OutageLogger): void {
+  let since: number | undefined;
+  let errors = 0;
+  connection.on('error', (error: Error) => {
+    errors++;
+    if (since === undefined) {
+      since = Date.now();
+      logger.warn({ err: error.message }, 'redis unreachable: retrying (jobs wait; Postgres keeps the record)');
+    } else logger.debug({ err: error.message, errors }, 'redis still unreachable');
+  });
+  connection.on('ready', () => {
+    if (since === undefined) return;
+    logger.info({ downMs: Date.now() - since, errors }, 'redis reachable again');
+    since = undefined;
+    errors = 0;
+  });
+}
