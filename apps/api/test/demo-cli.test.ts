@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { tsEntryArgs } from '@timbra/test-support';
+import { DEMO_ENDPOINT, runDemo } from '../src/demo/demo-client.ts';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 const run = promisify(execFile);
@@ -10,7 +11,7 @@ const cli = fileURLToPath(new URL('../src/demo/demo-cli.ts', import.meta.url));
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ providers: true });
+  api = await startApi({ providers: true, webhookAllowHttp: true });
 });
 afterAll(() => api.close());
 
@@ -63,6 +64,42 @@ describe('demo client (compose demo profile)', () => {
     // The refund's Egreso and the installment's Pago wait for their Ingresos, which nothing stamps here.
     const dependents = payments.flatMap((p) => p.invoices.filter((i) => i.kind !== 'I'));
     expect(dependents.map((i) => `${i.kind} ${i.status}`).sort()).toEqual(['E waiting', 'P waiting']);
+  }, 30_000);
+
+  it("a second run on the same database disables the earlier run's endpoint, and only that", async () => {
+    const register = async (url: string, description: string) => {
+      const response = await fetch(`${api.url}/v1/webhook-endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEYS.admin}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url, events: ['*'], description }),
+      });
+      expect(response.status).toBe(201);
+      return String(((await response.json()) as { id: string }).id);
+    };
+    // An earlier run's (its receiver gone) and the merchant's own.
+    const earlier = await register('http://127.0.0.1:9/timbra-webhooks', DEMO_ENDPOINT);
+    const merchant = await register('https://erp.example.com/timbra', 'ERP');
+    const lines: string[] = [];
+    // Nothing stamps here (no worker): the run ends at its deadline, after the endpoints were settled.
+    await expect(
+      runDemo({
+        apiUrl: api.url,
+        apiKey: KEYS.pos,
+        providersUrl: api.providers.url,
+        timeoutMs: 3000,
+        log: (line) => lines.push(line),
+        webhooks: { url: 'http://127.0.0.1:9/this-run', adminKey: KEYS.admin },
+      }),
+    ).rejects.toThrow(/not every invoice was stamped in time/);
+    const endpoints = await api.prisma.webhookEndpoint.findMany({ orderBy: { createdAt: 'asc' } });
+    expect(
+      endpoints.map((e) => [e.id === earlier ? 'earlier' : e.id === merchant ? 'merchant' : e.url, e.status]),
+    ).toEqual([
+      ['earlier', 'disabled'],
+      ['merchant', 'enabled'],
+      ['http://127.0.0.1:9/this-run', 'enabled'],
+    ]);
+    expect(lines.filter((l) => l.includes(`PATCH /v1/webhook-endpoints/${earlier} → disabled`))).toHaveLength(1);
   }, 30_000);
 
   it('refuses to start without the API key (exit 64)', async () => {

@@ -74,6 +74,8 @@ export async function startApi(
     periodicidad?: string;
     /** The self-invoicing page's limits per address (default: high, tests share 127.0.0.1). */
     selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
+    /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP, as `npm run demo` runs the API). */
+    webhookAllowHttp?: boolean;
   } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
@@ -136,6 +138,7 @@ export async function startApi(
     trustProxy: false,
     selfInvoice: options.selfInvoice ?? { requestsPerMinute: 100_000, failuresPerMinute: 100_000 },
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
+    ...(options.webhookAllowHttp ? { webhookAllowHttp: true } : {}),
     // Hand-built events (no provider sandbox) have no Checkout Session to look up.
     stripe: {
       secret: STRIPE_SECRET,
