@@ -19,7 +19,14 @@ import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { cpuMs, rawVerifySignRate, stripeSignatureHeader, testCaFile, testCsdPaths } from '@timbra/test-support';
+import {
+  cpuMs,
+  percentile,
+  rawVerifySignRate,
+  stripeSignatureHeader,
+  testCaFile,
+  testCsdPaths,
+} from '@timbra/test-support';
 import { createPrisma, leanDb, Prisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';
@@ -39,8 +46,6 @@ const senders = Number(values.concurrency);
 const workerConcurrency = 32;
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 const stripeSecret = 'whsec_bench_e2e_local_only';
 const adminToken = 'bench-e2e-admin-token';

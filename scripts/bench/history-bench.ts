@@ -28,6 +28,7 @@ import {
   type PrismaClient,
 } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
+import { percentile } from '@timbra/test-support';
 
 const { values } = parseArgs({
   options: {
@@ -65,8 +66,6 @@ function benchJson<T>(script: string, args: string[], databaseUrl: string): Prom
     );
   });
 }
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 
 /**
  * The statements the worker runs all day, timed on this database (each the function the worker calls,
@@ -118,7 +117,7 @@ async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: strin
     });
   const p50 = (name: string) => {
     const sorted = times[name]!.sort((a, b) => a - b);
-    return sorted.length > 0 ? percentile(sorted, 0.5) : Number.NaN;
+    return sorted.length > 0 ? percentile(sorted, 50) : Number.NaN;
   };
   return { claim: p50('claim'), sweeper: p50('sweeper'), gauges: p50('gauges'), byUuid: p50('byUuid') };
 }

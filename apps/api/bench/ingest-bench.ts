@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import got from 'got';
 import pg from 'pg';
-import { cpuMs, freePort, tsEntryArgs } from '@timbra/test-support';
+import { cpuMs, freePort, percentile, tsEntryArgs } from '@timbra/test-support';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 
@@ -70,10 +70,6 @@ function post(port: number, path: string, body: string, headers: Record<string, 
     request.on('error', reject);
     request.end(body);
   });
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 // --- The API under load -------------------------------------------------------------------------

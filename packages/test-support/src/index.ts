@@ -23,6 +23,7 @@ export {
   privateRedisArgs,
   cpuMs,
   documentedVariables,
+  percentile,
   realClockEnv,
   runEntryPoint,
   tsEntryArgs,

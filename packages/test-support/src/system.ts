@@ -112,3 +112,11 @@ export function realClockEnv(): NodeJS.ProcessEnv {
   for (const name of ['LD_PRELOAD', 'FAKETIME', 'FAKETIME_DONT_RESET', 'DONT_FAKE_MONOTONIC']) delete env[name];
   return env;
 }
+
+/**
+ * The p-th percentile (0–100) of `sorted` (ascending), nearest rank: the benchmarks' one definition.
+ * NaN when there is nothing to rank.
+ */
+export function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
