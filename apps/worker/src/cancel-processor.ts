@@ -20,6 +20,8 @@ export interface CancelProcessorDeps {
   logger: Logger;
   /** How often the SAT is asked while a cancellation is in process: base, doubling, capped (ms). */
   poll: { baseMs: number; maxMs: number };
+  /** Told of each cancellation that reached its end (metrics). */
+  onOutcome?: (outcome: 'cancelled' | 'rejected' | 'failed') => void;
 }
 
 /**
@@ -69,6 +71,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
           const reason = pacError ? `${pacError.pacCode}: ${pacError.message}` : String(error);
           await finishCancellation(deps.prisma, row, 'failed', reason);
           log.warn({ reason }, 'cancellation failed; the invoice stays stamped');
+          deps.onOutcome?.('failed');
           return { status: 'failed' };
         }
         throw error;
@@ -81,6 +84,8 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
             'failed',
             failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'),
           );
+          log.warn({ code }, 'cancellation failed: the SAT never found the UUID; the invoice stays stamped');
+          deps.onOutcome?.('failed');
           return { status: 'failed', code };
         }
         throw new Error('205: the SAT does not know this UUID yet; asking again later');
@@ -92,6 +97,8 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
           'failed',
           failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`),
         );
+        log.warn({ code }, 'cancellation refused by the PAC; the invoice stays stamped');
+        deps.onOutcome?.('failed');
         return { status: 'failed', code };
       }
       await prisma.cancelRequest.update({
@@ -105,6 +112,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
     if (status.estado === 'Cancelado') {
       await finishCancellation(deps.prisma, row, 'cancelled', null, status.estatusCancelacion);
       log.info({ estatus: status.estatusCancelacion }, 'invoice cancelled');
+      deps.onOutcome?.('cancelled');
       return { status: 'cancelled' };
     }
     if (status.estatusCancelacion === 'Solicitud rechazada') {
@@ -116,6 +124,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
         status.estatusCancelacion,
       );
       log.warn('cancellation rejected by the receptor; the invoice stays stamped');
+      deps.onOutcome?.('rejected');
       return { status: 'rejected' };
     }
     // Not final yet (En proceso, or the SAT has not caught up): look again later.

@@ -49,6 +49,8 @@ export interface WorkerDeps {
   csd?: Csd;
   /** Receives every job's PAC calls (metrics). */
   onAttempts?: (attempts: readonly AttemptRecord[]) => void;
+  /** Told of each cancellation that reached its end (metrics). */
+  onCancellation?: (outcome: 'cancelled' | 'rejected' | 'failed') => void;
   /** The CSD's files and password: cancellation requests are signed with them (absent: cancel jobs fail). */
   csdCredentials?: CsdCredentials;
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
@@ -132,6 +134,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
         csd: deps.csdCredentials,
         logger: deps.logger,
         poll: deps.cancelPoll ?? { baseMs: 5_000, maxMs: 3_600_000 },
+        ...(deps.onCancellation ? { onOutcome: deps.onCancellation } : {}),
       })
     : undefined;
   const worker = new Worker<StampJobData>(

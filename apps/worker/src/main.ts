@@ -169,6 +169,7 @@ const w = createWorker(
     prefix: config.QUEUE_PREFIX,
     chain,
     onAttempts: (attempts) => workerMetrics.record(attempts),
+    onCancellation: (outcome) => workerMetrics.recordCancellation(outcome),
     retry: {
       attempts: config.STAMP_ATTEMPTS,
       baseDelayMs: config.STAMP_BACKOFF_BASE_MS,

@@ -211,8 +211,18 @@ export function createWorkerMetrics(deps: {
     help: 'When the last retention pass of this worker succeeded (Unix seconds; 0: none yet)',
     registers: [registry],
   });
+  const cancellations = new Counter({
+    name: 'timbra_cancellations_total',
+    help: 'Cancellations carried to their end, by outcome: cancelled, rejected (by the receptor), failed (the PAC refused, or the SAT never found the UUID)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   return {
     registry,
+    /** Records a cancellation that reached its end. */
+    recordCancellation(outcome: 'cancelled' | 'rejected' | 'failed'): void {
+      cancellations.inc({ outcome });
+    },
     /** Records a retention pass that succeeded. */
     recordPrune(deleted: Record<string, number>): void {
       for (const [table, n] of Object.entries(deleted)) pruned.inc({ table }, n);

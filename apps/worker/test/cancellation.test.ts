@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { withConcepto } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { createWorkerMetrics } from '../src/metrics.ts';
 import {
   eventually,
   pendingInvoice,
@@ -33,10 +34,28 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** The worker's metrics, as main.ts wires them: each test reads the cancellations it ended. */
+let metrics: ReturnType<typeof createWorkerMetrics>;
 function worker() {
-  const w = testWorker({ prisma, redis, sandbox }, { retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 200 } });
+  metrics = createWorkerMetrics({
+    prisma,
+    chain: { breakers: new Map() } as unknown as Parameters<typeof createWorkerMetrics>[0]['chain'],
+  });
+  const w = testWorker(
+    { prisma, redis, sandbox },
+    {
+      retry: { attempts: 8, baseDelayMs: 50, maxDelayMs: 200 },
+      onCancellation: (outcome) => metrics.recordCancellation(outcome),
+    },
+  );
   closers.push(w.close);
   return w;
+}
+
+/** `timbra_cancellations_total` by outcome, as scraped. */
+async function cancellationsCounted(): Promise<Record<string, number>> {
+  const metric = await metrics.registry.getSingleMetric('timbra_cancellations_total')!.get();
+  return Object.fromEntries(metric.values.map((v) => [String(v.labels.outcome), v.value]));
 }
 
 /** A stamped invoice (through the worker and the sandbox). Total 1160.00 unless `total9000`. */
@@ -92,6 +111,9 @@ describe('cancellation against the sandbox', () => {
     expect(request.acuse).toContain(uuid!);
     expect(outbox).toBe('done');
     expect((await ledgerEntry(uuid!))?.cancellation).toMatchObject({ motivo: '02' });
+    // Counted when it ended (the status is written first, the count follows it).
+    await eventually(async () => (await cancellationsCounted()).cancelled === 1);
+    expect(await cancellationsCounted()).toEqual({ cancelled: 1 });
   });
 
   it('with acceptance: En proceso is followed (polls) until Cancelado con aceptación', async () => {
@@ -117,6 +139,8 @@ describe('cancellation against the sandbox', () => {
       outbox: 'done',
       request: { reason: expect.stringContaining('Solicitud rechazada') },
     });
+    await eventually(async () => (await cancellationsCounted()).rejected === 1);
+    expect(await cancellationsCounted()).toEqual({ rejected: 1 });
   });
 
   it('a cancellation whose answer was lost is asked again: 202, one cancellation at the SAT', async () => {
@@ -152,5 +176,8 @@ describe('cancellation against the sandbox', () => {
       invoice: 'stamped',
       request: { reason: expect.stringContaining('CA1004') },
     });
+    // Counted as failed: what TimbraCancellationFailed (docs/alerts.md) fires on.
+    await eventually(async () => (await cancellationsCounted()).failed === 1);
+    expect(await cancellationsCounted()).toEqual({ failed: 1 });
   });
 });
