@@ -321,6 +321,11 @@ const all = [
   ...(naive ? [] : [apiGlobal]),
   ...workers,
 ];
+// A process that exits without the harness killing it (a crash) is restarted by the supervisor, so
+// no figure fails for it: said here as it happens, with its last lines, and counted in the report.
+for (const p of all)
+  p.onUnexpectedExit = ({ code, signal, lastLines }) =>
+    log(`${p.name} exited on its own (${signal ?? `code ${code}`}); last lines:\n  ${lastLines.join('\n  ')}`);
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;
@@ -1476,6 +1481,12 @@ try {
       : `${T} (${ticketOutcomes.selfInvoiced} self-invoiced, ${ticketOutcomes.refused} refused on the page, ${ticketOutcomes.refunds} refunded), ${globals.length} globals`,
     // How many times each process was started: the kills really happened (and nothing ran twice).
     processStarts: all.map((p) => `${p.name} ${p.starts}`).join(', '),
+    // Exits nobody asked for (crashes), by process; each is logged with its last lines as it happens.
+    unexpectedExits:
+      all
+        .filter((p) => p.unexpectedExits.length > 0)
+        .map((p) => `${p.name} ${p.unexpectedExits.length}`)
+        .join(', ') || 'none',
   };
   if (!naive) {
     // Each ticket in exactly one stamped document: its own CFDI (and in no global) or its period's

@@ -53,6 +53,11 @@ export class Proc {
   /** Last lines of output, for the report when something goes wrong. */
   readonly tail: string[] = [];
   starts = 0;
+  /** Exits nobody asked for (not through `stop`): how, and the last lines before them. */
+  readonly unexpectedExits: { code: number | null; signal: NodeJS.Signals | null; lastLines: string[] }[] = [];
+  /** Told of each exit nobody asked for, as it happens (a harness logs it). */
+  onUnexpectedExit?: (exit: Proc['unexpectedExits'][number]) => void;
+  private stopping = false;
 
   constructor(
     readonly name: string,
@@ -109,6 +114,13 @@ export class Proc {
       live.add(child);
       child.once('exit', () => live.delete(child));
     }
+    this.stopping = false;
+    child.once('exit', (code, signal) => {
+      if (this.stopping) return;
+      const exit = { code, signal, lastLines: this.tail.slice(-5) };
+      this.unexpectedExits.push(exit);
+      this.onUnexpectedExit?.(exit);
+    });
     this.child = child;
   }
 
@@ -120,6 +132,7 @@ export class Proc {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', () => resolve('exited')));
+    this.stopping = true;
     try {
       process.kill(-child.pid!, signal);
     } catch {
