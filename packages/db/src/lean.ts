@@ -121,17 +121,31 @@ export function leanDbOver(
     ...runner(pool, plannedOnceSessions),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
       const client = await connect(pool, limits.maxWaitMs);
+      // pg's pool listens for a connection's errors only while it is idle in the pool: one that
+      // breaks while checked out between two statements (Postgres restarted: "terminating
+      // connection due to unexpected postmaster exit") emits an `error` nobody hears — an uncaught
+      // exception that took the whole API down. Heard here; the next statement fails with it, the
+      // transaction rolls back (or cannot), and the connection is not given back.
+      let broken: Error | undefined;
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on('error', onError);
+      const release = (error?: Error) => {
+        client.removeListener('error', onError);
+        client.release(error ?? broken);
+      };
       try {
         await client.query(begin);
         const result = await fn(runner(client));
         await client.query('COMMIT');
-        client.release();
+        release();
         return result;
       } catch (error) {
         // A connection that cannot even roll back is not given back to the pool.
         await client.query('ROLLBACK').then(
-          () => client.release(),
-          (rollbackError: Error) => client.release(rollbackError),
+          () => release(),
+          (rollbackError: Error) => release(rollbackError),
         );
         throw error;
       }

@@ -121,6 +121,34 @@ describe('the lean runner', () => {
     await pool.end();
   });
 
+  it('a connection that breaks mid-transaction (Postgres restarted) fails that transaction, not the process', async () => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    pool.on('error', () => undefined);
+    const lean = leanDbOver(pool, { maxWaitMs: 2_000, statementTimeoutMs: 5_000 });
+    const uncaught: unknown[] = [];
+    const hear = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', hear);
+    try {
+      const outcome = lean.transaction(async (tx) => {
+        const [{ pid }] = await tx.$queryRaw<{ pid: number }[]>(Prisma.sql`SELECT pg_backend_pid() AS pid`);
+        // Between two statements, as a batch does its own work: the backend goes away (what every
+        // backend gets when the postmaster dies — here one, by another session).
+        await prisma.$queryRaw(Prisma.sql`SELECT pg_terminate_backend(${pid}::int)`);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return tx.$queryRaw(Prisma.sql`SELECT 1`);
+      });
+      await expect(outcome).rejects.toThrow();
+      expect(uncaught).toEqual([]);
+      // The broken connection was not given back: the pool (of one) serves the next transaction.
+      expect(
+        await lean.transaction(async (tx) => tx.$queryRaw<{ one: number }[]>(Prisma.sql`SELECT 1 AS one`)),
+      ).toEqual([{ one: 1 }]);
+    } finally {
+      process.removeListener('uncaughtException', hear);
+      await pool.end();
+    }
+  });
+
   it('$disconnect ends the connections of a client used only through the lean runner', async () => {
     const client = createPrisma(db.url, { poolSize: 2 });
     const lean = leanDb(client);
