@@ -101,6 +101,10 @@ const processes = [
     }),
   ),
 ];
+// A process that dies during a measurement makes its figures meaningless: said at once, with why.
+for (const p of processes)
+  p.onUnexpectedExit = ({ code, signal, lastLines }) =>
+    out(`!! ${p.name} exited on its own (${signal ?? `code ${code}`}); last lines:\n  ${lastLines.join('\n  ')}`);
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const agent = new http.Agent({ keepAlive: true });
