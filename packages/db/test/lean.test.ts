@@ -130,10 +130,10 @@ describe('the lean runner', () => {
     process.on('uncaughtException', hear);
     try {
       const outcome = lean.transaction(async (tx) => {
-        const [{ pid }] = await tx.$queryRaw<{ pid: number }[]>(Prisma.sql`SELECT pg_backend_pid() AS pid`);
+        const [first] = await tx.$queryRaw<{ pid: number }[]>(Prisma.sql`SELECT pg_backend_pid() AS pid`);
         // Between two statements, as a batch does its own work: the backend goes away (what every
         // backend gets when the postmaster dies — here one, by another session).
-        await prisma.$queryRaw(Prisma.sql`SELECT pg_terminate_backend(${pid}::int)`);
+        await prisma.$queryRaw(Prisma.sql`SELECT pg_terminate_backend(${first!.pid}::int)`);
         await new Promise((resolve) => setTimeout(resolve, 300));
         return tx.$queryRaw(Prisma.sql`SELECT 1`);
       });
