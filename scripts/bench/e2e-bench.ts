@@ -29,7 +29,7 @@ import {
 } from '@timbra/test-support';
 import { createPrisma, leanDb, Prisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
-import { freePort, privateRedis, Proc, until } from '../lib/processes.ts';
+import { freePort, privateRedis, Proc, reportUnexpectedExits, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -102,9 +102,7 @@ const processes = [
   ),
 ];
 // A process that dies during a measurement makes its figures meaningless: said at once, with why.
-for (const p of processes)
-  p.onUnexpectedExit = ({ code, signal, lastLines }) =>
-    out(`!! ${p.name} exited on its own (${signal ?? `code ${code}`}); last lines:\n  ${lastLines.join('\n  ')}`);
+reportUnexpectedExits(processes, (line) => out(`!! ${line}`));
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const agent = new http.Agent({ keepAlive: true });

@@ -64,7 +64,7 @@ import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { ProviderSandboxClient } from '@timbra/provider-client';
 import { providerSandboxEnv, providerSecrets, startMailbox, testCaFile, testCsdPaths } from '@timbra/test-support';
-import { freePort, privatePostgres, privateRedis, Proc, ROOT, until } from '../lib/processes.ts';
+import { freePort, privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -323,9 +323,7 @@ const all = [
 ];
 // A process that exits without the harness killing it (a crash) is restarted by the supervisor, so
 // no figure fails for it: said here as it happens, with its last lines, and counted in the report.
-for (const p of all)
-  p.onUnexpectedExit = ({ code, signal, lastLines }) =>
-    log(`${p.name} exited on its own (${signal ?? `code ${code}`}); last lines:\n  ${lastLines.join('\n  ')}`);
+reportUnexpectedExits(all, log);
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const adminUrl = `http://127.0.0.1:${adminPort}/__admin`;

@@ -110,12 +110,10 @@ export class Proc {
     child.stderr?.on('data', keep);
     // A failed spawn is an exited process: the supervisor tries again.
     child.on('error', (error) => this.tail.push(`spawn failed: ${error.message}`));
-    if (child.pid !== undefined) {
-      live.add(child);
-      child.once('exit', () => live.delete(child));
-    }
+    if (child.pid !== undefined) live.add(child);
     this.stopping = false;
     child.once('exit', (code, signal) => {
+      live.delete(child);
       if (this.stopping) return;
       const exit = { code, signal, lastLines: this.tail.slice(-5) };
       this.unexpectedExits.push(exit);
@@ -147,6 +145,13 @@ export class Proc {
     }
     await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
   }
+}
+
+/** Each exit of `procs` that no `stop` asked for (a crash), said through `log` as it happens, with why. */
+export function reportUnexpectedExits(procs: readonly Proc[], log: (line: string) => void): void {
+  for (const p of procs)
+    p.onUnexpectedExit = ({ code, signal, lastLines }) =>
+      log(`${p.name} exited on its own (${signal ?? `code ${code}`}); last lines:\n  ${lastLines.join('\n  ')}`);
 }
 
 /**

@@ -7,7 +7,7 @@ import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/c
 import {
   connectRedis,
   createPrisma,
-  isRedisConnectionError,
+  bullmqErrorListener,
   logRedisOutages,
   purgeExpiredIdempotencyKeys,
   redisTarget,
@@ -112,12 +112,8 @@ if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no long
 const metrics = createMetrics({ csd });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
 const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });
-// A queue's errors (Redis gone) as JSON log lines: without a listener BullMQ prints them raw to stderr.
-// An outage is logged once by the connection (logRedisOutages); anything else as a warning.
 const queueError = (error: Error, queue: string) =>
-  isRedisConnectionError(error)
-    ? logger.debug({ err: error.message, queue }, 'queue: redis unreachable')
-    : logger.warn({ err: error, queue }, 'queue error');
+  bullmqErrorListener(logger, 'queue error', 'warn', { queue })(error);
 dlq.on('error', (error) => queueError(error, STAMP_DLQ));
 const board =
   config.DASHBOARD_USER && config.DASHBOARD_PASSWORD

@@ -2,7 +2,7 @@ import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import {
-  isRedisConnectionError,
+  bullmqErrorListener,
   parseStampJob,
   replacementsAwaitingCancellation,
   requestReplacedCancellation,
@@ -69,15 +69,8 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const connection = deps.redis;
   const queue = new Queue<StampJobData>(STAMP_QUEUE, { connection, prefix: deps.prefix });
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
-  // Without a listener BullMQ prints a queue's error (Redis gone) to stderr as raw multi-line text,
-  // which breaks a JSON log pipeline: logged as one line instead.
-  // An outage is logged once by the shared connection (logRedisOutages in main.ts): here at debug.
   for (const q of [queue, dlq])
-    q.on('error', (error) =>
-      isRedisConnectionError(error)
-        ? deps.logger.debug({ err: error.message, queue: q.name }, 'queue: redis unreachable')
-        : deps.logger.warn({ err: error, queue: q.name }, 'queue error'),
-    );
+    q.on('error', bullmqErrorListener(deps.logger, 'queue error', 'warn', { queue: q.name }));
   const relay = new Relay({
     prisma: deps.prisma,
     queue,
@@ -167,11 +160,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
     },
   );
-  worker.on('error', (error) =>
-    isRedisConnectionError(error)
-      ? deps.logger.debug({ err: error.message }, 'worker: redis unreachable')
-      : deps.logger.error({ err: error }, 'worker error'),
-  );
+  worker.on('error', bullmqErrorListener(deps.logger, 'worker error', 'error'));
   const deadLetters = createDeadLetterConsumer(
     { prisma: deps.prisma, redis: connection, prefix: deps.prefix, logger: deps.logger },
     { autorun: options.autorun ?? true },

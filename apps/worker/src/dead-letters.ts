@@ -1,8 +1,8 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import {
+  bullmqErrorListener,
   deadLetterState,
-  isRedisConnectionError,
   JOBS,
   STAMP_DLQ,
   type DeadLetterData,
@@ -38,10 +38,6 @@ export function createDeadLetterConsumer(
     },
     { connection: deps.redis, prefix: deps.prefix, concurrency: 1, autorun: options.autorun },
   );
-  consumer.on('error', (error) =>
-    isRedisConnectionError(error)
-      ? deps.logger.debug({ err: error.message }, 'dead-letter consumer: redis unreachable')
-      : deps.logger.error({ err: error }, 'dead-letter consumer error'),
-  );
+  consumer.on('error', bullmqErrorListener(deps.logger, 'dead-letter consumer error', 'error'));
   return consumer;
 }

@@ -220,6 +220,7 @@ export {
 } from './queues.ts';
 export {
   assertClusterPrefix,
+  bullmqErrorListener,
   connectRedis,
   isRedisConnectionError,
   logRedisOutages,

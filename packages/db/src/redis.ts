@@ -102,8 +102,9 @@ export function redisConfigProblems(url: string, cluster: boolean, prefix: strin
   return [];
 }
 
-/** What `logRedisOutages` logs with: pino's shape. */
+/** What `logRedisOutages` and `bullmqErrorListener` log with: pino's shape. */
 export interface OutageLogger {
+  error(fields: object, message: string): void;
   warn(fields: object, message: string): void;
   info(fields: object, message: string): void;
   debug(fields: object, message: string): void;
@@ -113,7 +114,7 @@ export interface OutageLogger {
 export function isRedisConnectionError(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | undefined;
   const text = `${typeof e?.code === 'string' ? e.code : ''} ${typeof e?.message === 'string' ? e.message : ''}`;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|connect ETIMEDOUT|Failed to refresh slots cache|None of startup nodes is available/i.test(
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|Failed to refresh slots cache|None of startup nodes is available/i.test(
     text,
   );
 }
@@ -141,4 +142,21 @@ export function logRedisOutages(connection: RedisConnection, logger: OutageLogge
     since = undefined;
     errors = 0;
   });
+}
+
+/**
+ * The `error` listener for a BullMQ queue or worker: without one BullMQ prints its errors raw to
+ * stderr. A connection error is part of an outage `logRedisOutages` tells once: debug here; any
+ * other error at `level`, as `what`.
+ */
+export function bullmqErrorListener(
+  logger: OutageLogger,
+  what: string,
+  level: 'warn' | 'error',
+  fields: object = {},
+): (error: Error) => void {
+  return (error) =>
+    isRedisConnectionError(error)
+      ? logger.debug({ err: error.message, ...fields }, `${what}: redis unreachable`)
+      : logger[level]({ err: error, ...fields }, what);
 }
