@@ -7,7 +7,7 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { leanDbOver, plannedOnceSessionsBeside, registerLeanDb } from './lean.ts';
+import { heardForLife, leanDbOver, plannedOnceSessionsBeside, registerLeanDb } from './lean.ts';
 import { PrismaClient } from './generated/client.ts';
 
 export { PrismaClient, Prisma } from './generated/client.ts';
@@ -43,7 +43,7 @@ export {
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { isUuid, type Db, type RawDb, type Tx } from './sql.ts';
-export { leanDb, plannedOnce, type LeanDb } from './lean.ts';
+export { heardForLife, leanDb, plannedOnce, type LeanDb } from './lean.ts';
 export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';
 export {
@@ -238,10 +238,9 @@ export {
  * of its own for the statements it plans once (`plannedOnce`); `$disconnect()` ends them all.
  */
 export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
-  // An idle connection that breaks (Postgres restarted) is dropped by the pool; the next statement
-  // gets a new one. Without a listener the event would end the process.
-  pool.on('error', () => undefined);
+  // A connection that breaks (Postgres restarted) fails its holder's next statement and is dropped;
+  // the next statement gets a new one. Unheard, the break would end the process.
+  const pool = heardForLife(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl)));
   // The adapter ends the pool only once Prisma itself has connected: a client used only through the

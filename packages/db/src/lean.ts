@@ -63,12 +63,32 @@ function runner(client: pg.Pool | pg.PoolClient, plannedOnceSessions?: pg.Pool):
 }
 
 /**
+ * `pool`, with every connection it opens heard for the whole of its life. When Postgres crashes,
+ * every backend waiting on its client sends "terminating connection due to unexpected postmaster
+ * exit"; on a connection nobody listens to, that `error` is an uncaught exception and the process
+ * exits. pg's pool listens only while a connection is idle in it, and a holder only from when it has
+ * the connection — too late when the FATAL comes in the same read as the ReadyForQuery that handed
+ * the connection to a waiting holder (the pool gives it out on the first message, the holder's
+ * promise resolves after the second): stamping workers under load exited so on the chaos run's
+ * Postgres crash, as the API did between a lean transaction's statements (node-postgres#2439).
+ * Heard here, the error only marks the connection broken: its holder's next statement fails (a
+ * rejection the holder handles) and the pool drops it when it is given back.
+ */
+export function heardForLife(pool: pg.Pool): pg.Pool {
+  // An idle connection that breaks is dropped by the pool, which then emits it here.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return pool;
+}
+
+/**
  * The sessions for statements `plannedOnce` marks: at most two connections beside `pool`, opened
  * when first used (only a stamping worker does) and ended with it.
  */
 export function plannedOnceSessionsBeside(pool: pg.Pool, connectionString: string): pg.Pool {
-  const sessions = new pg.Pool({ connectionString, max: 2, options: '-c plan_cache_mode=force_generic_plan' });
-  sessions.on('error', () => undefined);
+  const sessions = heardForLife(
+    new pg.Pool({ connectionString, max: 2, options: '-c plan_cache_mode=force_generic_plan' }),
+  );
   const endPool = pool.end.bind(pool);
   pool.end = async () => {
     await Promise.all([endPool(), sessions.end()]);
@@ -121,11 +141,10 @@ export function leanDbOver(
     ...runner(pool, plannedOnceSessions),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
       const client = await connect(pool, limits.maxWaitMs);
-      // pg's pool listens for a connection's errors only while it is idle in the pool: one that
-      // breaks while checked out between two statements (Postgres restarted: "terminating
-      // connection due to unexpected postmaster exit") emits an `error` nobody hears — an uncaught
-      // exception that took the whole API down. Heard here; the next statement fails with it, the
-      // transaction rolls back (or cannot), and the connection is not given back.
+      // A connection that breaks while this transaction holds it (Postgres restarted) is heard
+      // here too (a pool of `createPrisma`'s hears it anyway: `heardForLife`; one built elsewhere
+      // may not): the next statement fails with it, the transaction rolls back (or cannot), and
+      // the connection is given back broken, so the pool drops it.
       let broken: Error | undefined;
       const onError = (error: Error) => {
         broken = error;

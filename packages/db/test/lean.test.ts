@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import net from 'node:net';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { z } from 'zod';
-import { createPrisma, leanDb, plannedOnce, Prisma, PrismaClient } from '../src/index.ts';
+import { createPrisma, heardForLife, leanDb, plannedOnce, Prisma, PrismaClient } from '../src/index.ts';
 import { leanDbOver } from '../src/lean.ts';
 import { col, execute, queryRows } from '../src/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
@@ -146,6 +147,76 @@ describe('the lean runner', () => {
     } finally {
       process.removeListener('uncaughtException', hear);
       await pool.end();
+    }
+  });
+
+  it('a pool heardForLife survives a connection that breaks while checked out with nobody listening', async () => {
+    // Any holder, not only the lean transaction: here one that listens for nothing.
+    const pool = heardForLife(new pg.Pool({ connectionString: db.url, max: 1 }));
+    const uncaught: unknown[] = [];
+    const hear = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', hear);
+    try {
+      const held = await pool.connect();
+      const { rows } = await held.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const ended = new Promise((resolve, reject) => {
+        held.once('end', resolve);
+        setTimeout(() => reject(new Error('the connection did not end within 5 s')), 5_000).unref();
+      });
+      await prisma.$queryRaw(Prisma.sql`SELECT pg_terminate_backend(${rows[0]!.pid}::int)`);
+      await ended;
+      expect(uncaught).toEqual([]);
+      // The holder hears of it at its next statement, and the pool drops the connection.
+      await expect(held.query('SELECT 1')).rejects.toThrow(/not queryable|terminat/i);
+      held.release();
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      expect(pool.totalCount).toBe(1);
+    } finally {
+      process.removeListener('uncaughtException', hear);
+      await pool.end();
+    }
+  });
+
+  it('a pool heardForLife survives a connection that breaks in the same read that hands it out, before its holder can listen', async () => {
+    // What a Postgres crash does to a connection being handed out: its ReadyForQuery and the FATAL
+    // arrive in one read; the pool gives the connection out on the first (the holder's promise
+    // resolves later) and the second is emitted before the holder can have attached a listener.
+    // A server that answers exactly that, byte for byte.
+    const message = (type: string, body: Buffer) => {
+      const length = Buffer.alloc(4);
+      length.writeInt32BE(body.length + 4);
+      return Buffer.concat([Buffer.from(type), length, body]);
+    };
+    const fatal = Buffer.concat([
+      ...[
+        ['S', 'FATAL'],
+        ['V', 'FATAL'],
+        ['C', '57P01'],
+        ['M', 'terminating connection due to unexpected postmaster exit'],
+      ].map(([field, value]) => Buffer.from(`${field}${value}\0`)),
+      Buffer.from('\0'),
+    ]);
+    const server = net.createServer((socket) =>
+      socket.once('data', () =>
+        socket.end(
+          Buffer.concat([
+            message('R', Buffer.from([0, 0, 0, 0])), // AuthenticationOk
+            message('Z', Buffer.from('I')), // ReadyForQuery
+            message('E', fatal),
+          ]),
+        ),
+      ),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const pool = heardForLife(new pg.Pool({ host: '127.0.0.1', port, user: 'timbra', database: 'timbra', max: 1 }));
+    try {
+      const held = await pool.connect();
+      await expect(held.query('SELECT 1')).rejects.toThrow(/not queryable|terminat/i);
+      held.release();
+    } finally {
+      await pool.end();
+      server.close();
     }
   });
 
