@@ -48,6 +48,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.exit(signal === 'SIGINT' ? 130 : 143);
   });
 
+const MAX_LINE = 8_000;
+
 export class Proc {
   private child: ChildProcess | undefined;
   /** Last lines of output, for the report when something goes wrong. */
@@ -100,14 +102,7 @@ export class Proc {
       detached: true,
       ...this.user,
     });
-    const keep = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) {
-        this.tail.push(line.slice(0, 500));
-        if (this.tail.length > 40) this.tail.shift();
-      }
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
+    for (const stream of [child.stdout, child.stderr]) stream?.setEncoding('utf8').on('data', this.lines());
     // A failed spawn is an exited process: the supervisor tries again.
     child.on('error', (error) => this.tail.push(`spawn failed: ${error.message}`));
     if (child.pid !== undefined) live.add(child);
@@ -120,6 +115,22 @@ export class Proc {
       this.onUnexpectedExit?.(exit);
     });
     this.child = child;
+  }
+
+  /**
+   * A stream's chunks as whole lines into `tail` (a chunk may end mid-line; a fatal error's JSON
+   * line with its stack is what a crash report needs whole), each cut at 8 000 characters.
+   */
+  private lines(): (chunk: string) => void {
+    let partial = '';
+    return (chunk) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!.slice(0, MAX_LINE);
+      for (const line of lines.filter(Boolean)) {
+        this.tail.push(line.slice(0, MAX_LINE));
+        if (this.tail.length > 40) this.tail.shift();
+      }
+    };
   }
 
   /**
@@ -165,7 +176,9 @@ export function privateRedis(port: number): Proc {
 /**
  * A Postgres cluster of our own (`initdb` in a temporary directory, trust authentication, listening
  * on 127.0.0.1:`port` only), so it can be crashed and restarted: `proc.stop('SIGKILL')` kills the
- * postmaster and every backend at once, and the next `proc.start()` goes through crash recovery.
+ * postmaster (its children each run in a session of their own, out of the group's reach: they end
+ * when they notice, telling each idle client "terminating connection due to unexpected postmaster
+ * exit"), and the next `proc.start()` goes through crash recovery.
  * The binaries come from `$PG_BINDIR`, else `pg_config --bindir`. Started by root, it runs as the
  * `postgres` user (Postgres refuses to run as root), with the real clock as `privateRedis`.
  * `remove()` deletes the cluster's directory.
