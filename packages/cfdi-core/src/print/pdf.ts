@@ -6,22 +6,39 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import * as fontkit from 'fontkit';
-import PDFDocument from 'pdfkit';
-import QRCode from 'qrcode';
+import type * as Fontkit from 'fontkit';
+import type PDFKitDocument from 'pdfkit';
+import type QRCodeModule from 'qrcode';
 import { bitmapPng } from './bitmap-png.ts';
 import type { Keyed, PrintableCfdi, PrintableTax } from './printable.ts';
 
 const require = createRequire(import.meta.url);
+
+/**
+ * pdfkit, fontkit and qrcode, loaded when the first QR or PDF is made, not when the package is:
+ * every process imports `@timbra/cfdi-core` and most never print (loading the three took ~0.3 s
+ * of each start-up — the API, each worker, every ops command).
+ */
+let printing:
+  Promise<{ PDFDocument: typeof PDFKitDocument; fontkit: typeof Fontkit; QRCode: typeof QRCodeModule }> | undefined;
+// One after the other: jest's ESM loader links modules imported side by side in a race ("request
+// for 'restructure' is not in cache"); Node does not mind, and the order costs nothing.
+const printingModules = () =>
+  (printing ??= (async () => {
+    const { default: PDFDocument } = await import('pdfkit');
+    const fontkit = await import('fontkit');
+    const { default: QRCode } = await import('qrcode');
+    return { PDFDocument, fontkit, QRCode };
+  })());
 /**
  * The two faces, parsed once per process and shared by every document: pdfkit takes a fontkit font as
  * well as a file, and each document still embeds its own subset. Parsing the TrueType tables again
  * for every PDF was a third of its CPU (~16 of ~48 ms, measured with --cpu-prof).
  */
-let faces: { regular: fontkit.Font; bold: fontkit.Font } | undefined;
-function fonts() {
+let faces: { regular: Fontkit.Font; bold: Fontkit.Font } | undefined;
+function fonts(fontkit: typeof Fontkit) {
   const face = (file: string) =>
-    fontkit.create(readFileSync(require.resolve(`dejavu-fonts-ttf/ttf/${file}`))) as fontkit.Font;
+    fontkit.create(readFileSync(require.resolve(`dejavu-fonts-ttf/ttf/${file}`))) as Fontkit.Font;
   faces ??= { regular: face('DejaVuSans.ttf'), bold: face('DejaVuSans-Bold.ttf') };
   return faces;
 }
@@ -55,21 +72,23 @@ const taxLine = (t: PrintableTax, kind: string) =>
  * modes); the PNG is written here, 1 bit per pixel (qrcode's own PNG renderer paints RGBA pixels and
  * lets pngjs try five filters per row: ~10 ms a QR, most of the PAC sandbox's CPU per stamp).
  */
-export function verificationQrPng(
+export async function verificationQrPng(
   verificationUrl: string,
   options: { maskPattern?: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 } = {},
 ): Promise<Buffer> {
+  const { QRCode } = await printingModules();
   // Without a mask pattern qrcode tries the eight and keeps the most readable (~1 ms): what a printed
   // page should have; the PAC sandbox fixes one (any is valid).
   const { modules } = QRCode.create([{ data: Buffer.from(verificationUrl, 'utf8'), mode: 'byte' }], {
     errorCorrectionLevel: 'M',
     ...(options.maskPattern !== undefined ? { maskPattern: options.maskPattern } : {}),
   });
-  return Promise.resolve(bitmapPng(modules.size, (x, y) => modules.get(y, x) === 1, { scale: 4, margin: 1 }));
+  return bitmapPng(modules.size, (x, y) => modules.get(y, x) === 1, { scale: 4, margin: 1 });
 }
 
 /** The PDF's bytes. */
 export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {}): Promise<Buffer> {
+  const { PDFDocument, fontkit } = await printingModules();
   const qr = await verificationQrPng(cfdi.verificationUrl);
   const serieFolio = [cfdi.serie, cfdi.folio].filter(Boolean).join('-');
   // The stamp's instant (FechaTimbrado is Mexico's local time; read as UTC only to be a fixed date).
@@ -92,8 +111,8 @@ export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {
   doc.on('data', (chunk: Buffer) => chunks.push(chunk));
   const done = new Promise<Buffer>((resolve) => doc.on('end', () => resolve(Buffer.concat(chunks))));
   // (pdfkit's types name files and bytes only; its PDFFontFactory also takes a fontkit font.)
-  doc.registerFont('regular', fonts().regular as unknown as Buffer);
-  doc.registerFont('bold', fonts().bold as unknown as Buffer);
+  doc.registerFont('regular', fonts(fontkit).regular as unknown as Buffer);
+  doc.registerFont('bold', fonts(fontkit).bold as unknown as Buffer);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
 
