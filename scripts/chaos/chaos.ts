@@ -1429,6 +1429,10 @@ try {
   const [deadDeliveries] = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM deliveries WHERE status = 'dead'`;
   const redelivered = hooks.requests.length - new Set(hooks.requests.map((r) => r.eventId)).size;
+  const crashes = all
+    .filter((p) => p.unexpectedExits.length > 0)
+    .map((p) => `${p.name} ${p.unexpectedExits.length}`)
+    .join(', ');
   if (!naive)
     figures.push(
       {
@@ -1465,10 +1469,6 @@ try {
         ok: crashes === '',
       },
     );
-  const crashes = all
-    .filter((p) => p.unexpectedExits.length > 0)
-    .map((p) => `${p.name} ${p.unexpectedExits.length}`)
-    .join(', ');
   const stats = {
     variant: naive ? 'naive (deliberately broken)' : 'product',
     payments: N,
