@@ -79,6 +79,56 @@ describe('Redis is not the source of truth', () => {
       await w.close();
     }
   });
+
+  it('a job in flight when Redis loses it is stamped once, and its loss is a warning, not an error', async () => {
+    // The PAC answers slowly, so the job is still being worked on when Redis empties.
+    await sandbox.admin('faults', { instance: 'primary', latencyMs: 700 });
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino(
+      { level: 'debug' },
+      { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) },
+    );
+    const w = createWorker(
+      {
+        prisma,
+        redis,
+        prefix: '{lost}',
+        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+        concurrency: 1,
+        relayBatchSize: 100,
+        sweeperStaleMs: 0,
+        logger,
+      },
+      { autorun: false },
+    );
+    try {
+      const row = await pendingInvoice(prisma, 'lost-in-flight');
+      expect(await w.relay.drainAll()).toBe(1);
+      void w.worker.run();
+      await eventually(async () => (await w.queue.getJobCounts('active')).active === 1, 10_000);
+      await redis.flushall();
+      // The attempt in flight ends (stamped, or failed and to be retried) and finds its job gone.
+      await eventually(() => Promise.resolve(lines.some((l) => /no longer this worker's/.test(l.msg))), 20_000);
+      expect(lines.filter((l) => /no longer this worker's/.test(l.msg)).map((l) => l.level)).toEqual([40]);
+      // Stamped then, or (its retry went with the job) published again by the sweeper, as its
+      // schedule does in a running worker.
+      await eventually(async () => {
+        if ((await prisma.invoice.findUniqueOrThrow({ where: { id: row.invoiceId } })).status === 'stamped')
+          return true;
+        if ((await w.sweeper.sweepOnce()) > 0) await w.relay.drainAll();
+        return false;
+      }, 20_000);
+      expect(lines.filter((l) => l.level >= 50).map((l) => l.msg)).toEqual([]);
+      // Nothing left to publish again: the row is done.
+      expect(await w.sweeper.sweepOnce()).toBe(0);
+      const ledger = (await sandbox.admin('ledger', undefined)) as { stamps: { customid?: string }[] };
+      expect(ledger.stamps.filter((s) => s.customid === row.stampKey)).toHaveLength(1);
+    } finally {
+      await w.close();
+      await sandbox.admin('faults', { instance: 'primary', reset: true });
+    }
+  });
 });
 
 describe('a job that finished in another life of its row', () => {

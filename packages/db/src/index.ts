@@ -222,6 +222,7 @@ export {
   assertClusterPrefix,
   bullmqErrorListener,
   connectRedis,
+  isJobGoneFromRedis,
   isRedisConnectionError,
   logRedisOutages,
   maxmemoryPolicies,

@@ -146,8 +146,9 @@ export function logRedisOutages(connection: RedisConnection, logger: OutageLogge
 
 /**
  * The `error` listener for a BullMQ queue or worker: without one BullMQ prints its errors raw to
- * stderr. A connection error is part of an outage `logRedisOutages` tells once: debug here; any
- * other error at `level`, as `what`.
+ * stderr. A connection error is part of an outage `logRedisOutages` tells once: debug here; a job
+ * gone from Redis (`isJobGoneFromRedis`) a warning that says what happens to it; any other error
+ * at `level`, as `what`.
  */
 export function bullmqErrorListener(
   logger: OutageLogger,
@@ -155,8 +156,26 @@ export function bullmqErrorListener(
   level: 'warn' | 'error',
   fields: object = {},
 ): (error: Error) => void {
-  return (error) =>
-    isRedisConnectionError(error)
-      ? logger.debug({ err: error.message, ...fields }, `${what}: redis unreachable`)
-      : logger[level]({ err: error, ...fields }, what);
+  return (error) => {
+    if (isRedisConnectionError(error)) logger.debug({ err: error.message, ...fields }, `${what}: redis unreachable`);
+    else if (isJobGoneFromRedis(error))
+      logger.warn(
+        { err: error.message, ...fields },
+        `${what}: the job is no longer this worker's in Redis (lost with it, or taken again); Postgres keeps the record and the sweeper publishes again what is not done`,
+      );
+    else logger[level]({ err: error, ...fields }, what);
+  };
+}
+
+/**
+ * BullMQ's answer when a job it worked on is no longer this worker's by the time it marks it
+ * finished or retried: "Missing key for job I-…. moveToFinished" (gone: every job in flight when
+ * Redis restarts empty) or "Missing lock for job …" (its lock lost: Redis restarted and the job was
+ * published again, or the lock expired and another worker took it). Not an error of ours: the
+ * attempt's outcome is already in Postgres, and a job not done is published again by the sweeper
+ * (or is being worked on elsewhere; the PAC's idempotency makes a second attempt harmless).
+ */
+export function isJobGoneFromRedis(error: unknown): boolean {
+  const message = (error as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' && /^Missing (key|lock) for job /.test(message);
 }
