@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createPrisma, insertInvoices, type PrismaClient } from '@timbra/db';
 import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
@@ -40,22 +40,29 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** A worker of these tests on `prefix`, started by hand (`autorun: false`); its sweeper takes any enqueued row. */
+function workerOn(
+  prefix: string,
+  options: Pick<Parameters<typeof createWorker>[0], 'concurrency' | 'relayBatchSize'> & { logger?: Logger },
+) {
+  return createWorker(
+    {
+      prisma,
+      redis,
+      prefix,
+      chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
+      retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
+      sweeperStaleMs: 0,
+      logger: pino({ level: 'silent' }),
+      ...options,
+    },
+    { autorun: false },
+  );
+}
+
 describe('Redis is not the source of truth', () => {
   it('after FLUSHALL, the sweeper re-publishes every enqueued row and each is stamped exactly once', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: '{flush}',
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 4,
-        relayBatchSize: 100,
-        sweeperStaleMs: 0,
-        logger: pino({ level: 'silent' }),
-      },
-      { autorun: false },
-    );
+    const w = workerOn('{flush}', { concurrency: 4, relayBatchSize: 100 });
     try {
       const rows: Awaited<ReturnType<typeof pendingInvoice>>[] = [];
       for (let i = 0; i < 10; i++) rows.push(await pendingInvoice(prisma, `flush-${i}`));
@@ -88,20 +95,7 @@ describe('Redis is not the source of truth', () => {
       { level: 'debug' },
       { write: (line: string) => lines.push(JSON.parse(line) as (typeof lines)[number]) },
     );
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: '{lost}',
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 1,
-        relayBatchSize: 100,
-        sweeperStaleMs: 0,
-        logger,
-      },
-      { autorun: false },
-    );
+    const w = workerOn('{lost}', { concurrency: 1, relayBatchSize: 100, logger });
     try {
       const row = await pendingInvoice(prisma, 'lost-in-flight');
       expect(await w.relay.drainAll()).toBe(1);
@@ -110,7 +104,10 @@ describe('Redis is not the source of truth', () => {
       await redis.flushall();
       // The attempt in flight ends (stamped, or failed and to be retried) and finds its job gone.
       await eventually(() => Promise.resolve(lines.some((l) => /no longer this worker's/.test(l.msg))), 20_000);
-      expect(lines.filter((l) => /no longer this worker's/.test(l.msg)).map((l) => l.level)).toEqual([40]);
+      // (One line per BullMQ call that finds it gone: moving it to finished, or to be retried.)
+      expect(new Set(lines.filter((l) => /no longer this worker's/.test(l.msg)).map((l) => l.level))).toEqual(
+        new Set([40]),
+      );
       // Stamped then, or (its retry went with the job) published again by the sweeper, as its
       // schedule does in a running worker.
       await eventually(async () => {
@@ -133,20 +130,7 @@ describe('Redis is not the source of truth', () => {
 
 describe('a job that finished in another life of its row', () => {
   it('is removed and the row published again (a restored database, a second database on the same prefix)', async () => {
-    const w = createWorker(
-      {
-        prisma,
-        redis,
-        prefix: '{restored}',
-        chain: new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 }),
-        retry: { attempts: 5, baseDelayMs: 50, maxDelayMs: 200 },
-        concurrency: 2,
-        relayBatchSize: 10,
-        sweeperStaleMs: 0,
-        logger: pino({ level: 'silent' }),
-      },
-      { autorun: false },
-    );
+    const w = workerOn('{restored}', { concurrency: 2, relayBatchSize: 10 });
     try {
       const row = await pendingInvoice(prisma, `restored-${Date.now()}`);
       expect(await w.relay.drainAll()).toBe(1);
