@@ -129,7 +129,11 @@ async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient>
   }
 }
 
-/** The lean runner over `pool`. */
+/**
+ * The lean runner over `pool`, which must be `heardForLife` (`createPrisma`'s is): a transaction
+ * holds a connection between its statements, and one that breaks there must fail the transaction,
+ * not end the process.
+ */
 export function leanDbOver(
   pool: pg.Pool,
   limits: LeanTransactionLimits = LEAN_TRANSACTION_LIMITS,
@@ -141,30 +145,18 @@ export function leanDbOver(
     ...runner(pool, plannedOnceSessions),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
       const client = await connect(pool, limits.maxWaitMs);
-      // A connection that breaks while this transaction holds it (Postgres restarted) is heard
-      // here too (a pool of `createPrisma`'s hears it anyway: `heardForLife`; one built elsewhere
-      // may not): the next statement fails with it, the transaction rolls back (or cannot), and
-      // the connection is given back broken, so the pool drops it.
-      let broken: Error | undefined;
-      const onError = (error: Error) => {
-        broken = error;
-      };
-      client.on('error', onError);
-      const release = (error?: Error) => {
-        client.removeListener('error', onError);
-        client.release(error ?? broken);
-      };
       try {
         await client.query(begin);
         const result = await fn(runner(client));
         await client.query('COMMIT');
-        release();
+        client.release();
         return result;
       } catch (error) {
-        // A connection that cannot even roll back is not given back to the pool.
+        // A connection that cannot even roll back (broken: Postgres restarted) is not given back
+        // to the pool.
         await client.query('ROLLBACK').then(
-          () => release(),
-          (rollbackError: Error) => release(rollbackError),
+          () => client.release(),
+          (rollbackError: Error) => client.release(rollbackError),
         );
         throw error;
       }

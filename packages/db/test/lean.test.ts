@@ -79,7 +79,7 @@ describe('the lean runner', () => {
   });
 
   it("bounds a transaction's statements: one waiting on a lock held elsewhere fails, and the rest commit", async () => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    const pool = heardForLife(new pg.Pool({ connectionString: db.url, max: 2 }));
     const lean = leanDbOver(pool, { maxWaitMs: 5_000, statementTimeoutMs: 300 });
     await prisma.$executeRawUnsafe(`INSERT INTO lean_probe VALUES ('locked', 0) ON CONFLICT DO NOTHING`);
     const holder = await pool.connect();
@@ -103,7 +103,7 @@ describe('the lean runner', () => {
   });
 
   it('bounds the wait for a connection, and a connection that comes late goes back to the pool', async () => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    const pool = heardForLife(new pg.Pool({ connectionString: db.url, max: 1 }));
     const lean = leanDbOver(pool, { maxWaitMs: 200, statementTimeoutMs: 5_000 });
     const busy = await pool.connect();
     try {
@@ -123,8 +123,7 @@ describe('the lean runner', () => {
   });
 
   it('a connection that breaks mid-transaction (Postgres restarted) fails that transaction, not the process', async () => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
-    pool.on('error', () => undefined);
+    const pool = heardForLife(new pg.Pool({ connectionString: db.url, max: 1 }));
     const lean = leanDbOver(pool, { maxWaitMs: 2_000, statementTimeoutMs: 5_000 });
     const uncaught: unknown[] = [];
     const hear = (error: unknown) => uncaught.push(error);
