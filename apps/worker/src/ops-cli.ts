@@ -9,35 +9,17 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core';
-import { Queue } from 'bullmq';
-import {
-  ApiKeyNameTaken,
-  createApiKey,
-  createPrisma,
-  DEFAULT_SCOPES,
-  isScope,
-  isUuid,
-  listApiKeys,
-  oldestOpenOutboxAgeSeconds,
-  outboxCountsByStatus,
-  purgeExpiredIdempotencyKeys,
-  pruneHistory,
-  RETENTION_TABLES,
-  retentionDays,
-  redriveDeadLetter,
-  replayDelivery,
-  requestDuplicateCancellation,
-  revokeApiKey,
-  SCOPES,
-  STAMP_DLQ,
-  type PrismaClient,
-  connectRedis,
-  redisTarget,
-} from '@timbra/db';
-import { loadOpsConfig, retentionPolicy } from './config.ts';
+import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core/csd';
+import { DEFAULT_SCOPES, isScope, isUuid, SCOPES } from '@timbra/db/light';
+import type { PrismaClient } from '@timbra/db';
+import type { Queue } from 'bullmq';
 import { parseSince } from './since.ts';
-import { proposeFixes, reconcile, sandboxLedger, stampInstant } from './reconcile.ts';
+
+// Only what parsing needs is imported above (the light entries of @timbra/db and cfdi-core's CSD
+// module). The data layer, BullMQ, the reconciliation and the worker's configuration (which loads
+// all of @timbra/cfdi-core) are loaded by the command that uses them: `--help` and a usage mistake
+// need none of them.
+const dbLib = () => import('@timbra/db');
 
 /** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
 class UsageError extends Error {}
@@ -58,14 +40,21 @@ const fail = (message: string, code = 1) => {
 
 // The database (and Redis) are opened by the first command that needs them: --help needs neither.
 let prismaClient: PrismaClient | undefined;
-const config = () => {
+async function config() {
+  const { loadOpsConfig } = await import('./config.ts');
   try {
     return loadOpsConfig(process.env);
   } catch (error) {
     throw new CannotCheck((error as Error).message);
   }
-};
-const db = (): PrismaClient => (prismaClient ??= createPrisma(config().DATABASE_URL, { poolSize: 2 }));
+}
+async function db(): Promise<PrismaClient> {
+  if (!prismaClient) {
+    const { DATABASE_URL } = await config();
+    prismaClient = (await dbLib()).createPrisma(DATABASE_URL, { poolSize: 2 });
+  }
+  return prismaClient;
+}
 
 /** Which invoice a command names: its id or UUID, its serie-folio, or its stamp key. */
 function invoiceWhere(target: string) {
@@ -76,7 +65,8 @@ function invoiceWhere(target: string) {
 
 /** The stamp-dlq queue, for settling letters after a re-drive; undefined when Redis does not answer. */
 async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<void> } | undefined> {
-  const { REDIS_URL, REDIS_CLUSTER, QUEUE_PREFIX } = config();
+  const { REDIS_URL, REDIS_CLUSTER, QUEUE_PREFIX } = await config();
+  const [{ connectRedis, redisTarget, STAMP_DLQ }, { Queue }] = await Promise.all([dbLib(), import('bullmq')]);
   const redis = connectRedis(redisTarget(REDIS_URL, REDIS_CLUSTER), {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
@@ -115,10 +105,12 @@ program
   .command('outbox:stats')
   .description('outbox rows by status, and the age of the oldest not done')
   .action(async () => {
-    const rows = await outboxCountsByStatus(db(), { includeDone: true });
+    const prisma = await db();
+    const { outboxCountsByStatus, oldestOpenOutboxAgeSeconds } = await dbLib();
+    const rows = await outboxCountsByStatus(prisma, { includeDone: true });
     const stats = {
       byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
-      oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(db()),
+      oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(prisma),
     };
     out(
       stats,
@@ -130,7 +122,8 @@ program
   .command('dlq:list')
   .description('dead letters (outbox rows that failed for good), newest first')
   .action(async () => {
-    const rows = await db().outboxRow.findMany({
+    const prisma = await db();
+    const rows = await prisma.outboxRow.findMany({
       where: { status: 'failed' },
       orderBy: { updatedAt: 'desc' },
       take: 500,
@@ -163,15 +156,17 @@ program
   .option('--reason <text>', 'why, for the audit trail')
   .action(async (outboxId: string | undefined, options: { all?: boolean; reason?: string }) => {
     if (!outboxId === !options.all) throw new UsageError('dlq:retry: give an outbox id or --all (not both)');
+    const prisma = await db();
+    const { redriveDeadLetter } = await dbLib();
     const ids = options.all
-      ? (await db().outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id)
+      ? (await prisma.outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id)
       : [outboxId!];
     const queue = ids.length > 0 ? await deadLetterQueue() : undefined;
     const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
     const results = [];
     try {
       for (const id of ids)
-        results.push({ id, ...(await redriveDeadLetter(db(), id, { by, reason: options.reason }, queue?.dlq)) });
+        results.push({ id, ...(await redriveDeadLetter(prisma, id, { by, reason: options.reason }, queue?.dlq)) });
     } finally {
       await queue?.close();
     }
@@ -198,7 +193,8 @@ program
   )
   .addOption(new Option('--channel <channel>', 'email or webhook').choices(['email', 'webhook']))
   .action(async (options: { status: 'dead' | 'pending' | 'delivered'; channel?: 'email' | 'webhook' }) => {
-    const rows = await db().delivery.findMany({
+    const prisma = await db();
+    const rows = await prisma.delivery.findMany({
       where: {
         status: options.status === 'pending' ? { in: ['pending', 'sending'] } : options.status,
         ...(options.channel ? { channel: options.channel } : {}),
@@ -281,13 +277,14 @@ program
     ),
   )
   .action(async (options: { since?: Date }) => {
-    const periods = await db().globalPeriod.findMany({
+    const prisma = await db();
+    const periods = await prisma.globalPeriod.findMany({
       where: options.since ? { issuedAt: { gte: options.since } } : {},
       orderBy: [{ issuedAt: 'desc' }, { id: 'desc' }],
       take: 500,
       include: { invoices: { select: { id: true, serie: true, folio: true, status: true, uuid: true, total: true } } },
     });
-    const open = await db().ticket.groupBy({
+    const open = await prisma.ticket.groupBy({
       by: ['periodicidad', 'periodStartsOn'],
       where: { status: 'open' },
       _count: { _all: true },
@@ -338,9 +335,11 @@ program
   .action(async (deliveryId: string | undefined, options: { allDead?: boolean; channel?: 'email' | 'webhook' }) => {
     if (!deliveryId === !options.allDead)
       throw new UsageError('deliveries:replay: give a delivery id or --all-dead (not both)');
+    const prisma = await db();
+    const { replayDelivery } = await dbLib();
     const ids = options.allDead
       ? (
-          await db().delivery.findMany({
+          await prisma.delivery.findMany({
             where: {
               status: 'dead',
               ...(options.channel ? { channel: options.channel } : {}),
@@ -353,7 +352,7 @@ program
     const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
     const results = [];
     for (const id of ids) {
-      const replay = await replayDelivery(db(), id, by);
+      const replay = await replayDelivery(prisma, id, by);
       results.push(
         !replay
           ? { id, ok: false, reason: 'no such delivery' }
@@ -376,7 +375,8 @@ program
   .description('an invoice and its history: outbox rows, re-drives, PAC attempts')
   .argument('<invoice>', 'its id, UUID, serie-folio (A-17) or stamp key')
   .action(async (target: string) => {
-    const invoice = await db().invoice.findFirst({
+    const prisma = await db();
+    const invoice = await prisma.invoice.findFirst({
       where: invoiceWhere(target),
       include: {
         outbox: { orderBy: { createdAt: 'asc' } },
@@ -411,7 +411,8 @@ program
   .command('invoices:needs-data')
   .description('invoices that need data (money arrived, no CFDI yet), oldest first')
   .action(async () => {
-    const rows = await db().invoice.findMany({
+    const prisma = await db();
+    const rows = await prisma.invoice.findMany({
       where: { status: 'needs_data' },
       orderBy: { createdAt: 'asc' },
       take: 500,
@@ -439,7 +440,8 @@ program
   .description("the versions of an invoice's frozen document, and its corrections")
   .argument('<invoice>', 'its id, UUID, serie-folio (A-17) or stamp key')
   .action(async (target: string) => {
-    const invoice = await db().invoice.findFirst({
+    const prisma = await db();
+    const invoice = await prisma.invoice.findFirst({
       where: invoiceWhere(target),
       include: { versions: { orderBy: { version: 'asc' } }, corrections: { orderBy: { createdAt: 'asc' } } },
     });
@@ -513,7 +515,8 @@ program
       if (field) body[head] = { ...(body[head] ?? {}), [field]: value };
       else body[head] = value;
     }
-    const invoice = await db().invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
+    const prisma = await db();
+    const invoice = await prisma.invoice.findFirst({ where: invoiceWhere(target), select: { id: true } });
     if (!invoice) return fail(`no invoice ${target}`);
     const response = await fetch(`${options.apiUrl.replace(/\/$/, '')}/v1/invoices/${invoice.id}`, {
       method: 'PATCH',
@@ -539,8 +542,10 @@ program
     const unknown = scopes.filter((s) => !isScope(s));
     if (unknown.length > 0)
       throw new UsageError(`--scopes: ${unknown.join(', ')}: the scopes are ${SCOPES.join(', ')}`);
+    const prisma = await db();
+    const { createApiKey, ApiKeyNameTaken } = await dbLib();
     try {
-      const made = await createApiKey(db(), name, [...new Set(scopes.filter(isScope))]);
+      const made = await createApiKey(prisma, name, [...new Set(scopes.filter(isScope))]);
       out(
         { key: made.key, ...made.apiKey },
         `${made.key}\n(API key ${made.apiKey.name}, scopes ${made.apiKey.scopes.join(', ')}: shown this once, stored hashed)`,
@@ -555,7 +560,8 @@ program
   .command('keys:list')
   .description('every API key: name, prefix, scopes, source, last used, revoked (never the secret)')
   .action(async () => {
-    const keys = await listApiKeys(db());
+    const prisma = await db();
+    const keys = await (await dbLib()).listApiKeys(prisma);
     out(
       keys,
       keys
@@ -572,7 +578,8 @@ program
   .description('revoke an API key: refused at once on every API instance')
   .argument('<key>', 'its name, prefix or id')
   .action(async (target: string) => {
-    const revoked = await revokeApiKey(db(), target);
+    const prisma = await db();
+    const revoked = await (await dbLib()).revokeApiKey(prisma, target);
     if (!revoked) return fail(`no single API key named ${target} (name, prefix or id)`);
     out(revoked, `API key ${revoked.name} revoked at ${revoked.revokedAt!.toISOString()}`);
   });
@@ -581,7 +588,8 @@ program
   .command('keys:purge')
   .description('delete expired Idempotency-Key records')
   .action(async () => {
-    const count = await purgeExpiredIdempotencyKeys(db());
+    const prisma = await db();
+    const count = await (await dbLib()).purgeExpiredIdempotencyKeys(prisma);
     out({ purged: count }, `purged ${count} expired idempotency keys`);
   });
 
@@ -592,9 +600,11 @@ program
   )
   .option('--dry-run', 'count what would be deleted (up to 100 batches a table), delete nothing')
   .action(async (options: { dryRun?: boolean }) => {
-    const c = config();
-    const policy = retentionPolicy(c);
-    const rows = await pruneHistory(db(), policy, {
+    const prisma = await db();
+    const { pruneHistory, RETENTION_TABLES, retentionDays } = await dbLib();
+    const c = await config();
+    const policy = (await import('./config.ts')).retentionPolicy(c);
+    const rows = await pruneHistory(prisma, policy, {
       batchSize: c.RETENTION_BATCH_SIZE,
       dryRun: Boolean(options.dryRun),
       onBatch: (table, n) => process.stderr.write(`  ${table}: ${n} deleted\n`),
@@ -618,7 +628,8 @@ program
     ),
   )
   .action(async (options: { since?: Date }) => {
-    const rows = await db().webhookEvent.findMany({
+    const prisma = await db();
+    const rows = await prisma.webhookEvent.findMany({
       where: { result: 'failed', ...(options.since ? { receivedAt: { gte: options.since } } : {}) },
       orderBy: { receivedAt: 'desc' },
       take: 500,
@@ -655,7 +666,9 @@ program
   .action(
     async (options: { ledgerUrl: string; adminToken: string; since?: Date; fix?: boolean; execute?: boolean }) => {
       if (options.execute && !options.fix) throw new UsageError('--execute goes with --fix');
-      const invoices = await db().invoice.findMany({
+      const prisma = await db();
+      const { proposeFixes, reconcile, sandboxLedger, stampInstant } = await import('./reconcile.ts');
+      const invoices = await prisma.invoice.findMany({
         where: { uuid: { not: null } },
         select: { id: true, uuid: true, stampedAt: true },
       });
@@ -665,7 +678,7 @@ program
         undefined,
       );
       const firstTfd = first
-        ? await db().invoice.findUniqueOrThrow({ where: { id: first.id }, select: { tfdXml: true } })
+        ? await prisma.invoice.findUniqueOrThrow({ where: { id: first.id }, select: { tfdXml: true } })
         : undefined;
       const windowStart = options.since ?? (firstTfd?.tfdXml ? stampInstant(firstTfd.tfdXml) : undefined);
       let ledger;
@@ -690,7 +703,9 @@ program
           for (const duplicateUuid of fix.cancel)
             executed.push({
               duplicateUuid,
-              ...(await requestDuplicateCancellation(db(), { invoiceId: fix.invoiceId, duplicateUuid })),
+              ...(await (
+                await dbLib()
+              ).requestDuplicateCancellation(prisma, { invoiceId: fix.invoiceId, duplicateUuid })),
             });
         }
       }

@@ -42,7 +42,8 @@ export {
   type InvoiceStatus,
 } from './invoice-status.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
-export { isUuid, type Db, type RawDb, type Tx } from './sql.ts';
+export { type Db, type RawDb, type Tx } from './sql.ts';
+export { isUuid } from './light.ts';
 export { heardForLife, leanDb, plannedOnce, type LeanDb } from './lean.ts';
 export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { takeFolio, ensureSeries, SerieNotConfiguredError } from './folios.ts';

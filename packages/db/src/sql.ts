@@ -42,8 +42,3 @@ export const col = {
   bool: z.boolean(),
   json: z.unknown(),
 } as const;
-
-/** Whether `value` is a UUID in canonical text form (any version): the only shape our ids have. */
-export function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-}
