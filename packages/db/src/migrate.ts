@@ -73,10 +73,21 @@ function compare(files: MigrationFile[], applied: Map<string, string>): Migratio
   };
 }
 
+/**
+ * A connection of the runner's own. A connection that breaks (Postgres restarted, the backend
+ * terminated) rejects the statement in flight, which says why; node-postgres also emits `error` on
+ * the client, which unheard would be an uncaught exception — the CLI dying with a stack instead.
+ */
+async function connect(databaseUrl: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
 /** Which migrations are applied, pending, or modified after being applied. */
 export async function migrationStatus(databaseUrl: string, migrationsDir: string): Promise<MigrationStatus> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const client = await connect(databaseUrl);
   try {
     return compare(readMigrations(migrationsDir), await appliedRows(client));
   } finally {
@@ -96,8 +107,7 @@ export async function migrate(
   log: (message: string) => void = () => undefined,
 ): Promise<string[]> {
   const files = readMigrations(migrationsDir);
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const client = await connect(databaseUrl);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await client.query(CREATE_TABLE);
@@ -123,7 +133,8 @@ export async function migrate(
         );
         await client.query('COMMIT');
       } catch (error) {
-        await client.query('ROLLBACK');
+        // On a lost connection there is nothing to roll back (Postgres did): keep the first error.
+        await client.query('ROLLBACK').catch(() => undefined);
         throw new Error(`migration ${file.name} failed: ${(error as Error).message}`, { cause: error });
       }
       done.push(file.name);
@@ -141,8 +152,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<boolean> {
   const name = decodeURIComponent(url.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_-]+$/.test(name)) throw new Error(`refusing to create a database named ${JSON.stringify(name)}`);
   url.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
+  const client = await connect(url.toString());
   try {
     const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (found.rowCount) return false;

@@ -66,4 +66,43 @@ describe('migrations runner', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a connection lost mid-migration (Postgres restarted, or the backend killed) fails the run with why, not a crash', async () => {
+    // Once the migrations above are applied, a slow one: its backend is terminated while it runs, as
+    // a Postgres restart would. node-postgres rejects the statement and also emits `error` on the
+    // client, which with nobody listening is an uncaught exception: the CLI would die with a stack.
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-migrations-'));
+    const uncaught: unknown[] = [];
+    const hear = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', hear);
+    try {
+      cpSync(MIGRATIONS_DIR, dir, { recursive: true });
+      cpSync(join(dir, '20261130000000_init'), join(dir, '29991231000000_slow'), { recursive: true });
+      writeFileSync(join(dir, '29991231000000_slow', 'migration.sql'), 'SELECT pg_sleep(30);');
+      await migrate(db.url, MIGRATIONS_DIR);
+      const run = migrate(db.url, dir);
+      const sleeping = async () =>
+        (
+          await query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()`,
+          )
+        ).map((r) => r.pid);
+      let pids: number[] = [];
+      for (let i = 0; i < 100 && pids.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        pids = await sleeping();
+      }
+      expect(pids).toHaveLength(1);
+      await query(`SELECT pg_terminate_backend(${pids[0]})`);
+      await expect(run).rejects.toThrow(
+        /29991231000000_slow failed: terminating connection due to administrator command/,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      expect(uncaught).toEqual([]);
+      expect((await migrationStatus(db.url, dir)).pending).toEqual(['29991231000000_slow']);
+    } finally {
+      process.removeListener('uncaughtException', hear);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
