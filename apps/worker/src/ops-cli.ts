@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core/csd';
-import { DEFAULT_SCOPES, isScope, isUuid, SCOPES } from '@timbra/db/light';
+import { databaseTrouble, DEFAULT_SCOPES, isScope, isUuid, SCOPES } from '@timbra/db/light';
 import type { PrismaClient } from '@timbra/db';
 import type { Queue } from 'bullmq';
 import { parseSince } from './since.ts';
@@ -23,7 +23,7 @@ const dbLib = () => import('@timbra/db');
 
 /** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
 class UsageError extends Error {}
-/** A check that could not be made: exit 3. */
+/** A check that could not be made (or, for a command that acts, nothing done): exit 3. */
 class CannotCheck extends Error {}
 
 const uuidArg = (what: string) => (value: string) => {
@@ -745,6 +745,11 @@ try {
     fail(`${error.message}\n(npm run ops -- --help lists the commands)`, 2);
   } else if (error instanceof CannotCheck) {
     fail(error.message, 3);
+  } else if (databaseTrouble(error)) {
+    // The database down, missing, refusing the login or not migrated: nothing was done; one line
+    // that says what to fix, not Prisma's report of the call (LOG_LEVEL=debug shows it).
+    fail(`ops: ${databaseTrouble(error)!.message}`, 3);
+    if (process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(error as Error).stack}\n`);
   } else {
     // Anything else is a failure of ours or of a service: one line, no stack (LOG_LEVEL=debug shows it).
     fail(`ops: ${(error as Error).message}`, 1);

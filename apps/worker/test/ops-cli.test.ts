@@ -104,6 +104,32 @@ describe('npm run ops: usage', () => {
     expect(unset.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it("a database down, missing or not migrated: exit 3 with one line that says what to fix, not Prisma's report", async () => {
+    const absent = new URL(db.url);
+    absent.pathname = `/timbra_absent_${randomBytes(4).toString('hex')}`;
+    const down = new URL(db.url);
+    down.port = String(await freePort());
+    const bare = await createTestDatabase({ migrated: false });
+    try {
+      const runs = await Promise.all([
+        runOps(absent.toString(), ['dlq:list']),
+        runOps(down.toString(), ['outbox:stats']),
+        runOps(bare.url, ['invoice:show', 'A-1']),
+      ]);
+      expect(runs.map((r) => [r.status, r.stdout, r.stderr])).toEqual([
+        [
+          3,
+          '',
+          `ops: the database "${absent.pathname.slice(1)}" does not exist: create and migrate it with \`npm run db:migrate -- --create-db\`\n`,
+        ],
+        [3, '', `ops: cannot reach Postgres at 127.0.0.1:${down.port}: is it running, and is DATABASE_URL right?\n`],
+        [3, '', expect.stringMatching(/^ops: the database is not migrated \(.*\): run `npm run db:migrate`\n$/)],
+      ]);
+    } finally {
+      await bare.drop();
+    }
+  });
+
   it('reads DATABASE_URL from DATABASE_URL_FILE, like the apps', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-secret-')), 'database-url');
     writeFileSync(file, `${db.url}\n`);

@@ -208,6 +208,7 @@ export {
   type RetentionTable,
 } from './retention.ts';
 export { pingDatabase } from './health.ts';
+export { databaseTrouble, type DatabaseTroubleKind } from './database-trouble.ts';
 export {
   STAMP_DLQ,
   STAMP_QUEUE,

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { databaseTrouble } from '../database-trouble.ts';
 import { ensureDatabase, migrate, migrationStatus } from '../migrate.ts';
 import { MIGRATIONS_DIR } from '../paths.ts';
 
@@ -36,6 +37,10 @@ try {
     log(applied.length > 0 ? `applied ${applied.length} migration(s)` : 'database is up to date');
   }
 } catch (error) {
-  process.stderr.write(`migration failed: ${(error as Error).message}\n`);
+  // Postgres down, the database missing (without --create-db) or the login refused: say what to fix.
+  // (A migration's own statement failing is reported as Postgres said it.)
+  const trouble = databaseTrouble(error);
+  const reason = trouble && trouble.kind !== 'not_migrated' ? trouble.message : (error as Error).message;
+  process.stderr.write(`migration failed: ${reason}\n`);
   process.exitCode = 1;
 }
