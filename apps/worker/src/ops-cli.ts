@@ -745,14 +745,12 @@ try {
     fail(`${error.message}\n(npm run ops -- --help lists the commands)`, 2);
   } else if (error instanceof CannotCheck) {
     fail(error.message, 3);
-  } else if (databaseTrouble(error)) {
-    // The database down, missing, refusing the login or not migrated: nothing was done; one line
-    // that says what to fix, not Prisma's report of the call (LOG_LEVEL=debug shows it).
-    fail(`ops: ${databaseTrouble(error)!.message}`, 3);
-    if (process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(error as Error).stack}\n`);
   } else {
-    // Anything else is a failure of ours or of a service: one line, no stack (LOG_LEVEL=debug shows it).
-    fail(`ops: ${(error as Error).message}`, 1);
+    // The database down, missing, refusing the login or not migrated: nothing was done (exit 3), and
+    // one line says what to fix, not Prisma's report of the call. Anything else is a failure of ours
+    // or of a service: one line (exit 1). Neither prints a stack unless LOG_LEVEL=debug.
+    const trouble = databaseTrouble(error);
+    fail(`ops: ${trouble?.message ?? (error as Error).message}`, trouble ? 3 : 1);
     if (process.env.LOG_LEVEL === 'debug') process.stderr.write(`${(error as Error).stack}\n`);
   }
 } finally {

@@ -7,15 +7,9 @@
  * it loads nothing (`@timbra/db/light` exports it too).
  */
 
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
+import { UNREACHABLE_CODES } from './network.ts';
+
+const UNREACHABLE = new Set<string>(UNREACHABLE_CODES);
 
 interface Seen {
   kind?: string;
@@ -54,7 +48,7 @@ function fieldsOf(error: unknown): Seen | undefined {
   return undefined;
 }
 
-/** Which state of the database stopped a call (a stable code, for `--json` and tests). */
+/** Which state of the database stopped a call (a stable code for callers that branch on it). */
 export type DatabaseTroubleKind = 'unreachable' | 'missing' | 'login_refused' | 'not_migrated' | 'restarting';
 
 /**

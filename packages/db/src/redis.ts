@@ -8,6 +8,7 @@
  * `assertClusterPrefix`.
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { UNREACHABLE_CODES } from './network.ts';
 
 /** A connection to one Redis or to a Redis Cluster: BullMQ and our code accept either. */
 export type RedisConnection = Redis | Cluster;
@@ -110,13 +111,22 @@ export interface OutageLogger {
   debug(fields: object, message: string): void;
 }
 
+// The socket's codes, and ioredis's own words for the same.
+const REDIS_UNREACHABLE = new RegExp(
+  [
+    ...UNREACHABLE_CODES,
+    'Connection is closed',
+    'Failed to refresh slots cache',
+    'None of startup nodes is available',
+  ].join('|'),
+  'i',
+);
+
 /** An error that only says Redis cannot be reached (refused, reset, timed out, closed): an outage, not a bug. */
 export function isRedisConnectionError(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | undefined;
   const text = `${typeof e?.code === 'string' ? e.code : ''} ${typeof e?.message === 'string' ? e.message : ''}`;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|Connection is closed|Failed to refresh slots cache|None of startup nodes is available/i.test(
-    text,
-  );
+  return REDIS_UNREACHABLE.test(text);
 }
 
 /**
