@@ -1,5 +1,5 @@
 /**
- * `npm run bench:ingest [-- --seconds S --concurrency C --instances M --series K --database-url URL --json]` — committed payments per second through
+ * `npm run bench:ingest [-- --seconds S --concurrency C --instances M --series K --tickets --database-url URL --json]` — committed payments per second through
  * signed Stripe webhooks into the running API (its own process, one serie), with latency p50/p99,
  * beside the TPS pgbench reaches in the same run for a transaction of the same shape on the same
  * Postgres (serie counter update + payment insert + invoice with a ~3 KB XML + outbox insert).
@@ -13,10 +13,16 @@
  * `--instances M --series K`: M API processes on the one database, instance i issuing in serie
  * A<i mod K> — how ingest scales with API instances and with series (the folio counter is one row a
  * serie, updated by every payment of that serie).
+ * `--tickets`: the API in global mode (`PUBLICO_GENERAL_MODE=global`), so each payment — none names
+ * its customer — is recorded as a ticket (no CFDI frozen: under the period's shared advisory lock
+ * instead of the serie's counter), and "committed" counts tickets. Then the period is closed as an
+ * operator would (`POST /v1/globals`) and the time and CPU to build, freeze and write its facturas
+ * globales (one per `GLOBAL_MAX_CONCEPTOS` tickets) are printed.
  * `--database-url` runs the API on an existing (migrated) database and leaves it there (bench:history
  * measures with millions of rows of history that way); `--json` prints one JSON line of the figures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -38,8 +44,11 @@ const { values } = parseArgs({
     instances: { type: 'string', default: '1' },
     /** Series the payments go to (instance i issues in serie A<i mod series>): the folio counter is one row a serie. */
     series: { type: 'string', default: '1' },
+    /** Global mode: payments become tickets, then their period's globals are issued. */
+    tickets: { type: 'boolean', default: false },
   },
 });
+const tickets = values.tickets;
 const instances = Number(values.instances);
 const seriesCount = Number(values.series);
 if (!(instances >= 1 && seriesCount >= 1 && seriesCount <= instances))
@@ -75,16 +84,20 @@ function post(port: number, path: string, body: string, headers: Record<string, 
 // --- The API under load -------------------------------------------------------------------------
 const given = values['database-url'];
 const apiDb = given ? { url: given, drop: () => Promise.resolve() } : await createTestDatabase();
-const outboxRows = async () => {
+/** What a committed payment leaves: its outbox row, or in global mode its ticket. */
+const committedRows = async () => {
   const client = new pg.Client({ connectionString: apiDb.url });
   await client.connect();
   try {
-    return Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0]!.n);
+    const table = tickets ? 'tickets' : 'outbox';
+    return Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
   } finally {
     await client.end();
   }
 };
-const outboxBefore = given ? await outboxRows() : 0;
+const committedBefore = given ? await committedRows() : 0;
+// An admin key for closing the period (`POST /v1/globals`), made for this run.
+const adminKey = `bench-admin-${randomBytes(12).toString('hex')}`;
 const ports: number[] = [];
 const children: ChildProcess[] = [];
 for (let i = 0; i < instances; i++) {
@@ -108,12 +121,26 @@ for (let i = 0; i < instances; i++) {
         LOG_LEVEL: 'error',
         RATE_LIMIT_PER_MINUTE: '10000000',
         DATABASE_POOL_SIZE: String(Math.max(2, Math.min(Math.ceil(concurrency / instances), 20))),
+        ...(tickets
+          ? {
+              PUBLICO_GENERAL_MODE: 'global',
+              API_KEYS: `bench:${adminKey}:admin`,
+              // The period is closed by the benchmark, not by the API's timer.
+              GLOBAL_CLOSE_POLL_SECONDS: '86400',
+            }
+          : {}),
       },
       stdio: ['ignore', 'inherit', 'inherit'],
     }),
   );
 }
 const apiCpu = () => children.reduce((sum, c) => sum + cpuMs({ pid: c.pid }), 0);
+async function stopApi(): Promise<void> {
+  for (const child of children) child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 500));
+  await apiDb.drop();
+}
+
 /** Drives the API with signed webhooks; returns committed payments/s and latencies. */
 async function measureIngest(): Promise<{
   rate: number;
@@ -122,81 +149,147 @@ async function measureIngest(): Promise<{
   committed: number;
   cpu: { api: number; postgres: number; load: number };
 }> {
-  try {
-    for (const port of ports)
-      for (let i = 0; ; i++) {
-        try {
-          await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
-          break;
-        } catch {
-          if (i > 150) throw new Error('api did not start');
-          await new Promise((r) => setTimeout(r, 200));
-        }
+  for (const port of ports)
+    for (let i = 0; ; i++) {
+      try {
+        await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
+        break;
+      } catch {
+        if (i > 150) throw new Error('api did not start');
+        await new Promise((r) => setTimeout(r, 200));
       }
-    // Deliveries are signed before the clock starts, so signing is not what is measured.
-    const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
-      stripeDelivery(paymentIntentSucceeded()),
-    );
-    const latencies: number[] = [];
-    let next = 0;
-    const deadline = Date.now() + seconds * 1000;
-    const cpu0 = { api: apiCpu(), postgres: cpuMs({ comm: 'postgres' }), load: process.cpuUsage() };
+    }
+  // Deliveries are signed before the clock starts, so signing is not what is measured.
+  const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
+    stripeDelivery(paymentIntentSucceeded()),
+  );
+  const latencies: number[] = [];
+  let next = 0;
+  const deadline = Date.now() + seconds * 1000;
+  const cpu0 = { api: apiCpu(), postgres: cpuMs({ comm: 'postgres' }), load: process.cpuUsage() };
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, sender) => {
+      const port = ports[sender % ports.length]!;
+      while (Date.now() < deadline && next < deliveries.length) {
+        const d = deliveries[next++]!;
+        const t0 = process.hrtime.bigint();
+        await post(port, '/webhooks/stripe', d.body, { 'stripe-signature': d.signature });
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
+  const loadCpu = process.cpuUsage(cpu0.load);
+  const cpu = {
+    api: apiCpu() - cpu0.api,
+    postgres: cpuMs({ comm: 'postgres' }) - cpu0.postgres,
+    load: (loadCpu.user + loadCpu.system) / 1000,
+  };
+  const committed = (await committedRows()) - committedBefore;
+  latencies.sort((a, b) => a - b);
+  return {
+    rate: committed / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    committed,
+    cpu,
+  };
+}
+
+interface Issued {
+  /** Tickets that went into a global, and the globals (parts) they made. */
+  tickets: number;
+  globals: number;
+  seconds: number;
+  cpu: { api: number; postgres: number };
+}
+/**
+ * Global mode: closes every period the run's tickets fell in (one, unless the run crossed the
+ * emisor's local midnight) through the API, as an operator would, and times it.
+ */
+async function issueGlobals(): Promise<Issued> {
+  const client = new pg.Client({ connectionString: apiDb.url });
+  await client.connect();
+  try {
+    const periods = (
+      await client.query<{ starts_on: string }>(
+        `SELECT DISTINCT to_char(period_starts_on, 'YYYY-MM-DD') AS starts_on FROM tickets WHERE status = 'open' ORDER BY 1`,
+      )
+    ).rows.map((r) => r.starts_on);
+    const cpu0 = { api: apiCpu(), postgres: cpuMs({ comm: 'postgres' }) };
     const start = process.hrtime.bigint();
-    await Promise.all(
-      Array.from({ length: concurrency }, async (_, sender) => {
-        const port = ports[sender % ports.length]!;
-        while (Date.now() < deadline && next < deliveries.length) {
-          const d = deliveries[next++]!;
-          const t0 = process.hrtime.bigint();
-          await post(port, '/webhooks/stripe', d.body, { 'stripe-signature': d.signature });
-          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-        }
-      }),
-    );
-    const elapsed = Number(process.hrtime.bigint() - start) / 1e9;
-    const loadCpu = process.cpuUsage(cpu0.load);
-    const cpu = {
-      api: apiCpu() - cpu0.api,
-      postgres: cpuMs({ comm: 'postgres' }) - cpu0.postgres,
-      load: (loadCpu.user + loadCpu.system) / 1000,
-    };
-    const committed = (await outboxRows()) - outboxBefore;
-    latencies.sort((a, b) => a - b);
-    return {
-      rate: committed / elapsed,
-      p50: percentile(latencies, 50),
-      p99: percentile(latencies, 99),
-      committed,
-      cpu,
-    };
+    for (const startsOn of periods) {
+      const response = await got.post(`http://127.0.0.1:${ports[0]!}/v1/globals`, {
+        headers: { authorization: `Bearer ${adminKey}` },
+        json: { startsOn },
+        throwHttpErrors: false,
+        timeout: { request: 600_000 },
+      });
+      if (response.statusCode !== 201)
+        throw new Error(`POST /v1/globals ${startsOn}: ${response.statusCode} ${response.body}`);
+    }
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const cpu = { api: apiCpu() - cpu0.api, postgres: cpuMs({ comm: 'postgres' }) - cpu0.postgres };
+    const counted = (
+      await client.query<{ tickets: string; globals: string; open: string }>(
+        `SELECT count(*) FILTER (WHERE status = 'in_global') AS tickets,
+                count(DISTINCT invoice_id) FILTER (WHERE status = 'in_global') AS globals,
+                count(*) FILTER (WHERE status = 'open') AS open
+           FROM tickets`,
+      )
+    ).rows[0]!;
+    if (Number(counted.open) > 0) throw new Error(`${counted.open} tickets still open after the globals`);
+    return { tickets: Number(counted.tickets), globals: Number(counted.globals), seconds, cpu };
   } finally {
-    for (const child of children) child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    await apiDb.drop();
+    await client.end();
   }
 }
-const { rate: ingestRate, p50, p99, committed, cpu } = await measureIngest();
+
+let ingest: Awaited<ReturnType<typeof measureIngest>>;
+let issued: Issued | undefined;
+try {
+  ingest = await measureIngest();
+  if (tickets) issued = await issueGlobals();
+} finally {
+  await stopApi();
+}
+const { rate: ingestRate, p50, p99, committed, cpu } = ingest;
 
 // --- pgbench on the same Postgres, same transaction shape --------------------------------------
 // (With --json the caller compares runs of its own: no pgbench.)
 if (values.json) {
-  process.stdout.write(`${JSON.stringify({ ingestRate, p50, p99, committed, cpu, instances, series: seriesCount })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ingestRate, p50, p99, committed, cpu, instances, series: seriesCount, tickets, issued })}\n`,
+  );
   process.exit(0);
 }
 const pgbenchTps = await pgbenchPaymentShape({ clients: concurrency, seconds });
 
 const share = ingestRate / pgbenchTps;
+const what = tickets ? 'tickets' : 'payments';
 process.stdout.write(
   [
     `bench:ingest — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,
-    `${seconds} s, ${concurrency} concurrent senders, signed Stripe payment_intent.succeeded webhooks, ${instances} API process(es), ${seriesCount} serie(s)`,
+    `${seconds} s, ${concurrency} concurrent senders, signed Stripe payment_intent.succeeded webhooks, ${instances} API process(es), ${
+      tickets ? 'global mode: each payment a ticket' : `${seriesCount} serie(s)`
+    }`,
     '',
-    `  ingest (API, committed payments)   ${ingestRate.toFixed(0).padStart(7)} payments/s   (${committed} committed)`,
+    `  ingest (API, committed ${what})${' '.repeat(tickets ? 4 : 3)}${ingestRate.toFixed(0).padStart(7)} ${what}/s   (${committed} committed)`,
     `  latency                            p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
     `  CPU per payment                    API ${(cpu.api / committed).toFixed(2)} ms, Postgres ${(cpu.postgres / committed).toFixed(2)} ms, load generator ${(cpu.load / committed).toFixed(2)} ms`,
-    `  pgbench, same transaction shape    ${pgbenchTps.toFixed(0).padStart(7)} tps   ← reference`,
+    `  pgbench, same transaction shape    ${pgbenchTps.toFixed(0).padStart(7)} tps   ← reference${
+      tickets ? ' (a payment with its invoice and outbox row: heavier than a ticket)' : ''
+    }`,
     '',
     `  ingest / pgbench = ${(share * 100).toFixed(1)}%   (target ≥ 50%)  ${share >= 0.5 ? 'OK' : 'MISSED'}`,
+    ...(issued
+      ? [
+          '',
+          `  the period closed (POST /v1/globals): ${issued.tickets} tickets in ${issued.globals} factura(s) global(es), built, frozen and written in ${issued.seconds.toFixed(2)} s`,
+          `    CPU per ticket: API ${(issued.cpu.api / issued.tickets).toFixed(3)} ms, Postgres ${(issued.cpu.postgres / issued.tickets).toFixed(3)} ms`,
+        ]
+      : []),
     '',
   ].join('\n'),
 );
