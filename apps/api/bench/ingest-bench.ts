@@ -81,6 +81,16 @@ function post(port: number, path: string, body: string, headers: Record<string, 
   });
 }
 
+/**
+ * An id like Stripe's (`pi_` and 24 characters) in no order, as Stripe's are to an index: the unique
+ * indexes on the provider's payment and event ids take each insert at a random page, as in production
+ * (an increasing id would always append to their last page). Hex, as bench:history's ids of the same
+ * kind, so both spread over the same keys.
+ */
+function stripeLikeId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
 // --- The API under load -------------------------------------------------------------------------
 const given = values['database-url'];
 const apiDb = given ? { url: given, drop: () => Promise.resolve() } : await createTestDatabase();
@@ -96,6 +106,18 @@ const committedRows = async () => {
   }
 };
 const committedBefore = given ? await committedRows() : 0;
+/** The server's write-ahead log position, in bytes: WAL a payment costs, full-page images included. */
+const walBytes = async () => {
+  const client = new pg.Client({ connectionString: apiDb.url });
+  await client.connect();
+  try {
+    return Number(
+      (await client.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`)).rows[0]!.b,
+    );
+  } finally {
+    await client.end();
+  }
+};
 // An admin key for closing the period (`POST /v1/globals`), made for this run.
 const adminKey = `bench-admin-${randomBytes(12).toString('hex')}`;
 const ports: number[] = [];
@@ -148,6 +170,8 @@ async function measureIngest(): Promise<{
   p99: number;
   committed: number;
   cpu: { api: number; postgres: number; load: number };
+  /** WAL written during the run, bytes a committed payment (or ticket). */
+  walPerPayment: number;
 }> {
   for (const port of ports)
     for (let i = 0; ; i++) {
@@ -161,11 +185,12 @@ async function measureIngest(): Promise<{
     }
   // Deliveries are signed before the clock starts, so signing is not what is measured.
   const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
-    stripeDelivery(paymentIntentSucceeded()),
+    stripeDelivery(paymentIntentSucceeded({ id: stripeLikeId('pi'), eventId: stripeLikeId('evt') })),
   );
   const latencies: number[] = [];
   let next = 0;
   const deadline = Date.now() + seconds * 1000;
+  const wal0 = await walBytes();
   const cpu0 = { api: apiCpu(), postgres: cpuMs({ comm: 'postgres' }), load: process.cpuUsage() };
   const start = process.hrtime.bigint();
   await Promise.all(
@@ -187,6 +212,7 @@ async function measureIngest(): Promise<{
     load: (loadCpu.user + loadCpu.system) / 1000,
   };
   const committed = (await committedRows()) - committedBefore;
+  const walPerPayment = ((await walBytes()) - wal0) / committed;
   latencies.sort((a, b) => a - b);
   return {
     rate: committed / elapsed,
@@ -194,6 +220,7 @@ async function measureIngest(): Promise<{
     p99: percentile(latencies, 99),
     committed,
     cpu,
+    walPerPayment,
   };
 }
 
@@ -254,13 +281,13 @@ try {
 } finally {
   await stopApi();
 }
-const { rate: ingestRate, p50, p99, committed, cpu } = ingest;
+const { rate: ingestRate, p50, p99, committed, cpu, walPerPayment } = ingest;
 
 // --- pgbench on the same Postgres, same transaction shape --------------------------------------
 // (With --json the caller compares runs of its own: no pgbench.)
 if (values.json) {
   process.stdout.write(
-    `${JSON.stringify({ ingestRate, p50, p99, committed, cpu, instances, series: seriesCount, tickets, issued })}\n`,
+    `${JSON.stringify({ ingestRate, p50, p99, committed, cpu, walPerPayment, instances, series: seriesCount, tickets, issued })}\n`,
   );
   process.exit(0);
 }
@@ -278,6 +305,7 @@ process.stdout.write(
     `  ingest (API, committed ${what})${' '.repeat(tickets ? 4 : 3)}${ingestRate.toFixed(0).padStart(7)} ${what}/s   (${committed} committed)`,
     `  latency                            p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
     `  CPU per payment                    API ${(cpu.api / committed).toFixed(2)} ms, Postgres ${(cpu.postgres / committed).toFixed(2)} ms, load generator ${(cpu.load / committed).toFixed(2)} ms`,
+    `  WAL per payment                    ${(walPerPayment / 1024).toFixed(1)} KiB`,
     `  pgbench, same transaction shape    ${pgbenchTps.toFixed(0).padStart(7)} tps   ← reference${
       tickets ? ' (a payment with its invoice and outbox row: heavier than a ticket)' : ''
     }`,
