@@ -28,13 +28,18 @@ const noTestSupport = {
 const restrict = (patterns, paths = []) => ['error', { patterns, paths }];
 // The ops CLI answers --help and a usage mistake without loading the data layer (~0.5 s instead of
 // ~1.5 s): these only as `import type` at the top, and by `await import()` in the command that uses them.
-const loadedByTheCommand = ['@timbra/db', '@timbra/cfdi-core', 'bullmq', './config.ts', './reconcile.ts'].map(
-  (name) => ({
-    name,
-    allowTypeImports: true,
-    message: "ops-cli.ts loads this in the command that needs it (await import); parsing uses '@timbra/db/light'.",
-  }),
-);
+const loadedByTheCommand = [
+  '@timbra/db',
+  '@timbra/cfdi-core',
+  'bullmq',
+  './config.ts',
+  './config-schema.ts',
+  './reconcile.ts',
+].map((name) => ({
+  name,
+  allowTypeImports: true,
+  message: "ops-cli.ts loads this in the command that needs it (await import); parsing uses '@timbra/db/light'.",
+}));
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**', '**/generated/**'] },

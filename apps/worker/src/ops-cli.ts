@@ -16,9 +16,9 @@ import type { Queue } from 'bullmq';
 import { parseSince } from './since.ts';
 
 // Only what parsing needs is imported above (the light entries of @timbra/db and cfdi-core's CSD
-// module). The data layer, BullMQ, the reconciliation and the worker's configuration (which loads
-// all of @timbra/cfdi-core) are loaded by the command that uses them: `--help` and a usage mistake
-// need none of them.
+// module). The data layer, BullMQ, the reconciliation and the worker's settings (config-schema.ts:
+// the worker's schema without the CFDI domain its start-up checks load) are loaded by the command
+// that uses them: `--help` and a usage mistake need none of them.
 const dbLib = () => import('@timbra/db');
 
 /** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
@@ -41,7 +41,7 @@ const fail = (message: string, code = 1) => {
 // The database (and Redis) are opened by the first command that needs them: --help needs neither.
 let prismaClient: PrismaClient | undefined;
 async function config() {
-  const { loadOpsConfig } = await import('./config.ts');
+  const { loadOpsConfig } = await import('./config-schema.ts');
   try {
     return loadOpsConfig(process.env);
   } catch (error) {
@@ -603,7 +603,7 @@ program
     const prisma = await db();
     const { pruneHistory, RETENTION_TABLES, retentionDays } = await dbLib();
     const c = await config();
-    const policy = (await import('./config.ts')).retentionPolicy(c);
+    const policy = (await import('./config-schema.ts')).retentionPolicy(c);
     const rows = await pruneHistory(prisma, policy, {
       batchSize: c.RETENTION_BATCH_SIZE,
       dryRun: Boolean(options.dryRun),
