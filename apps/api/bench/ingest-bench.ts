@@ -94,30 +94,21 @@ function stripeLikeId(prefix: string): string {
 // --- The API under load -------------------------------------------------------------------------
 const given = values['database-url'];
 const apiDb = given ? { url: given, drop: () => Promise.resolve() } : await createTestDatabase();
-/** What a committed payment leaves: its outbox row, or in global mode its ticket. */
-const committedRows = async () => {
+/** One number read from the API's database, on a connection of its own (the API's pool is not ours). */
+async function readNumber(sql: string): Promise<number> {
   const client = new pg.Client({ connectionString: apiDb.url });
   await client.connect();
   try {
-    const table = tickets ? 'tickets' : 'outbox';
-    return Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0]!.n);
+    return Number((await client.query<{ n: string }>(sql)).rows[0]!.n);
   } finally {
     await client.end();
   }
-};
+}
+/** What a committed payment leaves: its outbox row, or in global mode its ticket. */
+const committedRows = () => readNumber(`SELECT count(*) AS n FROM ${tickets ? 'tickets' : 'outbox'}`);
 const committedBefore = given ? await committedRows() : 0;
 /** The server's write-ahead log position, in bytes: WAL a payment costs, full-page images included. */
-const walBytes = async () => {
-  const client = new pg.Client({ connectionString: apiDb.url });
-  await client.connect();
-  try {
-    return Number(
-      (await client.query<{ b: string }>(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS b`)).rows[0]!.b,
-    );
-  } finally {
-    await client.end();
-  }
-};
+const walBytes = () => readNumber(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS n`);
 // An admin key for closing the period (`POST /v1/globals`), made for this run.
 const adminKey = `bench-admin-${randomBytes(12).toString('hex')}`;
 const ports: number[] = [];
