@@ -56,6 +56,26 @@ const adminKey = env
 const deadline = Date.now() + Number(values.timeout) * 1000;
 
 let failed = false;
+// The merchant's receiver: a local HTTP server that keeps every webhook as it arrived (verified below).
+// Bound before the second API's port is chosen, so port 0 cannot hand it that port once let go.
+const received: { body: string; signature: string; eventId: string; type: string }[] = [];
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    received.push({
+      body: Buffer.concat(chunks).toString('utf8'),
+      signature: String(req.headers['timbra-signature'] ?? ''),
+      eventId: String(req.headers['timbra-event-id'] ?? ''),
+      type: String(req.headers['timbra-event-type'] ?? ''),
+    });
+    res.end('ok');
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+receiver.unref();
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/timbra-webhooks`;
+
 // Público en general in global mode (tickets, the self-invoicing page, the factura global) is shown on a
 // second API over the same database with PUBLICO_GENERAL_MODE=global: the first keeps per-payment mode.
 const globalPort = await freePort();
@@ -83,25 +103,6 @@ const system = await startLocalSystem(
 const stop = stopOnSignals(system, out);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// The merchant's receiver: a local HTTP server that keeps every webhook as it arrived (verified below).
-const received: { body: string; signature: string; eventId: string; type: string }[] = [];
-const receiver = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    received.push({
-      body: Buffer.concat(chunks).toString('utf8'),
-      signature: String(req.headers['timbra-signature'] ?? ''),
-      eventId: String(req.headers['timbra-event-id'] ?? ''),
-      type: String(req.headers['timbra-event-type'] ?? ''),
-    });
-    res.end('ok');
-  });
-});
-await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-receiver.unref();
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/timbra-webhooks`;
 
 /** The signature check docs/outbound.md gives a receiver: HMAC-SHA256 of `t.body`, constant-time. */
 function verified(body: string, header: string, secret: string): boolean {

@@ -21,6 +21,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
   cpuMs,
+  freePorts,
   percentile,
   rawVerifySignRate,
   stripeSignatureHeader,
@@ -29,7 +30,7 @@ import {
 } from '@timbra/test-support';
 import { createPrisma, leanDb, Prisma, STAMP_QUEUE } from '@timbra/db';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
-import { freePort, privateRedis, Proc, reportUnexpectedExits, until } from '../lib/processes.ts';
+import { privateRedis, Proc, reportUnexpectedExits, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -50,9 +51,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const stripeSecret = 'whsec_bench_e2e_local_only';
 const adminToken = 'bench-e2e-admin-token';
 const database = await createTestDatabase();
-const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await Promise.all(
-  Array.from({ length: 5 }, () => freePort()),
-)) as [number, number, number, number, number];
+const [redisPort, apiPort, primaryPort, backupPort, adminPort] = (await freePorts(5)) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
 // The SAT's test CSD with its certificate re-issued by the tests' CA (valid until 2099).
 const csdPaths = testCsdPaths('EKU9003173C9');

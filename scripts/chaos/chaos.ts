@@ -63,8 +63,16 @@ import { parseArgs } from 'node:util';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { ProviderSandboxClient } from '@timbra/provider-client';
-import { providerSandboxEnv, providerSecrets, startMailbox, testCaFile, testCsdPaths } from '@timbra/test-support';
-import { freePort, privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
+import {
+  freePort,
+  freePorts,
+  providerSandboxEnv,
+  providerSecrets,
+  startMailbox,
+  testCaFile,
+  testCsdPaths,
+} from '@timbra/test-support';
+import { privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -171,9 +179,15 @@ if (cluster) {
 const database = await createTestDatabase(cluster ? { serverUrl: cluster.serverUrl } : {});
 const databaseUrl = database.url;
 
-const [redisPort, apiPort, primaryPort, backupPort, adminPort, providersPort, tillPort] = (await Promise.all(
-  Array.from({ length: 7 }, () => freePort()),
-)) as [number, number, number, number, number, number, number];
+const [redisPort, apiPort, primaryPort, backupPort, adminPort, providersPort, tillPort] = (await freePorts(7)) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 const providersUrl = `http://127.0.0.1:${providersPort}`;
 const redisUrl = `redis://127.0.0.1:${redisPort}`;
 const redis = privateRedis(redisPort);

@@ -4,22 +4,12 @@
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { privateRedisArgs, realClockEnv, tsEntryArgs } from '@timbra/test-support';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Every process group a Proc started and that has not exited: what `killLeftovers` kills. */
 const live = new Set<ChildProcess>();

@@ -23,7 +23,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { FinkokClient, multipartXml, SwClient } from '@timbra/cfdi-core';
-import { cpuMs, freePort, rawVerifySignRate, testCaFile, tsEntryArgs } from '@timbra/test-support';
+import { cpuMs, freePorts, rawVerifySignRate, testCaFile, tsEntryArgs } from '@timbra/test-support';
 import { FINKOK, freshInvoice, SW } from '../test/helpers.ts';
 
 const { values } = parseArgs({
@@ -44,7 +44,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 // Raw floor: one RSA-2048 verify (the emisor's Sello) + one sign (the TFD), on one core.
 const rawRate = rawVerifySignRate(2);
 
-const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
+const [primary, backup, admin] = (await freePorts(3)) as [number, number, number];
 // With TIMBRA_CPU_PROF_DIR set, the sandbox writes a V8 CPU profile to DIR/sandbox when it stops (as
 // the harnesses' apps do: docs/performance.md).
 const child = spawn(process.execPath, tsEntryArgs(resolve(here, '../src/main.ts'), 'sandbox'), {

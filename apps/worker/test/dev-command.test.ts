@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { eventually, freePort } from './helpers.ts';
+import { eventually, freePorts } from './helpers.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 let db: TestDatabase;
@@ -21,9 +21,9 @@ beforeAll(async () => {
 afterAll(() => db.drop());
 
 async function devEnv(): Promise<Record<string, string>> {
-  const [api, metrics, worker, primary, backup, admin, providers] = await Promise.all(
-    Array.from({ length: 7 }, () => freePort()),
-  );
+  // Every port it opens, the local SMTP server's too: one given as 0 could be handed one of these
+  // once let go, before the app it was taken for has bound it.
+  const [api, metrics, worker, primary, backup, admin, providers, smtp] = await freePorts(8);
   return {
     ...(process.env as Record<string, string>),
     NODE_OPTIONS: '',
@@ -40,8 +40,8 @@ async function devEnv(): Promise<Record<string, string>> {
     STRIPE_API_URL: `http://127.0.0.1:${providers}`,
     MERCADOPAGO_API_URL: `http://127.0.0.1:${providers}/mercadopago`,
     BANXICO_API_URL: `http://127.0.0.1:${providers}`,
-    // The local SMTP server on any free port (its default, 2525, may be another run's).
-    LOCAL_SMTP_PORT: '0',
+    // Not its default, 2525, which may be another run's.
+    LOCAL_SMTP_PORT: String(smtp),
   };
 }
 

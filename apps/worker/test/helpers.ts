@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import {
   eventually,
   freePort,
+  freePorts,
   freezeSample,
   loadTestCsd,
   testCaFile,
@@ -24,7 +25,7 @@ import { PacChain } from '../src/pac-chain.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const ADMIN_TOKEN = 'worker-test-admin-token';
-export { eventually, freePort };
+export { eventually, freePort, freePorts };
 
 export interface SandboxProcess {
   primary: string;
@@ -48,7 +49,7 @@ export async function startSandboxProcess(): Promise<SandboxProcess> {
 }
 
 async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
-  const [primary, backup, admin] = [await freePort(), await freePort(), await freePort()];
+  const [primary, backup, admin] = (await freePorts(3)) as [number, number, number];
   const child: ChildProcess = spawn(process.execPath, tsEntryArgs(resolve(here, '../../pac-sandbox/src/main.ts')), {
     env: {
       ...process.env,

@@ -8,6 +8,7 @@ import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import {
   eventually,
   freePort,
+  freePorts,
   pendingInvoice,
   startSandboxProcess,
   startWorkerProcess,
@@ -101,8 +102,7 @@ describe('the worker process', () => {
   });
 
   it('without Redis: the health port answers at once, not ready and why, JSON logs, and recovers when Redis comes', async () => {
-    const redisPort = await freePort();
-    const healthPort = await freePort();
+    const [redisPort, healthPort] = (await freePorts(2)) as [number, number];
     const worker = startWorker(
       `{r${randomBytes(4).toString('hex')}}`,
       { REDIS_URL: `redis://127.0.0.1:${redisPort}`, WORKER_HTTP_PORT: String(healthPort), LOG_LEVEL: 'info' },
@@ -136,8 +136,7 @@ describe('the worker process', () => {
   });
 
   it('SIGTERM with Redis gone: the outage told once in JSON, and an exit within WORKER_SHUTDOWN_TIMEOUT_MS that says what it waited on', async () => {
-    const redisPort = await freePort();
-    const healthPort = await freePort();
+    const [redisPort, healthPort] = (await freePorts(2)) as [number, number];
     const redis = spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore', env: realClockEnv() });
     const worker = startWorker(
       `{s${randomBytes(4).toString('hex')}}`,

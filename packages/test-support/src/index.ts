@@ -19,6 +19,7 @@ export { reissueCertificate, testCaFile, testCaPem, TEST_CERTIFICATE_END } from 
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd } from './samples.ts';
 export {
   freePort,
+  freePorts,
   eventually,
   privateRedisArgs,
   cpuMs,

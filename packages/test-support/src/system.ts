@@ -1,16 +1,33 @@
 /** Processes, ports and polling for tests and benchmarks. */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+
+/**
+ * `n` different TCP ports free on the loopback right now. All `n` are held open together before any
+ * is let go, so no two are the same, as they can be when single free ports are asked for one after
+ * another. A process started with them should bind them before it binds anything to port 0 (the
+ * kernel may hand out a port just let go): give every port it opens here, none as 0.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const server = createServer();
+          server.once('error', reject).listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((closed) => s.close(closed))));
+  return ports;
+}
 
 /** A TCP port free on the loopback right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolvePort) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
+export async function freePort(): Promise<number> {
+  return (await freePorts(1))[0]!;
 }
 
 /** Polls `check` every 50 ms until it is true; fails after `timeoutMs`. */
