@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createTestDatabase } from '@timbra/db/testing';
-import { eventually, freePort, privateRedisArgs, realClockEnv, testCsdPaths, tsEntryArgs } from '@timbra/test-support';
+import { eventually, freePorts, privateRedisArgs, realClockEnv, testCsdPaths, tsEntryArgs } from '@timbra/test-support';
 
 /** Every line a child writes to stdout and stderr. */
 function linesOf(child: ChildProcess): string[] {
@@ -19,8 +19,7 @@ function linesOf(child: ChildProcess): string[] {
 describe('the API process', () => {
   it('with Redis gone: not ready, every line a JSON log line, and ready again when Redis is back', async () => {
     const db = await createTestDatabase();
-    const redisPort = await freePort();
-    const port = await freePort();
+    const [redisPort, port] = (await freePorts(2)) as [number, number];
     const startRedis = () =>
       spawn('redis-server', privateRedisArgs(redisPort), { stdio: 'ignore', env: realClockEnv() });
     let redis = startRedis();
