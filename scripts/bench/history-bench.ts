@@ -1,5 +1,5 @@
 /**
- * `npm run bench:history [-- --invoices N --seconds S --rows R --concurrency C --keep]` — do the hot
+ * `npm run bench:history [-- --invoices N --seconds S --rows R --concurrency C --retention defaults|off --keep]` — do the hot
  * paths stay flat as history piles up? On one database, first empty, then with N stamped invoices of
  * history (default 10 million) and their payments, outbox rows, PAC calls and provider events, plus a
  * day's Idempotency-Key records: ingest through the API (bench:ingest), the relay's claim and the other
@@ -11,6 +11,12 @@
  * (session_replication_role = replica: the rows are consistent by construction). Its documents carry
  * ~0.7 KB of XML instead of a real CFDI's 3–8 KB: the hot paths read indexes, not the XML, and a real
  * size would need ~100 GB of disk for 10 M invoices.
+ *
+ * `--retention defaults` (the default): the history is what the worker's retention rules leave with
+ * their default settings (DEFAULT_RETENTION): every invoice and payment, but done outbox rows and
+ * provider events of the last 30 days only and PAC calls of the last 180 — a dry run of the rules
+ * (pruneHistory) must then find nothing to delete. `--retention off`: every row kept, as with
+ * RETENTION_*_DAYS=0 — the worst case.
  */
 import { execFile } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -21,10 +27,15 @@ import pg from 'pg';
 import {
   claimOutboxBatch,
   createPrisma,
+  DEFAULT_RETENTION,
   invoiceByUuid,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
+  pruneHistory,
+  retentionDays,
   staleEnqueuedOutboxRows,
+  type RetentionPolicy,
+  type RetentionTable,
   type PrismaClient,
 } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
@@ -37,12 +48,25 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '5000' },
     concurrency: { type: 'string', default: '16' },
     chunk: { type: 'string', default: '1000000' },
+    /** defaults: the history the retention rules leave with their default settings; off: every row kept. */
+    retention: { type: 'string', default: 'defaults' },
     /** Keep the database (its URL is printed) to look at it, or to run other benchmarks on it. */
     keep: { type: 'boolean', default: false },
   },
 });
 const invoices = Number(values.invoices);
 const chunk = Number(values.chunk);
+if (values.retention !== 'defaults' && values.retention !== 'off')
+  throw new Error(`--retention is defaults or off, not ${values.retention}`);
+const retention: RetentionPolicy | undefined = values.retention === 'defaults' ? DEFAULT_RETENTION : undefined;
+/**
+ * The rows of a table the history holds: those written within its retention window (an hour short of
+ * it, so none has crossed the rule's cutoff when the dry run checks, minutes later), or all of them.
+ */
+function kept(table: RetentionTable): string {
+  const days = retention ? retentionDays(retention, table) : 0;
+  return days > 0 ? `WHERE at >= now() - make_interval(days => ${days}) + interval '1 hour'` : '';
+}
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
@@ -166,8 +190,10 @@ async function measure(prisma: PrismaClient, emisorId: string, databaseUrl: stri
 }
 
 /** Writes `n` stamped invoices of history, with everything around them, in chunks. */
-async function writeHistory(databaseUrl: string, emisorId: string, n: number): Promise<void> {
+async function writeHistory(prisma: PrismaClient, databaseUrl: string, emisorId: string, n: number): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
+  const written = { outbox: 0, attempts: 0, events: 0 };
+  const rowsWritten = async (sql: string) => (await client.query(sql)).rowCount ?? 0;
   await client.connect();
   try {
     await client.query("SET session_replication_role = 'replica'");
@@ -206,19 +232,19 @@ async function writeHistory(databaseUrl: string, emisorId: string, n: number): P
          FROM h`,
         [emisorId],
       );
-      await client.query(
+      written.outbox += await rowsWritten(
         `INSERT INTO outbox (id, kind, invoice_id, stamp_key, status, attempts, enqueued_at, created_at, updated_at)
-         SELECT timbra_uuid7(at), 'stamp', invoice_id, 'hist-' || g, 'done', 1, at, at, at FROM h`,
+         SELECT timbra_uuid7(at), 'stamp', invoice_id, 'hist-' || g, 'done', 1, at, at, at FROM h ${kept('outbox')}`,
       );
-      await client.query(
+      written.attempts += await rowsWritten(
         `INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, duration_ms, created_at)
-         SELECT timbra_uuid7(at), invoice_id, 'primary', 'stamped', uuid, NULL, 120, at FROM h`,
+         SELECT timbra_uuid7(at), invoice_id, 'primary', 'stamped', uuid, NULL, 120, at FROM h ${kept('pac_attempts')}`,
       );
-      await client.query(
+      written.events += await rowsWritten(
         `INSERT INTO webhook_events (id, provider, event_id, type, result, payload, received_at)
          SELECT timbra_uuid7(at), 'stripe', event_id, 'payment_intent.succeeded', 'accepted',
                 jsonb_build_object('id', event_id, 'amount', 11600), at
-         FROM h`,
+         FROM h ${kept('webhook_events')}`,
       );
       await client.query('COMMIT');
       const seconds = ms(started) / 1000;
@@ -235,8 +261,21 @@ async function writeHistory(databaseUrl: string, emisorId: string, n: number): P
        FROM generate_series(1, $2::int) g`,
       [apiClient, keys],
     );
-    say(`    ${keys.toLocaleString('en')} Idempotency-Key records; VACUUM ANALYZE…`);
+    say(`    ${keys.toLocaleString('en')} Idempotency-Key records`);
     await client.query('RESET session_replication_role');
+    say(
+      `    kept (retention ${values.retention}): ${written.outbox.toLocaleString('en')} done outbox rows, ${written.attempts.toLocaleString('en')} PAC calls, ${written.events.toLocaleString('en')} provider events`,
+    );
+    if (retention) {
+      // The history is what the rules leave: their own dry run (the function the worker's sweeper
+      // calls) finds nothing more to delete.
+      const left = await pruneHistory(prisma, retention, { dryRun: true });
+      if (Object.values(left).some((n) => n > 0))
+        throw new Error(
+          `the retention rules would still delete ${JSON.stringify(left)}: the history is not what they leave`,
+        );
+    }
+    say('    VACUUM ANALYZE…');
     await client.query('VACUUM ANALYZE');
     // The bulk write's WAL is flushed now, not by a checkpoint in the middle of the next measurement.
     await client.query('CHECKPOINT');
@@ -256,7 +295,7 @@ try {
     `bench:history — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,
   );
   say(
-    `${invoices.toLocaleString('en')} invoices of history; ingest ${values.seconds} s at concurrency ${values.concurrency}, drain of ${values.rows} rows`,
+    `${invoices.toLocaleString('en')} invoices of history (retention ${values.retention}); ingest ${values.seconds} s at concurrency ${values.concurrency}, drain of ${values.rows} rows`,
   );
   const emisor = await prisma.emisor.upsert({
     where: { rfc: 'EKU9003173C9' },
@@ -270,7 +309,7 @@ try {
   say('  empty database:');
   const empty = await measure(prisma, emisor.id, db.url, undefined);
   say('  writing history:');
-  await writeHistory(db.url, emisor.id, invoices);
+  await writeHistory(prisma, db.url, emisor.id, invoices);
   // An invoice from the middle of history, looked up by UUID as reconcile and cancellations do.
   const probe = await prisma.invoice.findFirstOrThrow({
     where: { serie: 'H', folio: Math.ceil(invoices / 2) },
