@@ -293,7 +293,7 @@ process.stdout.write(
       tickets ? 'global mode: each payment a ticket' : `${seriesCount} serie(s)`
     }`,
     '',
-    `  ingest (API, committed ${what})${' '.repeat(tickets ? 4 : 3)}${ingestRate.toFixed(0).padStart(7)} ${what}/s   (${committed} committed)`,
+    `  ${`ingest (API, committed ${what})`.padEnd(35)}${ingestRate.toFixed(0).padStart(7)} ${what}/s   (${committed} committed)`,
     `  latency                            p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
     `  CPU per payment                    API ${(cpu.api / committed).toFixed(2)} ms, Postgres ${(cpu.postgres / committed).toFixed(2)} ms, load generator ${(cpu.load / committed).toFixed(2)} ms`,
     `  WAL per payment                    ${(walPerPayment / 1024).toFixed(1)} KiB`,
