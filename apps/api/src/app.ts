@@ -19,6 +19,7 @@ import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
 import { DomainError } from './use-cases/domain-errors.ts';
 import { apiKeyAuth, requireScopes } from './http/auth.ts';
 import { DASHBOARD_PATH } from './http/dashboard.ts';
+import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import type { Metrics } from './http/metrics.ts';
 import { invoiceRoutes } from './routes/invoices.ts';
 import { catalogRoutes } from './routes/catalog.ts';
@@ -255,6 +256,7 @@ export function createApp(deps: AppDeps) {
   v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
   v1.use(apiKeyAuth(deps.prisma, failures));
   v1.use(requireScopes);
+  v1.use(refuseUnstorableInput);
   v1.use(
     paymentRoutes({
       prisma: deps.prisma,

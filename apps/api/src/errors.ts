@@ -10,6 +10,10 @@ export const API_ERRORS = {
     status: 400,
     message: 'Credentials go in the Authorization (or X-Api-Key) header, never in the URL.',
   },
+  invalid_characters: {
+    status: 400,
+    message: 'A field holds U+0000, a control character or a lone surrogate, which no invoice can carry.',
+  },
   unknown_parameter: {
     status: 400,
     message: 'A query parameter this list does not take; the message names those it does.',

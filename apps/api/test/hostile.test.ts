@@ -10,7 +10,7 @@ afterAll(() => api.close());
 
 interface Case {
   name: string;
-  method?: 'POST' | 'GET';
+  method?: 'POST' | 'GET' | 'PATCH';
   path?: string;
   body?: string;
   headers?: Record<string, string>;
@@ -115,22 +115,36 @@ const cases: Case[] = [
     status: 422,
     code: 'occurred_in_future',
   })),
-  // NUL and lone surrogates: no text column can hold them (once a 500)
+  // NUL, other control characters and lone surrogates: no column or CFDI can hold them (once a 500)
   ...[
     ['description', 'a\u0000b'],
     ['description', '\ud800'],
+    ['description', 'bell\u0007'],
+    ['externalId', 'H-\u0000'],
+  ].map(([k, v]) => ({
+    name: `${k} with ${JSON.stringify(v)}`,
+    body: withField(k!, v),
+    status: 400,
+    code: 'invalid_characters',
+  })),
+  ...['X\u0000Y', '\udfff'].map((v) => ({
+    name: `receptor.nombre with ${JSON.stringify(v)}`,
+    body: withReceptor('nombre', v),
+    status: 400,
+    code: 'invalid_characters',
+  })),
+  ...[
     // Text that prints blank: NBSP, zero-width and other invisible characters, refused like empty.
     ['description', '\u00a0'],
     ['description', '\u00a0\u200b\u2060\ufeff'],
     ['description', '\u3000\u00ad'],
-    ['externalId', 'H-\u0000'],
   ].map(([k, v]) => ({
     name: `${k} with ${JSON.stringify(v)}`,
     body: withField(k!, v),
     status: 422,
     code: 'validation_failed',
   })),
-  ...['X\u0000Y', '\udfff', '\u00a0\u00a0', '\u200b'].map((v) => ({
+  ...['\u00a0\u00a0', '\u200b'].map((v) => ({
     name: `receptor.nombre with ${JSON.stringify(v)}`,
     body: withReceptor('nombre', v),
     status: 422,
@@ -304,6 +318,26 @@ const cases: Case[] = [
       code: 'not_found',
     })),
   ),
+  // A webhook endpoint's url that is not a URL (once a 500: the https check parsed it anyway)
+  ...['not a url', 'http//x', '', 'https://', '://x', 'javascript:alert(1)'].flatMap((url): Case[] => [
+    {
+      name: `webhook endpoint with url ${JSON.stringify(url)}`,
+      path: '/v1/webhook-endpoints',
+      body: JSON.stringify({ url, events: ['*'] }),
+      headers: { ...auth, authorization: `Bearer ${KEYS.admin}` },
+      status: 422,
+      code: 'validation_failed',
+    },
+    {
+      name: `webhook endpoint changed to url ${JSON.stringify(url)}`,
+      method: 'PATCH',
+      path: '/v1/webhook-endpoints/00000000-0000-4000-8000-000000000000',
+      body: JSON.stringify({ url }),
+      headers: { ...auth, authorization: `Bearer ${KEYS.admin}` },
+      status: 422,
+      code: 'validation_failed',
+    },
+  ]),
   { name: 'bad limit', method: 'GET', path: '/v1/payments?limit=1000', status: 422, code: 'validation_failed' },
   {
     name: 'webhook events with a non-admin key',

@@ -55,7 +55,7 @@ export { rfcKind, RFC_PUBLICO_GENERAL, RFC_EXTRANJERO } from './validate/rfc.ts'
 export * as catalogs from './validate/catalogs.ts';
 export { usoCfdiAllowed, usoCfdiFor } from './validate/uso-cfdi.ts';
 export { fiscalSettingsProblems, periodicidadFor, type FiscalSettings } from './validate/settings.ts';
-export { isBlank, normalizeSpace } from './validate/text.ts';
+export { hasNonXmlChar, isBlank, normalizeSpace } from './validate/text.ts';
 export { formatFecha, instantOf, timeZoneForCodigoPostal, DEFAULT_TIME_ZONE, STAMP_WINDOW_MS } from './fecha.ts';
 export {
   loadCsd,

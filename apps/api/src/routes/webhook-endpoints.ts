@@ -26,6 +26,8 @@ function endpointUrl(allowHttp: boolean) {
     .url()
     .max(2048)
     .superRefine((value, ctx) => {
+      // zod runs this refinement after a failed z.url() too: a value that is not a URL was said already.
+      if (!URL.canParse(value)) return;
       const url = new URL(value);
       if (url.username || url.password)
         ctx.addIssue({ code: 'custom', message: 'no credentials in the URL: verify the signature instead' });
