@@ -540,6 +540,33 @@ describe('from the providers', () => {
     expect((await api.prisma.invoice.findUniqueOrThrow({ where: { id: stuck.id } })).status).toBe('needs_data');
   });
 
+  it('Mercado Pago: a free item is no concepto; an item whose price is not money leaves the invoice in needs_data — the money is always recorded', async () => {
+    const gift = await api.providers.mercadoPagoPayment({
+      amount: 290,
+      items: [
+        { id: 'z', title: 'Tenis', quantity: 1, unit_price: 290 },
+        { id: 'g', title: 'Regalo', quantity: 1, unit_price: 0 },
+      ],
+    });
+    const { invoice } = await ingresoOf(String(gift.payment.id));
+    expect(invoice.status).toBe('pending');
+    const xml = await frozenOf(invoice.id);
+    expect(conceptosOf(xml).map((c) => c.descripcion)).toEqual(['Tenis']);
+    expect(xml).not.toContain('ValorUnitario="0');
+    const broken = await api.providers.mercadoPagoPayment({
+      amount: 100,
+      items: [{ id: 'n', title: 'Algo', quantity: 1, unit_price: -100 }],
+    });
+    const event = await api.prisma.webhookEvent.findFirstOrThrow({
+      where: { provider: 'mercadopago', eventId: { contains: `:${broken.payment.id}:` } },
+    });
+    expect(event.result).toBe('accepted');
+    const stuck = await ingresoOf(String(broken.payment.id));
+    expect(stuck.payment.amount.toFixed(2)).toBe('100.00');
+    expect(stuck.invoice.status).toBe('needs_data');
+    expect(JSON.stringify(stuck.invoice.problems)).toContain('conceptos.0.unitPrice');
+  });
+
   it('the customer’s address comes from the provider: Stripe’s receipt_email, Mercado Pago’s payer.email', async () => {
     const stripe = await api.providers.stripePayment({ amount: 11600, receiptEmail: 'recibos@cliente.example' });
     expect((await ingresoOf(stripe.paymentIntent.id)).payment.email).toBe('recibos@cliente.example');

@@ -414,6 +414,34 @@ describe('poison events: signed, but impossible to record', () => {
     expect(await failedMetric(reason)).toBe(before + 1);
   });
 
+  // An object id that cannot be looked up is poison too: once answered 503 (Stripe retries for days),
+  // because the check ran inside the wrapper of API calls, which took every error for an outage.
+  it.each([
+    ['refund.created', 'an id that is a number', { id: 42, object: 'refund' }, 'malformed_payload'],
+    ['refund.updated', 'an empty id', { id: '', object: 'refund' }, 'malformed_payload'],
+    [
+      'charge.refunded',
+      'an id of 300 characters',
+      { id: `ch_${'x'.repeat(297)}`, object: 'charge' },
+      'malformed_payload',
+    ],
+    ['invoice.paid', 'no id', { object: 'invoice' }, 'malformed_payload'],
+    [
+      'refund.created',
+      'an id with a path in it',
+      { id: 're_../../v1/charges', object: 'refund' },
+      'provider_object_missing',
+    ],
+  ])('%s with %s → 200, failed (%s)', async (type, _name, object, reason) => {
+    const eventId = `evt_bad_id_${type}_${String((object as { id?: unknown }).id).slice(0, 20)}`;
+    const res = await sendStripe(stripeDelivery(stripeEvent(eventId, object, { type })));
+    expect(res.statusCode).toBe(200);
+    expect(await api.prisma.webhookEvent.findFirstOrThrow({ where: { eventId } })).toMatchObject({
+      result: 'failed',
+      reason: expect.stringMatching(new RegExp(`^${reason}: `)),
+    });
+  });
+
   it('a signed body that is not JSON → stored as failed (malformed_payload), 200', async () => {
     const res = await sendStripe(stripeDelivery('{"id": "evt_broken", ' as unknown as object));
     expect(res.statusCode).toBe(200);

@@ -178,16 +178,22 @@ function mercadoPagoSaleDraft(payment: PaymentResponse, currency: string): SaleD
   const metadata = (payment.metadata ?? {}) as Record<string, unknown>;
   const meta = (key: string) => (typeof metadata[key] === 'string' ? metadata[key].trim() || undefined : undefined);
   const items = payment.additional_info?.items ?? [];
-  const lines: LineInput[] = items.map((item) => {
+  const lines: LineInput[] = items.flatMap((item) => {
+    // A free item (a gift, a zero-priced line) is no concepto (CFDI40166 refuses ValorUnitario 0), as
+    // Stripe's free lines; any other price that is not money reaches the line's checks as it came,
+    // so the payment is recorded and its invoice waits in needs_data saying which item.
+    const price = parseAmount(item.unit_price, currency);
+    if (!price.ok && Number(item.unit_price) === 0) return [];
     const quantity = Number.isSafeInteger(item.quantity) && item.quantity > 0 ? item.quantity : 1;
-    const unit = amountOf(item.unit_price, currency);
-    return {
-      ...(item.id ? { product: String(item.id).slice(0, 100) } : {}),
-      descripcion: String(item.title || item.description || 'Producto').slice(0, 1000),
-      cantidad: String(quantity),
-      unitPrice: unit,
-      taxIncluded: true,
-    };
+    return [
+      {
+        ...(item.id ? { product: String(item.id).slice(0, 100) } : {}),
+        descripcion: String(item.title || item.description || 'Producto').slice(0, 1000),
+        cantidad: String(quantity),
+        unitPrice: price.ok ? price.amount : String(item.unit_price),
+        taxIncluded: true,
+      },
+    ];
   });
   const ours = meta('timbra_customer');
   const payer = payment.payer?.id ? String(payment.payer.id) : undefined;

@@ -432,15 +432,21 @@ async function chargeOf(api: Stripe, charge: string | Stripe.Charge | null): Pro
 }
 
 /**
- * A call to Stripe's API: an object Stripe does not have is a poison event; anything else (network,
- * 5xx, rate limit, a bad key) is answered 503 so that Stripe redelivers later.
+ * A call to Stripe's API, and the one place its failures are classified. What no redelivery can
+ * change is a poison event: the event's own data refused before the call (an id that is not one), an
+ * object Stripe does not have (404), a request Stripe refuses as invalid (400: an id of the wrong
+ * shape). Anything else (network, 5xx, 429, a bad or restricted key: ours to fix) is answered 503 so
+ * that Stripe redelivers later.
  */
 async function fromApi<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (error) {
+    if (error instanceof PoisonEvent) throw error;
     if (error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 404)
       throw new PoisonEvent('provider_object_missing', error.message);
+    if (error instanceof Stripe.errors.StripeInvalidRequestError && error.statusCode === 400)
+      throw new PoisonEvent('malformed_payload', `Stripe refused the request: ${error.message}`);
     throw new ApiError('unavailable', `Stripe's API did not answer (${(error as Error).name})`);
   }
 }
