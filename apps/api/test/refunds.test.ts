@@ -209,6 +209,20 @@ describe('POST /v1/payments/:id/refunds', () => {
     expect(await nextFolio('NC')).toBe(folio + 3);
   });
 
+  it('8 concurrent refunds of a payment not stamped yet, repeated: every one recorded, no deadlock reaches a client', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { paymentId } = await payment('1000.00');
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          refund(paymentId, { amount: '100.00' }, { 'idempotency-key': `deadlock-${round}-${i}-${paymentId}` }),
+        ),
+      );
+      expect(results.map((r) => r.statusCode)).toEqual(Array.from({ length: 8 }, () => 201));
+      const egresos = await api.prisma.invoice.findMany({ where: { paymentId, kind: 'E' } });
+      expect(egresos).toHaveLength(8);
+    }
+  });
+
   it('a refund of a payment whose Ingreso is cancelled → 409 invoice_cancelled, nothing written', async () => {
     const { paymentId, ingresoId } = await payment();
     await stamp(ingresoId);

@@ -92,3 +92,28 @@ export function databaseTrouble(
     return { kind: 'restarting', message: `Postgres is shutting down or starting up${said}: try again in a moment` };
   return undefined;
 }
+
+/**
+ * Whether a transaction failed only because it lost a race another transaction won: a deadlock
+ * (40P01) or a serialization failure (40001). Postgres rolled it back whole, so running it again is
+ * safe and usually succeeds.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  const state = fieldsOf(error)?.sqlState;
+  return state === '40P01' || state === '40001';
+}
+
+/**
+ * Runs `transaction` again (up to `attempts` times in all, after a short random pause) when it fails
+ * with a conflict: a deadlock is the database's business and never reaches a caller.
+ */
+export async function retryOnConflict<T>(transaction: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (attempt >= attempts || !isTransactionConflict(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * attempt));
+    }
+  }
+}

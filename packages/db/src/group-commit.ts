@@ -1,4 +1,5 @@
 import type { PrismaClient } from './generated/client.ts';
+import { retryOnConflict } from './database-trouble.ts';
 import { leanDb } from './lean.ts';
 import type { RawDb } from './sql.ts';
 
@@ -51,7 +52,8 @@ export class GroupCommit<I, O> {
     options: GroupCommitOptions,
   ): GroupCommit<I, O> {
     const db = leanDb(prisma);
-    return new GroupCommit((items) => db.transaction((tx) => record(tx, items)), options);
+    // A deadlock rolled the batch back whole: it is run again before its items are tried alone.
+    return new GroupCommit((items) => retryOnConflict(() => db.transaction((tx) => record(tx, items))), options);
   }
 
   /** Batches that `record` writes in one statement: atomic by itself, and a batch of one costs no BEGIN/COMMIT. */

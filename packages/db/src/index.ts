@@ -208,7 +208,12 @@ export {
   type RetentionTable,
 } from './retention.ts';
 export { pingDatabase } from './health.ts';
-export { databaseTrouble, type DatabaseTroubleKind } from './database-trouble.ts';
+export {
+  databaseTrouble,
+  isTransactionConflict,
+  retryOnConflict,
+  type DatabaseTroubleKind,
+} from './database-trouble.ts';
 export {
   STAMP_DLQ,
   STAMP_QUEUE,

@@ -229,6 +229,11 @@ export interface LockedPayment {
 /**
  * Locks a payment's row until commit (refunds of one payment are serialised, so they never add up to
  * more than was paid), by id or by the provider's id. @returns undefined when unknown.
+ *
+ * FOR NO KEY UPDATE, not FOR UPDATE: a row that names the payment (an event the stamp of its Ingreso
+ * records, a refund) takes FOR KEY SHARE on it, which FOR UPDATE blocks. A refund holding the payment
+ * and waiting for the Ingreso's row, while the stamp holding that row waited for the payment, was a
+ * deadlock (500s under concurrent refunds); NO KEY UPDATE still serialises refunds of one payment.
  */
 export async function lockPayment(
   tx: RawDb,
@@ -242,7 +247,7 @@ export async function lockPayment(
     tx,
     lockPaymentRow,
     Prisma.sql`SELECT id, amount::text, currency, receptor, forma_pago, lines, tipo_cambio::text
-          FROM payments WHERE ${condition} FOR UPDATE`,
+          FROM payments WHERE ${condition} FOR NO KEY UPDATE`,
   );
   return (
     row && {

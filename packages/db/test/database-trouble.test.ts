@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createPrisma, databaseTrouble } from '../src/index.ts';
+import { createPrisma, databaseTrouble, isTransactionConflict, retryOnConflict } from '../src/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let empty: TestDatabase;
@@ -164,5 +164,57 @@ describe('npm run db:migrate on a database it cannot use', () => {
       status: 1,
       stderr: `migration failed: cannot reach Postgres at 127.0.0.1:${port}: is it running, and is DATABASE_URL right?\n`,
     });
+  });
+});
+
+describe('a transaction that lost a race', () => {
+  it('a real deadlock is a conflict, and retryOnConflict runs the loser again until it commits', async () => {
+    const table = `race_${randomBytes(4).toString('hex')}`;
+    const setup = new pg.Client({ connectionString: empty.url });
+    await setup.connect();
+    await setup.query(`CREATE TABLE ${table} (id int PRIMARY KEY, n int NOT NULL)`);
+    await setup.query(`INSERT INTO ${table} VALUES (1, 0), (2, 0)`);
+    const clients = [new pg.Client({ connectionString: empty.url }), new pg.Client({ connectionString: empty.url })];
+    await Promise.all(clients.map((c) => c.connect()));
+    // Both hold their first row before either asks for its second: one of them must lose.
+    let held = 0;
+    let bothHold: () => void = () => undefined;
+    const together = new Promise<void>((resolve) => (bothHold = resolve));
+    const errors: unknown[] = [];
+    const move = (client: pg.Client, first: number, second: number) =>
+      retryOnConflict(async () => {
+        await client.query('BEGIN');
+        try {
+          await client.query(`UPDATE ${table} SET n = n + 1 WHERE id = $1`, [first]);
+          if (++held === 2) bothHold();
+          await together;
+          await client.query(`UPDATE ${table} SET n = n + 1 WHERE id = $1`, [second]);
+          await client.query('COMMIT');
+        } catch (error) {
+          errors.push(error);
+          await client.query('ROLLBACK');
+          throw error;
+        }
+      });
+    try {
+      await Promise.all([move(clients[0]!, 1, 2), move(clients[1]!, 2, 1)]);
+      expect(errors.length).toBeGreaterThanOrEqual(1);
+      expect(errors.every(isTransactionConflict)).toBe(true);
+      const { rows } = await setup.query<{ n: number }>(`SELECT n FROM ${table} ORDER BY id`);
+      expect(rows.map((r) => r.n)).toEqual([2, 2]);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+      await setup.end();
+    }
+  });
+
+  it('any other failure is not retried', async () => {
+    let calls = 0;
+    const failing = retryOnConflict(() => {
+      calls++;
+      return Promise.reject(Object.assign(new Error('duplicate key'), { code: '23505' }));
+    });
+    await expect(failing).rejects.toThrow('duplicate key');
+    expect(calls).toBe(1);
   });
 });

@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import {
   leanDb,
+  lockInvoiceShared,
+  lockPayment,
   loadStampRows,
   persistStamps,
   recordPacCallsInFlight,
@@ -141,5 +143,31 @@ describe('the stamper’s statements, several jobs at once', () => {
       { written: true, dependentsWaiting: true, replaces: false },
       { written: false, dependentsWaiting: true, replaces: false },
     ]);
+  });
+});
+
+describe('a refund and the stamp of its Ingreso, at the same time', () => {
+  // The refund locks the payment, then reads the Ingreso under a share lock; the stamp updates the
+  // Ingreso, whose event names the payment (a foreign key: FOR KEY SHARE on it). The payment's lock
+  // must not block that key share, or each waits for the other: a deadlock, once 500s to clients.
+  it('the payment locked for a refund does not hold up the stamp of its Ingreso', async () => {
+    const row = await frozen();
+    const paymentId = randomUUID();
+    await sql.query(
+      `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at) VALUES ($1, 'api:t', $2, 10, 'MXN', now())`,
+      [paymentId, paymentId],
+    );
+    await sql.query(`UPDATE invoices SET payment_id = $1 WHERE id = $2`, [paymentId, row.invoiceId]);
+    await prisma.$transaction(
+      async (refund) => {
+        expect(await lockPayment(refund, { id: paymentId })).toMatchObject({ id: paymentId });
+        // The stamp, on the pool's other connection, while the refund holds the payment. Blocked, it
+        // would still wait when this transaction expires (before the fix: the test failed there).
+        const [persisted] = await persistStamps(leanDb(prisma), [{ row, stamp: stampOf(1), calls: [] }]);
+        expect(persisted?.written).toBe(true);
+        expect(await lockInvoiceShared(refund, row.invoiceId)).toMatchObject({ status: 'stamped' });
+      },
+      { timeout: 8_000 },
+    );
   });
 });

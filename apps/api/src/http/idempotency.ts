@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { tryLockIdempotencyKey, type Prisma, type PrismaClient } from '@timbra/db';
+import { retryOnConflict, tryLockIdempotencyKey, type Prisma, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -97,21 +97,24 @@ export function idempotentResponder(deps: { prisma: PrismaClient; idempotencyTtl
     create: (tx: Tx) => Promise<{ status: number; body: unknown }>,
   ): Promise<void> => {
     const key = idempotencyKeyOf(req.get('idempotency-key'));
-    const result = await deps.prisma.$transaction(
-      async (tx) => {
-        if (!key) return { ...(await create(tx)), replayed: false };
-        return withIdempotency(
-          tx,
-          {
-            clientId: req.client!.id,
-            key,
-            fingerprint: fingerprintOf(req.method, path, input),
-            ttlHours: deps.idempotencyTtlHours,
-          },
-          () => create(tx),
-        );
-      },
-      { maxWait: 10_000, timeout: 20_000 },
+    // A deadlock or serialization failure rolled everything back, the key too: run it again.
+    const result = await retryOnConflict(() =>
+      deps.prisma.$transaction(
+        async (tx) => {
+          if (!key) return { ...(await create(tx)), replayed: false };
+          return withIdempotency(
+            tx,
+            {
+              clientId: req.client!.id,
+              key,
+              fingerprint: fingerprintOf(req.method, path, input),
+              ttlHours: deps.idempotencyTtlHours,
+            },
+            () => create(tx),
+          );
+        },
+        { maxWait: 10_000, timeout: 20_000 },
+      ),
     );
     if (result.replayed) {
       deps.metrics.idempotentReplays.inc();
