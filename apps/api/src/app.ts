@@ -63,6 +63,8 @@ export interface AppDeps {
   trustProxy: boolean;
   /** WEBHOOK_ALLOW_HTTP: merchant endpoints may be plain http anywhere (else https, or http to localhost). */
   webhookAllowHttp?: boolean;
+  /** Non-public ranges merchant endpoints may be at (see @timbra/db endpoint-addresses.ts); default none. */
+  webhookAllowedAddresses?: readonly string[];
   /** The merchant's logo on every PDF (INVOICE_LOGO_FILE, read at start-up). */
   invoiceLogo?: Buffer;
   /** The self-invoicing page's limits per address (global mode): POSTs and failed ticket lookups a minute. */
@@ -286,7 +288,13 @@ export function createApp(deps: AppDeps) {
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
-  v1.use(webhookEndpointRoutes({ prisma: deps.prisma, allowHttp: deps.webhookAllowHttp ?? false }));
+  v1.use(
+    webhookEndpointRoutes({
+      prisma: deps.prisma,
+      allowHttp: deps.webhookAllowHttp ?? false,
+      allowedAddresses: deps.webhookAllowedAddresses ?? [],
+    }),
+  );
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);
 

@@ -9,7 +9,7 @@ import {
   supplyOperatorCatalogs,
   withSecretFiles,
 } from '@timbra/cfdi-core';
-import { DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
+import { allowedAddressesSetting, DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
@@ -134,6 +134,8 @@ const schema = z.object({
   INVOICE_LOGO_FILE: z.string().optional(),
   /** Merchant webhook endpoints may be plain http on any host (default: https, or http to localhost only). */
   WEBHOOK_ALLOW_HTTP: bool.default(false),
+  /** Non-public IPs and CIDR ranges endpoints may be at (default: none; loopback in the sandbox profile). */
+  WEBHOOK_ALLOWED_ADDRESSES: allowedAddressesSetting,
   // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
   DASHBOARD_USER: z.string().min(1).optional(),
   DASHBOARD_PASSWORD: z.string().min(12).optional(),

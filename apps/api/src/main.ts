@@ -5,6 +5,7 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
 import {
+  allowedAddressesFor,
   connectRedis,
   createPrisma,
   bullmqErrorListener,
@@ -185,6 +186,7 @@ const app = createApp({
   authFailuresPerPrefixPerMinute: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
   trustProxy: config.TRUST_PROXY,
   webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
+  webhookAllowedAddresses: allowedAddressesFor(config.WEBHOOK_ALLOWED_ADDRESSES, config.TIMBRA_PROFILE),
   // Checked by loadConfig: a PNG or JPEG that can be read.
   ...(config.INVOICE_LOGO_FILE ? { invoiceLogo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
   stripe: {

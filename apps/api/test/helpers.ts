@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import Stripe from 'stripe';
 import { insertTfd, parseStampedCfdi } from '@timbra/cfdi-core';
 import { freePort, loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import { createPrisma, LOOPBACK_RANGES, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
@@ -76,6 +76,8 @@ export async function startApi(
     selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
     /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP, as `npm run demo` runs the API). */
     webhookAllowHttp?: boolean;
+    /** Non-public ranges endpoints may be at (default: loopback, as the sandbox profile allows). */
+    webhookAllowedAddresses?: readonly string[];
   } = {},
 ): Promise<TestApi> {
   const providerUrl = `http://127.0.0.1:${await freePort()}`;
@@ -139,6 +141,7 @@ export async function startApi(
     selfInvoice: options.selfInvoice ?? { requestsPerMinute: 100_000, failuresPerMinute: 100_000 },
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     ...(options.webhookAllowHttp ? { webhookAllowHttp: true } : {}),
+    webhookAllowedAddresses: options.webhookAllowedAddresses ?? LOOPBACK_RANGES,
     // Hand-built events (no provider sandbox) have no Checkout Session to look up.
     stripe: {
       secret: STRIPE_SECRET,

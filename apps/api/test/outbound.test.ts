@@ -105,6 +105,52 @@ describe('webhook endpoints', () => {
     ).toBe(201);
   });
 
+  it('with production rules, an endpoint at a non-public address is refused at registration and on a change, unless allowlisted', async () => {
+    const production = await startApi({ webhookAllowedAddresses: [], database: api.db });
+    const allowlisted = await startApi({ webhookAllowedAddresses: ['10.0.0.0/8'], database: api.db });
+    try {
+      const register = (on: TestApi, url: string) =>
+        got.post(`${on.url}/v1/webhook-endpoints`, {
+          json: { url, events: ['*'] },
+          headers: { authorization: `Bearer ${KEYS.admin}` },
+          throwHttpErrors: false,
+          responseType: 'json',
+        }) as unknown as Promise<{
+          statusCode: number;
+          body: { id?: string; error?: { code: string; details: unknown } };
+        }>;
+      for (const url of [
+        'http://127.0.0.1:9/hook',
+        'https://10.0.0.5/hook',
+        'https://169.254.169.254/latest/meta-data/',
+        'https://[::1]/hook',
+        'https://[::ffff:127.0.0.1]/hook',
+        'http://localhost:8080/hook',
+        'https://0.0.0.0/hook',
+        'https://100.64.1.1/hook',
+      ]) {
+        const res = await register(production, url);
+        expect([url, res.statusCode]).toEqual([url, 422]);
+        expect(res.body.error).toMatchObject({
+          code: 'validation_failed',
+          details: [{ path: 'url', message: expect.stringMatching(/public address .*WEBHOOK_ALLOWED_ADDRESSES/) }],
+        });
+      }
+      expect((await register(production, 'https://93.184.216.34/hook')).statusCode).toBe(201);
+      expect((await register(allowlisted, 'https://10.0.0.5/hook')).statusCode).toBe(201);
+      const created = await register(allowlisted, 'https://10.0.0.6/hook');
+      const moved = await got.patch(`${production.url}/v1/webhook-endpoints/${created.body.id!}`, {
+        json: { url: 'https://192.168.0.10/hook' },
+        headers: { authorization: `Bearer ${KEYS.admin}` },
+        throwHttpErrors: false,
+      });
+      expect(moved.statusCode).toBe(422);
+    } finally {
+      await production.close();
+      await allowlisted.close();
+    }
+  });
+
   it('a payment writes payment.recorded for every subscribed endpoint in its own transaction; the log shows it; replay and disable work', async () => {
     const ep = await call('POST', '/v1/webhook-endpoints', {
       url: 'https://pay.example.com/hook',

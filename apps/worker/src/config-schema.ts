@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { withSecretFiles } from '@timbra/cfdi-core/secret-files';
-import { redisConfigProblems, type RetentionPolicy } from '@timbra/db';
+import { allowedAddressesSetting, redisConfigProblems, type RetentionPolicy } from '@timbra/db';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
 
@@ -103,6 +103,8 @@ export const schema = z.object({
   /** An endpoint failing without a success for this long, and this many attempts in a row, is disabled. */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
+  /** As the API's: non-public IPs and CIDR ranges endpoints may be at (default none; loopback in the sandbox profile). */
+  WEBHOOK_ALLOWED_ADDRESSES: allowedAddressesSetting,
   /** Deliveries in flight at once per worker (a slot is refilled as soon as a send ends). */
   DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(20),
   DELIVERY_POLL_MS: z.coerce.number().int().positive().default(1000),

@@ -11,7 +11,15 @@ import {
   type Csd,
   type PacClient,
 } from '@timbra/cfdi-core';
-import { connectRedis, createPrisma, logRedisOutages, maxmemoryPolicies, pingDatabase, redisTarget } from '@timbra/db';
+import {
+  allowedAddressesFor,
+  connectRedis,
+  createPrisma,
+  logRedisOutages,
+  maxmemoryPolicies,
+  pingDatabase,
+  redisTarget,
+} from '@timbra/db';
 import { loadConfig, retentionPolicy } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';
@@ -245,6 +253,7 @@ const deliverer = roles.has('deliverer')
             afterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
             minFailures: config.WEBHOOK_DISABLE_MIN_FAILURES,
           },
+          allowedAddresses: allowedAddressesFor(config.WEBHOOK_ALLOWED_ADDRESSES, config.TIMBRA_PROFILE),
         },
         emailRetry: {
           baseMs: config.EMAIL_RETRY_BASE_MS,

@@ -12,6 +12,7 @@ import {
   claimDueDeliveries,
   createPrisma,
   deliveryBacklog,
+  LOOPBACK_RANGES,
   newEndpointSecret,
   replayDelivery,
   resendInvoiceEmail,
@@ -111,7 +112,12 @@ function dispatcherDeps(): DispatcherDeps {
     prisma,
     logger: pino({ level: 'silent' }),
     email,
-    webhook: { timeoutMs: 1_000, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+    webhook: {
+      timeoutMs: 1_000,
+      retry: quick,
+      disable: { afterMs: 3_600_000, minFailures: 1000 },
+      allowedAddresses: LOOPBACK_RANGES,
+    },
     emailRetry: quick,
     concurrency: 20,
     leaseMs: 60_000,
@@ -447,7 +453,12 @@ describe('webhooks to the merchant', () => {
     receiver.answers.push(500, 'hang', 503);
     const { invoice } = await stampedSale('hook-retry', null);
     const d = dispatcher({
-      webhook: { timeoutMs: 300, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+      webhook: {
+        timeoutMs: 300,
+        retry: quick,
+        disable: { afterMs: 3_600_000, minFailures: 1000 },
+        allowedAddresses: LOOPBACK_RANGES,
+      },
     });
     await deliverUntil(d, () => receiver.requests.some((r) => r.body.includes(invoice.id) && r.status === 200));
     const mine = receiver.requests.filter((r) => r.body.includes(invoice.id));
@@ -477,7 +488,12 @@ describe('webhooks to the merchant', () => {
     const { invoice } = await stampedSale('hook-window', null);
     const attempts: string[] = [];
     const d = dispatcher({
-      webhook: { timeoutMs: 500, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+      webhook: {
+        timeoutMs: 500,
+        retry: quick,
+        disable: { afterMs: 3_600_000, minFailures: 1000 },
+        allowedAddresses: LOOPBACK_RANGES,
+      },
       onAttempt: (_channel, outcome) => attempts.push(outcome),
     });
     const first = await prisma.delivery.findFirstOrThrow({ where: { endpointId: ep.id } });
@@ -507,7 +523,12 @@ describe('webhooks to the merchant', () => {
     receiver.answers.push(...Array<number>(50).fill(500));
     const disabled: unknown[] = [];
     const d = dispatcher({
-      webhook: { timeoutMs: 500, retry: quick, disable: { afterMs: 0, minFailures: 3 } },
+      webhook: {
+        timeoutMs: 500,
+        retry: quick,
+        disable: { afterMs: 0, minFailures: 3 },
+        allowedAddresses: LOOPBACK_RANGES,
+      },
       onEndpointDisabled: (e) => disabled.push(e),
     });
     await stampedSale('streak', null);
@@ -561,7 +582,12 @@ describe('webhooks to the merchant', () => {
     const d = dispatcher({
       concurrency: 4,
       pollMs: 100,
-      webhook: { timeoutMs: 4_000, retry: quick, disable: { afterMs: 3_600_000, minFailures: 1000 } },
+      webhook: {
+        timeoutMs: 4_000,
+        retry: quick,
+        disable: { afterMs: 3_600_000, minFailures: 1000 },
+        allowedAddresses: LOOPBACK_RANGES,
+      },
     });
     const draining = d.drainAll();
     await eventually(() => Promise.resolve(reached === 1), 3_000);
@@ -598,5 +624,46 @@ describe('webhooks to the merchant', () => {
     const delivery = await prisma.delivery.findUniqueOrThrow({ where: { id: claimed!.id }, include: { log: true } });
     expect(delivery).toMatchObject({ status: 'delivered', attempts: 2 });
     expect(delivery.log).toEqual([expect.objectContaining({ attempt: 2, outcome: 'delivered' })]);
+  });
+});
+
+describe('endpoints only at public addresses (SSRF, DESIGN.md invariant 16)', () => {
+  it('with production rules an endpoint at loopback gets nothing — by address or by a name that resolves there — and an open port reads as a closed one', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const closedPort = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const urls = [
+      receiver.url,
+      receiver.url.replace('127.0.0.1', 'localhost'), // a name: checked on the address it resolves to
+      `http://127.0.0.1:${closedPort}/hooks`,
+    ];
+    // Written straight to the table, as an endpoint registered before these rules (or a name that
+    // resolved elsewhere at registration) would be: the delivery is where the check must hold.
+    const endpoints = await Promise.all(
+      urls.map((url) => prisma.webhookEndpoint.create({ data: { url, events: ['*'], secret: newEndpointSecret() } })),
+    );
+    const heard = receiver.requests.length;
+    await prisma.payment.create({
+      data: {
+        provider: 'api:test',
+        externalId: `ssrf-${randomUUID()}`,
+        amount: '1.00',
+        currency: 'MXN',
+        occurredAt: new Date(),
+      },
+    });
+    const production = dispatcher({ webhook: { ...dispatcherDeps().webhook, allowedAddresses: [] } });
+    const attempts = () =>
+      prisma.deliveryAttempt.findMany({ where: { delivery: { endpointId: { in: endpoints.map((e) => e.id) } } } });
+    await deliverUntil(production, async () => new Set((await attempts()).map((a) => a.deliveryId)).size === 3);
+    expect(receiver.requests.length).toBe(heard);
+    const errors = new Set((await attempts()).map((a) => a.error));
+    expect([...errors]).toEqual([
+      'ADDRESS_NOT_ALLOWED: the endpoint is not at a public address (WEBHOOK_ALLOWED_ADDRESSES)',
+    ]);
+    // The operator's allowlist lets the same endpoint through.
+    const allowed = dispatcher({ webhook: { ...dispatcherDeps().webhook, allowedAddresses: ['127.0.0.0/8'] } });
+    await deliverUntil(allowed, () => receiver.requests.length > heard);
   });
 });

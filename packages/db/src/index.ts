@@ -280,3 +280,12 @@ export {
   type DisablePolicy,
   type EventType,
 } from './deliveries.ts';
+export {
+  addressProblem,
+  allowedAddressesFor,
+  allowedAddressesSetting,
+  endpointAddressProblem,
+  LOOPBACK_RANGES,
+  parseAllowedAddresses,
+  publicOnlyAgents,
+} from './endpoint-addresses.ts';

@@ -7,6 +7,7 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import {
+  endpointAddressProblem,
   EVENT_TYPES,
   newEndpointSecret,
   replayDelivery,
@@ -168,8 +169,24 @@ const rotateSchema = z.object({ graceHours: z.number().min(0).max(168).optional(
 const DELIVERY_STATUSES = ['pending', 'sending', 'delivered', 'dead'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function webhookEndpointRoutes(deps: { prisma: PrismaClient; allowHttp: boolean }): Router {
+export function webhookEndpointRoutes(deps: {
+  prisma: PrismaClient;
+  allowHttp: boolean;
+  /** Non-public ranges an endpoint may be at (WEBHOOK_ALLOWED_ADDRESSES, or loopback in the sandbox profile). */
+  allowedAddresses: readonly string[];
+}): Router {
   const { prisma } = deps;
+  // Refused at registration as at delivery (the worker checks the address it connects to).
+  const checkAddress = async (url: string | undefined) => {
+    const problem = url === undefined ? undefined : await endpointAddressProblem(url, deps.allowedAddresses);
+    if (problem)
+      throw new ApiError('validation_failed', undefined, [
+        {
+          path: 'url',
+          message: `${problem}: an endpoint must be at a public address (an operator may allow ranges: WEBHOOK_ALLOWED_ADDRESSES)`,
+        },
+      ]);
+  };
   const router = Router();
   uuidParams(router, 'id');
   const createSchema = createEndpointSchema(deps.allowHttp);
@@ -178,6 +195,7 @@ export function webhookEndpointRoutes(deps: { prisma: PrismaClient; allowHttp: b
   router.post('/webhook-endpoints', async (req: Request, res: Response) => {
     const parsed = createSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
+    await checkAddress(parsed.data.url);
     const secret = newEndpointSecret();
     const created = await prisma.webhookEndpoint.create({
       data: { url: parsed.data.url, events: parsed.data.events, description: parsed.data.description ?? null, secret },
@@ -208,6 +226,7 @@ export function webhookEndpointRoutes(deps: { prisma: PrismaClient; allowHttp: b
     if (!parsed.success) throw validation(parsed.error);
     const { status, ...fields } = parsed.data;
     if (!(await prisma.webhookEndpoint.findUnique({ where: { id } }))) throw new ApiError('not_found');
+    await checkAddress(fields.url);
     if (Object.keys(fields).length > 0) await prisma.webhookEndpoint.update({ where: { id }, data: fields });
     if (status) await setEndpointStatus(prisma, id, status, `disabled by api:${req.client!.name}`);
     res.json(endpointView(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })));

@@ -12,6 +12,7 @@ import {
   DELIVERY_CHANNEL,
   deliveryBackoffMs,
   recordDeliveryAttempt,
+  publicOnlyAgents,
   releaseDeliveryClaim,
   type AttemptOutcome,
   type ClaimedDelivery,
@@ -20,7 +21,7 @@ import {
 } from '@timbra/db';
 import { runOnNotify } from '../notify-loop.ts';
 import type { EmailSender } from './email.ts';
-import { sendWebhook, type SendResult } from './webhook.ts';
+import { sendWebhook, type DeliveryAgents, type SendResult } from './webhook.ts';
 
 export interface RetryWindow {
   baseMs: number;
@@ -34,7 +35,13 @@ export interface DispatcherDeps {
   logger: Logger;
   /** Absent: emails wait (pending, counted by the backlog gauge) until a worker with SMTP sends them. */
   email?: EmailSender;
-  webhook: { timeoutMs: number; retry: RetryWindow; disable: DisablePolicy };
+  webhook: {
+    timeoutMs: number;
+    retry: RetryWindow;
+    disable: DisablePolicy;
+    /** Non-public ranges endpoints may be at (WEBHOOK_ALLOWED_ADDRESSES); any other is refused at connect. */
+    allowedAddresses: readonly string[];
+  };
   emailRetry: RetryWindow;
   /** Deliveries in flight at once (each one claimed only when a slot is free). */
   concurrency: number;
@@ -49,7 +56,11 @@ export interface DispatcherDeps {
 }
 
 export class Dispatcher {
-  constructor(private readonly deps: DispatcherDeps) {}
+  private readonly agents: DeliveryAgents;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.agents = publicOnlyAgents(deps.webhook.allowedAddresses);
+  }
 
   /**
    * Sends what is due, keeping up to `concurrency` deliveries in flight: a free slot is filled as soon
@@ -116,7 +127,10 @@ export class Dispatcher {
     try {
       result =
         d.channel === 'webhook' && d.endpoint
-          ? await sendWebhook({ ...d, endpoint: d.endpoint }, { timeoutMs: this.deps.webhook.timeoutMs, now })
+          ? await sendWebhook(
+              { ...d, endpoint: d.endpoint },
+              { timeoutMs: this.deps.webhook.timeoutMs, agents: this.agents, now },
+            )
           : await this.deps.email!(d);
     } catch (error) {
       result = { ok: false, error: (error as Error).message };

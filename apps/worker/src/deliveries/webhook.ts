@@ -7,7 +7,9 @@
  * time, so a receiver refuses old replays of a captured request. docs/webhooks.md shows a receiver.
  */
 import { createHmac } from 'node:crypto';
-import type { ClaimedDelivery } from '@timbra/db';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { ClaimedDelivery, publicOnlyAgents } from '@timbra/db';
 
 export const SIGNATURE_HEADER = 'Timbra-Signature';
 
@@ -34,42 +36,76 @@ export function signWebhook(secrets: string | readonly string[], timestamp: numb
 
 export type SendResult = { ok: true; statusCode: number } | { ok: false; statusCode?: number; error: string };
 
+/** The agents a delivery connects through: only to public (or allowlisted) addresses (publicOnlyAgents). */
+export type DeliveryAgents = ReturnType<typeof publicOnlyAgents>;
+
 /**
  * POSTs one delivery. A 2xx is delivered; anything else (another status, a timeout, a refused
- * connection) is a failure to retry. Redirects are not followed (the merchant registers the final URL).
+ * connection, an address that is not public) is a failure to retry. Redirects are not followed (the
+ * merchant registers the final URL). The answer's body is not read: a receiver's page is not ours,
+ * and a refused address is said the same whatever listens there, so the log reveals no port.
  */
 export async function sendWebhook(
   delivery: ClaimedDelivery & { endpoint: NonNullable<ClaimedDelivery['endpoint']> },
-  options: { timeoutMs: number; now?: () => number },
+  options: { timeoutMs: number; agents: DeliveryAgents; now?: () => number },
 ): Promise<SendResult> {
   const body = webhookBody(delivery.event);
   const timestamp = Math.floor((options.now ?? Date.now)() / 1000);
-  try {
-    const response = await fetch(delivery.endpoint.url, {
-      method: 'POST',
+  const headers = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    'user-agent': 'Timbra-Webhooks/1',
+    [SIGNATURE_HEADER]: signWebhook(
+      [delivery.endpoint.secret, ...(delivery.endpoint.previousSecret ? [delivery.endpoint.previousSecret] : [])],
+      timestamp,
       body,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'Timbra-Webhooks/1',
-        [SIGNATURE_HEADER]: signWebhook(
-          [delivery.endpoint.secret, ...(delivery.endpoint.previousSecret ? [delivery.endpoint.previousSecret] : [])],
-          timestamp,
-          body,
-        ),
-        'Timbra-Event-Id': delivery.event.id,
-        'Timbra-Event-Type': delivery.event.type,
-        'Timbra-Delivery-Id': delivery.id,
-      },
-      signal: AbortSignal.timeout(options.timeoutMs),
-      redirect: 'manual',
-    });
-    // The answer's body is not read beyond what arrived: a receiver's page is not our business.
-    await response.body?.cancel().catch(() => undefined);
-    if (response.status >= 200 && response.status < 300) return { ok: true, statusCode: response.status };
-    return { ok: false, statusCode: response.status, error: `HTTP ${response.status}` };
+    ),
+    'Timbra-Event-Id': delivery.event.id,
+    'Timbra-Event-Type': delivery.event.type,
+    'Timbra-Delivery-Id': delivery.id,
+  };
+  try {
+    const status = await post(delivery.endpoint.url, body, headers, options);
+    if (status >= 200 && status < 300) return { ok: true, statusCode: status };
+    return { ok: false, statusCode: status, error: `HTTP ${status}` };
   } catch (error) {
-    const e = error as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === 'TimeoutError') return { ok: false, error: `ETIMEDOUT: no answer within ${options.timeoutMs} ms` };
-    return { ok: false, error: e.cause?.code ? `${e.cause.code}: ${e.cause.message ?? e.message}` : e.message };
+    const e = error as Error & { code?: string };
+    if (ADDRESS_REFUSED.test(e.message))
+      return {
+        ok: false,
+        error: 'ADDRESS_NOT_ALLOWED: the endpoint is not at a public address (WEBHOOK_ALLOWED_ADDRESSES)',
+      };
+    return { ok: false, error: e.code ? `${e.code}: ${e.message}` : e.message };
   }
+}
+
+/** How request-filtering-agent says it refused an address (its errors carry no code). */
+const ADDRESS_REFUSED = /is not allowed\. Because/;
+
+/** One POST through the agents; resolves with the status as soon as the answer's head arrives. */
+function post(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { timeoutMs: number; agents: DeliveryAgents },
+): Promise<number> {
+  const target = new URL(url);
+  const https = target.protocol === 'https:';
+  return new Promise<number>((resolve, reject) => {
+    const req = (https ? httpsRequest : httpRequest)(
+      target,
+      { method: 'POST', headers, agent: https ? options.agents.https : options.agents.http },
+      (res) => {
+        resolve(res.statusCode ?? 0);
+        res.destroy();
+      },
+    );
+    const timer = setTimeout(
+      () => req.destroy(Object.assign(new Error(`no answer within ${options.timeoutMs} ms`), { code: 'ETIMEDOUT' })),
+      options.timeoutMs,
+    );
+    req.on('error', reject);
+    req.on('close', () => clearTimeout(timer));
+    req.end(body);
+  });
 }
