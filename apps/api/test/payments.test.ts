@@ -122,6 +122,29 @@ describe('POST /v1/payments', () => {
     expect((fixed.body as PaymentBody).invoices[0]).toMatchObject({ status: 'pending', folio: serie.nextFolio });
   });
 
+  it('refuses a free line (unitPrice 0, not objeto de impuesto) with CFDI40166 before the folio: a PAC would refuse ValorUnitario 0', async () => {
+    const serie = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
+    const res = await post({
+      externalId: 'T-free-line',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      conceptos: [
+        { descripcion: 'Taza', amount: '116.00' },
+        { descripcion: 'Regalo', unitPrice: '0', taxIncluded: false, taxes: { iva: 'none' } },
+      ],
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toMatchObject({
+      error: {
+        code: 'fiscal_rules_failed',
+        details: [expect.objectContaining({ rule: 'CFDI40166', path: expect.stringContaining('@ValorUnitario') })],
+      },
+    });
+    expect(await api.prisma.payment.count({ where: { externalId: 'T-free-line' } })).toBe(0);
+    expect((await api.prisma.serie.findUniqueOrThrow({ where: { id: serie.id } })).nextFolio).toBe(serie.nextFolio);
+  });
+
   it('answers the same external id again with the same payment (200), and 409 when its data differs', async () => {
     const first = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });
     const again = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });

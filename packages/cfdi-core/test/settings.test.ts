@@ -45,7 +45,7 @@ describe('fiscal settings', () => {
     [
       'a unit not in c_ClaveUnidad',
       { claveUnidad: 'QQQ' },
-      /^UNIDAD 'QQQ': CFDI40166: ClaveUnidad is not a c_ClaveUnidad value/,
+      /^UNIDAD 'QQQ': CFDI40165: ClaveUnidad is not a c_ClaveUnidad value/,
     ],
     ['bimestral outside régimen 621', { periodicidad: '05' }, /^PERIODICIDAD '05': CFDI40132: /],
     ['a Periodicidad not in the catalogue', { periodicidad: '09' }, /^PERIODICIDAD '09': CFDI40131: /],

@@ -726,13 +726,25 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40166',
+    code: 'CFDI40165',
     node: 'Concepto/@ClaveUnidad',
     es: 'El campo ClaveUnidad no contiene un valor del catálogo c_ClaveUnidad.',
     en: 'ClaveUnidad is not a c_ClaveUnidad value.',
     status: 'enforced',
     check: (doc, report) => {
       for (const c of conceptos(doc)) if (!C_CLAVE_UNIDAD.has(a(c, 'ClaveUnidad') ?? '')) report(at(c, 'ClaveUnidad'));
+    },
+  },
+  {
+    code: 'CFDI40166',
+    node: 'Concepto/@ValorUnitario',
+    es: 'El valor del campo ValorUnitario debe ser mayor que cero (0) cuando el tipo de comprobante es Ingreso, Egreso o Nómina.',
+    en: 'ValorUnitario must be greater than 0 on an Ingreso, an Egreso or a Nómina (a free line is no concepto).',
+    status: 'enforced',
+    check: (doc, report) => {
+      if (!['I', 'E', 'N'].includes(tipoOf(doc))) return;
+      for (const c of conceptos(doc))
+        if (!(num(c, 'ValorUnitario')?.isGreaterThan(0) ?? false)) report(at(c, 'ValorUnitario'));
     },
   },
   {
