@@ -145,6 +145,97 @@ describe('POST /v1/payments', () => {
     expect((await api.prisma.serie.findUniqueOrThrow({ where: { id: serie.id } })).nextFolio).toBe(serie.nextFolio);
   });
 
+  it('checks the receptor’s RFC check digit before the folio (a typo would die at the PAC); acceptCheckDigitMismatch lets one the SAT issued so through', async () => {
+    const serie = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
+    const receptor = {
+      rfc: 'CACX7605101P9',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '612',
+      codigoPostal: '36257',
+      usoCfdi: 'G03',
+    };
+    const body = { externalId: 'T-digit', amount: '116.00', currency: 'MXN', occurredAt: recent(), receptor };
+    const typo = await post(body);
+    expect(typo.statusCode).toBe(422);
+    expect(typo.body).toMatchObject({
+      error: {
+        code: 'validation_failed',
+        details: [{ path: 'receptor.rfc', message: expect.stringContaining('check digit should be 8') }],
+      },
+    });
+    expect((await api.prisma.serie.findUniqueOrThrow({ where: { id: serie.id } })).nextFolio).toBe(serie.nextFolio);
+    const accepted = await post({ ...body, receptor: { ...receptor, acceptCheckDigitMismatch: true } });
+    expect(accepted.statusCode).toBe(201);
+    const xml = (
+      await api.prisma.invoice.findUniqueOrThrow({ where: { id: (accepted.body as PaymentBody).invoices[0]!.id } })
+    ).frozenXml;
+    expect(xml).toContain('Rfc="CACX7605101P9"');
+  });
+
+  it('público en general written out is público en general left out: InformacionGlobal, not a CFDI40130 refusal', async () => {
+    const res = await post({
+      externalId: 'T-publico',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: {
+        rfc: 'XAXX010101000',
+        nombre: 'PUBLICO EN GENERAL',
+        regimenFiscal: '616',
+        codigoPostal: '42501',
+        usoCfdi: 'S01',
+      },
+    });
+    expect(res.statusCode).toBe(201);
+    const xml = (
+      await api.prisma.invoice.findUniqueOrThrow({ where: { id: (res.body as PaymentBody).invoices[0]!.id } })
+    ).frozenXml!;
+    expect(xml).toContain('<cfdi:InformacionGlobal ');
+    expect(xml).toContain('Rfc="XAXX010101000" Nombre="PUBLICO EN GENERAL"');
+  });
+
+  it('a foreign receptor: residenciaFiscal and numRegIdTrib reach the CFDI; numRegIdTrib alone is refused', async () => {
+    const foreign = {
+      rfc: 'XEXX010101000',
+      nombre: 'ACME INC',
+      regimenFiscal: '616',
+      codigoPostal: '42501',
+      usoCfdi: 'S01',
+      residenciaFiscal: 'USA',
+      numRegIdTrib: '123456789',
+    };
+    const res = await post({
+      externalId: 'T-foreign',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: foreign,
+    });
+    expect(res.statusCode).toBe(201);
+    const xml = (
+      await api.prisma.invoice.findUniqueOrThrow({ where: { id: (res.body as PaymentBody).invoices[0]!.id } })
+    ).frozenXml!;
+    expect(xml).toContain('ResidenciaFiscal="USA" NumRegIdTrib="123456789"');
+    const { residenciaFiscal: _r, ...withoutCountry } = foreign;
+    const refused = await post({
+      externalId: 'T-foreign-2',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: withoutCountry,
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.body).toMatchObject({ error: { details: [{ path: 'receptor.residenciaFiscal' }] } });
+    const mex = await post({
+      externalId: 'T-foreign-3',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: recent(),
+      receptor: { ...foreign, residenciaFiscal: 'MEX' },
+    });
+    expect(mex.statusCode).toBe(422);
+  });
+
   it('answers the same external id again with the same payment (200), and 409 when its data differs', async () => {
     const first = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });
     const again = await post({ externalId: 'T-4', amount: '10.00', currency: 'MXN', occurredAt: recent() });

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
+import { walkInvoiceTo } from '@timbra/db/testing';
 import { jsonPoster, stampAsWorker, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
@@ -165,6 +166,53 @@ describe('/facturar (self-invoicing page)', () => {
     expect((await got.get(`${api.url}/facturar/ticket/${'A'.repeat(32)}`, { throwHttpErrors: false })).statusCode).toBe(
       404,
     );
+  });
+
+  it('checks the RFC’s check digit and refuses invisible characters beside their fields, before any ticket is touched', async () => {
+    const t = await ticket(api);
+    const session = await openForm(api);
+    const res = await submit(
+      api,
+      { codigo: t.code, total: '116.00', ...CUSTOMER, rfc: 'CACX7605101P9', nombre: 'Xochilt\u0000Casas' },
+      session,
+    );
+    expect(res.statusCode).toBe(422);
+    expect(res.body).toContain('debería ser 8');
+    expect(res.body).toContain('carácter invisible');
+    expect((await api.prisma.ticket.findFirstOrThrow({ where: { code: t.code } })).status).toBe('open');
+  });
+
+  it('a self-invoice the PAC refused is corrected by the customer on the page: the rule is shown, the form again makes a new version', async () => {
+    const t = await ticket(api, '232.00');
+    const session = await openForm(api);
+    const wrongCp = { codigo: t.code, total: '232.00', ...CUSTOMER, codigoPostal: '06600' };
+    const first = await submit(api, wrongCp, session);
+    expect(first.statusCode).toBe(303);
+    const row = await api.prisma.ticket.findFirstOrThrow({ where: { code: t.code } });
+    // What the worker does when the PAC refuses it for good (a dead letter).
+    await api.prisma.outboxRow.updateMany({
+      where: { invoiceId: row.invoiceId! },
+      data: { lastError: 'CFDI40147: El campo DomicilioFiscalReceptor no corresponde' },
+    });
+    await walkInvoiceTo(api.prisma, row.invoiceId!, 'stamp_failed');
+    const refused = await got.get(`${api.url}${first.headers.location}`);
+    expect(refused.body).toContain('CFDI40147');
+    expect(refused.body).toContain('vuelve a enviar el formulario');
+
+    const corrected = await submit(api, { ...wrongCp, codigoPostal: '36257' }, await openForm(api));
+    expect(corrected.statusCode).toBe(303);
+    expect(corrected.headers.location).toBe(first.headers.location);
+    const invoice = await api.prisma.invoice.findUniqueOrThrow({ where: { id: row.invoiceId! } });
+    expect(invoice.status).toBe('pending');
+    expect(invoice.version).toBe(2);
+    expect(invoice.frozenXml).toContain('DomicilioFiscalReceptor="36257"');
+    // Another RFC for a ticket whose invoice is on its way is still refused.
+    const other = await submit(
+      api,
+      { ...wrongCp, rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', codigoPostal: '42501' },
+      await openForm(api),
+    );
+    expect(other.statusCode).toBe(409);
   });
 
   it('a ticket whose period has its global is refused with the SAT rule named', async () => {

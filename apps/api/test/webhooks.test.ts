@@ -65,6 +65,38 @@ describe('Stripe, through its API and signed events', () => {
     expect(events.map((e) => e.result).sort()).toEqual(['accepted', 'accepted']);
   });
 
+  it('metadata naming público en general in full is público en general (once a needs_data no PATCH could fix); a foreign customer keeps its country', async () => {
+    const publico = await api.providers.stripePayment({
+      amount: 11600,
+      metadata: {
+        rfc: 'XAXX010101000',
+        razon_social: 'PUBLICO EN GENERAL',
+        regimen_fiscal: '616',
+        codigo_postal: '42501',
+        uso_cfdi: 'S01',
+      },
+    });
+    const ingreso = (await paymentOf(publico.paymentIntent.id))!.invoices[0]!;
+    expect(ingreso.status).toBe('pending');
+    expect(ingreso.frozenXml).toContain('<cfdi:InformacionGlobal ');
+    const foreign = await api.providers.stripePayment({
+      amount: 11600,
+      metadata: {
+        rfc: 'XEXX010101000',
+        razon_social: 'ACME INC',
+        regimen_fiscal: '616',
+        codigo_postal: '42501',
+        uso_cfdi: 'S01',
+        residencia_fiscal: 'usa',
+        num_reg_id_trib: '123456789',
+      },
+    });
+    const abroad = (await paymentOf(foreign.paymentIntent.id))!.invoices[0]!;
+    expect(abroad.status).toBe('pending');
+    expect(abroad.frozenXml).toContain('Rfc="XEXX010101000" Nombre="ACME INC"');
+    expect(abroad.frozenXml).toContain('ResidenciaFiscal="USA" NumRegIdTrib="123456789"');
+  });
+
   it('a customer whose data breaks a SAT rule: the money is recorded, its invoice needs data (CFDI40161), shown by the API', async () => {
     const made = await api.providers.stripePayment({
       amount: 116000,

@@ -253,6 +253,7 @@ const CASES: Case[] = [
   { rule: 'CFDI40148', base: 'ingreso', breaks: set('Receptor', 'DomicilioFiscalReceptor', '3625A') },
   { rule: 'CFDI40149', base: 'global', breaks: set('Receptor', 'DomicilioFiscalReceptor', '01000') },
   { rule: 'CFDI40150', base: 'ingreso', breaks: set('Receptor', 'ResidenciaFiscal', 'USA') },
+  { rule: 'CFDI40153', base: 'ingreso', breaks: all(set('Receptor', 'Rfc', 'XEXX010101000'), set('Receptor', 'NumRegIdTrib', '123456789')) },
   { rule: 'CFDI40157', base: 'ingreso', breaks: set('Receptor', 'RegimenFiscalReceptor', '699') },
   { rule: 'CFDI40158', base: 'ingreso', breaks: set('Receptor', 'RegimenFiscalReceptor', '601') },
   { rule: 'CFDI40159', base: 'ingreso', breaks: set('Receptor', 'RegimenFiscalReceptor', '605'), ctx: registry },

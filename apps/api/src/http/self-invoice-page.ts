@@ -17,6 +17,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import type { Logger } from 'pino';
+import { Rfc } from '@nodecfdi/rfc';
 import {
   catalogs,
   customerCopy,
@@ -26,6 +27,7 @@ import {
   SAT_RULES,
   usoCfdiAllowed,
   type ValidationIssue,
+  hasNonXmlChar,
 } from '@timbra/cfdi-core';
 import { ticketByDownloadToken, type PrismaClient } from '@timbra/db';
 import { FailureLimiter } from './failure-limiter.ts';
@@ -148,8 +150,12 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
         );
         if (done.created) deps.metrics.ticketsSelfInvoiced.inc();
         deps.logger.info(
-          { ticketId: done.ticketId, invoiceId: done.invoiceId, created: done.created },
-          done.created ? 'ticket self-invoiced' : 'ticket self-invoiced before: the same invoice',
+          { ticketId: done.ticketId, invoiceId: done.invoiceId, created: done.created, corrected: done.corrected },
+          done.created
+            ? 'ticket self-invoiced'
+            : done.corrected
+              ? 'self-invoice corrected by the customer: a new version'
+              : 'ticket self-invoiced before: the same invoice',
         );
         res.redirect(303, `${req.baseUrl}/ticket/${done.downloadToken}`);
       } catch (error) {
@@ -208,14 +214,21 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
       );
       return;
     }
-    // needs_data / stamp_failed: an operator is alerted (invoice metrics); the customer is told so.
+    // needs_data / stamp_failed: an operator is alerted (invoice metrics); the customer is told why,
+    // and may correct their data: the form again, with the same code and total, makes a new version.
+    const rule = refusedRule(invoice);
     res.type('html').send(
       page(
         deps.merchant,
         'Tu factura está en revisión',
         `<h1>Tu factura está en revisión</h1>
-        <p role="status">No pudimos timbrarla todavía y el comercio ya fue avisado. Guarda esta dirección:
-        aquí podrás descargarla en cuanto esté lista.</p>`,
+        <p role="status">No pudimos timbrarla con los datos que nos diste${
+          rule ? `: el SAT indica <strong>${esc(rule.code)}</strong> — ${esc(rule.es)}` : '.'
+        }</p>
+        <p>Si algún dato está mal (tu RFC, nombre, código postal o régimen deben ser los de tu constancia de
+        situación fiscal), <a href="${esc(req.baseUrl)}">vuelve a enviar el formulario</a> con el mismo código y total
+        del ticket y tus datos corregidos. El comercio ya fue avisado; guarda esta dirección: aquí podrás
+        descargar tu factura en cuanto esté lista.</p>`,
       ),
     );
   });
@@ -250,13 +263,23 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
   return router;
 }
 
+/** The SAT rule a refused self-invoice broke, from its problems or the PAC's last answer; undefined if none is named. */
+function refusedRule(invoice: { problems: unknown; outbox?: { lastError: string | null }[] }) {
+  const text = `${JSON.stringify(invoice.problems ?? '')} ${(invoice.outbox ?? []).map((o) => o.lastError ?? '').join(' ')}`;
+  const code = /\b(CFDI40\d{3}|CRP20\d{3})\b/.exec(text)?.[1];
+  return code ? SAT_RULES.find((r) => r.code === code) : undefined;
+}
+
 async function invoiceOfToken(prisma: PrismaClient, token: string | undefined) {
   if (!token || !/^[\w-]{32}$/.test(token)) return undefined;
   const ticket = await ticketByDownloadToken(prisma, token);
   if (!ticket?.invoiceId) return undefined;
   const invoice = await prisma.invoice.findUnique({
     where: { id: ticket.invoiceId },
-    include: { payment: { select: { email: true } } },
+    include: {
+      payment: { select: { email: true } },
+      outbox: { where: { kind: 'stamp' }, select: { lastError: true } },
+    },
   });
   return invoice ? { invoice, email: invoice.payment?.email ?? null } : undefined;
 }
@@ -280,9 +303,12 @@ function checkForm(form: Form): Errors {
   if (!parseAmount(form.total.replace(/[$\s,]/g, ''), 'MXN').ok)
     errors.total = 'Escribe el total del ticket, por ejemplo 1160.00.';
   const kind = rfcKind(form.rfc);
+  const digit = Rfc.parseOrNull(form.rfc);
   if (kind === null)
     errors.rfc = 'El RFC no tiene un formato válido (12 caracteres para personas morales, 13 para físicas).';
   else if (kind === 'generico') errors.rfc = 'Escribe tu propio RFC: el genérico se usa en la factura global.';
+  else if (digit && !digit.doesCheckSumMatch())
+    errors.rfc = `Revisa tu RFC: su último carácter (dígito verificador) debería ser ${digit.calculateChecksum()}. Cópialo de tu constancia de situación fiscal.`;
   if (!form.nombre || isBlank(form.nombre))
     errors.nombre = 'Escribe tu nombre o razón social tal como aparece en tu constancia de situación fiscal.';
   if (!/^\d{5}$/.test(form.codigoPostal)) errors.codigoPostal = 'El código postal tiene 5 dígitos.';
@@ -300,6 +326,10 @@ function checkForm(form: Form): Errors {
   )
     errors.usoCfdi = `El uso ${form.usoCfdi} no está permitido para el régimen ${form.regimenFiscal}: elige uno de la lista.`;
   if (form.email && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(form.email)) errors.email = 'El correo no parece válido.';
+  // What no invoice can carry (a NUL, a control character pasted in): said beside the field.
+  for (const field of FIELDS)
+    if (hasNonXmlChar(form[field]))
+      errors[field] = 'Tiene un carácter invisible que no puede ir en una factura: escríbelo de nuevo.';
   return errors;
 }
 

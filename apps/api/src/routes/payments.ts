@@ -8,12 +8,12 @@ import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { ingresoProblems, recordPayment, type RecordPaymentDeps } from '../use-cases/record-payment.ts';
-import type { PaymentFacts } from '../use-cases/build-ingreso.ts';
+import { namedReceptor, type PaymentFacts, type ReceptorInput } from '../use-cases/build-ingreso.ts';
 import { recordInstallment } from '../use-cases/record-installment.ts';
 import { recordRefund } from '../use-cases/record-refund.ts';
 import { isTicketSale } from '../use-cases/tickets.ts';
 import type { ExchangeRateSource } from '../use-cases/exchange-rates.ts';
-import { lineSchema, prepareSale } from '../use-cases/sale.ts';
+import { lineSchema, prepareSale, rfcCheckDigitProblem } from '../use-cases/sale.ts';
 import { decodeCursor, encodeCursor, installmentView, paymentView, problemView, refundView } from './views.ts';
 
 const printable = (max: number) =>
@@ -48,6 +48,10 @@ export const createPaymentSchema = z
       .string()
       .refine((f) => Object.hasOwn(catalogs.FORMA_PAGO, f) && f !== '99', 'a c_FormaPago code other than 99')
       .optional(),
+    /**
+     * The customer's fiscal data. Público en general written out (XAXX010101000, PUBLICO EN GENERAL)
+     * is the same as leaving it out; a foreign customer is XEXX010101000 with residenciaFiscal.
+     */
     receptor: z
       .object({
         rfc: z.string().refine((r) => rfcKind(r) !== null, 'an RFC (12 or 13 characters)'),
@@ -55,8 +59,22 @@ export const createPaymentSchema = z
         regimenFiscal: z.string().regex(/^\d{3}$/),
         codigoPostal: z.string().regex(/^\d{5}$/),
         usoCfdi: z.string().regex(/^[A-Z]{1,2}\d{2}$/),
+        /** A foreign receptor's country (c_Pais, not MEX) and its tax id there. */
+        residenciaFiscal: z
+          .string()
+          .refine((p) => catalogs.C_PAIS.has(p) && p !== 'MEX', 'a c_Pais code other than MEX')
+          .optional(),
+        numRegIdTrib: storableText(1, 40).optional(),
+        /** Some RFCs the SAT issued do not match their own check digit: set to accept one anyway. */
+        acceptCheckDigitMismatch: z.boolean().optional(),
       })
       .strict()
+      .superRefine((r, ctx) => {
+        const checkDigit = rfcCheckDigitProblem(r.rfc, r.acceptCheckDigitMismatch);
+        if (checkDigit) ctx.addIssue({ code: 'custom', path: ['rfc'], message: checkDigit });
+        if (r.numRegIdTrib !== undefined && r.residenciaFiscal === undefined)
+          ctx.addIssue({ code: 'custom', path: ['residenciaFiscal'], message: 'required with numRegIdTrib' });
+      })
       .optional(),
     /** `installments`: the sale is paid later (PPD Ingreso); each amount received is POSTed to /v1/invoices/:id/payments. */
     paymentTerms: z.enum(['single', 'installments']).optional(),
@@ -83,7 +101,7 @@ export const createPaymentSchema = z
     if (inCurrency && !inCurrency.ok)
       ctx.addIssue({ code: 'custom', path: ['amount'], message: inCurrency.problem.message });
     if (p.paymentTerms !== 'installments') return;
-    if (!p.receptor && p.customerId === undefined)
+    if (!namedReceptor(p.receptor) && p.customerId === undefined)
       ctx.addIssue({
         code: 'custom',
         path: ['receptor'],
@@ -175,7 +193,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       amount: input.amount,
       currency: input.currency,
       occurredAt: new Date(input.occurredAt),
-      receptor: input.receptor ?? null,
+      receptor: namedReceptor(receptorOf(input.receptor)),
       description: input.description ?? null,
       formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
       paymentTerms: input.paymentTerms ?? 'single',
@@ -398,4 +416,11 @@ export function pageOf<T extends { createdAt: Date; id: string }, V>(
  */
 function requireIdempotency(req: Request, externalId: string | undefined): void {
   if (externalId === undefined && !req.get('idempotency-key')) throw new ApiError('idempotency_required');
+}
+
+/** The receptor as a payment stores it: the request's fields but the flag that only asked to accept it. */
+function receptorOf(given: z.output<typeof createPaymentSchema>['receptor']): ReceptorInput | null {
+  if (!given) return null;
+  const { acceptCheckDigitMismatch: _accepted, ...receptor } = given;
+  return receptor;
 }

@@ -19,6 +19,22 @@ export interface ReceptorInput {
   regimenFiscal: string;
   codigoPostal: string;
   usoCfdi: string;
+  /** A foreign receptor's (XEXX010101000) country (c_Pais, not MEX) and tax id there. */
+  residenciaFiscal?: string;
+  numRegIdTrib?: string;
+}
+
+/**
+ * The receptor a sale names, with público en general written out (XAXX010101000, PUBLICO EN GENERAL)
+ * read as no receptor: the sale is to the general public either way, and only the omitted form gets
+ * its InformacionGlobal (CFDI40130) and goes to the period's global in global mode.
+ */
+export function namedReceptor(receptor: ReceptorInput | null | undefined): ReceptorInput | null {
+  if (!receptor) return null;
+  const publico =
+    receptor.rfc.trim().toUpperCase() === RFC_PUBLICO_GENERAL &&
+    receptor.nombre.trim().toUpperCase().replace(/\s+/g, ' ') === NOMBRE_PUBLICO_GENERAL;
+  return publico ? null : receptor;
 }
 
 export interface InvoiceSettings {
@@ -201,6 +217,8 @@ export function receptorFor(
     domicilioFiscalReceptor: receptor.codigoPostal,
     regimenFiscalReceptor: receptor.regimenFiscal,
     usoCFDI: usoCfdi === undefined ? receptor.usoCfdi : dependentUsoCfdi(usoCfdi, receptor),
+    ...(receptor.residenciaFiscal ? { residenciaFiscal: receptor.residenciaFiscal } : {}),
+    ...(receptor.numRegIdTrib ? { numRegIdTrib: receptor.numRegIdTrib } : {}),
   };
 }
 

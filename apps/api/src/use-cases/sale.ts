@@ -164,6 +164,19 @@ export const customerSchema = z
 export type CustomerInput = z.output<typeof customerSchema>;
 
 /**
+ * What is wrong with an RFC's check digit (`@nodecfdi/rfc`), for a persona física or moral: a typo
+ * there takes a folio and dies at the PAC (CFDI40143). Some RFCs the SAT issued do not match their
+ * own digit: `accept` lets one through. Undefined for a generic RFC or one that is not an RFC (other
+ * checks say so).
+ */
+export function rfcCheckDigitProblem(rfc: string, accept = false): string | undefined {
+  const parsed = Rfc.parseOrNull(rfc);
+  const kind = rfcKind(rfc);
+  if (!parsed || (kind !== 'fisica' && kind !== 'moral') || accept || parsed.doesCheckSumMatch()) return undefined;
+  return `the check digit should be ${parsed.calculateChecksum()}: a typo? (if the SAT issued it so, send acceptCheckDigitMismatch: true)`;
+}
+
+/**
  * What is wrong with a customer's fiscal data: the RFC (shape and check digit, with `@nodecfdi/rfc`;
  * the generic RFCs are not customers), the régimen for that kind of persona, and the UsoCFDI for the
  * régimen (c_UsoCFDI). Empty: a receptor a PAC will accept (name and CP are checked by the PAC
@@ -182,11 +195,10 @@ export function customerProblems(
       path: 'rfc',
       message: 'XAXX010101000 / XEXX010101000 are for sales without a customer: leave the customer out',
     });
-  else if (!rfc.doesCheckSumMatch() && !c.acceptCheckDigitMismatch)
-    problems.push({
-      path: 'rfc',
-      message: `the check digit should be ${rfc.calculateChecksum()}: a typo? (if the SAT issued it so, send acceptCheckDigitMismatch: true)`,
-    });
+  else {
+    const checkDigit = rfcCheckDigitProblem(c.rfc, c.acceptCheckDigitMismatch);
+    if (checkDigit) problems.push({ path: 'rfc', message: checkDigit });
+  }
   const regimen = Object.hasOwn(catalogs.REGIMEN_FISCAL, c.regimenFiscal)
     ? catalogs.REGIMEN_FISCAL[c.regimenFiscal]
     : undefined;

@@ -28,6 +28,7 @@ import {
 } from '@timbra/cfdi-core';
 import {
   globalBacklog,
+  invoiceStateOf,
   insertInvoices,
   insertPaymentsWithoutFolios,
   insertTickets,
@@ -53,6 +54,7 @@ import {
   type PaymentFacts,
   type ReceptorInput,
 } from './build-ingreso.ts';
+import { correctInvoice } from './correct-invoice.ts';
 import { DomainError } from './domain-errors.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
@@ -371,6 +373,23 @@ export interface SelfInvoiced {
   downloadToken: string;
   /** False when this ticket was self-invoiced before with the same RFC (a double submit): the same invoice. */
   created: boolean;
+  /** The customer corrected the data of a self-invoice the PAC refused (or that needed data): a new version. */
+  corrected?: boolean;
+}
+
+/** A self-invoice the customer may correct on the page: no CFDI was stamped, and it waits for better data. */
+const CUSTOMER_CORRECTABLE = new Set(['stamp_failed', 'needs_data']);
+
+/** Whether two receptors are the same data (what a double submit sends). */
+function sameReceptor(a: ReceptorInput | null, b: ReceptorInput): boolean {
+  return (
+    a !== null &&
+    a.rfc === b.rfc &&
+    a.nombre === b.nombre &&
+    a.codigoPostal === b.codigoPostal &&
+    a.regimenFiscal === b.regimenFiscal &&
+    a.usoCfdi === b.usoCfdi
+  );
 }
 
 /**
@@ -388,9 +407,30 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
   if (!ticket || !sameAmount(ticket.total, req.total)) throw new DomainError('ticket_not_found');
   const payment = await tx.payment.findUniqueOrThrow({ where: { id: ticket.paymentId } });
   if (ticket.status === 'self_invoiced') {
+    if (!ticket.invoiceId || !ticket.downloadToken) throw new DomainError('ticket_already_invoiced');
+    const done = {
+      ticketId: ticket.id,
+      invoiceId: ticket.invoiceId,
+      downloadToken: ticket.downloadToken,
+      created: false,
+    };
     const receptor = payment.receptor as ReceptorInput | null;
-    if (receptor?.rfc === req.receptor.rfc && ticket.invoiceId && ticket.downloadToken)
-      return { ticketId: ticket.id, invoiceId: ticket.invoiceId, downloadToken: ticket.downloadToken, created: false };
+    if (sameReceptor(receptor, req.receptor)) return done;
+    // The PAC refused the customer's data (or it was incomplete): nothing was stamped, so the customer
+    // corrects it here, as an operator would with PATCH (a new version; proved unstamped if a PAC saw it).
+    const invoice = await invoiceStateOf(tx, ticket.invoiceId);
+    if (invoice && CUSTOMER_CORRECTABLE.has(invoice.status)) {
+      const result = await correctInvoice(
+        tx,
+        { payments: deps, defaultFormaPago: ticket.formaPago, lateMarginMs: 0 },
+        ticket.invoiceId,
+        { receptor: req.receptor, reason: 'corrected by the customer on the self-invoicing page' },
+        'self-invoicing page',
+      );
+      if (result.kind === 'rejected') throw new DomainError('validation_failed', undefined, result.problems);
+      return { ...done, corrected: true };
+    }
+    if (receptor?.rfc === req.receptor.rfc) return done;
     throw new DomainError('ticket_already_invoiced');
   }
   if (ticket.status === 'in_global') throw new DomainError('ticket_in_global');

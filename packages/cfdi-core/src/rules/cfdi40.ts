@@ -623,6 +623,18 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
+    code: 'CFDI40153',
+    node: 'Receptor/@ResidenciaFiscal',
+    es: 'Se debe registrar un valor del catálogo c_Pais en el campo ResidenciaFiscal cuando en el campo NumRegIdTrib se registre información.',
+    en: 'A receptor with NumRegIdTrib must say its ResidenciaFiscal.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && a(r, 'NumRegIdTrib') !== undefined && a(r, 'ResidenciaFiscal') === undefined)
+        report(at(r, 'NumRegIdTrib'));
+    },
+  },
+  {
     code: 'CFDI40157',
     node: 'Receptor/@RegimenFiscalReceptor',
     es: 'El campo RegimenFiscalReceptor no contiene un valor del catálogo c_RegimenFiscal.',

@@ -18,7 +18,7 @@ import {
   type CatalogEntry,
 } from './sat-catalogs.ts';
 
-export { C_CLAVE_UNIDAD, C_PERIODICIDAD, C_USO_CFDI, C_REGIMEN_FISCAL } from './sat-catalogs.ts';
+export { C_CLAVE_UNIDAD, C_PAIS, C_PERIODICIDAD, C_USO_CFDI, C_REGIMEN_FISCAL } from './sat-catalogs.ts';
 
 /** code → description, for the catalogues whose entries are just that. */
 const names = (catalog: Readonly<Record<string, CatalogEntry>>): Readonly<Record<string, string>> =>
