@@ -1,10 +1,9 @@
-import type { X509Certificate } from 'node:crypto';
 import { createHash, randomBytes } from 'node:crypto';
 import { insertTfd } from '@timbra/cfdi-core';
 import { NO_FAULTS, seededRandom, type Faults } from './faults.ts';
 import { InstanceMemory, type ReceivedRecord, type SatRegistry, type StampRecord } from './registry.ts';
 import type { TfdSigner } from './tfd-signer.ts';
-import { checkDocument, type DocumentCheck } from './validate-document.ts';
+import { checkDocument, type CertificateTrust, type DocumentCheck } from './validate-document.ts';
 import {
   pacValidation,
   VALIDATION_ON,
@@ -43,8 +42,8 @@ export interface PacInstanceDeps {
   /** The SAT's schemas (absent: XSD validation cannot run, whatever the switch says). */
   schema?: SchemaCheck;
   taxpayers: TaxpayerList;
-  /** A CA taken as the SAT's besides the SAT's own (the tests' CA: SANDBOX_TRUSTED_CA_FILE). */
-  trustedCa?: X509Certificate;
+  /** Which certificates are the SAT's (validate-document.ts). */
+  trust: CertificateTrust;
   /** Initial validation switches (default: both on). */
   validation?: ValidationSwitches;
 }
@@ -118,7 +117,7 @@ export class PacInstance {
 
   /** Finkok `stamped`: this instance's previous stamp of the same document, if any. */
   previousStamp(xml: string): StampRecord | { code: string; message: string } | undefined {
-    const check = checkDocument(xml, this.deps.now(), [], this.deps.trustedCa);
+    const check = checkDocument(xml, this.deps.now(), [], this.deps.trust);
     if (!check.ok) {
       // `stamped` looks the document up; a 72-hour-old document is still found.
       if (check.code !== '401') return { code: check.code, message: check.message };
@@ -128,7 +127,7 @@ export class PacInstance {
   }
 
   private async decide(xml: string, customid: string | undefined): Promise<StampOutcome> {
-    const check = checkDocument(xml, this.deps.now(), this.faults.rejectRfcs, this.deps.trustedCa);
+    const check = checkDocument(xml, this.deps.now(), this.faults.rejectRfcs, this.deps.trust);
     if (!check.ok) return { kind: 'rejected', code: check.code, message: check.message };
     const refused = pacValidation(
       xml,

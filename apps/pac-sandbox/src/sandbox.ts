@@ -1,4 +1,6 @@
 import { X509Certificate } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -14,7 +16,16 @@ import { PacInstance } from './pac-instance.ts';
 import { SatRegistry } from './registry.ts';
 import { loadState, stateSaver } from './state-file.ts';
 import { TfdSigner } from './tfd-signer.ts';
+import type { CertificateTrust } from './validate-document.ts';
 import { SchemaCheck, TaxpayerList, VALIDATION_ON, type ValidationSwitches } from './validation.ts';
+
+/** The SAT's test CSDs' certificates in `satDir/csd` (DER). */
+function satTestCertificates(satDir: string): Buffer[] {
+  const dir = join(satDir, 'csd');
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.cer'))
+    .map((name) => readFileSync(join(dir, name)));
+}
 
 export interface SandboxOptions {
   host: string;
@@ -40,6 +51,8 @@ export interface SandboxOptions {
   now?: () => Date;
   /** A CA (PEM) taken as the SAT's besides the SAT's own: the tests' CA, never in production. */
   trustedCa?: string;
+  /** The SAT-issued certificates (DER) the sandbox knows; default: every `.cer` in `satDir/csd`. */
+  satCertificates?: readonly Buffer[];
 }
 
 interface Listener {
@@ -68,6 +81,14 @@ export class Sandbox {
     const validation = options.validation ?? VALIDATION_ON;
     // Compiled even when off at start: the admin API can turn it on per instance.
     const schema = new SchemaCheck(options.satDir ?? DEFAULT_SAT_DIR);
+    const trust: CertificateTrust = {
+      satCertificates: new Set(
+        (options.satCertificates ?? satTestCertificates(options.satDir ?? DEFAULT_SAT_DIR)).map(
+          (der) => new X509Certificate(der).fingerprint256,
+        ),
+      ),
+      ...(options.trustedCa ? { ca: new X509Certificate(options.trustedCa) } : {}),
+    };
     let seed = options.seed;
     for (const name of Object.keys(options.instancePorts)) {
       this.instances.set(
@@ -82,7 +103,7 @@ export class Sandbox {
           schema,
           taxpayers: this.taxpayers,
           validation,
-          ...(options.trustedCa ? { trustedCa: new X509Certificate(options.trustedCa) } : {}),
+          trust,
         }),
       );
     }

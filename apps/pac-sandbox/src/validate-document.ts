@@ -53,9 +53,23 @@ interface CachedCertificate {
   rfc: string;
   validFrom: Date;
   validTo: Date;
-  fromSat: boolean;
+  /** SHA-256 fingerprint of the DER: what the SAT's own certificates are known by. */
+  fingerprint: string;
   /** Whether a trusted test CA issued it, by the CA's fingerprint (checked once). */
   trusted?: Map<string, boolean>;
+}
+
+/**
+ * Which certificates the sandbox takes as the SAT's. A real PAC checks the chain up to the SAT's
+ * CAs; the sandbox has none of their certificates, so it knows the SAT's by their bytes (the SAT's
+ * test CSDs in SAT_DIR/csd) and takes a CA it is told to trust (the tests' own) by its signature.
+ * A certificate whose issuer merely names the SAT is neither: 308.
+ */
+export interface CertificateTrust {
+  /** SHA-256 fingerprints (hex, as X509Certificate.fingerprint256) of SAT-issued certificates. */
+  satCertificates: ReadonlySet<string>;
+  /** A CA taken as the SAT's (the tests' own, never in production): SANDBOX_TRUSTED_CA_FILE. */
+  ca?: X509Certificate;
 }
 
 // Emisores stamp thousands of documents with the same certificate: parse it once.
@@ -73,7 +87,7 @@ function certificateOf(base64: string): CachedCertificate | null {
         rfc: rfcOf(cert),
         validFrom: new Date(cert.validFrom),
         validTo: new Date(cert.validTo),
-        fromSat: cert.issuer.includes('SERVICIO DE ADMINISTRACION TRIBUTARIA'),
+        fingerprint: cert.fingerprint256,
       };
     } catch {
       cached = null;
@@ -105,8 +119,7 @@ export function checkDocument(
   xml: string,
   now: Date,
   rejectRfcs: readonly string[],
-  /** A CA the sandbox takes as the SAT's (the tests' own, never in production): SANDBOX_TRUSTED_CA_FILE. */
-  trustedCa?: X509Certificate,
+  trust: CertificateTrust,
 ): DocumentCheck {
   const fail = (code: string, detail?: string): DocumentCheck => ({
     ok: false,
@@ -148,7 +161,7 @@ export function checkDocument(
 
   const cert = certificateOf(certificado);
   if (!cert) return fail('301', 'Certificado ilegible.');
-  if (!cert.fromSat && !issuedBy(cert, trustedCa)) return fail('308');
+  if (!trust.satCertificates.has(cert.fingerprint) && !issuedBy(cert, trust.ca)) return fail('308');
   if (attr(root, 'NoCertificado') !== cert.noCertificado) {
     return fail('301', 'NoCertificado no corresponde al certificado.');
   }

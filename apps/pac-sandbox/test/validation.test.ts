@@ -7,9 +7,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
+import { X509Certificate } from 'node:crypto';
 import {
+  attr,
   cadenaOriginal,
   childElements,
+  loadCsd,
   NS,
   parseXml,
   sellar,
@@ -28,6 +31,7 @@ import {
   swClient,
   type RunningSandbox,
 } from './helpers.ts';
+import { forgeSatIssuedCertificate, freezeSample, satTestCsdFiles } from '@timbra/test-support';
 
 let run: RunningSandbox;
 let sw: ReturnType<typeof swClient>;
@@ -59,6 +63,19 @@ const BAD: [string, string, (root: XmlElement) => void][] = [
   ['Exportacion 09', 'CFDI40122', (r) => setAttr(r, 'Exportacion', '09')],
   ['Moneda ZZZ', 'CFDI40113', (r) => setAttr(r, 'Moneda', 'ZZZ')],
   ['UsoCFDI G03 for régimen 605', 'CFDI40161', (r) => setAttr(first(r, 'Receptor'), 'RegimenFiscalReceptor', '605')],
+  [
+    'NumRegIdTrib without ResidenciaFiscal',
+    'CFDI40153',
+    (r) => {
+      const receptor = first(r, 'Receptor');
+      setAttr(receptor, 'Rfc', 'XEXX010101000');
+      setAttr(receptor, 'Nombre', 'ACME INC');
+      setAttr(receptor, 'DomicilioFiscalReceptor', attr(r, 'LugarExpedicion')!);
+      setAttr(receptor, 'RegimenFiscalReceptor', '616');
+      setAttr(receptor, 'UsoCFDI', 'S01');
+      setAttr(receptor, 'NumRegIdTrib', '123456789');
+    },
+  ],
   // Receptor data checked against the SAT's taxpayer list (L_RFC).
   ['a receptor RFC not registered', 'CFDI40143', (r) => setAttr(first(r, 'Receptor'), 'Rfc', 'MAHJ280603TI9')],
   ['a name not as registered', 'CFDI40145', (r) => setAttr(first(r, 'Receptor'), 'Nombre', 'XOCHITL CASAS CHAVEZ')],
@@ -159,5 +176,39 @@ describe('switches and the taxpayer list', () => {
     });
     expect((await pacFailure(sw.stamp(tampered(mutate), { idempotencyKey: 'reg-2' }))).pacCode).toBe('CFDI40143');
     expect(await admin('delete', 'taxpayers/MAHJ280603TI9')).toEqual({ deleted: true });
+  });
+});
+
+describe('certificates from the SAT, and forgeries', () => {
+  // A certificate whose issuer names the SAT, signed by another key: once stamped (the sandbox read
+  // the issuer's name only), refused by a real PAC.
+  it('a certificate whose issuer only names the SAT → 308, in each protocol', async () => {
+    const forged = forgeSatIssuedCertificate(satTestCsdFiles('EKU9003173C9').cer);
+    expect(new X509Certificate(forged).issuer).toContain('SERVICIO DE ADMINISTRACION TRIBUTARIA');
+    const csd = loadCsd(forged, emisor.key, emisor.password);
+    const xml = freezeSample({}, csd).xml;
+    expect(await pacFailure(sw.stamp(xml, { idempotencyKey: `sw-forged-${randomUUID()}` }))).toMatchObject({
+      pacCode: '308',
+      outcome: 'permanent',
+    });
+    expect(await pacFailure(finkok.stamp(xml, { idempotencyKey: `fk-forged-${randomUUID()}` }))).toMatchObject({
+      pacCode: '308',
+    });
+  });
+
+  it('the SAT’s own test certificate, as published, is the SAT’s (known by its bytes)', async () => {
+    // Dated inside the certificate's validity, on a sandbox whose clock is there too (CI also runs
+    // this file with the clock after the SAT's test certificates end).
+    const at = new Date('2026-12-01T12:00:00Z');
+    const dated = await startSandbox({ now: () => new Date(at.getTime() + 60_000) });
+    try {
+      const own = satTestCsdFiles('EKU9003173C9');
+      const xml = freezeSample({ issuedAt: at.toISOString() }, loadCsd(own.cer, own.key, own.password)).xml;
+      const client = swClient(dated, 'primary', { timeouts: { connectMs: 1_000, responseMs: 5_000 } });
+      const stamped = await client.stamp(xml, { idempotencyKey: `sw-own-${randomUUID()}` });
+      expect(stamped.uuid).toMatch(/^[0-9A-F-]{36}$/);
+    } finally {
+      await dated.stop();
+    }
   });
 });

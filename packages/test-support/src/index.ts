@@ -15,7 +15,13 @@ export {
   testCsdPaths,
   type TestRfc,
 } from './sat-files.ts';
-export { reissueCertificate, testCaFile, testCaPem, TEST_CERTIFICATE_END } from './test-ca.ts';
+export {
+  forgeSatIssuedCertificate,
+  reissueCertificate,
+  testCaFile,
+  testCaPem,
+  TEST_CERTIFICATE_END,
+} from './test-ca.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd } from './samples.ts';
 export {
   freePort,

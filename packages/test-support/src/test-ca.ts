@@ -75,6 +75,26 @@ export function reissueCertificate(der: Buffer): Buffer {
 }
 
 /**
+ * A forgery: the certificate (DER) with its subject, serial and key, whose issuer names the SAT
+ * exactly as the original does, but signed by a key that is not the SAT's (the test CA's). What a
+ * PAC must refuse (308): only a signature that verifies up to the SAT's CA makes a certificate the SAT's.
+ */
+export function forgeSatIssuedCertificate(der: Buffer): Buffer {
+  const { key } = testCa();
+  const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = original.publicKey;
+  cert.serialNumber = original.serialNumber;
+  cert.validity.notBefore = original.validity.notBefore;
+  cert.validity.notAfter = TEST_CERTIFICATE_END;
+  cert.setSubject(original.subject.attributes);
+  cert.setIssuer(original.issuer.attributes);
+  cert.setExtensions(original.extensions);
+  cert.sign(key, forge.md.sha256.create());
+  return Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
+}
+
+/**
  * Writes `bytes` to a file in the temporary directory named by their hash (the same bytes, the same
  * path: processes of one run share it) and returns its path.
  */
