@@ -1,5 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import { BigNumber } from 'bignumber.js';
+import fc from 'fast-check';
 import {
+  attr,
   buildGlobalRequest,
   checkSatRules,
   chunkTickets,
@@ -15,6 +18,7 @@ import {
   ticketParts,
   type GlobalTicket,
   type Periodicidad,
+  type XmlElement,
 } from '../src/index.ts';
 import { loadTestCsd, SchemaValidator } from './helpers/sat.ts';
 
@@ -146,6 +150,72 @@ describe('the factura global document', () => {
     refunded,
     formaPago,
     parts: [{ taxes: iva16, amount: total }],
+  });
+
+  /** Each concepto's Importe plus its traslados, from the frozen document, by NoIdentificacion. */
+  function conceptoGrosses(xml: string): [string, string][] {
+    const doc = parseXml(xml);
+    const conceptos = doc.children
+      .filter((n): n is XmlElement => 'local' in n && n.local === 'Conceptos')
+      .flatMap((c) => c.children.filter((n): n is XmlElement => 'local' in n && n.local === 'Concepto'));
+    return conceptos.map((c) => {
+      const traslados = c.children
+        .filter((n): n is XmlElement => 'local' in n && n.local === 'Impuestos')
+        .flatMap((i) => i.children.filter((n): n is XmlElement => 'local' in n && n.local === 'Traslados'))
+        .flatMap((t) => t.children.filter((n): n is XmlElement => 'local' in n && n.local === 'Traslado'));
+      const gross = traslados.reduce((s, t) => s.plus(attr(t, 'Importe') ?? 0), new BigNumber(attr(c, 'Importe')!));
+      return [attr(c, 'NoIdentificacion')!, gross.toFixed(6)];
+    });
+  }
+
+  it("each ticket's concepto carries that ticket's amount: no ticket takes another's cents", () => {
+    const built = buildGlobalRequest({
+      book: 'test-books',
+      emisor,
+      period: globalPeriodOf(at('2026-12-01T18:00:00Z'), '01', MX),
+      part: 1,
+      tickets: [ticket('T-464', '464.00'), ticket('T-99', '99.00')],
+      serie: 'A',
+      folio: 8,
+      issuedAt: at('2026-12-01T07:00:00Z'),
+    });
+    const frozen = freezeComprobante(built.request!, csd);
+    expect(frozen.total).toBe('563.00');
+    // Once 464.0087 and 98.99: the whole comprobante's cent was moved into the larger ticket.
+    expect(conceptoGrosses(frozen.xml)).toEqual([
+      ['T-464', '464.000000'],
+      ['T-99', '99.000000'],
+    ]);
+    expect(frozen.xml).toContain('ValorUnitario="85.344828" Importe="85.344828"');
+  });
+
+  it('for any tickets the Total is their sum and every concepto its own ticket’s amount (one may carry a fraction of a cent)', () => {
+    const tax = fc.constantFrom(iva16, { iva: '0.080000' }, { iva: '0.000000' }, { iva: 'exento' });
+    const cents = fc.integer({ min: 1, max: 2_000_000 }).map((c) => new BigNumber(c).shiftedBy(-2).toFixed(2));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(cents, tax), { minLength: 1, maxLength: 40 }), (drawn) => {
+        const tickets = drawn.map(([amount, taxes], k) => ({ ...ticket(`T${k}`, amount), parts: [{ taxes, amount }] }));
+        const built = buildGlobalRequest({
+          book: 'test-books',
+          emisor,
+          period: globalPeriodOf(at('2026-12-01T18:00:00Z'), '01', MX),
+          part: 1,
+          tickets,
+          serie: 'A',
+          folio: 9,
+          issuedAt: at('2026-12-01T07:00:00Z'),
+        });
+        const frozen = freezeComprobante(built.request!, csd);
+        const sum = tickets.reduce((s, t) => s.plus(t.total), new BigNumber(0));
+        expect(frozen.total).toBe(sum.toFixed(2));
+        const off = conceptoGrosses(frozen.xml).map(([, gross], k) =>
+          new BigNumber(gross).minus(tickets[k]!.total).abs(),
+        );
+        expect(off.filter((d) => d.isGreaterThan('0.000001')).length).toBeLessThanOrEqual(1);
+        expect(off.every((d) => d.isLessThan('0.01'))).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('splits in proportion to the cent, the parts adding up exactly', () => {

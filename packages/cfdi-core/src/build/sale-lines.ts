@@ -107,7 +107,20 @@ export function conceptoGross(c: ConceptoRequest, decimals: number): Dec {
  * Refused (`ok: false`): a line that is not well formed (its path and why), or lines whose gross adds
  * up to something else than what was paid (`mismatch`, with the difference).
  */
-export function conceptosForSale(lines: readonly SaleLine[], moneda: string, paid: string): SalePlan {
+export function conceptosForSale(
+  lines: readonly SaleLine[],
+  moneda: string,
+  paid: string,
+  options: {
+    /**
+     * Each line's concepto carries its own gross (a factura global: one concepto per ticket, whose
+     * amount is that ticket's). A line no base with the currency's decimals gives exactly is written
+     * at its six-decimal base (99.00 at 16%: 85.344828 + 13.655172), instead of letting one line carry
+     * the other lines' cents.
+     */
+    eachLineItsGross?: boolean;
+  } = {},
+): SalePlan {
   const decimals = currencyDecimals(moneda);
   const issues: ValidationIssue[] = [];
   const nominal: Dec[] = [];
@@ -161,6 +174,16 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
     line.taxIncluded ? coarseBase(line, nominal[i]!, decimals) : conceptoOf(line, valorUnitarioBeforeTax(line)!),
   );
   const totalOf = (cs: ConceptoRequest[]) => new Dec(computeAmounts({ moneda, conceptos: cs } as InvoiceRequest).total);
+  if (options.eachLineItsGross) {
+    const fine = fineBasesForAll(lines, nominal, conceptos, decimals, totalOf, paidDec, true);
+    if (fine) return { ok: true, conceptos: fine, grosses: nominal.map((g) => fixed(g, decimals)) };
+    return notPaid(
+      totalOf(conceptos),
+      paidDec,
+      decimals,
+      (l) => `with its totals rounded the CFDI comes to ${l} ${moneda}`,
+    );
+  }
   const total = totalOf(conceptos);
   if (!total.isEqualTo(paidDec)) {
     let carried = false;
@@ -202,13 +225,16 @@ export function conceptosForSale(lines: readonly SaleLine[], moneda: string, pai
   return { ok: true, conceptos, grosses: nominal.map((g) => fixed(g, decimals)) };
 }
 
+const TENTH_OF_A_CENT = new Dec('0.001');
+
 /** Lines tried as the carrier of the comprobante's rounding, largest first. */
 const MAX_CARRIERS = 8;
 
 /**
- * Every line with tax included at its base to six decimals (gross ÷ (1 + its rate)), the others as
- * they are; then, if the rounded Total still misses, the largest such lines in turn have their base
- * bisected (the Total grows with it) until the Total is `paid`. Undefined when none can.
+ * Every line with tax included at its base to six decimals (gross ÷ (1 + its rate)) — or, with
+ * `keepExact`, at its base with the currency's decimals when that gives its gross exactly — the others
+ * as they are; then, if the rounded Total still misses, the largest such lines in turn have their
+ * base bisected (the Total grows with it) until the Total is `paid`. Undefined when none can.
  */
 function fineBasesForAll(
   lines: readonly SaleLine[],
@@ -217,12 +243,15 @@ function fineBasesForAll(
   decimals: number,
   totalOf: (conceptos: ConceptoRequest[]) => Dec,
   paid: Dec,
+  keepExact = false,
 ): ConceptoRequest[] | undefined {
   const micro = new Dec('0.000001');
   const at = (i: number, base: Dec) => conceptoOf(lines[i]!, fixed(base.dividedBy(lines[i]!.cantidad), 6));
   const exact = (i: number) => nominal[i]!.dividedBy(effectiveRate(lines[i]!.taxes).plus(1));
-  const conceptos = lines.map((line, i) => (line.taxIncluded ? at(i, exact(i)) : coarse[i]!));
+  const exactAlready = (i: number) => keepExact && conceptoGross(coarse[i]!, decimals).isEqualTo(nominal[i]!);
+  const conceptos = lines.map((line, i) => (line.taxIncluded && !exactAlready(i) ? at(i, exact(i)) : coarse[i]!));
   if (totalOf(conceptos).isEqualTo(paid)) return conceptos;
+  if (keepExact) return leastCarried(lines, nominal, conceptos, decimals, totalOf, paid);
   const carriers = lines
     .map((line, i) => ({ line, i }))
     .filter(({ line }) => line.taxIncluded && new Dec(line.cantidad).isEqualTo(1))
@@ -245,6 +274,41 @@ function fineBasesForAll(
     }
   }
   return undefined;
+}
+
+/**
+ * The comprobante's one rounding carried where it shows least: each line with tax included (the
+ * largest few) tries the six-decimal base nearest its own that makes the Total `paid` (fineBase);
+ * the one whose gross moves least carries it.
+ */
+function leastCarried(
+  lines: readonly SaleLine[],
+  nominal: readonly Dec[],
+  conceptos: readonly ConceptoRequest[],
+  decimals: number,
+  totalOf: (conceptos: ConceptoRequest[]) => Dec,
+  paid: Dec,
+): ConceptoRequest[] | undefined {
+  let best: { conceptos: ConceptoRequest[]; moved: Dec } | undefined;
+  const carriers = lines
+    .map((line, i) => ({ line, i }))
+    .filter(({ line }) => line.taxIncluded)
+    .sort((a, b) => (nominal[b.i]!.comparedTo(nominal[a.i]!) ?? 0) || a.i - b.i)
+    .slice(0, MAX_CARRIERS * 4);
+  for (const { line, i } of carriers) {
+    const trial = (c: ConceptoRequest) => [...conceptos.slice(0, i), c, ...conceptos.slice(i + 1)];
+    const others = conceptos.filter((_, n) => n !== i);
+    const fine = fineBase(line, nominal[i]!, others, decimals, (c) => totalOf(trial(c)).isEqualTo(paid));
+    if (!fine) continue;
+    const a = computeConcepto(fine, 6);
+    const gross = new Dec(a.importe)
+      .plus(sum(a.traslados.map((t) => new Dec(t.importe ?? 0))))
+      .minus(sum(a.retenciones.map((t) => new Dec(t.importe ?? 0))));
+    const moved = gross.minus(nominal[i]!).abs();
+    if (!best || moved.isLessThan(best.moved)) best = { conceptos: trial(fine), moved };
+    if (moved.isLessThan(TENTH_OF_A_CENT)) break; // below what any printed amount shows
+  }
+  return best?.conceptos;
 }
 
 /** The refusal of lines that come to `total` when `paid` was paid, with the difference. */

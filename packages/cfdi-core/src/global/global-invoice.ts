@@ -152,7 +152,8 @@ export function buildGlobalRequest(input: {
   );
   if (lines.length === 0) return { problems: [{ path: 'tickets', message: 'no ticket has anything to invoice' }] };
   const total = fixed(sum(lines.map((l) => new Dec(l.amount!))), 2);
-  const plan = conceptosForSale(lines, 'MXN', total);
+  // Each ticket's concepto is that ticket's amount: no ticket carries another's cents.
+  const plan = conceptosForSale(lines, 'MXN', total, { eachLineItsGross: true });
   if (!plan.ok) return { problems: plan.issues };
   const { emisor, period } = input;
   return {
