@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
+import { BigNumber } from 'bignumber.js';
 import got from 'got';
 import { parseXml } from '@timbra/cfdi-core';
 import { CFDI_XSLT, prepareSatXslt, SchemaValidator, satXslt } from '@timbra/test-support';
@@ -155,6 +156,23 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     const over = await pay(invoiceId, '0.01');
     expect(over.statusCode).toBe(422);
     expect(over.body).toMatchObject({ error: { code: 'installment_exceeds_balance' } });
+  });
+
+  it('the installment that pays the sale off closes its bases: the Pagos’ BaseDR add up to the Ingreso’s Base', async () => {
+    const id = await ppdSale('6821.11');
+    const ingreso = await api.prisma.invoice.findUniqueOrThrow({ where: { id } });
+    expect(ingreso.frozenXml).toContain('SubTotal="5880.27"');
+    await stamp(id);
+    const bases: string[] = [];
+    for (const amount of ['2267.63', '816.13', '1417.86', '1016.64', '1302.85']) {
+      const res = await pay(id, amount, { externalId: `I-${randomUUID()}` });
+      expect(res.statusCode).toBe(201);
+      const pago = await api.prisma.invoice.findUniqueOrThrow({
+        where: { id: (res.body as { pago: { id: string } }).pago.id },
+      });
+      bases.push(/BaseDR="([\d.]+)"/.exec(pago.frozenXml!)![1]!);
+    }
+    expect(bases.reduce((sum, b) => sum.plus(b), new BigNumber(0)).toFixed()).toBe('5880.27');
   });
 
   it('before the Ingreso is stamped the Pago waits for it; an overpayment → 422 and nothing written', async () => {

@@ -118,6 +118,7 @@ export {
 } from './tickets.ts';
 export {
   lockInvoiceForInstallment,
+  installmentAmounts,
   installmentsPaid,
   insertInstallment,
   installmentByProviderId,

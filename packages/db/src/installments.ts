@@ -89,6 +89,18 @@ export async function installmentsPaid(tx: RawDb, invoiceId: string): Promise<{ 
   return row!;
 }
 
+const amountRow = z.object({ amount: z.string() });
+
+/** The amounts of an invoice's installments so far, in their order (NumParcialidad). */
+export async function installmentAmounts(tx: RawDb, invoiceId: string): Promise<string[]> {
+  const rows = await queryRows(
+    tx,
+    amountRow,
+    Prisma.sql`SELECT amount::text AS amount FROM installments WHERE invoice_id = ${invoiceId}::uuid ORDER BY num_parcialidad`,
+  );
+  return rows.map((r) => r.amount);
+}
+
 /** An amount received against a PPD Ingreso. */
 export interface NewInstallment {
   /** The PPD Ingreso paid (in part). */

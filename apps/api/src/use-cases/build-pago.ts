@@ -27,6 +27,8 @@ export type InstallmentFacts = Omit<InstallmentToRecord, 'invoiceId'> & {
   numParcialidad: number;
   /** What was still owed before this installment. */
   saldoAnterior: string;
+  /** The installment that settles the invoice: the earlier ones' amounts, in order (its BaseDR closes theirs). */
+  earlierAmounts?: readonly string[];
 };
 
 /**
@@ -97,8 +99,21 @@ export function buildPagoRequest(
           impSaldoAnt: installment.saldoAnterior,
           impPagado: installment.amount,
           ...taxes,
+          ...(installment.earlierAmounts
+            ? { pagosAnteriores: earlierPagos(invoice.total, installment.earlierAmounts) }
+            : {}),
         },
       ],
     },
   };
+}
+
+/** The earlier Pagos' ImpSaldoAnt and ImpPagado, from the invoice's Total and the installments' amounts. */
+function earlierPagos(total: string, amounts: readonly string[]): { impSaldoAnt: string; impPagado: string }[] {
+  let saldo = new BigNumber(total);
+  return amounts.map((amount) => {
+    const pago = { impSaldoAnt: saldo.toFixed(2), impPagado: new BigNumber(amount).toFixed(2) };
+    saldo = saldo.minus(amount);
+    return pago;
+  });
 }

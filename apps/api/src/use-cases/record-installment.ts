@@ -2,6 +2,7 @@ import { BigNumber } from 'bignumber.js';
 import {
   insertInstallment,
   installmentByProviderId,
+  installmentAmounts,
   installmentsPaid,
   isUuid,
   lockInvoiceForInstallment,
@@ -70,6 +71,9 @@ export async function recordInstallment(
     ]);
   }
   const numParcialidad = paid.count + 1;
+  // The installment that settles the invoice reports the bases the earlier ones left (cfdi-core).
+  const settles = saldoAnterior.isEqualTo(installment.amount);
+  const earlierAmounts = settles ? await installmentAmounts(tx, invoice.id) : undefined;
   const installmentId = await insertInstallment(tx, {
     invoiceId: invoice.id,
     provider: installment.provider,
@@ -91,7 +95,12 @@ export async function recordInstallment(
       total: invoice.total,
       frozenXml: invoice.frozenXml,
     },
-    { ...installment, numParcialidad, saldoAnterior: saldoAnterior.toFixed(2) },
+    {
+      ...installment,
+      numParcialidad,
+      saldoAnterior: saldoAnterior.toFixed(2),
+      ...(earlierAmounts ? { earlierAmounts } : {}),
+    },
     deps.seriePago,
     folio,
     new Date(),

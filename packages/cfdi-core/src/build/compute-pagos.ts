@@ -121,6 +121,8 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
     documento?: { base: string; importe: string; total: string } | undefined;
   }): RetencionAmounts => {
     const share = t.documento ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals) : undefined;
+    const settling = share && t.documento && d.pagosAnteriores && saldoAnt.isEqualTo(pagado);
+    if (settling) share.base = remainingBase(t.documento!, d.pagosAnteriores!, share, t.tasaOCuota, decimals);
     return {
       base: share?.base ?? fixed(base, decimals),
       impuesto: t.impuesto,
@@ -184,9 +186,40 @@ function proportionalShare(
   const importeText = fixed(importe, decimals);
   const baseText = fixed(base, decimals);
   if (withinLimits(importe, taxLimits(baseText, rate, decimals))) return { base: baseText, importe: importeText };
+  // The same proportion at six decimals (Anexo 20 allows them) still adds up over the Pagos.
+  const cumulative6 = (paid: Dec) => new Dec(fixed(paid.times(documento.base).dividedBy(total), 6));
+  const base6 = cumulative6(after).minus(cumulative6(before));
+  const base6Text = fixed(base6, 6);
+  if (base6.isGreaterThan(0) && withinLimits(importe, taxLimits(base6Text, rate, decimals)))
+    return { base: base6Text, importe: importeText };
   if (new Dec(rate).isZero()) return undefined;
   const fine = fixed(importe.dividedBy(rate), 6);
   return withinLimits(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
+}
+
+/**
+ * The base of the Pago that settles a document: the document's Base less the bases the earlier Pagos
+ * reported (each recomputed as it was, `proportionalShare`), when that is within Anexo 20's limits for
+ * this Pago's ImporteDR; else the share's own base. A share that fell back on ImporteDR / rate breaks
+ * the telescoping of the bases; this closes it.
+ */
+function remainingBase(
+  documento: { base: string; importe: string; total: string },
+  earlier: readonly { impSaldoAnt: string; impPagado: string }[],
+  share: { base: string; importe: string },
+  rate: string,
+  decimals: number,
+): string {
+  let reported = ZERO;
+  for (const e of earlier) {
+    const part = proportionalShare(documento, new Dec(e.impSaldoAnt), new Dec(e.impPagado), rate, decimals);
+    if (!part) return share.base;
+    reported = reported.plus(part.base);
+  }
+  const rest = new Dec(documento.base).minus(reported);
+  if (!rest.isGreaterThan(0) || rest.decimalPlaces()! > 6) return share.base;
+  const text = fixed(rest, Math.max(decimals, rest.decimalPlaces()!));
+  return withinLimits(new Dec(share.importe), taxLimits(text, rate, decimals)) ? text : share.base;
 }
 
 /** This payment's share of a document's (exento) base, telescoping like `proportionalShare`. */

@@ -96,6 +96,15 @@ const doctoRelacionadoSchema = z.object({
   trasladosDR: z.array(trasladoDRSchema).max(10).default([]),
   /** Retenciones of the related invoice (ISR, IVA the receptor withholds), shared out the same way. */
   retencionesDR: z.array(retencionDRSchema).max(10).default([]),
+  /**
+   * The earlier Pagos of the document, in order (not written to the XML): given to the one that
+   * settles it, whose BaseDR is then the document's Base less what the earlier ones reported, so the
+   * bases add up as the importes do.
+   */
+  pagosAnteriores: z
+    .array(z.object({ impSaldoAnt: decimalString(6), impPagado: decimalString(6) }))
+    .max(999)
+    .optional(),
 });
 
 const pagoSchema = z.object({
