@@ -25,6 +25,14 @@ function sandboxCsdEnv(): Record<string, string> {
   };
 }
 
+/** The keys of the local system's API_KEYS default (README, "npm run dev"). */
+export const DEV_KEYS = { demo: 'demo-key-change-me-0000', ops: 'ops-key-change-me-0000' } as const;
+
+/** The key of the first `name:key[:admin]` entry of API_KEYS (what a printed example can use). */
+export function firstApiKey(apiKeys: string): string {
+  return apiKeys.split(',')[0]?.split(':')[1]?.trim() ?? '';
+}
+
 /** Defaults that make a fresh checkout work; every app variable from the environment wins. */
 export function localEnv(): Record<string, string> {
   const base: Record<string, string> = {
@@ -33,7 +41,7 @@ export function localEnv(): Record<string, string> {
     DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/timbra',
     REDIS_URL: 'redis://127.0.0.1:6379',
     // A store's key (read, write, cancel) and an operator's (admin: webhook endpoints, keys, re-drives).
-    API_KEYS: 'demo:demo-key-change-me-0000,ops:ops-key-change-me-0000:admin',
+    API_KEYS: `demo:${DEV_KEYS.demo},ops:${DEV_KEYS.ops}:admin`,
     STRIPE_WEBHOOK_SECRET: 'whsec_dev_local_only',
     MERCADOPAGO_WEBHOOK_SECRET: 'mp_dev_local_only',
     SANDBOX_ADMIN_TOKEN: 'dev-admin-token',

@@ -7,7 +7,7 @@
  * scripts/local-system.ts) make a fresh checkout work: DATABASE_URL=postgresql://postgres@127.0.0.1:5432/timbra,
  * API key `demo:demo-key-change-me-0000`, Stripe webhook secret `whsec_dev_local_only`.
  */
-import { localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
+import { firstApiKey, localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 
 const env = localEnv();
 const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -28,5 +28,5 @@ out(
 out(`[timbra] customers' emails (XML + PDF) land in .local/mail/ when a payment has an address ("email": "…").`);
 out('[timbra] or a REST payment:');
 out(
-  `[timbra]   curl -X POST localhost:${env.PORT ?? 3000}/v1/payments -H 'authorization: Bearer ${env.API_KEYS!.split(':')[1] ?? ''}' -H 'content-type: application/json' -d '{"externalId":"demo-1","amount":"1160.00","currency":"MXN","occurredAt":"'$(date -u +%FT%TZ)'"}'`,
+  `[timbra]   curl -X POST localhost:${env.PORT ?? 3000}/v1/payments -H 'authorization: Bearer ${firstApiKey(env.API_KEYS ?? '')}' -H 'content-type: application/json' -d '{"externalId":"demo-1","amount":"1160.00","currency":"MXN","occurredAt":"'$(date -u +%FT%TZ)'"}'`,
 );

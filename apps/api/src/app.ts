@@ -146,7 +146,20 @@ export function createApp(deps: AppDeps) {
   });
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
-  app.use(helmet());
+  // HSTS and CSP's upgrade-insecure-requests only mean something over TLS; sent over plain HTTP at a
+  // non-loopback address, they made browsers refuse the dashboard and /facturar's form. HSTS goes
+  // out on TLS (or https behind TRUST_PROXY); upgrade-insecure-requests never (the pages load
+  // nothing from elsewhere).
+  app.use(
+    helmet({
+      strictTransportSecurity: false,
+      contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+    }),
+  );
+  app.use((req, res, next) => {
+    if (req.secure) res.set('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+    next();
+  });
   app.use((req, res, next) => {
     const given = req.get('x-request-id');
     req.requestId = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();

@@ -76,6 +76,8 @@ export async function startApi(
     selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
     /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP, as `npm run demo` runs the API). */
     webhookAllowHttp?: boolean;
+    /** TRUST_PROXY: X-Forwarded-* from a proxy in front are believed (default false). */
+    trustProxy?: boolean;
     /** Non-public ranges endpoints may be at (default: loopback, as the sandbox profile allows). */
     webhookAllowedAddresses?: readonly string[];
   } = {},
@@ -137,7 +139,7 @@ export async function startApi(
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     authFailuresPerMinute: options.authFailures?.perAddress ?? 100_000,
     authFailuresPerPrefixPerMinute: options.authFailures?.perPrefix ?? 100_000,
-    trustProxy: false,
+    trustProxy: options.trustProxy ?? false,
     selfInvoice: options.selfInvoice ?? { requestsPerMinute: 100_000, failuresPerMinute: 100_000 },
     ...(options.dashboard ? { dashboard: options.dashboard } : {}),
     ...(options.webhookAllowHttp ? { webhookAllowHttp: true } : {}),

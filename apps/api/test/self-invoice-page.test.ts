@@ -229,6 +229,26 @@ describe('/facturar (self-invoicing page)', () => {
     expect(res.body).toContain('2.7.1.21');
   });
 
+  it('over plain HTTP no header makes a browser refuse the page: no HSTS, no upgrade-insecure-requests; HSTS over https behind a proxy', async () => {
+    const plain = await got.get(`${api.url}/facturar`);
+    expect(plain.headers['strict-transport-security']).toBeUndefined();
+    expect(plain.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(plain.headers['content-security-policy']).not.toContain('upgrade-insecure-requests');
+    const proxied = await startApi({
+      database: api.db,
+      trustProxy: true,
+      global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 },
+    });
+    try {
+      const behindTls = await got.get(`${proxied.url}/facturar`, { headers: { 'x-forwarded-proto': 'https' } });
+      expect(behindTls.headers['strict-transport-security']).toMatch(/^max-age=\d+/);
+      const behindPlain = await got.get(`${proxied.url}/facturar`, { headers: { 'x-forwarded-proto': 'http' } });
+      expect(behindPlain.headers['strict-transport-security']).toBeUndefined();
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it('per-payment mode has no page', async () => {
     const plain = await startApi();
     try {

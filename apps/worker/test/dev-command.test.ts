@@ -82,10 +82,12 @@ const bound = (port: string) =>
   });
 
 describe('npm run dev', () => {
-  it('SIGTERM to npm stops every process it started, and frees every port', async () => {
+  it('the REST curl it prints works as printed; SIGTERM to npm stops every process it started, and frees every port', async () => {
     const env = await devEnv();
     const npm = dev(env);
     const exit = exited(npm);
+    let output = '';
+    npm.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
       await eventually(
         async () =>
@@ -98,6 +100,19 @@ describe('npm run dev', () => {
             ?.statusCode === 200,
         90_000,
       );
+      // The key the printed curl sends (once `demo-key-change-me-0000,ops`: a 401 to a newcomer).
+      const key = /curl -X POST localhost:\d+\/v1\/payments -H 'authorization: Bearer ([^']+)'/.exec(output)?.[1];
+      const paid = await got.post(`http://127.0.0.1:${env.PORT}/v1/payments`, {
+        headers: { authorization: `Bearer ${key}` },
+        json: {
+          externalId: `dev-${Date.now()}`,
+          amount: '1160.00',
+          currency: 'MXN',
+          occurredAt: new Date().toISOString(),
+        },
+        throwHttpErrors: false,
+      });
+      expect(paid.statusCode).toBe(201);
       const tree = descendants(npm.pid!);
       expect(tree.length).toBeGreaterThanOrEqual(8); // four apps, each behind npm, sh and tsx
       npm.kill('SIGTERM');
