@@ -43,7 +43,12 @@ describe('POST /v1/payments', () => {
 
     const xmlRes = await got.get(`${api.url}/v1/invoices/${invoice.id}/xml`, { headers: auth });
     expect(xmlRes.headers['x-timbra-xml']).toBe('frozen');
+    expect(xmlRes.headers['content-disposition']).toBe(`attachment; filename="A-${row.folio}-sin-timbrar.xml"`);
     expect(xmlRes.body).toBe(row.frozenXml);
+    const uuid = '6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F';
+    await stampAsWorker(api.prisma, row.id, uuid);
+    const stamped = await got.get(`${api.url}/v1/invoices/${invoice.id}/xml`, { headers: auth });
+    expect(stamped.headers['content-disposition']).toBe(`attachment; filename="A-${row.folio}-${uuid}.xml"`);
     const view = await got
       .get(`${api.url}/v1/invoices/${invoice.id}`, { headers: auth })
       .json<{ history: { outbox: unknown[] }; stampKey: string }>();

@@ -8,9 +8,18 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core/csd';
-import { databaseTrouble, DEFAULT_SCOPES, isScope, isUuid, SCOPES } from '@timbra/db/light';
+import {
+  API_KEY_NAME_RULE,
+  databaseTrouble,
+  DEFAULT_SCOPES,
+  isApiKeyName,
+  isScope,
+  isUuid,
+  SCOPES,
+} from '@timbra/db/light';
 import type { PrismaClient } from '@timbra/db';
 import type { Queue } from 'bullmq';
 import { parseSince } from './since.ts';
@@ -91,7 +100,7 @@ async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<voi
 
 const program = new Command('npm run ops --')
   .description("Operations on the stamping pipeline (the worker's settings: DATABASE_URL, REDIS_URL, QUEUE_PREFIX).")
-  .option('--json', 'print JSON instead of text')
+  .option('--json', 'print JSON instead of text (run `npm run -s ops -- …`: without -s npm prints a banner first)')
   .showHelpAfterError('(npm run ops -- --help lists the commands)')
   .addHelpText(
     'after',
@@ -242,8 +251,10 @@ program
       }),
   )
   .action((options: { cer?: string; days: number }) => {
-    const path = options.cer ?? process.env.CSD_CER_PATH;
-    if (!path) return fail('csd:check: give --cer or set CSD_CER_PATH', 2);
+    const given = options.cer ?? process.env.CSD_CER_PATH;
+    if (!given) return fail('csd:check: give --cer or set CSD_CER_PATH', 2);
+    // npm runs the CLI from apps/worker; a relative path means where the operator typed it (INIT_CWD).
+    const path = resolve(process.env.INIT_CWD ?? process.cwd(), given);
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(readFileSync(path));
@@ -538,6 +549,7 @@ program
   .argument('<name>', 'its name (letters, digits, _ . -)')
   .option('--scopes <list>', `comma-separated: ${SCOPES.join(', ')}`, DEFAULT_SCOPES.join(','))
   .action(async (name: string, options: { scopes: string }) => {
+    if (!isApiKeyName(name)) throw new UsageError(`<name>: ${JSON.stringify(name)} is not ${API_KEY_NAME_RULE}`);
     const scopes = options.scopes.split(',').map((s) => s.trim());
     const unknown = scopes.filter((s) => !isScope(s));
     if (unknown.length > 0)

@@ -82,6 +82,7 @@ describe('npm run ops: usage', () => {
       ['webhooks:failed', '--since', 'yesterday'],
       ['reconcile', '--ledger-url', 'http://127.0.0.1:1'],
       ['keys:list', '--bogus'],
+      ['keys:create', 'bad name!'],
     ]) {
       const run = await ops(args);
       expect({ args, status: run.status }).toEqual({ args, status: 2 });
@@ -411,5 +412,8 @@ describe('csd:check', () => {
     const junk = join(mkdtempSync(join(tmpdir(), 'timbra-csd-')), 'junk.cer');
     writeFileSync(junk, 'not a certificate');
     expect((await ops(['csd:check', '--cer', junk])).status).toBe(3);
+    // A relative path is where the operator typed it (npm's INIT_CWD), not apps/worker where npm runs the CLI.
+    const relative = await ops(['csd:check', '--cer', 'csd/EKU9003173C9.cer', '--days', '0'], { INIT_CWD: SAT_DIR });
+    expect(relative.stdout).toMatch(/EKU9003173C9 CSD 30001000000500003416/);
   });
 });

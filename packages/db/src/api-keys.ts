@@ -12,6 +12,12 @@ export type Scope = (typeof SCOPES)[number];
 /** A key's scopes when none are named: everything but admin. */
 export const DEFAULT_SCOPES: readonly Scope[] = ['read', 'write', 'cancel'];
 
+/** What an API key's name may be (it is logged with every request the key makes): 1–64 letters, digits, _ . - */
+export const API_KEY_NAME_RULE = '1–64 letters, digits, _ . -';
+export function isApiKeyName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,64}$/.test(name);
+}
+
 /** sha256 of an API key: what the database stores. */
 export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
@@ -66,6 +72,7 @@ export async function createApiKey(
   scopes: readonly Scope[],
 ): Promise<{ key: string; apiKey: ApiKeyView }> {
   const key = `tk_${randomBytes(32).toString('base64url')}`;
+  if (!isApiKeyName(name)) throw new RangeError(`an API key's name is ${API_KEY_NAME_RULE}`);
   if (await prisma.apiClient.findUnique({ where: { name } })) throw new ApiKeyNameTaken(name);
   const row = await prisma.apiClient.create({
     data: { name, keyHash: hashApiKey(key), prefix: keyPrefix(key), scopes: [...scopes], source: 'ops' },

@@ -130,6 +130,8 @@ export { hasUnstorableText, isStorableText } from './text.ts';
 export {
   SCOPES,
   DEFAULT_SCOPES,
+  API_KEY_NAME_RULE,
+  isApiKeyName,
   hashApiKey,
   keyPrefix,
   isScope,

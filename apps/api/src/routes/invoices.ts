@@ -154,6 +154,12 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     const xml = invoice.stampedXml ?? invoice.frozenXml;
     if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
     res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
+    // A download keeps the name the customer's copy has; a document not stamped yet says so in its name.
+    const name =
+      invoice.stampedXml && invoice.uuid
+        ? documentFileName({ serie: invoice.serie, folio: invoice.folio, uuid: invoice.uuid }, 'xml')
+        : `${invoice.serie}-${invoice.folio}-sin-timbrar.xml`;
+    res.set('Content-Disposition', `attachment; filename="${name}"`);
     res.type('application/xml; charset=utf-8').send(xml);
   });
 

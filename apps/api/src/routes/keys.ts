@@ -12,6 +12,8 @@ import {
   listApiKeys,
   revokeApiKey,
   SCOPES,
+  API_KEY_NAME_RULE,
+  isApiKeyName,
   type ApiKeyView,
   type PrismaClient,
 } from '@timbra/db';
@@ -21,7 +23,7 @@ import { onlyParams, validation } from './payments.ts';
 
 export const createKeySchema = z
   .object({
-    name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, '1–64 letters, digits, _ . -'),
+    name: z.string().refine(isApiKeyName, API_KEY_NAME_RULE),
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).optional(),
   })
   .strict();
