@@ -359,12 +359,14 @@ export function errorHandler(logger: Logger) {
  * key's name, the error code of a refusal, and the payment or invoice it was about.
  */
 function requestLogProps(req: Request, res: Response): Record<string, unknown> {
+  // pino-http asks at the request's start (the bindings of every line about it) and again at its end
+  // (adding what is new): the id once at the start, the rest at the end, so no line says a key twice.
+  if (!res.headersSent) return { requestId: req.requestId };
   const route = (req.route as { path?: string } | undefined)?.path;
   const id = (res.locals.ids as Record<string, string> | undefined)?.id;
   const about =
     id && route?.startsWith('/payments') ? 'paymentId' : id && route?.startsWith('/invoices') ? 'invoiceId' : undefined;
   return {
-    requestId: req.requestId,
     ...(route ? { route } : {}),
     ...(req.client ? { key: req.client.name } : {}),
     ...(typeof res.locals.errorCode === 'string' ? { code: res.locals.errorCode } : {}),

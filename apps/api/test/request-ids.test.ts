@@ -66,7 +66,10 @@ describe('request ids', () => {
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
     const paymentId = (res.body as { id: string }).id;
     const line = linesWith(requestId).find((l) => (l.req as { url?: string } | undefined)?.url === '/v1/payments');
-    expect(line).toMatchObject({ paymentId });
+    expect(line).toMatchObject({ paymentId, requestId, route: '/payments', key: 'pos' });
+    // Each key once in a line (JSON.parse keeps the last of two: read the text). Once requestId twice.
+    for (const text of logs.filter((l) => l.includes(requestId)))
+      expect(text.split('"requestId"').length - 1).toBe(1);
   });
 
   it('an id that is not sane (too long, odd characters) is replaced by ours', async () => {
