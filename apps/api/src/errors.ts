@@ -37,6 +37,11 @@ export const API_ERRORS = {
   installment_conflict: { status: 409, message: 'An installment with this external id exists with other data.' },
   refund_conflict: { status: 409, message: 'A refund with this external id exists with other data.' },
   not_retryable: { status: 409, message: 'Only a dead-lettered (failed) outbox row can be re-driven.' },
+  permanent_rejection: {
+    status: 409,
+    message:
+      'The PAC refused these bytes for good: the same document would be refused again. Correct the invoice (PATCH /v1/invoices/:id), or resend with force: true if what the PAC checked has changed.',
+  },
   not_stamped: { status: 409, message: 'The invoice is not stamped yet: it has no printed representation.' },
   endpoint_disabled: {
     status: 409,

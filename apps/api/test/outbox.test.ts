@@ -60,4 +60,36 @@ describe('POST /v1/outbox/:id/retry (re-drive a dead letter)', () => {
       api.prisma.outboxRedrive.updateMany({ where: { outboxId: row.id }, data: { by: 'someone else' } }),
     ).rejects.toThrow(/append-only/);
   });
+
+  it('a dead letter a PAC refused for good is not resent as it is: 409 permanent_rejection says to correct it; force resends', async () => {
+    const created = await got
+      .post(`${api.url}/v1/payments`, {
+        json: { externalId: 'R-perm', amount: '10.00', currency: 'MXN', occurredAt: new Date().toISOString() },
+        headers: { authorization: `Bearer ${KEYS.pos}` },
+      })
+      .json<{ invoices: { id: string }[] }>();
+    const invoiceId = created.invoices[0]!.id;
+    const row = await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId } });
+    // What the worker records when the PAC answers a permanent rejection (a SAT rule), then dead-letters.
+    await api.prisma.pacAttempt.create({
+      data: { invoiceId, pac: 'primary', outcome: 'permanent', code: 'CFDI40147', durationMs: 5 },
+    });
+    await api.prisma.outboxRow.update({
+      where: { id: row.id },
+      data: { status: 'failed', lastError: 'CFDI40147: CP' },
+    });
+    await api.prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamp_failed' } });
+
+    const refused = await retry(row.id, KEYS.admin, { reason: 'try again' });
+    expect(refused.statusCode).toBe(409);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      error: { code: 'permanent_rejection', details: { invoiceId, lastError: 'CFDI40147: CP' } },
+    });
+    expect((await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: row.id } })).status).toBe('failed');
+    expect(await api.prisma.outboxRedrive.count({ where: { outboxId: row.id } })).toBe(0);
+
+    const forced = await retry(row.id, KEYS.admin, { reason: 'taxpayer registered since', force: true });
+    expect(forced.statusCode).toBe(202);
+    expect((await api.prisma.outboxRow.findUniqueOrThrow({ where: { id: row.id } })).status).toBe('pending');
+  });
 });

@@ -138,19 +138,27 @@ program
       take: 500,
       include: { invoice: { select: { serie: true, folio: true } } },
     });
+    const { refusedForGood } = await dbLib();
+    const permanent = await Promise.all(rows.map((r) => refusedForGood(prisma, r.invoiceId)));
     out(
-      rows.map((r) => ({
+      rows.map((r, i) => ({
         outboxId: r.id,
         invoiceId: r.invoiceId,
         serieFolio: `${r.invoice.serie}-${r.invoice.folio}`,
         attempts: r.attempts,
         lastError: r.lastError,
         failedAt: r.updatedAt,
+        permanent: permanent[i],
       })),
       rows.length === 0
         ? 'no dead letters'
         : rows
-            .map((r) => `${r.id}  ${r.invoice.serie}-${r.invoice.folio}  attempts=${r.attempts}  ${r.lastError ?? ''}`)
+            .map(
+              (r, i) =>
+                `${r.id}  ${r.invoice.serie}-${r.invoice.folio}  attempts=${r.attempts}  ${r.lastError ?? ''}${
+                  permanent[i] ? '  — permanent: correct it (PATCH / invoice:correct); dlq:retry needs --force' : ''
+                }`,
+            )
             .join('\n'),
     );
   });
@@ -163,7 +171,8 @@ program
   .argument('[outboxId]', 'the dead letter (an outbox id from dlq:list)', uuidArg('outboxId'))
   .option('--all', 'every dead letter')
   .option('--reason <text>', 'why, for the audit trail')
-  .action(async (outboxId: string | undefined, options: { all?: boolean; reason?: string }) => {
+  .option('--force', 'resend even what a PAC refused for good (permanent: correct the invoice instead)')
+  .action(async (outboxId: string | undefined, options: { all?: boolean; reason?: string; force?: boolean }) => {
     if (!outboxId === !options.all) throw new UsageError('dlq:retry: give an outbox id or --all (not both)');
     const prisma = await db();
     const { redriveDeadLetter } = await dbLib();
@@ -175,7 +184,10 @@ program
     const results = [];
     try {
       for (const id of ids)
-        results.push({ id, ...(await redriveDeadLetter(prisma, id, { by, reason: options.reason }, queue?.dlq)) });
+        results.push({
+          id,
+          ...(await redriveDeadLetter(prisma, id, { by, reason: options.reason, force: options.force }, queue?.dlq)),
+        });
     } finally {
       await queue?.close();
     }
@@ -185,7 +197,9 @@ program
         .map((r) =>
           r.ok
             ? `${r.id}  re-driven: pending${r.settled === undefined || r.settled === 'later' ? ' (its letter in stamp-dlq is settled by the worker)' : ''}`
-            : `${r.id}  not re-driven: ${r.reason}`,
+            : r.reason === 'permanent_rejection'
+              ? `${r.id}  not re-driven: permanent — the PAC refused it for good (${r.lastError ?? 'no reason kept'}): correct it (PATCH /v1/invoices/${r.invoiceId}, or npm run ops -- invoice:correct), or --force to resend the same bytes`
+              : `${r.id}  not re-driven: ${r.reason}`,
         )
         .join('\n') || 'no dead letters',
     );

@@ -92,8 +92,17 @@ describe('end to end', () => {
         async () => (await prisma.invoice.findUniqueOrThrow({ where: { id: failedId } })).status === 'stamp_failed',
       );
       await sandbox.admin('faults', { instance: 'primary', reset: true });
-      expect(JSON.parse(await ops(['dlq:list', '--json']))).toEqual([expect.objectContaining({ invoiceId: failedId })]);
-      expect(JSON.parse(await ops(['dlq:retry', '--all', '--json']))).toEqual([
+      expect(JSON.parse(await ops(['dlq:list', '--json']))).toEqual([
+        expect.objectContaining({ invoiceId: failedId, permanent: true }),
+      ]);
+      // A permanent refusal is not resent as it is (the same bytes, the same answer)...
+      const refused = await runOps(['dlq:retry', '--all', '--json']);
+      expect(refused.status).toBe(1);
+      expect(JSON.parse(refused.stdout)).toEqual([
+        expect.objectContaining({ ok: false, reason: 'permanent_rejection', invoiceId: failedId }),
+      ]);
+      // ...unless the operator says what the PAC checked has changed (here: the emisor is in the LCO now).
+      expect(JSON.parse(await ops(['dlq:retry', '--all', '--force', '--json']))).toEqual([
         expect.objectContaining({ ok: true, invoiceId: failedId }),
       ]);
       await w.relay.drainAll();

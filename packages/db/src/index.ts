@@ -160,7 +160,7 @@ export {
   type PacCallInFlight,
   type StampToPersist,
 } from './stamping.ts';
-export { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
+export { redriveOutboxRow, refusedForGood, type RedriveBy, type RedriveResult } from './redrive.ts';
 export {
   deadLetterCount,
   deadLetterState,

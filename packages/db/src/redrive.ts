@@ -6,10 +6,30 @@ import { lockOutboxRow, notifyOutbox } from './outbox.ts';
 export interface RedriveBy {
   by: string;
   reason?: string | undefined;
+  /**
+   * Resend bytes a PAC refused for good (its answer was permanent: a SAT rule, the CSD): they will
+   * be refused again unless what the PAC checked changed (a taxpayer registered since, a PAC fixed).
+   */
+  force?: boolean | undefined;
 }
 
 export type RedriveResult =
-  { ok: true; outboxId: string; invoiceId: string } | { ok: false; reason: 'not_found' | 'not_failed' };
+  | { ok: true; outboxId: string; invoiceId: string }
+  | { ok: false; reason: 'not_found' | 'not_failed' }
+  | { ok: false; reason: 'permanent_rejection'; invoiceId: string; lastError: string | null };
+
+/**
+ * Whether a dead letter is a PAC's permanent refusal of the version it holds (the last call's
+ * outcome): resending the same bytes gets the same answer; the document must be corrected instead.
+ */
+export async function refusedForGood(db: Pick<PrismaClient, 'pacAttempt'>, invoiceId: string): Promise<boolean> {
+  const last = await db.pacAttempt.findFirst({
+    where: { invoiceId, outcome: { not: 'in_flight' } },
+    orderBy: { createdAt: 'desc' },
+    select: { outcome: true },
+  });
+  return last?.outcome === 'permanent';
+}
 
 /**
  * Puts a dead-lettered outbox row back to pending (and its invoice back to pending), in one
@@ -22,6 +42,8 @@ export async function redriveOutboxRow(prisma: PrismaClient, outboxId: string, w
     if (!row) return { ok: false, reason: 'not_found' } as const;
     if (row.status !== 'failed') return { ok: false, reason: 'not_failed' } as const;
     const { lastError } = await tx.outboxRow.findUniqueOrThrow({ where: { id: row.id }, select: { lastError: true } });
+    if (!who.force && (await refusedForGood(tx, row.invoiceId)))
+      return { ok: false, reason: 'permanent_rejection', invoiceId: row.invoiceId, lastError } as const;
     // The audit trail, in the same transaction: a re-drive that happened is always on record.
     await tx.outboxRedrive.create({
       data: { outboxId: row.id, invoiceId: row.invoiceId, by: who.by, reason: who.reason ?? null, lastError },

@@ -198,7 +198,13 @@ ${
         res,
         result.reason === 'not_found' ? 404 : 409,
         'Not re-driven',
-        `<p>${result.reason === 'not_found' ? 'No such outbox row.' : 'Not a dead letter (any more): nothing was changed.'}</p><p><a href="${escape(`${options.base}/${id}`)}">Back</a></p>`,
+        `<p>${
+          result.reason === 'not_found'
+            ? 'No such outbox row.'
+            : result.reason === 'permanent_rejection'
+              ? 'Permanent: the PAC refused these bytes for good, and would again. Correct the invoice (<code>PATCH /v1/invoices/:id</code> or <code>npm run ops -- invoice:correct</code>); to resend the same bytes anyway, <code>npm run ops -- dlq:retry --force</code>. Nothing was changed.'
+              : 'Not a dead letter (any more): nothing was changed.'
+        }</p><p><a href="${escape(`${options.base}/${id}`)}">Back</a></p>`,
       );
     res.redirect(303, `${options.base}/${id}?redriven=1`);
   });

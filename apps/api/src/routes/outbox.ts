@@ -5,7 +5,13 @@ import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { validation } from './payments.ts';
 
-const redriveSchema = z.object({ reason: z.string().trim().min(1).max(500).optional() }).strict();
+const redriveSchema = z
+  .object({
+    reason: z.string().trim().min(1).max(500).optional(),
+    /** Resend bytes a PAC refused for good (permanent_rejection otherwise). */
+    force: z.boolean().optional(),
+  })
+  .strict();
 
 /** Admin operations on the outbox. `dlq`: the stamp-dlq queue, whose letter a re-drive settles. */
 export function outboxRoutes(prisma: PrismaClient, dlq?: DeadLetterQueue): Router {
@@ -23,9 +29,14 @@ export function outboxRoutes(prisma: PrismaClient, dlq?: DeadLetterQueue): Route
     const result = await redriveDeadLetter(
       prisma,
       id,
-      { by: `api:${req.client!.name}`, reason: body.data.reason },
+      { by: `api:${req.client!.name}`, reason: body.data.reason, force: body.data.force },
       dlq,
     );
+    if (!result.ok && result.reason === 'permanent_rejection')
+      throw new ApiError('permanent_rejection', undefined, {
+        invoiceId: result.invoiceId,
+        lastError: result.lastError,
+      });
     if (!result.ok) throw new ApiError(result.reason === 'not_found' ? 'not_found' : 'not_retryable');
     res.status(202).json({ outboxId: result.outboxId, invoiceId: result.invoiceId, status: 'pending' });
   });
