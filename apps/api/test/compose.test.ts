@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
+import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { SECRET_SETTINGS } from '@timbra/cfdi-core';
-import { composeEnvironment, composeFile, composeSecret } from '@timbra/test-support';
+import { composeEnvironment, composeFile, composeSecret, testCaPem, testCsdFiles } from '@timbra/test-support';
 import { loadConfig, parseApiKeys } from '../src/config.ts';
 
 const root = new URL('../../../', import.meta.url);
@@ -16,7 +17,7 @@ describe('docker-compose.yml: the api service', () => {
     expect(parseApiKeys(config.API_KEYS).map((k) => k.name)).toEqual(['demo']);
     expect(config.STRIPE_WEBHOOK_SECRET).toBe(composeSecret(compose, 'stripe_webhook_secret'));
     expect(config.DASHBOARD_PASSWORD).toBe(composeSecret(compose, 'dashboard_password'));
-    expect(config.CSD_CER_PATH).toMatch(/sat\/csd\/EKU9003173C9\.cer$/);
+    expect(config.CSD_CER_PATH).toMatch(/deploy\/sandbox-csd\/EKU9003173C9\.cer$/);
     // Metrics and the public port apart; metrics on the compose network only (no published port).
     expect(config.METRICS_HOST).toBe('0.0.0.0');
     expect((service as { ports?: string[] }).ports).toEqual(['127.0.0.1:3000:3000']);
@@ -89,7 +90,14 @@ describe('docker-compose.yml: the whole file', () => {
   it('gives every long-running service a healthcheck, and every secret a file that exists', () => {
     for (const [name, service] of Object.entries(compose.services))
       if (name !== 'migrate' && name !== 'demo')
-        expect({ name, healthcheck: Boolean(service.healthcheck) }).toEqual({ name, healthcheck: true });
+        expect({ name, healthcheck: Boolean(service.healthcheck?.test) }).toEqual({ name, healthcheck: true });
+    // The one-shot containers run the images whose HEALTHCHECK probes the API: they turn it off, or
+    // they would be reported unhealthy for doing their job.
+    for (const name of ['migrate', 'demo'])
+      expect({ name, healthcheck: compose.services[name]!.healthcheck }).toEqual({
+        name,
+        healthcheck: { disable: true },
+      });
     for (const [name, secret] of Object.entries(compose.secrets))
       expect({ name, exists: existsSync(new URL(secret.file, root)) }).toEqual({ name, exists: true });
     // The database's password and the URL the apps use agree.
@@ -142,5 +150,28 @@ describe('docker-compose.yml: the whole file', () => {
     expect(existsSync(new URL('apps/api/src/demo/demo-cli.ts', root))).toBe(true);
     expect(demo.environment).toMatchObject({ DEMO_API_URL: 'http://api:3000', DEMO_PROVIDERS_URL: api.STRIPE_API_URL });
     expect(parseApiKeys(api.API_KEYS).map((k) => k.key)).toContain(demo.environment!.DEMO_API_KEY);
+  });
+});
+
+describe('docker-compose.yml: the sandbox profile’s CSD', () => {
+  it('seals with the SAT test emisor’s certificate re-issued until 2099, which its PAC sandbox trusts (the SAT’s own ends 2027-05-18)', () => {
+    const cer = readFileSync(new URL(compose.secrets['csd_cer']!.file, root));
+    // Drift: the committed files are what scripts/sandbox-csd.ts makes (run it to refresh them).
+    expect(cer.equals(testCsdFiles('EKU9003173C9').cer)).toBe(true);
+    const ca = readFileSync(new URL(compose.secrets['sandbox_trusted_ca']!.file, root), 'utf8');
+    expect(ca).toBe(testCaPem());
+    const certificate = new X509Certificate(cer);
+    expect(new Date(certificate.validTo).getUTCFullYear()).toBe(2099);
+    expect(certificate.checkIssued(new X509Certificate(ca))).toBe(true);
+    const sandbox = compose.services['pac-sandbox']!;
+    expect(sandbox.environment?.['SANDBOX_TRUSTED_CA_FILE']).toBe('/run/secrets/sandbox_trusted_ca');
+    expect(sandbox.secrets).toContain('sandbox_trusted_ca');
+  });
+
+  it('keeps customers’ files and the compose secrets out of every image (.dockerignore)', () => {
+    const ignored = readFileSync(new URL('.dockerignore', root), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
+    for (const path of ['.local', 'deploy/secrets', 'node_modules']) expect(ignored).toContain(path);
   });
 });

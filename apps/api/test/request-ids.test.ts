@@ -68,8 +68,7 @@ describe('request ids', () => {
     const line = linesWith(requestId).find((l) => (l.req as { url?: string } | undefined)?.url === '/v1/payments');
     expect(line).toMatchObject({ paymentId, requestId, route: '/payments', key: 'pos' });
     // Each key once in a line (JSON.parse keeps the last of two: read the text). Once requestId twice.
-    for (const text of logs.filter((l) => l.includes(requestId)))
-      expect(text.split('"requestId"').length - 1).toBe(1);
+    for (const text of logs.filter((l) => l.includes(requestId))) expect(text.split('"requestId"').length - 1).toBe(1);
   });
 
   it('an id that is not sane (too long, odd characters) is replaced by ours', async () => {

@@ -7,7 +7,7 @@ export interface ComposeService {
   command?: string[];
   environment?: Record<string, string>;
   secrets?: string[];
-  healthcheck?: { test: string[] };
+  healthcheck?: { test?: string[]; disable?: boolean };
   depends_on?: Record<string, { condition: string }>;
   profiles?: string[];
   build?: { context: string; target: string };
