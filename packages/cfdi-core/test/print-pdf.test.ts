@@ -152,6 +152,9 @@ describe('the PDF (representación impresa)', () => {
     expect(pagoText).toContain('6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F');
     expect(pago.montoTotalPagos).toBe('5800.00');
     expect(pagoText).toMatch(/Total de los pagos\s+5,800\.00 MXN/);
+    // Once left out: the payer's operation number and the payment's taxes (ImpuestosP).
+    expect(pagoText).toContain('Número de operación: SPEI-2026113000042');
+    expect(pagoText).toContain('Impuesto trasladado 002 – IVA: base 5,000.00 · Tasa 0.160000 · importe 800.00');
     expect(pago.totalEnLetra).toMatch(/ PESOS \d{2}\/100 M\.N\.$/);
     const global = text(await renderCfdiPdf(printableCfdi(xmlOf('global'))), 'global');
     expect(global).toMatch(/Información global: Periodicidad \d{2} – \S+/);

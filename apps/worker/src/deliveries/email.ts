@@ -6,7 +6,7 @@
  */
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
-import { customerCopy, type CustomerCopy } from '@timbra/cfdi-core';
+import { amountInWords, customerCopy, type CustomerCopy } from '@timbra/cfdi-core';
 import type { ClaimedDelivery, PrismaClient } from '@timbra/db';
 import type { SendResult } from './webhook.ts';
 
@@ -36,20 +36,26 @@ export function messageIdDomain(from: string): string {
 /** Subject and bodies (Spanish: the customer's language) of one message. */
 export function emailContent(copy: CustomerCopy, kind: string, cancelled: boolean) {
   const p = copy.printable;
+  // A Pago's Total is 0 XXX: what it documents is the payment, in the payment's currency.
+  const pago = p.pagos[0];
+  const amount = pago
+    ? { total: pago.monto, moneda: pago.monedaP, words: amountInWords(pago.monto, pago.monedaP) }
+    : { total: p.total, moneda: p.moneda, words: p.totalEnLetra };
+  const what = pago ? `el pago de ${amount.total} ${amount.moneda}` : `${amount.total} ${amount.moneda}`;
   const name = `${KIND_NAMES[kind] ?? 'CFDI'} ${p.serie ?? ''}-${p.folio ?? ''}`;
   const subject = cancelled ? `Cancelación: ${name} de ${p.emisor.nombre}` : `${name} de ${p.emisor.nombre}`;
   const lines = cancelled
     ? [
         `Estimado(a) ${p.receptor.nombre}:`,
         '',
-        `${p.emisor.nombre} (RFC ${p.emisor.rfc}) canceló ante el SAT el CFDI ${p.serie ?? ''}-${p.folio ?? ''}, folio fiscal ${p.timbre.uuid}, por ${p.total} ${p.moneda}.`,
+        `${p.emisor.nombre} (RFC ${p.emisor.rfc}) canceló ante el SAT el CFDI ${p.serie ?? ''}-${p.folio ?? ''}, folio fiscal ${p.timbre.uuid}, por ${what}.`,
         'Adjuntamos el XML y su representación impresa, marcada como cancelada.',
       ]
     : [
         `Estimado(a) ${p.receptor.nombre}:`,
         '',
         `Adjuntamos el CFDI ${p.serie ?? ''}-${p.folio ?? ''} que ${p.emisor.nombre} (RFC ${p.emisor.rfc}) emitió a su nombre (RFC ${p.receptor.rfc}):`,
-        `folio fiscal ${p.timbre.uuid}, por ${p.total} ${p.moneda} (${p.totalEnLetra}).`,
+        `folio fiscal ${p.timbre.uuid}, por ${what} (${amount.words}).`,
         'Encontrará el XML y su representación impresa (PDF) como archivos adjuntos.',
         '',
         `Puede verificarlo en el portal del SAT: https://verificacfdi.facturaelectronica.sat.gob.mx`,

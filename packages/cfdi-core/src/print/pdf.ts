@@ -255,6 +255,13 @@ export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {
     field('Fecha de pago', p.fechaPago);
     field('Forma de pago', label(p.formaDePagoP));
     field('Monto', `${money(p.monto)} ${p.monedaP}${p.tipoCambioP ? ` · Tipo de cambio ${p.tipoCambioP}` : ''}`);
+    if (p.numOperacion) field('Número de operación', p.numOperacion);
+    for (const t of p.trasladosP)
+      field(
+        `Impuesto trasladado ${label(t.impuesto)}`,
+        `base ${money(t.base)} · ${t.tipoFactor}${t.tasaOCuota ? ` ${t.tasaOCuota}` : ''}${t.importe ? ` · importe ${money(t.importe)}` : ''}`,
+      );
+    for (const r of p.retencionesP) field(`Impuesto retenido ${label(r.impuesto)}`, `importe ${money(r.importe)}`);
     for (const d of p.documentos) {
       field(
         `Documento relacionado ${d.serieFolio ?? ''}`.trim(),

@@ -69,7 +69,12 @@ export interface PrintablePago {
   monedaP: string;
   tipoCambioP?: string;
   monto: string;
+  /** The payer's operation number (a transfer's tracking key, a card's authorization). */
+  numOperacion?: string;
   documentos: PrintablePagoDocumento[];
+  /** The payment's taxes (ImpuestosP): what the Pago reports of the documents' traslados and retenciones. */
+  trasladosP: PrintableTax[];
+  retencionesP: { impuesto: Keyed; importe: string }[];
 }
 
 export interface PrintableCfdi {
@@ -178,6 +183,21 @@ export function printableCfdi(stampedXml: string): PrintableCfdi {
     monedaP: attr(p, 'MonedaP') ?? '',
     ...optional('tipoCambioP', attr(p, 'TipoCambioP')),
     monto: attr(p, 'Monto') ?? '',
+    ...optional('numOperacion', attr(p, 'NumOperacion')),
+    trasladosP: childElements(p, NS.pago20, 'ImpuestosP')
+      .flatMap((i) => childElements(i, NS.pago20, 'TrasladosP'))
+      .flatMap((t) => childElements(t, NS.pago20, 'TrasladoP'))
+      .map((t) => ({
+        impuesto: keyed(C_IMPUESTO, attr(t, 'ImpuestoP')),
+        tipoFactor: attr(t, 'TipoFactorP') ?? '',
+        ...optional('tasaOCuota', attr(t, 'TasaOCuotaP')),
+        base: attr(t, 'BaseP') ?? '',
+        ...optional('importe', attr(t, 'ImporteP')),
+      })),
+    retencionesP: childElements(p, NS.pago20, 'ImpuestosP')
+      .flatMap((i) => childElements(i, NS.pago20, 'RetencionesP'))
+      .flatMap((r) => childElements(r, NS.pago20, 'RetencionP'))
+      .map((r) => ({ impuesto: keyed(C_IMPUESTO, attr(r, 'ImpuestoP')), importe: attr(r, 'ImporteP') ?? '' })),
     documentos: childElements(p, NS.pago20, 'DoctoRelacionado').map((d) => {
       const serie = attr(d, 'Serie');
       const folio = attr(d, 'Folio');
