@@ -94,6 +94,8 @@ const CREDENTIAL_PARAM =
 /** The API as an Express app; every dependency injected (the composition root is main.ts). */
 export function createApp(deps: AppDeps) {
   const app = express();
+  // The use cases record payments, refunds and installments with the rate source at hand (TipoCambio).
+  const payments: RecordPaymentDeps = { ...deps.payments, rates: deps.rates };
   // A refund whose Ingreso is dead-lettered (or needs data) waits for an operator: say so.
   const reportBlocked = (refund: RecordedRefund & { requestId?: string }) => {
     if (refund.waitingFor?.blocked)
@@ -132,14 +134,14 @@ export function createApp(deps: AppDeps) {
   const ingest = GroupCommit.transaction(
     deps.prisma,
     (tx, deliveries: WebhookDelivery[]) =>
-      recordDeliveries(tx, deps.payments, deliveries, {
+      recordDeliveries(tx, payments, deliveries, {
         onRefund: reportBlocked,
         onReversal: reportReversal,
         onNeedsData: reportNeedsData,
       }),
     deps.ingest,
   );
-  const sale = { prisma: deps.prisma, settings: deps.payments.settings, rates: deps.rates };
+  const sale = { prisma: deps.prisma, settings: payments.settings, rates: deps.rates };
   const failures = new FailureLimiter({
     perAddress: deps.authFailuresPerMinute ?? 30,
     perPrefix: deps.authFailuresPerPrefixPerMinute ?? 10,
@@ -253,10 +255,10 @@ export function createApp(deps: AppDeps) {
     SELF_INVOICE_PATH,
     selfInvoicePage({
       prisma: deps.prisma,
-      payments: deps.payments,
+      payments: payments,
       logger: deps.logger,
       metrics: deps.metrics,
-      merchant: deps.payments.settings.emisor.nombre,
+      merchant: payments.settings.emisor.nombre,
       requestsPerMinute: deps.selfInvoice?.requestsPerMinute ?? 20,
       failuresPerMinute: deps.selfInvoice?.failuresPerMinute ?? 5,
       ...(deps.invoiceLogo ? { logo: deps.invoiceLogo } : {}),
@@ -275,7 +277,7 @@ export function createApp(deps: AppDeps) {
   v1.use(
     paymentRoutes({
       prisma: deps.prisma,
-      payments: deps.payments,
+      payments: payments,
       rates: deps.rates,
       defaultFormaPago: deps.defaultFormaPago,
       idempotencyTtlHours: deps.idempotencyTtlHours,
@@ -289,15 +291,15 @@ export function createApp(deps: AppDeps) {
       idempotencyTtlHours: deps.idempotencyTtlHours,
       metrics: deps.metrics,
       corrections: {
-        payments: deps.payments,
+        payments: payments,
         defaultFormaPago: deps.defaultFormaPago,
         lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
-        emisorId: deps.payments.emisorId,
+        emisorId: payments.emisorId,
       },
     }),
   );
   v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
-  v1.use(ticketRoutes({ prisma: deps.prisma, payments: deps.payments, metrics: deps.metrics }));
+  v1.use(ticketRoutes({ prisma: deps.prisma, payments: payments, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));

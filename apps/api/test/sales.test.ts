@@ -362,6 +362,37 @@ describe('currencies', () => {
     expect((wild.body as ErrorBody).error.code).toBe('exchange_rate_out_of_range');
   });
 
+  it('a Pago in dollars takes the rate of its FechaPago’s day, not the sale’s; a tipoCambioP given is checked against it', async () => {
+    const paidAt = new Date(Date.now() - 12 * 86_400_000);
+    const dayBefore = new Date(paidAt.getTime() - 86_400_000).toISOString().slice(0, 10);
+    await api.providers.banxicoRate({ date: dayBefore, dato: '18.4000' });
+    const sale = await usd({ amount: '116.00', receptor: CUSTOMER, paymentTerms: 'installments' });
+    expect(sale.statusCode).toBe(201);
+    const ingresoId = (sale.body as PaymentBody).invoices[0]!.id;
+    expect(await frozenOf(ingresoId)).toContain('TipoCambio="17.2543"');
+    await stamp(ingresoId);
+    const installment = (extra: object) =>
+      post(`/v1/invoices/${ingresoId}/payments`, {
+        amount: '58.00',
+        paidAt: paidAt.toISOString(),
+        formaPago: '03',
+        externalId: unique('usd-pago'),
+        ...extra,
+      });
+    const wild = await installment({ tipoCambioP: '17.2543' }); // the sale's: 6% off the day's 18.40
+    expect(wild.statusCode).toBe(422);
+    expect((wild.body as ErrorBody).error).toMatchObject({
+      code: 'exchange_rate_out_of_range',
+      details: [{ path: 'tipoCambioP' }],
+    });
+    const paid = await installment({});
+    expect(paid.statusCode).toBe(201);
+    const pago = await frozenOf((paid.body as { pago: { id: string } }).pago.id);
+    expect(pago).toContain('MonedaP="USD" TipoCambioP="18.4" Monto="58.00"');
+    // MontoTotalPagos in pesos at the day's rate: 58.00 × 18.4.
+    expect(pago).toContain('MontoTotalPagos="1067.20"');
+  });
+
   it('a currency without decimals (JPY, c_Moneda: 0): amounts and the Total have none', async () => {
     const yen = await post('/v1/payments', {
       externalId: unique('jpy'),

@@ -150,6 +150,12 @@ export const createInstallmentSchema = z
       .string()
       .regex(/^[^|]{1,100}$/, '1–100 characters, no |')
       .optional(),
+    /** An invoice in another currency: pesos per unit on the day paid (default: the rate source's for that day). */
+    tipoCambioP: z
+      .string()
+      .regex(/^\d{1,12}(\.\d{1,6})?$/, 'a positive decimal with up to 6 decimals')
+      .refine((t) => Number(t) > 0, 'greater than 0')
+      .optional(),
   })
   .strict();
 
@@ -292,6 +298,8 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         paidAt: new Date(input.paidAt),
         formaPago: input.formaPago,
         ...(input.numOperacion ? { numOperacion: input.numOperacion } : {}),
+        ...(input.tipoCambioP ? { tipoCambioP: input.tipoCambioP } : {}),
+        strictRate: true,
       });
       const installment = await tx.installment.findUniqueOrThrow({
         where: { id: recorded.installmentId },

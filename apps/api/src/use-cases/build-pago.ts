@@ -7,6 +7,13 @@ import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-i
 export interface InstallmentToRecord extends Omit<NewInstallment, 'numParcialidad'> {
   /** The payer's operation number (NumOperacion), when the provider gives one. */
   numOperacion?: string;
+  /** TipoCambioP the caller gives (REST `tipoCambioP`): checked against the rate of FechaPago's day. */
+  tipoCambioP?: string;
+  /**
+   * A REST call (its caller can fix it): no TipoCambioP for FechaPago's day, or one outside c_Moneda's
+   * variation, is refused. A provider's money is recorded whatever: the sale's rate stands in.
+   */
+  strictRate?: boolean;
 }
 
 /** The PPD Ingreso an installment pays (part of), as stored. */
@@ -29,6 +36,8 @@ export type InstallmentFacts = Omit<InstallmentToRecord, 'invoiceId'> & {
   saldoAnterior: string;
   /** The installment that settles the invoice: the earlier ones' amounts, in order (its BaseDR closes theirs). */
   earlierAmounts?: readonly string[];
+  /** TipoCambioP at FechaPago's day (the REP 2.0 guide); absent: the Ingreso's TipoCambio. */
+  tipoCambioPDelDia?: string;
 };
 
 /**
@@ -69,8 +78,11 @@ export function buildPagoRequest(
         ],
         retencionesDR: [],
       };
-  // A Pago in another currency than MXN: the Ingreso's TipoCambio (that of the sale).
-  const tipoCambio = invoice.frozenXml ? /\bTipoCambio="([\d.]+)"/.exec(invoice.frozenXml)?.[1] : undefined;
+  // A Pago in another currency than MXN: the rate of FechaPago's day (record-installment.ts finds it),
+  // else the Ingreso's TipoCambio (that of the sale).
+  const tipoCambio =
+    installment.tipoCambioPDelDia ??
+    (invoice.frozenXml ? /\bTipoCambio="([\d.]+)"/.exec(invoice.frozenXml)?.[1] : undefined);
   return {
     tipoDeComprobante: 'P',
     sourceId: `${installment.provider}:installment:${installment.externalId}`,

@@ -15,7 +15,8 @@
  * needs_data, loudly (metric and alert), until a correction supplies the rate.
  */
 import { BigNumber } from 'bignumber.js';
-import { catalogs, formatFecha } from '@timbra/cfdi-core';
+import { catalogs, formatFecha, type ValidationIssue } from '@timbra/cfdi-core';
+import { DomainError } from './domain-errors.ts';
 
 /** A rate and the day it is for (YYYY-MM-DD). */
 export interface ExchangeRate {
@@ -125,4 +126,55 @@ export function outsideVariation(
   return tc.isLessThan(min) || tc.isGreaterThan(max)
     ? { min: min.toFixed(6), max: max.toFixed(6), variation }
     : undefined;
+}
+
+/**
+ * The TipoCambio of money in `moneda` on `day` (Mexico City): the one `given` (the merchant's, or the
+ * provider's settlement), checked against the rate source's when there is one (c_Moneda's variation,
+ * CFDI40118); else the rate source's. One rule for every document: a sale's Ingreso, a Pago's
+ * TipoCambioP at FechaPago, an Egreso at the refund's day.
+ *
+ * @returns the rate and where it came from, or the refusal's code and why.
+ * @throws DomainError exchange_rate_source_down when the source did not answer and nothing was given.
+ */
+export async function tipoCambioOn(
+  rates: ExchangeRateSource | undefined,
+  moneda: string,
+  day: string,
+  given: { rate: string; source: string } | undefined,
+  path = 'tipoCambio',
+): Promise<
+  | { rate: string; source: string }
+  | { code: 'exchange_rate_unavailable' | 'exchange_rate_out_of_range'; problem: ValidationIssue }
+> {
+  let reference: Awaited<ReturnType<ExchangeRateSource['rateFor']>>;
+  try {
+    reference = rates ? await rates.rateFor(moneda, day) : undefined;
+  } catch (error) {
+    // With a rate in hand the check is the PAC's to make; without one there is nothing to invoice with.
+    if (given) return given;
+    throw new DomainError('exchange_rate_source_down', `${rates!.name}: ${(error as Error).message}`);
+  }
+  if (given) {
+    const outside = reference ? outsideVariation(moneda, given.rate, reference.rate) : undefined;
+    if (outside)
+      return {
+        code: 'exchange_rate_out_of_range',
+        problem: {
+          path,
+          message: `${given.rate} (${given.source}) is outside ${outside.min}–${outside.max}: ±${outside.variation}% of ${reference!.rate}, ${rates!.name}'s rate of ${reference!.date} (CFDI40118)`,
+        },
+      };
+    return given;
+  }
+  if (reference) return { rate: reference.rate, source: rates!.name };
+  return {
+    code: 'exchange_rate_unavailable',
+    problem: {
+      path,
+      message: rates
+        ? `${rates.name} has no ${moneda} rate before ${day}: send ${path}`
+        : `no TipoCambio for ${moneda}: send ${path} (no rate source is configured: EXCHANGE_RATE_SOURCE)`,
+    },
+  };
 }

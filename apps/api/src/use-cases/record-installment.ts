@@ -13,6 +13,7 @@ import type { ReceptorInput } from './build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
 import { assertNotInFuture, DomainError } from './domain-errors.ts';
+import { saleDay, tipoCambioOn } from './exchange-rates.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 export type { InstallmentToRecord };
@@ -71,6 +72,8 @@ export async function recordInstallment(
     ]);
   }
   const numParcialidad = paid.count + 1;
+  const tipoCambioPDelDia =
+    invoice.moneda === 'MXN' ? undefined : await paymentDayRate(deps, invoice.moneda, installment);
   // The installment that settles the invoice reports the bases the earlier ones left (cfdi-core).
   const settles = saldoAnterior.isEqualTo(installment.amount);
   const earlierAmounts = settles ? await installmentAmounts(tx, invoice.id) : undefined;
@@ -100,6 +103,7 @@ export async function recordInstallment(
       numParcialidad,
       saldoAnterior: saldoAnterior.toFixed(2),
       ...(earlierAmounts ? { earlierAmounts } : {}),
+      ...(tipoCambioPDelDia ? { tipoCambioPDelDia } : {}),
     },
     deps.seriePago,
     folio,
@@ -126,4 +130,24 @@ export async function recordInstallment(
     created: true,
     ...(pago.status === 'waiting' ? { waitingFor: waitingFor(invoice) } : {}),
   };
+}
+
+/**
+ * TipoCambioP of an installment in another currency: the rate of FechaPago's day (the REP 2.0 guide,
+ * CRP20216), the caller's own checked against it. Undefined for a provider's money without one (the
+ * sale's rate stands in, as the money is recorded whatever).
+ *
+ * @throws DomainError exchange_rate_unavailable, exchange_rate_out_of_range (a REST call), or
+ *   exchange_rate_source_down.
+ */
+async function paymentDayRate(
+  deps: RecordPaymentDeps,
+  moneda: string,
+  installment: InstallmentToRecord,
+): Promise<string | undefined> {
+  const given = installment.tipoCambioP ? { rate: installment.tipoCambioP, source: 'request' } : undefined;
+  const found = await tipoCambioOn(deps.rates, moneda, saleDay(installment.paidAt), given, 'tipoCambioP');
+  if ('rate' in found) return found.rate;
+  if (installment.strictRate) throw new DomainError(found.code, undefined, [found.problem]);
+  return undefined;
 }

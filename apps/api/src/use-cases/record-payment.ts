@@ -2,6 +2,7 @@ import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } fro
 import { insertInvoices, insertPaymentsTakingFolios, knownPayments, type NewPayment, type RawDb } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
+import type { ExchangeRateSource } from './exchange-rates.ts';
 import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from './tickets.ts';
 
 export interface RecordPaymentDeps {
@@ -19,6 +20,11 @@ export interface RecordPaymentDeps {
    * Ingreso to público en general).
    */
   global?: GlobalSettings;
+  /**
+   * Reference exchange rates (EXCHANGE_RATE_SOURCE): the TipoCambio of a Pago at its FechaPago and of
+   * an Egreso at its refund's day. Undefined: none configured.
+   */
+  rates?: ExchangeRateSource | undefined;
 }
 
 export interface RecordedPayment {

@@ -21,7 +21,7 @@ import {
 import { isStorableText, type PrismaClient } from '@timbra/db';
 import { DomainError } from './domain-errors.ts';
 import type { InvoiceSettings, PaymentFacts, ReceptorInput } from './build-ingreso.ts';
-import { outsideVariation, saleDay, type ExchangeRateSource } from './exchange-rates.ts';
+import { saleDay, tipoCambioOn, type ExchangeRateSource } from './exchange-rates.ts';
 
 /** A percentage as merchants write it: "16", "10.6667", "26.5". */
 const percent = z.string().regex(/^\d{1,3}(\.\d{1,4})?$/, 'a percentage like "16" or "10.6667"');
@@ -397,7 +397,7 @@ export async function prepareSale(
   }
 
   if (facts.currency !== 'MXN') {
-    const found = await tipoCambioFor(deps.rates, facts, draft.tipoCambio);
+    const found = await tipoCambioOn(deps.rates, facts.currency, saleDay(facts.occurredAt), draft.tipoCambio);
     if ('problem' in found) {
       if (mode === 'strict') throw new DomainError(found.code, undefined, [found.problem]);
       problems.push(found.problem);
@@ -432,46 +432,4 @@ export async function saleLines(
         { path: 'conceptos', ...plan.mismatch, message: plan.issues[0]!.message },
       ])
     : new DomainError('validation_failed', undefined, plan.issues);
-}
-
-/** The sale's TipoCambio: given (and checked against the published rate when there is one), or the rate source's. */
-async function tipoCambioFor(
-  rates: ExchangeRateSource | undefined,
-  facts: PaymentFacts,
-  given: SaleDraft['tipoCambio'],
-): Promise<
-  | { rate: string; source: string }
-  | { code: 'exchange_rate_unavailable' | 'exchange_rate_out_of_range'; problem: ValidationIssue }
-> {
-  const day = saleDay(facts.occurredAt);
-  let reference: Awaited<ReturnType<ExchangeRateSource['rateFor']>>;
-  try {
-    reference = rates ? await rates.rateFor(facts.currency, day) : undefined;
-  } catch (error) {
-    // With a rate in hand the check is the PAC's to make; without one there is nothing to invoice with.
-    if (given) return given;
-    throw new DomainError('exchange_rate_source_down', `${rates!.name}: ${(error as Error).message}`);
-  }
-  if (given) {
-    const outside = reference ? outsideVariation(facts.currency, given.rate, reference.rate) : undefined;
-    if (outside)
-      return {
-        code: 'exchange_rate_out_of_range',
-        problem: {
-          path: 'tipoCambio',
-          message: `${given.rate} (${given.source}) is outside ${outside.min}–${outside.max}: ±${outside.variation}% of ${reference!.rate}, ${rates!.name}'s rate of ${reference!.date} (CFDI40118)`,
-        },
-      };
-    return given;
-  }
-  if (reference) return { rate: reference.rate, source: rates!.name };
-  return {
-    code: 'exchange_rate_unavailable',
-    problem: {
-      path: 'tipoCambio',
-      message: rates
-        ? `${rates.name} has no ${facts.currency} rate before ${day}: send tipoCambio`
-        : `no TipoCambio for ${facts.currency}: send tipoCambio (no rate source is configured: EXCHANGE_RATE_SOURCE)`,
-    },
-  };
 }
