@@ -393,6 +393,35 @@ describe('currencies', () => {
     expect(pago).toContain('MontoTotalPagos="1067.20"');
   });
 
+  it('an Egreso in dollars takes the rate of the refund’s day, checked like an Ingreso’s, not the sale’s', async () => {
+    // The day before the refund's has 18.40; the sale's days have the base rate, 17.2543.
+    const refundedAt = new Date(Date.now() - 12 * 86_400_000).toISOString();
+    const dayBefore = new Date(Date.parse(refundedAt) - 86_400_000).toISOString().slice(0, 10);
+    await api.providers.banxicoRate({ date: dayBefore, dato: '18.4000' });
+    const sale = await usd({ amount: '116.00', occurredAt: new Date(Date.now() - 30 * 86_400_000).toISOString() });
+    expect(sale.statusCode).toBe(201);
+    const body = sale.body as PaymentBody & { id: string };
+    expect(await frozenOf(body.invoices[0]!.id)).toContain('TipoCambio="17.2543"');
+    await stamp(body.invoices[0]!.id);
+    const refund = (extra: object) =>
+      post(`/v1/payments/${body.id}/refunds`, {
+        amount: '16.00',
+        occurredAt: refundedAt,
+        externalId: unique('usd-refund'),
+        ...extra,
+      });
+    const stale = await refund({ tipoCambio: '17.2543' });
+    expect(stale.statusCode).toBe(422);
+    expect((stale.body as ErrorBody).error).toMatchObject({
+      code: 'exchange_rate_out_of_range',
+      details: [{ path: 'tipoCambio' }],
+    });
+    const made = await refund({});
+    expect(made.statusCode).toBe(201);
+    const egreso = await frozenOf((made.body as { egreso: { id: string } }).egreso.id);
+    expect(egreso).toContain('Moneda="USD" TipoCambio="18.4"');
+  });
+
   it('a currency without decimals (JPY, c_Moneda: 0): amounts and the Total have none', async () => {
     const yen = await post('/v1/payments', {
       externalId: unique('jpy'),

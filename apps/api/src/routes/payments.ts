@@ -132,6 +132,12 @@ export const createRefundSchema = z
       .min(1)
       .max(1000)
       .optional(),
+    /** A payment in another currency: pesos per unit on the refund's day (default: the rate source's for that day). */
+    tipoCambio: z
+      .string()
+      .regex(/^\d{1,12}(\.\d{1,6})?$/, 'a positive decimal with up to 6 decimals')
+      .refine((t) => Number(t) > 0, 'greater than 0')
+      .optional(),
   })
   .strict();
 
@@ -266,6 +272,8 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         occurredAt,
         ...(input.formaPago ? { formaPago: input.formaPago } : {}),
         ...(input.lines ? { lines: input.lines } : {}),
+        ...(input.tipoCambio ? { tipoCambio: input.tipoCambio } : {}),
+        strictRate: true,
       });
       const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
       return {

@@ -42,6 +42,13 @@ export interface RefundFacts {
   formaPago?: string;
   /** The lines it is for; absent: spread over the payment's lines in proportion to their prices. */
   lines?: readonly RefundedLine[];
+  /** A payment in another currency: the TipoCambio the caller gives (REST), checked against the refund's day's. */
+  tipoCambio?: string;
+  /**
+   * A REST call (its caller can fix it): no rate for the refund's day, or one outside c_Moneda's
+   * variation, is refused. A provider's refund is recorded whatever: the sale's rate stands in.
+   */
+  strictRate?: boolean;
 }
 
 /**

@@ -17,6 +17,7 @@ import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts }
 import { defaultLine, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';
 import { assertNotInFuture, DomainError } from './domain-errors.ts';
+import { saleDay, tipoCambioOn } from './exchange-rates.ts';
 import type { RecordPaymentDeps } from './record-payment.ts';
 
 /** A refund to record: of the payment with this id, or with this provider and external id. */
@@ -115,7 +116,8 @@ export async function recordRefund(
     lines: sold.lines,
     grosses: sold.grosses,
     refundedByLine,
-    tipoCambio: payment.tipoCambio,
+    // The rate of the refund's day, as an Ingreso's is of the sale's (CFDI40118): not the sale's.
+    tipoCambio: payment.currency === 'MXN' ? payment.tipoCambio : await refundDayRate(deps, payment, refund),
   };
   // Checked before any row or folio: lines this refund names that the payment cannot give back.
   const issuedAt = new Date();
@@ -205,4 +207,23 @@ function soldLines(
     lines: [defaultLine({ amount: payment.amount, externalId: '', description: null }, settings)],
     grosses: [payment.amount],
   };
+}
+
+/**
+ * The TipoCambio of a refund's Egreso in another currency: the rate of the refund's day, the caller's
+ * own checked against it. A provider's refund without one keeps the sale's rate.
+ *
+ * @throws DomainError exchange_rate_unavailable, exchange_rate_out_of_range (a REST call), or
+ *   exchange_rate_source_down.
+ */
+async function refundDayRate(
+  deps: RecordPaymentDeps,
+  payment: { currency: string; tipoCambio: string | null },
+  refund: RefundToRecord,
+): Promise<string | null> {
+  const given = refund.tipoCambio ? { rate: refund.tipoCambio, source: 'request' } : undefined;
+  const found = await tipoCambioOn(deps.rates, payment.currency, saleDay(refund.occurredAt), given);
+  if ('rate' in found) return found.rate;
+  if (refund.strictRate) throw new DomainError(found.code, undefined, [found.problem]);
+  return payment.tipoCambio;
 }
