@@ -104,7 +104,10 @@ export function saleDay(at: Date): string {
 
 /** TipoCambio as Anexo 20 writes it: up to 6 decimals, rounded half up. */
 export function tipoCambioText(rate: string | number): string | undefined {
-  const value = new BigNumber(rate);
+  // What a merchant typed in a provider's metadata can be anything: only a decimal is a rate.
+  const text = typeof rate === 'number' ? (Number.isFinite(rate) ? String(rate) : '') : rate.trim();
+  if (!/^\d{1,12}(\.\d+)?$/.test(text)) return undefined;
+  const value = new BigNumber(text);
   if (!value.isFinite() || !value.isGreaterThan(0)) return undefined;
   return value.decimalPlaces(6, BigNumber.ROUND_HALF_UP).toFixed();
 }
