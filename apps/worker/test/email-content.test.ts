@@ -43,7 +43,7 @@ function stampedPago(): string {
 
 describe('the customer’s email', () => {
   it('a Pago says the payment and its currency, not its Total of 0 XXX', async () => {
-    const copy = await customerCopy({ serie: 'P', folio: 7, uuid: UUID, stampedXml: stampedPago() });
+    const copy = await customerCopy({ serie: 'P', folio: 7, uuid: UUID, stampedXml: stampedPago(), cancelled: false });
     const { text } = emailContent(copy, 'P', false);
     expect(text).toContain('por el pago de 5800.00 MXN (CINCO MIL OCHOCIENTOS PESOS 00/100 M.N.)');
     expect(text).not.toContain('XXX');
@@ -57,6 +57,7 @@ describe('the customer’s email', () => {
       folio: 1,
       uuid: UUID,
       stampedXml: insertTfd(frozen.xml, testTfd(frozen.sello)),
+      cancelled: false,
     });
     expect(emailContent(copy, 'I', false).text).toContain(`por ${frozen.total} MXN (`);
   });
