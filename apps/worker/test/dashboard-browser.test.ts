@@ -125,6 +125,16 @@ describe('the queue dashboard in a browser', () => {
       ]);
       await letterPage.getByText(`Dead letter ${serieFolio}`).first().waitFor();
       await letterPage.getByLabel(/Why/).fill('the PAC registered the emisor again');
+      // The PAC refused it for good (the emisor not in the LCO): the page says to correct it, and a
+      // retry of the same bytes needs the box that says what the PAC checked has changed.
+      await letterPage.getByText('Permanent — correct it').waitFor();
+      await letterPage.screenshot({ path: join(artifactsDir(), 'dashboard-permanent.png'), fullPage: true });
+      await letterPage.getByRole('button', { name: `Retry ${serieFolio}` }).click();
+      await letterPage.getByText('Permanent: the PAC refused these bytes for good').waitFor();
+      expect(await deadLetters()).toBe(1);
+      await letterPage.goBack();
+      await letterPage.getByLabel(/Why/).fill('the PAC registered the emisor again');
+      await letterPage.getByLabel(/What the PAC checked has changed/).check();
       await letterPage.getByRole('button', { name: `Retry ${serieFolio}` }).click();
       await letterPage.getByText(`Re-driven: ${serieFolio} is back to pending`).waitFor();
       await letterPage.screenshot({ path: join(artifactsDir(), 'dashboard-redriven.png'), fullPage: true });

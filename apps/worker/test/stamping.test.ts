@@ -219,7 +219,12 @@ describe('relay + stamp worker against the sandbox', () => {
 
     // Fixed (the emisor is in the LCO again) and re-driven: stamped, with the very same bytes.
     await sandbox.admin('faults', { instance: 'primary', reset: true });
-    expect(await redriveOutboxRow(prisma, p.outboxId, { by: 'test' })).toMatchObject({ ok: true });
+    // A permanent refusal is not resent as it is; forced (the emisor is in the LCO again), it is.
+    expect(await redriveOutboxRow(prisma, p.outboxId, { by: 'test' })).toMatchObject({
+      ok: false,
+      reason: 'permanent_rejection',
+    });
+    expect(await redriveOutboxRow(prisma, p.outboxId, { by: 'test', force: true })).toMatchObject({ ok: true });
     // Re-driven without touching Redis (as the ops CLI does when Redis is away): the sweeper settles
     // the letter — completed, saying who re-drove it — and none is left failed.
     await w.sweeper.sweepOnce();

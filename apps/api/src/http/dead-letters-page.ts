@@ -7,7 +7,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
-import { isUuid, redriveDeadLetter, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
+import { isUuid, redriveDeadLetter, refusedForGood, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
 import { redactForDashboard } from './dashboard-redact.ts';
 import { escapeHtml } from './html.ts';
 
@@ -143,6 +143,8 @@ ${recent
     if (!row) return send(res, 404, 'Not found', `<p>No outbox row ${escape(id)}.</p>`);
     const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
     const dead = row.status === 'failed';
+    // A PAC's permanent refusal: the same bytes get the same answer, so the page says to correct it.
+    const permanent = dead && (await refusedForGood(prisma, row.invoice.id));
     const token = formToken(options.secret, user(res), row.id);
     send(
       res,
@@ -171,11 +173,19 @@ ${
   !dead
     ? `<p class="note">Not a dead letter now (status ${escape(row.status)}): nothing to re-drive.</p>`
     : options.allowRetry
-      ? `<form method="post" action="${escape(`${options.base}/${row.id}/retry`)}">
+      ? `${
+          permanent
+            ? `<p class="note"><strong>Permanent — correct it:</strong> the PAC refused these bytes for good and would again (<code>PATCH /v1/invoices/${escape(row.invoice.id)}</code>, or <code>npm run ops -- invoice:correct ${escape(serieFolio)}</code>). Resend the same bytes only if what the PAC checked has changed.</p>`
+            : ''
+        }<form method="post" action="${escape(`${options.base}/${row.id}/retry`)}">
 <input type="hidden" name="token" value="${escape(token)}">
 <label for="reason">Why (kept in the invoice's history)</label><br>
 <textarea id="reason" name="reason" rows="2" maxlength="500" placeholder="e.g. the PAC fixed the emisor's registration"></textarea><br>
-<button type="submit">Retry ${escape(serieFolio)}</button>
+${
+  permanent
+    ? `<input type="checkbox" id="force" name="force" value="1"> <label for="force">What the PAC checked has changed: resend the same bytes</label><br>`
+    : ''
+}<button type="submit">Retry ${escape(serieFolio)}</button>
 </form>`
       : '<p class="note">Retry from the dashboard is off (<code>DASHBOARD_ALLOW_DLQ_RETRY=false</code>): re-drive with <code>npm run ops -- dlq:retry ' +
         escape(row.id) +
@@ -188,11 +198,16 @@ ${
     const id = String(req.params.id);
     if (!options.allowRetry)
       return send(res, 403, 'Retry is off', '<p>DASHBOARD_ALLOW_DLQ_RETRY is not true: nothing was changed.</p>');
-    const body = (req.body ?? {}) as { token?: unknown; reason?: unknown };
+    const body = (req.body ?? {}) as { token?: unknown; reason?: unknown; force?: unknown };
     if (!isUuid(id) || crossSite(req) || !sameToken(body.token, formToken(options.secret, user(res), id)))
       return send(res, 403, 'Refused', '<p>The form was not this dashboard’s: nothing was changed.</p>');
     const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim().slice(0, 500) : undefined;
-    const result = await redriveDeadLetter(prisma, id, { by: `dashboard:${user(res)}`, reason }, options.dlq);
+    const result = await redriveDeadLetter(
+      prisma,
+      id,
+      { by: `dashboard:${user(res)}`, reason, force: body.force === '1' },
+      options.dlq,
+    );
     if (!result.ok)
       return send(
         res,
