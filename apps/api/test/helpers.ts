@@ -271,3 +271,20 @@ export async function stampAsWorker(prisma: PrismaClient, invoiceId: string, uui
   const stampedXml = insertTfd(row.frozenXml!, testTfd(sello, uuid));
   await prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, stampedXml } });
 }
+
+/** Rows of every table a request can write (what a refused request must leave at 0). */
+export async function writtenRows(prisma: PrismaClient): Promise<Record<string, number>> {
+  return {
+    payments: await prisma.payment.count(),
+    invoices: await prisma.invoice.count(),
+    outbox: await prisma.outboxRow.count(),
+    webhook_events: await prisma.webhookEvent.count(),
+    idempotency_keys: await prisma.idempotencyKey.count(),
+    refunds: await prisma.refund.count(),
+    installments: await prisma.installment.count(),
+    products: await prisma.product.count(),
+    customers: await prisma.customer.count(),
+    endpoints: await prisma.webhookEndpoint.count(),
+    tickets: await prisma.ticket.count(),
+  };
+}

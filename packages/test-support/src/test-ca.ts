@@ -58,18 +58,7 @@ export function reissueCertificate(der: Buffer): Buffer {
   const id = createHash('sha256').update(der).digest('hex');
   const cached = reissued.get(id);
   if (cached) return cached;
-  const { key, cert: caCert } = testCa();
-  const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = original.publicKey;
-  cert.serialNumber = original.serialNumber;
-  cert.validity.notBefore = original.validity.notBefore;
-  cert.validity.notAfter = TEST_CERTIFICATE_END;
-  cert.setSubject(original.subject.attributes);
-  cert.setIssuer(caCert.subject.attributes);
-  cert.setExtensions(original.extensions);
-  cert.sign(key, forge.md.sha256.create());
-  const out = Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
+  const out = copySignedByTestCa(der, (_original, ca) => ca.subject.attributes);
   reissued.set(id, out);
   return out;
 }
@@ -80,7 +69,15 @@ export function reissueCertificate(der: Buffer): Buffer {
  * PAC must refuse (308): only a signature that verifies up to the SAT's CA makes a certificate the SAT's.
  */
 export function forgeSatIssuedCertificate(der: Buffer): Buffer {
-  const { key } = testCa();
+  return copySignedByTestCa(der, (original) => original.issuer.attributes);
+}
+
+/** `der`'s subject, serial, key and extensions until 2099, with the issuer `issuer` names, signed by the test CA's key. */
+function copySignedByTestCa(
+  der: Buffer,
+  issuer: (original: forge.pki.Certificate, ca: forge.pki.Certificate) => forge.pki.CertificateField[],
+): Buffer {
+  const { key, cert: caCert } = testCa();
   const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
   const cert = forge.pki.createCertificate();
   cert.publicKey = original.publicKey;
@@ -88,7 +85,7 @@ export function forgeSatIssuedCertificate(der: Buffer): Buffer {
   cert.validity.notBefore = original.validity.notBefore;
   cert.validity.notAfter = TEST_CERTIFICATE_END;
   cert.setSubject(original.subject.attributes);
-  cert.setIssuer(original.issuer.attributes);
+  cert.setIssuer(issuer(original, caCert));
   cert.setExtensions(original.extensions);
   cert.sign(key, forge.md.sha256.create());
   return Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
