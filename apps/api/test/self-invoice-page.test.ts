@@ -180,6 +180,15 @@ describe('/facturar (self-invoicing page)', () => {
     expect(res.body).toContain('debería ser 8');
     expect(res.body).toContain('carácter invisible');
     expect((await api.prisma.ticket.findFirstOrThrow({ where: { code: t.code } })).status).toBe('open');
+    // An RFC the SAT issued with another digit: the page offers to confirm it, and then takes it.
+    expect(res.body).toContain('name="rfcConfirmado"');
+    const confirmed = await submit(
+      api,
+      { codigo: t.code, total: '116.00', ...CUSTOMER, rfc: 'CACX7605101P9', rfcConfirmado: '1' },
+      await openForm(api),
+    );
+    expect(confirmed.statusCode).toBe(303);
+    expect((await api.prisma.ticket.findFirstOrThrow({ where: { code: t.code } })).status).toBe('self_invoiced');
   });
 
   it('a self-invoice the PAC refused is corrected by the customer on the page: the rule is shown, the form again makes a new version', async () => {

@@ -55,7 +55,8 @@ export interface SelfInvoicePageDeps {
 
 const FIELDS = ['codigo', 'total', 'rfc', 'nombre', 'codigoPostal', 'regimenFiscal', 'usoCfdi', 'email'] as const;
 type Field = (typeof FIELDS)[number];
-type Form = Record<Field, string>;
+/** The fields as typed, and whether the customer confirmed an RFC whose check digit does not match. */
+type Form = Record<Field, string> & { rfcConfirmado?: boolean };
 type Errors = Partial<Record<Field | 'general', string>>;
 
 const LABELS: Record<Field, string> = {
@@ -285,14 +286,15 @@ async function invoiceOfToken(prisma: PrismaClient, token: string | undefined) {
 }
 
 function emptyForm(): Form {
-  return Object.fromEntries(FIELDS.map((f) => [f, ''])) as Form;
+  return Object.fromEntries(FIELDS.map((f) => [f, ''])) as Record<Field, string>;
 }
 
 function readForm(body: Record<string, unknown>): Form {
   const value = (f: Field) => (typeof body[f] === 'string' ? body[f].trim().slice(0, 300) : '');
-  const form = Object.fromEntries(FIELDS.map((f) => [f, value(f)])) as Form;
+  const form: Form = Object.fromEntries(FIELDS.map((f) => [f, value(f)])) as Record<Field, string>;
   form.rfc = form.rfc.toUpperCase().replace(/\s/g, '');
   form.nombre = form.nombre.toUpperCase().replace(/\s+/g, ' ');
+  if (body.rfcConfirmado === '1') form.rfcConfirmado = true;
   return form;
 }
 
@@ -307,7 +309,8 @@ function checkForm(form: Form): Errors {
   if (kind === null)
     errors.rfc = 'El RFC no tiene un formato válido (12 caracteres para personas morales, 13 para físicas).';
   else if (kind === 'generico') errors.rfc = 'Escribe tu propio RFC: el genérico se usa en la factura global.';
-  else if (digit && !digit.doesCheckSumMatch())
+  // Some RFCs the SAT issued do not match their own digit: the customer may confirm theirs is so.
+  else if (digit && !digit.doesCheckSumMatch() && !form.rfcConfirmado)
     errors.rfc = `Revisa tu RFC: su último carácter (dígito verificador) debería ser ${digit.calculateChecksum()}. Cópialo de tu constancia de situación fiscal.`;
   if (!form.nombre || isBlank(form.nombre))
     errors.nombre = 'Escribe tu nombre o razón social tal como aparece en tu constancia de situación fiscal.';
@@ -497,6 +500,12 @@ function formPage(deps: SelfInvoicePageDeps, req: Request, res: Response, form: 
       <fieldset>
         <legend>Tus datos fiscales</legend>
         ${field('rfc', text('rfc', 'autocomplete="off" spellcheck="false" maxlength="13" required'))}
+        ${
+          Rfc.parseOrNull(form.rfc)?.doesCheckSumMatch() === false
+            ? `<div class="field"><input type="checkbox" id="rfcConfirmado" name="rfcConfirmado" value="1"${form.rfcConfirmado ? ' checked' : ''}>
+              <label for="rfcConfirmado">Mi RFC es correcto tal como aparece en mi constancia de situación fiscal (el SAT emitió algunos con otro dígito verificador)</label></div>`
+            : ''
+        }
         ${field('nombre', text('nombre', 'autocomplete="name" required'), 'Sin «S.A. de C.V.» ni otro régimen societario.')}
         ${field('codigoPostal', text('codigoPostal', 'inputmode="numeric" maxlength="5" autocomplete="postal-code" required'))}
         ${field('regimenFiscal', select('regimenFiscal', regimenes, 'Elige tu régimen'))}
