@@ -40,6 +40,8 @@ describe('POST /v1/payments', () => {
     expect(xml.attrs.find(([k]) => k === 'Total')?.[1]).toBe('100.00');
     expect(row.frozenXml).toContain('Rfc="XAXX010101000"');
     expect(row.frozenXml).toContain('<cfdi:InformacionGlobal');
+    // The payment's own id is not a product's: no NoIdentificacion (the PDF once printed "Venta (T-1)").
+    expect(row.frozenXml).not.toContain('NoIdentificacion');
 
     const xmlRes = await got.get(`${api.url}/v1/invoices/${invoice.id}/xml`, { headers: auth });
     expect(xmlRes.headers['x-timbra-xml']).toBe('frozen');

@@ -122,6 +122,7 @@ describe('POST /v1/payments/:id/refunds', () => {
     expect(egreso.outbox).toMatchObject([{ kind: 'stamp', status: 'pending', stampKey: egreso.stampKey }]);
     const xml = egreso.frozenXml!;
     expect(xml).toContain('TipoDeComprobante="E"');
+    expect(xml).not.toContain('rf-after-stamp'); // the refund's id is not the customer's to read
     expect(xml).toContain(`<cfdi:CfdiRelacionados TipoRelacion="01"><cfdi:CfdiRelacionado UUID="${uuid}"/>`);
     expect(xml).toContain('Rfc="CACX7605101P8"');
     expect(xml).toContain('UsoCFDI="G02"');

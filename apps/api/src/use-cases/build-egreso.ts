@@ -74,7 +74,7 @@ export function buildEgresoRequest(
   if ('problems' in parts) return { problems: parts.problems };
   const lines: SaleLine[] = parts.map(({ taxes, amount }) => ({
     claveProdServ: '84111506',
-    noIdentificacion: refund.externalId.slice(0, 100),
+    // No NoIdentificacion: the refund's id (a provider's `re_…`) is not the customer's to read.
     cantidad: '1',
     claveUnidad: 'ACT',
     descripcion: 'Devolución',

@@ -123,7 +123,9 @@ export function defaultLine(
   return {
     claveProdServ: settings.concepto.claveProdServ,
     claveUnidad: settings.concepto.claveUnidad,
-    noIdentificacion: facts.externalId.slice(0, 100),
+    // No NoIdentificacion: it names a product (a SKU, a part number), and the payment's id
+    // (a provider's `pi_…`, a REST externalId) printed beside the description means nothing to the
+    // customer. A line naming a product carries its reference (sale.ts).
     // A provider's description that prints blank (NBSP, zero-width spaces) is no description.
     descripcion:
       facts.description && !isBlank(facts.description) ? facts.description.trim() : settings.concepto.descripcion,
