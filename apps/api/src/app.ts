@@ -255,7 +255,7 @@ export function createApp(deps: AppDeps) {
     SELF_INVOICE_PATH,
     selfInvoicePage({
       prisma: deps.prisma,
-      payments: payments,
+      payments,
       logger: deps.logger,
       metrics: deps.metrics,
       merchant: payments.settings.emisor.nombre,
@@ -277,7 +277,7 @@ export function createApp(deps: AppDeps) {
   v1.use(
     paymentRoutes({
       prisma: deps.prisma,
-      payments: payments,
+      payments,
       rates: deps.rates,
       defaultFormaPago: deps.defaultFormaPago,
       idempotencyTtlHours: deps.idempotencyTtlHours,
@@ -291,7 +291,7 @@ export function createApp(deps: AppDeps) {
       idempotencyTtlHours: deps.idempotencyTtlHours,
       metrics: deps.metrics,
       corrections: {
-        payments: payments,
+        payments,
         defaultFormaPago: deps.defaultFormaPago,
         lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
         emisorId: payments.emisorId,
@@ -299,7 +299,7 @@ export function createApp(deps: AppDeps) {
     }),
   );
   v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
-  v1.use(ticketRoutes({ prisma: deps.prisma, payments: payments, metrics: deps.metrics }));
+  v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
