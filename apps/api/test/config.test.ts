@@ -126,7 +126,7 @@ describe('fiscal settings are checked against the SAT catalogues at start-up', (
     ['EMISOR_REGIMEN_FISCAL', '612', /EMISOR_REGIMEN_FISCAL '612': CFDI40141: .*persona/],
     ['EMISOR_LUGAR_EXPEDICION', 'ABCDE', /EMISOR_LUGAR_EXPEDICION/],
     ['CONCEPTO_CLAVE_PROD_SERV', '0101', /CONCEPTO_CLAVE_PROD_SERV/],
-    ['CONCEPTO_CLAVE_PROD_SERV', '00000000', /CONCEPTO_CLAVE_PROD_SERV '00000000': CFDI40164: /],
+    ['CONCEPTO_CLAVE_PROD_SERV', '00000000', /CONCEPTO_CLAVE_PROD_SERV '00000000': CFDI40162: /],
     ['CONCEPTO_CLAVE_UNIDAD', 'ACTT', /CONCEPTO_CLAVE_UNIDAD 'ACTT'/],
     ['CONCEPTO_CLAVE_UNIDAD', 'QQQ', /CONCEPTO_CLAVE_UNIDAD 'QQQ': CFDI40165: /],
     ['PUBLICO_GENERAL_PERIODICIDAD', '05', /PUBLICO_GENERAL_PERIODICIDAD '05': CFDI40132: /],
@@ -150,10 +150,10 @@ describe('fiscal settings are checked against the SAT catalogues at start-up', (
       const files = { ...sandbox, SAT_CLAVE_PROD_SERV_FILE: claves, SAT_CODIGO_POSTAL_FILE: codigos };
       expect(() => loadConfig(files)).not.toThrow();
       expect(() => loadConfig({ ...files, CONCEPTO_CLAVE_PROD_SERV: '43211503' })).toThrow(
-        /CONCEPTO_CLAVE_PROD_SERV '43211503': CFDI40164: /,
+        /CONCEPTO_CLAVE_PROD_SERV '43211503': CFDI40162: /,
       );
       expect(() => loadConfig({ ...files, EMISOR_LUGAR_EXPEDICION: '64000' })).toThrow(
-        /EMISOR_LUGAR_EXPEDICION '64000': CFDI40127: /,
+        /EMISOR_LUGAR_EXPEDICION '64000': CFDI40126: /,
       );
       expect(() => loadConfig({ ...files, SAT_CODIGO_POSTAL_FILE: join(dir, 'missing.csv') })).toThrow(
         /SAT_CODIGO_POSTAL_FILE: cannot read the catalogue/,

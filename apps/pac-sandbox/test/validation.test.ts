@@ -59,8 +59,8 @@ const BAD: [string, string, (root: XmlElement) => void][] = [
   ['a 1001-character Descripcion', '301', (r) => setAttr(concepto(r), 'Descripcion', 'x'.repeat(1001))],
   ['Total 9999.99 against the conceptos', 'CFDI40119', (r) => setAttr(r, 'Total', '9999.99')],
   ['FormaPago 77', 'CFDI40104', (r) => setAttr(r, 'FormaPago', '77')],
-  ['Rfc NOT-AN-RFC', 'CFDI40144', (r) => setAttr(first(r, 'Receptor'), 'Rfc', 'NOT-AN-RFC')],
-  ['Exportacion 09', 'CFDI40122', (r) => setAttr(r, 'Exportacion', '09')],
+  ['Rfc NOT-AN-RFC', 'CFDI40143', (r) => setAttr(first(r, 'Receptor'), 'Rfc', 'NOT-AN-RFC')],
+  ['Exportacion 09', 'CFDI40123', (r) => setAttr(r, 'Exportacion', '09')],
   ['Moneda ZZZ', 'CFDI40113', (r) => setAttr(r, 'Moneda', 'ZZZ')],
   ['UsoCFDI G03 for régimen 605', 'CFDI40161', (r) => setAttr(first(r, 'Receptor'), 'RegimenFiscalReceptor', '605')],
   [
@@ -134,7 +134,7 @@ describe('switches and the taxpayer list', () => {
     try {
       expect((await sw.stamp(bad, { idempotencyKey: 'off-1' })).uuid).toMatch(/-/);
       const onBackup = await pacFailure(finkok.stamp(bad, { idempotencyKey: 'still-on' }));
-      expect(onBackup.pacCode).toBe('CFDI40122');
+      expect(onBackup.pacCode).toBe('CFDI40123');
     } finally {
       await admin('post', 'validation', { instance: 'primary', xsd: true, rules: true });
     }

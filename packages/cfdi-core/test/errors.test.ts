@@ -113,7 +113,7 @@ describe('every error code has a trigger', () => {
       throw new Error('expected a failure');
     } catch (error) {
       const rules = (error as CfdiValidationError).issues.map((i) => i.rule);
-      expect(rules).toEqual(expect.arrayContaining(['CFDI40104', 'CFDI40122']));
+      expect(rules).toEqual(expect.arrayContaining(['CFDI40104', 'CFDI40123']));
     }
   });
 });

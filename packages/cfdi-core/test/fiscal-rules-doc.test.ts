@@ -1,22 +1,8 @@
-/** docs/fiscal-rules.md lists every rule of the engine, with its status, and nothing else. */
+/** docs/fiscal-rules.md lists every rule of the engine — code, status, node, documents, text — and nothing else. */
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect, test } from '@jest/globals';
-import { SAT_RULES, type RuleStatus } from '../src/index.ts';
+import { documentedRows, FISCAL_RULES_DOC, ruleRows } from '../scripts/fiscal-rules-table.ts';
 
-const DOC = resolve(dirname(fileURLToPath(import.meta.url)), '../../../docs/fiscal-rules.md');
-
-const LABEL: Record<RuleStatus, string> = {
-  enforced: 'enforced before freezing',
-  construction: 'guaranteed by construction',
-  sandbox: 'checked by the sandbox',
-  'needs-sat-data': 'needs SAT data not available offline',
-};
-
-test('every rule is listed once, with its status', () => {
-  const rows = [...readFileSync(DOC, 'utf8').matchAll(/^\|\s*((?:CFDI40|CRP20)\d{3})\s*\|\s*([^|]+?)\s*\|/gm)].map(
-    (m) => `${m[1]} ${m[2]}`,
-  );
-  expect(rows).toEqual(SAT_RULES.map((r) => `${r.code} ${LABEL[r.status]}`));
+test('the doc’s table is the engine’s rules, in order (npm run docs:rules writes it)', () => {
+  expect(documentedRows(readFileSync(FISCAL_RULES_DOC, 'utf8'))).toEqual(ruleRows());
 });

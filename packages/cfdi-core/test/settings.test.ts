@@ -41,7 +41,7 @@ describe('fiscal settings', () => {
     ],
     ['a postal code of 4 digits', { lugarExpedicion: '4250' }, /^CP '4250': /],
     ['a ClaveProdServ of 6 digits', { claveProdServ: '010101' }, /^PROD '010101': /],
-    ['the ClaveProdServ 00000000', { claveProdServ: '00000000' }, /^PROD '00000000': CFDI40164: /],
+    ['the ClaveProdServ 00000000', { claveProdServ: '00000000' }, /^PROD '00000000': CFDI40162: /],
     [
       'a unit not in c_ClaveUnidad',
       { claveUnidad: 'QQQ' },

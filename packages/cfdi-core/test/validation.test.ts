@@ -50,10 +50,10 @@ describe('validation', () => {
     ['Exportacion 02 without Comercio Exterior (CFDI40122)', withIngreso((r) => (r.exportacion = '02')), 'CFDI40122'],
     ['TipoCambio on a Pago (CFDI40116)', { ...structuredClone(pagoRequest()), tipoCambio: '1' }, 'CFDI40116'],
     ['PPD with FormaPago other than 99', withIngreso((r) => (r.metodoPago = 'PPD')), 'CFDI40105'],
-    ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'CFDI40163'],
+    ['unknown UsoCFDI', withIngreso((r) => (r.receptor.usoCFDI = 'G99')), 'CFDI40160'],
     ['unknown RegimenFiscal', withIngreso((r) => (r.emisor.regimenFiscal = '699')), 'CFDI40140'],
     ['régimen for the other persona type', withIngreso((r) => (r.emisor.regimenFiscal = '612')), 'CFDI40141'],
-    ['RFC of wrong shape', withIngreso((r) => (r.receptor.rfc = 'CACX7613101P8')), 'CFDI40144'],
+    ['RFC of wrong shape', withIngreso((r) => (r.receptor.rfc = 'CACX7613101P8')), 'CFDI40143'],
     ['generic RFC as emisor', withIngreso((r) => (r.emisor.rfc = 'XAXX010101000')), 'emisor.rfc'],
     ['unknown ObjetoImp', withIngreso((r) => (r.conceptos[0]!.objetoImp = '09')), 'conceptos.0.objetoImp'],
     [
@@ -82,7 +82,7 @@ describe('validation', () => {
     ['unknown Moneda', withIngreso((r) => (r.moneda = 'MXP')), 'moneda'],
     ['USD without TipoCambio', withIngreso((r) => (r.moneda = 'USD')), 'CFDI40115'],
     ['MXN with TipoCambio 17', withIngreso((r) => (r.tipoCambio = '17.00')), 'CFDI40114'],
-    ['unknown Exportacion', withIngreso((r) => (r.exportacion = '05')), 'CFDI40122'],
+    ['unknown Exportacion', withIngreso((r) => (r.exportacion = '05')), 'CFDI40123'],
     ['CP of 4 digits', withIngreso((r) => (r.lugarExpedicion = '4250')), 'lugarExpedicion'],
     ['unknown time zone', withIngreso((r) => (r.timeZone = 'Mars/Olympus')), 'timeZone'],
     ['no conceptos', withIngreso((r) => (r.conceptos = [])), 'conceptos'],
@@ -128,7 +128,7 @@ describe('validation', () => {
     [
       'generic RFC with régimen 601',
       { ...publicoGeneralRequest(), receptor: { ...publicoGeneralRequest().receptor, regimenFiscalReceptor: '601' } },
-      'CFDI40160',
+      'CFDI40159',
     ],
     [
       'InformacionGlobal month 19',
@@ -141,7 +141,7 @@ describe('validation', () => {
     [
       'Pago with UsoCFDI G03',
       { ...pagoRequest(), receptor: { ...pagoRequest().receptor, usoCFDI: 'G03' } },
-      'CFDI40163',
+      'CFDI40160',
     ],
     [
       'Pago paying more than the balance',
@@ -152,19 +152,19 @@ describe('validation', () => {
           doctosRelacionados: [{ ...pagoRequest().pago!.doctosRelacionados[0]!, impPagado: '20000.00' }],
         },
       },
-      'CRP20210',
+      'CRP20244',
     ],
     [
       'Pago monto below the amounts paid',
       { ...pagoRequest(), pago: { ...pagoRequest().pago!, monto: '100.00' } },
-      'CRP20207',
+      'CRP20217',
     ],
     [
       'Pago with FormaDePagoP 99',
       { ...pagoRequest(), pago: { ...pagoRequest().pago!, formaDePagoP: '99' } },
-      'CRP20203',
+      'CRP20212',
     ],
-    ['Ingreso with CP01', withIngreso((r) => (r.receptor.usoCFDI = 'CP01')), 'CFDI40163'],
+    ['Ingreso with CP01', withIngreso((r) => (r.receptor.usoCFDI = 'CP01')), 'CFDI40160'],
   ];
 
   // The expectation is the request field (what the request itself must say) or the SAT rule the

@@ -13,6 +13,7 @@ import {
   C_METODO_PAGO,
   C_MONEDA,
   C_OBJETO_IMP,
+  C_PAIS,
   C_PERIODICIDAD,
   C_REGIMEN_FISCAL,
   C_TASA_O_CUOTA,
@@ -45,7 +46,8 @@ import {
   within,
   type Located,
 } from './nodes.ts';
-import type { RuleContext, SatRule } from './rule.ts';
+import type { Report, RuleContext, SatRule } from './rule.ts';
+import type { XmlElement } from '../xml/xml-node.ts';
 
 /** Name the SAT requires on a CFDI to público en general (RFC XAXX010101000). */
 export const NOMBRE_PUBLICO_GENERAL = 'PUBLICO EN GENERAL';
@@ -92,6 +94,12 @@ function personaOf(rfc: string | undefined): 'fisica' | 'moral' | 'generico' | n
 
 const isGeneric = (rfc: string | undefined) => rfc === RFC_PUBLICO_GENERAL || rfc === RFC_EXTRANJERO;
 
+/** Reports `name` on a receptor that is not the foreign generic RFC (CFDI40151, CFDI40154). */
+function foreignOnly(doc: XmlElement, name: string, report: Report): void {
+  const r = receptor(doc);
+  if (r && a(r, name) !== undefined && a(r, 'Rfc') !== RFC_EXTRANJERO) report(at(r, name));
+}
+
 /** Σ of an attribute over nodes (absent counts 0). */
 function total(nodes: readonly Located[], name: string): Dec {
   let s = ZERO;
@@ -115,12 +123,12 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40103',
     node: 'Comprobante/@FormaPago',
-    es: 'Si el tipo de comprobante es P, el campo FormaPago no debe existir.',
-    en: 'FormaPago must not be present on a Pago (the payment form goes in the complement).',
+    es: 'Si existe el tipo de comprobante T, N o P, el campo FormaPago no debe existir.',
+    en: 'FormaPago must not be present on a Traslado, Nómina or Pago (a Pago’s form goes in the complement).',
     status: 'construction',
-    applies: ['P'],
     check: (doc, report) => {
-      if (a(R(doc), 'FormaPago') !== undefined) report(at(R(doc), 'FormaPago'));
+      if (['T', 'N', 'P'].includes(tipoOf(doc)) && a(R(doc), 'FormaPago') !== undefined)
+        report(at(R(doc), 'FormaPago'));
     },
   },
   {
@@ -328,13 +336,21 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40122',
     node: 'Comprobante/@Exportacion',
-    es: 'El campo Exportacion no contiene un valor del catálogo c_Exportacion, o es 02 sin el complemento de Comercio Exterior.',
-    en: 'Exportacion must be a c_Exportacion value; 02 needs the Comercio Exterior complement, which Timbra does not issue.',
+    es: 'El campo Exportacion contiene el valor "02", el CFDI debe contener el complemento para Comercio Exterior.',
+    en: 'Exportacion 02 needs the Comercio Exterior complement, which Timbra does not issue.',
     status: 'enforced',
     check: (doc, report) => {
-      const e = a(R(doc), 'Exportacion');
-      if (!has(C_EXPORTACION, e) || e === '02' || (tipoOf(doc) === 'P' && e !== '01'))
-        report(at(R(doc), 'Exportacion'));
+      if (a(R(doc), 'Exportacion') === '02') report(at(R(doc), 'Exportacion'));
+    },
+  },
+  {
+    code: 'CFDI40123',
+    node: 'Comprobante/@Exportacion',
+    es: 'El campo Exportacion no contiene un valor del catálogo c_Exportacion.',
+    en: 'Exportacion is not a c_Exportacion value.',
+    status: 'enforced',
+    check: (doc, report) => {
+      if (!has(C_EXPORTACION, a(R(doc), 'Exportacion'))) report(at(R(doc), 'Exportacion'));
     },
   },
   {
@@ -360,7 +376,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40127',
+    code: 'CFDI40126',
     node: 'Comprobante/@LugarExpedicion',
     es: 'El campo LugarExpedicion no contiene un valor del catálogo c_CodigoPostal.',
     en: 'LugarExpedicion is not a c_CodigoPostal value (checked by shape unless the operator supplied the catalogue).',
@@ -420,9 +436,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40134',
+    code: 'CFDI40135',
     node: 'InformacionGlobal/@Meses',
-    es: 'Si el campo Periodicidad es 05, el campo Meses debe contener un valor entre 13 y 18.',
+    es: 'El campo Meses, no contiene alguno de los valores “13”, “14”, “15”, “16”, “17” o “18” (Periodicidad 05).',
     en: 'With Periodicidad 05, Meses must be a bimester (13–18).',
     status: 'enforced',
     check: (doc, report) => {
@@ -432,9 +448,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40135',
+    code: 'CFDI40134',
     node: 'InformacionGlobal/@Meses',
-    es: 'Si el campo Periodicidad es distinto de 05, el campo Meses debe contener un valor entre 01 y 12.',
+    es: 'El campo Meses, no contiene alguno de los valores “01” a “12” (Periodicidad distinta de 05).',
     en: 'With a Periodicidad other than 05, Meses must be a month (01–12).',
     status: 'enforced',
     check: (doc, report) => {
@@ -517,9 +533,10 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40144',
+    // The matrix has no code of its own for an RFC of no shape; a PAC answers that it is not listed.
+    code: 'CFDI40143',
     node: 'Receptor/@Rfc',
-    es: 'El campo Rfc del receptor no cumple con el patrón de RFC de persona física o moral.',
+    es: 'Este RFC del receptor no existe en la lista de RFC inscritos no cancelados del SAT.',
     en: 'The receptor’s Rfc has neither the shape of a persona física’s nor of a moral’s RFC.',
     status: 'enforced',
     check: (doc, report) => {
@@ -530,7 +547,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40143',
     node: 'Receptor/@Rfc',
-    es: 'Si el campo Rfc del receptor contiene un valor distinto de los RFC genéricos, debe encontrarse en la lista de RFC inscritos no cancelados del SAT.',
+    es: 'Este RFC del receptor no existe en la lista de RFC inscritos no cancelados del SAT.',
     en: 'The receptor’s RFC is not in the SAT’s list of registered, not cancelled taxpayers (L_RFC).',
     status: 'sandbox',
     check: (doc, report, ctx) => {
@@ -556,7 +573,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40146',
     node: 'Receptor/@Nombre',
-    es: 'El campo Nombre del receptor no debe ser PUBLICO EN GENERAL cuando el RFC no es XAXX010101000.',
+    es: 'El campo RFC del receptor debe contener el valor "XAXX010101000" (Nombre PUBLICO EN GENERAL).',
     en: 'PUBLICO EN GENERAL is only the name of RFC XAXX010101000.',
     status: 'enforced',
     check: (doc, report) => {
@@ -572,7 +589,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40147',
     node: 'Receptor/@DomicilioFiscalReceptor',
-    es: 'El campo DomicilioFiscalReceptor del receptor debe pertenecer al código postal asociado al RFC registrado en el campo Rfc del receptor.',
+    es: 'El campo DomicilioFiscalReceptor del receptor, debe encontrarse en la lista de RFC inscritos no cancelados en el SAT.',
     en: 'The receptor’s DomicilioFiscalReceptor is not the postal code registered for its RFC.',
     status: 'sandbox',
     check: (doc, report, ctx) => {
@@ -584,9 +601,10 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40148',
+    // A postal code outside c_CodigoPostal is no taxpayer's: PACs answer CFDI40147 for it.
+    code: 'CFDI40147',
     node: 'Receptor/@DomicilioFiscalReceptor',
-    es: 'El campo DomicilioFiscalReceptor no contiene un valor del catálogo c_CodigoPostal.',
+    es: 'El campo DomicilioFiscalReceptor del receptor, debe encontrarse en la lista de RFC inscritos no cancelados en el SAT.',
     en: 'DomicilioFiscalReceptor is not a c_CodigoPostal value (checked by shape unless the operator supplied the catalogue).',
     status: 'needs-sat-data',
     check: (doc, report, ctx) => {
@@ -599,7 +617,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40149',
     node: 'Receptor/@DomicilioFiscalReceptor',
-    es: 'Si el campo Rfc del receptor es un RFC genérico, DomicilioFiscalReceptor debe ser igual a LugarExpedicion.',
+    es: 'Si el valor del campo Rfc del receptor es XAXX010101000 o XEXX010101000, DomicilioFiscalReceptor debe ser igual al valor del campo LugarExpedicion.',
     en: 'With a generic RFC (XAXX010101000, XEXX010101000), DomicilioFiscalReceptor must equal LugarExpedicion.',
     status: 'enforced',
     check: (doc, report) => {
@@ -611,15 +629,32 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40150',
     node: 'Receptor/@ResidenciaFiscal',
-    es: 'Si el RFC del receptor es de un residente en México, el campo ResidenciaFiscal no debe existir; si existe, no debe ser MEX.',
-    en: 'ResidenciaFiscal (and NumRegIdTrib) apply only to a foreign receptor (XEXX010101000), and never name MEX.',
+    es: 'El campo ResidenciaFiscal, no contiene un valor del catálogo c_Pais.',
+    en: 'ResidenciaFiscal is not a c_Pais value.',
     status: 'enforced',
     check: (doc, report) => {
       const r = receptor(doc);
-      if (!r) return;
-      for (const name of ['ResidenciaFiscal', 'NumRegIdTrib'])
-        if (a(r, name) !== undefined && a(r, 'Rfc') !== RFC_EXTRANJERO) report(at(r, name));
-      if (a(r, 'ResidenciaFiscal') === 'MEX') report(at(r, 'ResidenciaFiscal'));
+      const pais = a(r, 'ResidenciaFiscal');
+      if (r && pais !== undefined && !C_PAIS.has(pais)) report(at(r, 'ResidenciaFiscal'));
+    },
+  },
+  {
+    code: 'CFDI40151',
+    node: 'Receptor/@ResidenciaFiscal',
+    es: 'Si el RFC del receptor es de un RFC registrado en el SAT o un RFC genérico nacional, el campo ResidenciaFiscal no debe existir.',
+    en: 'ResidenciaFiscal applies only to a foreign receptor (XEXX010101000).',
+    status: 'enforced',
+    check: (doc, report) => foreignOnly(doc, 'ResidenciaFiscal', report),
+  },
+  {
+    code: 'CFDI40152',
+    node: 'Receptor/@ResidenciaFiscal',
+    es: 'El valor del campo ResidenciaFiscal no puede ser MEX.',
+    en: 'ResidenciaFiscal never names MEX.',
+    status: 'enforced',
+    check: (doc, report) => {
+      const r = receptor(doc);
+      if (r && a(r, 'ResidenciaFiscal') === 'MEX') report(at(r, 'ResidenciaFiscal'));
     },
   },
   {
@@ -633,6 +668,14 @@ export const CFDI40_RULES: readonly SatRule[] = [
       if (r && a(r, 'NumRegIdTrib') !== undefined && a(r, 'ResidenciaFiscal') === undefined)
         report(at(r, 'NumRegIdTrib'));
     },
+  },
+  {
+    code: 'CFDI40154',
+    node: 'Receptor/@NumRegIdTrib',
+    es: 'Si el RFC del receptor es de un RFC registrado en el SAT o un RFC genérico nacional, el campo NumRegIdTrib no debe existir.',
+    en: 'NumRegIdTrib applies only to a foreign receptor (XEXX010101000).',
+    status: 'enforced',
+    check: (doc, report) => foreignOnly(doc, 'NumRegIdTrib', report),
   },
   {
     code: 'CFDI40157',
@@ -662,7 +705,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40159',
     node: 'Receptor/@RegimenFiscalReceptor',
-    es: 'El campo RegimenFiscalReceptor debe corresponder a un régimen en el que el receptor esté inscrito.',
+    es: 'La clave del campo RegimenFiscalR debe corresponder con el RFC del receptor (un régimen en el que está inscrito).',
     en: 'RegimenFiscalReceptor is not a régimen the receptor is registered in.',
     status: 'sandbox',
     check: (doc, report, ctx) => {
@@ -674,9 +717,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40160',
+    code: 'CFDI40159',
     node: 'Receptor/@RegimenFiscalReceptor',
-    es: 'Si el campo Rfc del receptor es un RFC genérico, RegimenFiscalReceptor debe ser 616.',
+    es: 'Si el atributo Rfc del Receptor contiene el valor “XAXX010101000” o el valor “XEXX010101000”, se debe registrar la clave “616” en RegimenFiscalR.',
     en: 'With a generic RFC, RegimenFiscalReceptor must be 616 (sin obligaciones fiscales).',
     status: 'enforced',
     check: (doc, report) => {
@@ -688,7 +731,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40161',
     node: 'Receptor/@UsoCFDI',
-    es: 'La clave del campo UsoCFDI debe corresponder con el tipo de persona (física o moral) y el régimen del receptor, conforme al catálogo c_UsoCFDI.',
+    es: 'La clave del campo UsoCFDI debe corresponder con el tipo de persona (física o moral) y el régimen correspondiente conforme al catálogo c_UsoCFDI.',
     en: 'UsoCFDI does not apply to the receptor’s kind of persona and RegimenFiscalReceptor (c_UsoCFDI).',
     status: 'enforced',
     check: (doc, report) => {
@@ -700,9 +743,10 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40162',
+    // c_UsoCFDI allows only S01 and CP01 to régimen 616, the generic RFCs' one.
+    code: 'CFDI40161',
     node: 'Receptor/@UsoCFDI',
-    es: 'Si el campo Rfc del receptor es un RFC genérico, UsoCFDI debe ser S01 (CP01 en un comprobante de pago).',
+    es: 'La clave del campo UsoCFDI debe corresponder con el tipo de persona (física o moral) y el régimen correspondiente conforme al catálogo c_UsoCFDI.',
     en: 'With a generic RFC, UsoCFDI must be S01 (CP01 on a Pago).',
     status: 'enforced',
     check: (doc, report) => {
@@ -712,9 +756,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40163',
+    code: 'CFDI40160',
     node: 'Receptor/@UsoCFDI',
-    es: 'El campo UsoCFDI no contiene un valor del catálogo c_UsoCFDI (CP01 solo en un comprobante de pago).',
+    es: 'El campo UsoCFDI, no contiene un valor del catálogo c_UsoCFDI (CP01 solo en un comprobante de pago).',
     en: 'UsoCFDI is not a c_UsoCFDI value; CP01 is for a Pago and a Pago must use CP01.',
     status: 'enforced',
     check: (doc, report) => {
@@ -724,7 +768,7 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40164',
+    code: 'CFDI40162',
     node: 'Concepto/@ClaveProdServ',
     es: 'El campo ClaveProdServ no contiene un valor del catálogo c_ClaveProdServ.',
     en: 'ClaveProdServ is not a c_ClaveProdServ value (checked by shape unless the operator supplied the catalogue).',
@@ -862,16 +906,18 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40177',
     node: 'Concepto/Traslado',
-    es: 'Si el campo TipoFactor es Exento, TasaOCuota e Importe no deben existir; si es Tasa o Cuota, deben existir.',
-    en: 'An Exento traslado has no TasaOCuota nor Importe; a Tasa or Cuota one has both.',
+    es: 'Si el valor registrado en el campo TipoFactor es Exento no se deben registrar los campos TasaOCuota ni Importe.',
+    en: 'An Exento traslado has no TasaOCuota nor Importe.',
     status: 'construction',
-    check: (doc, report) => {
-      for (const t of allTaxes(doc, 'Traslado')) {
-        const exento = a(t, 'TipoFactor') === 'Exento';
-        for (const name of ['TasaOCuota', 'Importe'])
-          if ((a(t, name) !== undefined) === exento) report(at(t, name), exento ? 'must be absent' : 'missing');
-      }
-    },
+    check: (doc, report) => rateAndAmount(doc, true, report),
+  },
+  {
+    code: 'CFDI40178',
+    node: 'Concepto/Traslado',
+    es: 'Si el valor registrado en el campo TipoFactor es Tasa o Cuota, se deben registrar los campos TasaOCuota e Importe.',
+    en: 'A Tasa or Cuota traslado has both TasaOCuota and Importe.',
+    status: 'construction',
+    check: (doc, report) => rateAndAmount(doc, false, report),
   },
   {
     code: 'CFDI40179',
@@ -922,14 +968,22 @@ export const CFDI40_RULES: readonly SatRule[] = [
   {
     code: 'CFDI40183',
     node: 'Concepto/Retencion/@TipoFactor',
-    es: 'El campo TipoFactor de la retención debe ser Tasa o Cuota (no Exento).',
-    en: 'A retención’s TipoFactor must be Tasa or Cuota, never Exento.',
+    es: 'El campo TipoFactor de la retención no contiene un valor del catálogo c_TipoFactor.',
+    en: 'A retención’s TipoFactor is not a c_TipoFactor value.',
     status: 'enforced',
     check: (doc, report) => {
-      for (const t of allTaxes(doc, 'Retencion')) {
-        const f = a(t, 'TipoFactor') ?? '';
-        if (!C_TIPO_FACTOR.has(f) || f === 'Exento') report(at(t, 'TipoFactor'));
-      }
+      for (const t of allTaxes(doc, 'Retencion'))
+        if (!C_TIPO_FACTOR.has(a(t, 'TipoFactor') ?? '')) report(at(t, 'TipoFactor'));
+    },
+  },
+  {
+    code: 'CFDI40184',
+    node: 'Concepto/Retencion/@TipoFactor',
+    es: 'El valor registrado en el campo TipoFactor que corresponde a Retención debe ser distinto de Exento.',
+    en: 'A retención’s TipoFactor is never Exento.',
+    status: 'enforced',
+    check: (doc, report) => {
+      for (const t of allTaxes(doc, 'Retencion')) if (a(t, 'TipoFactor') === 'Exento') report(at(t, 'TipoFactor'));
     },
   },
   {
@@ -955,9 +1009,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     check: (doc, report) => checkTaxImportes(allTaxes(doc, 'Retencion'), report),
   },
   {
-    code: 'CFDI40190',
+    code: 'CFDI40201',
     node: 'Comprobante/cfdi:Impuestos',
-    es: 'El nodo Impuestos del comprobante debe existir si y solo si algún concepto desglosa impuestos, y no debe existir en T o P.',
+    es: 'Si el tipo de comprobante es T o P, el nodo Impuestos no debe existir (y solo existe cuando algún concepto desglosa impuestos).',
     en: 'The comprobante’s Impuestos node must be present exactly when some concepto breaks taxes down (never on a Pago).',
     status: 'construction',
     check: (doc, report) => {
@@ -967,50 +1021,47 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40191',
-    node: 'Comprobante/Impuestos/Traslados',
-    es: 'Los traslados del comprobante deben agrupar por Impuesto, TipoFactor y TasaOCuota la suma redondeada de las bases e importes de los traslados de los conceptos.',
-    en: 'The comprobante’s Traslados must be the conceptos’ traslados grouped by Impuesto, TipoFactor and TasaOCuota, with Base and Importe their rounded sums.',
-    status: 'construction',
-    check: (doc, report) => {
-      const imp = comprobanteImpuestos(doc);
-      const key = (t: Located) => `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
-      checkGroupSums(
-        allTaxes(doc, 'Traslado'),
-        children(imp ? child(imp, 'Traslados') : undefined, 'Traslado'),
-        { source: key, written: key },
-        { Base: 'Base', Importe: 'Importe' },
-        monedaDecimals(a(R(doc), 'Moneda')),
-        `${imp?.path ?? R(doc).path}/cfdi:Traslados`,
-        report,
-        (t, name) => name !== 'Importe' || a(t, 'TipoFactor') !== 'Exento',
-      );
-    },
-  },
-  {
-    code: 'CFDI40192',
+    code: 'CFDI40211',
     node: 'Comprobante/Impuestos/Retenciones',
-    es: 'Las retenciones del comprobante deben agrupar por Impuesto la suma redondeada de los importes de las retenciones de los conceptos.',
+    es: 'El valor del campo Importe correspondiente a Retención no es igual al redondeo de la suma de los importes de los impuestos retenidos registrados en los conceptos donde el impuesto sea igual al campo Impuesto de este elemento.',
     en: 'The comprobante’s Retenciones must be the conceptos’ retenciones grouped by Impuesto, with Importe their rounded sum.',
     status: 'construction',
     check: (doc, report) => {
       const imp = comprobanteImpuestos(doc);
       const key = (t: Located) => a(t, 'Impuesto') ?? '';
       checkGroupSums(
-        allTaxes(doc, 'Retencion'),
-        children(imp ? child(imp, 'Retenciones') : undefined, 'Retencion'),
-        { source: key, written: key },
-        { Importe: 'Importe' },
-        monedaDecimals(a(R(doc), 'Moneda')),
-        `${imp?.path ?? R(doc).path}/cfdi:Retenciones`,
+        {
+          sources: allTaxes(doc, 'Retencion'),
+          written: children(imp ? child(imp, 'Retenciones') : undefined, 'Retencion'),
+          keys: { source: key, written: key },
+          sums: { Importe: 'Importe' },
+          decimals: monedaDecimals(a(R(doc), 'Moneda')),
+          missingAt: `${imp?.path ?? R(doc).path}/cfdi:Retenciones`,
+        },
         report,
       );
     },
   },
   {
-    code: 'CFDI40193',
+    code: 'CFDI40215',
+    node: 'Comprobante/Impuestos/Traslados',
+    es: 'El valor del campo Base que corresponde a Traslado no es igual al redondeo de la suma de los importes de las bases registradas en los conceptos donde el impuesto, el tipo factor y la tasa o cuota sean iguales a los de este elemento.',
+    en: 'The comprobante’s Traslados must be the conceptos’ traslados grouped by Impuesto, TipoFactor and TasaOCuota, with Base their rounded sum.',
+    status: 'construction',
+    check: (doc, report) => checkTraslados(doc, 'Base', report),
+  },
+  {
+    code: 'CFDI40221',
+    node: 'Comprobante/Impuestos/Traslado/@Importe',
+    es: 'El valor del campo Importe que corresponde a Traslado no es igual al redondeo de la suma de los importes de los impuestos trasladados registrados en los conceptos donde el impuesto, el tipo factor y la tasa o cuota sean iguales a los de este elemento.',
+    en: 'Each of the comprobante’s Traslados must carry as Importe the rounded sum of its group’s traslado Importes.',
+    status: 'construction',
+    check: (doc, report) => checkTraslados(doc, 'Importe', report),
+  },
+  {
+    code: 'CFDI40205',
     node: 'Comprobante/Impuestos/@TotalImpuestosTrasladados',
-    es: 'El valor del campo TotalImpuestosTrasladados debe ser igual a la suma de los importes de los traslados del comprobante (y no existir si todos son exentos).',
+    es: 'El valor del campo TotalImpuestosTrasladados no es igual a la suma de los importes registrados en el elemento hijo Traslado (y no existe si todos son exentos).',
     en: 'TotalImpuestosTrasladados must be the sum of the comprobante’s traslado Importes (absent when every traslado is Exento).',
     status: 'construction',
     check: (doc, report) => {
@@ -1025,9 +1076,9 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
   {
-    code: 'CFDI40194',
+    code: 'CFDI40203',
     node: 'Comprobante/Impuestos/@TotalImpuestosRetenidos',
-    es: 'El valor del campo TotalImpuestosRetenidos debe ser igual a la suma de los importes de las retenciones del comprobante.',
+    es: 'El valor del campo TotalImpuestosRetenidos no es igual a la suma de los importes registrados en el elemento hijo Retencion.',
     en: 'TotalImpuestosRetenidos must be the sum of the comprobante’s retención Importes (absent when there is none).',
     status: 'construction',
     check: (doc, report) => {
@@ -1042,6 +1093,37 @@ export const CFDI40_RULES: readonly SatRule[] = [
     },
   },
 ];
+
+/**
+ * The comprobante's Traslados against the conceptos' (CFDI40215 for Base, with the groups; CFDI40221
+ * for Importe, which an Exento group does not carry).
+ */
+function checkTraslados(doc: XmlElement, sum: 'Base' | 'Importe', report: Report): void {
+  const imp = comprobanteImpuestos(doc);
+  const key = (t: Located) => `${a(t, 'Impuesto')}|${a(t, 'TipoFactor')}|${a(t, 'TasaOCuota') ?? ''}`;
+  checkGroupSums(
+    {
+      sources: allTaxes(doc, 'Traslado'),
+      written: children(imp ? child(imp, 'Traslados') : undefined, 'Traslado'),
+      keys: { source: key, written: key },
+      sums: { [sum]: sum },
+      decimals: monedaDecimals(a(R(doc), 'Moneda')),
+      missingAt: `${imp?.path ?? R(doc).path}/cfdi:Traslados`,
+      applies: (t) => sum === 'Base' || a(t, 'TipoFactor') !== 'Exento',
+      groups: sum === 'Base',
+    },
+    report,
+  );
+}
+
+/** A concepto traslado's TasaOCuota and Importe: absent when Exento (CFDI40177), else present (40178). */
+function rateAndAmount(doc: XmlElement, exento: boolean, report: Report): void {
+  for (const t of allTaxes(doc, 'Traslado')) {
+    if ((a(t, 'TipoFactor') === 'Exento') !== exento) continue;
+    for (const name of ['TasaOCuota', 'Importe'])
+      if ((a(t, name) !== undefined) === exento) report(at(t, name), exento ? 'must be absent' : 'missing');
+  }
+}
 
 function checkTaxImportes(taxes: readonly Located[], report: (path: string, detail?: string) => void): void {
   for (const t of taxes) {

@@ -23,8 +23,14 @@ export {
   CODIGO_POSTAL_SHAPE,
 } from './operator-catalogs.ts';
 
-/** Every rule, CFDI 4.0 then Pagos 2.0, each code once. */
-export const SAT_RULES: readonly SatRule[] = [...CFDI40_RULES, ...PAGOS20_RULES];
+/**
+ * Every rule, in the order of their codes (CFDI 4.0, then Pagos 2.0). A code is the SAT's; where its
+ * matrix states one condition that Timbra checks in parts (CFDI40159: 616 for a generic RFC, a
+ * registered régimen otherwise), each part is a rule of its own under that code.
+ */
+export const SAT_RULES: readonly SatRule[] = [...CFDI40_RULES, ...PAGOS20_RULES].sort((x, y) =>
+  x.code.localeCompare(y.code),
+);
 
 /**
  * The rules broken by a comprobante (empty: it passes every rule the context allows to run). The

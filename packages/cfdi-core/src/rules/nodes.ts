@@ -126,35 +126,52 @@ export function taxLimits(base: string, rate: string, decimals: number): { min: 
   return { min, max };
 }
 
+/** What `checkGroupSums` compares. */
+export interface GroupSums {
+  /** The nodes summed (the conceptos' traslados, a Pago's TrasladosDR…). */
+  sources: readonly Located[];
+  /** The summary nodes written (the comprobante's Traslados, a Pago's TrasladosP…). */
+  written: readonly Located[];
+  keys: { source: (n: Located) => string; written: (n: Located) => string };
+  /** Written attribute → the source attribute it sums. */
+  sums: Readonly<Record<string, string>>;
+  decimals: number;
+  /** Where a group left out is reported. */
+  missingAt: string;
+  /** Whether a written node carries this attribute (an Exento traslado has no Importe). */
+  applies?: (n: Located, writtenAttr: string) => boolean;
+  /** Whether to report groups written twice, written with no source, or left out (default true). */
+  groups?: boolean;
+  /** What each source's values are divided by before summing (a Pago's EquivalenciaDR; default 1). */
+  divisor?: (n: Located) => Dec;
+}
+
 /**
- * A summary node list (the comprobante's Traslados, a Pago's TrasladosP…) against the nodes it sums:
- * each `sources` node falls in the group `keyOf` gives it, and each written group must carry, for
- * every attribute of `sums` (written name → source name), the group's sum rounded to `decimals`.
- * Reports a written group no source has (or listed twice), a wrong sum, and a group left out.
+ * A summary node list against the nodes it sums: each source falls in the group its key gives it,
+ * and each written group must carry, for every attribute of `sums`, the group's sum rounded to
+ * `decimals`. Reports a wrong sum and (unless `groups` is false) a written group no source has or
+ * listed twice, and a group left out.
  */
-export function checkGroupSums(
-  sources: readonly Located[],
-  written: readonly Located[],
-  keys: { source: (n: Located) => string; written: (n: Located) => string },
-  sums: Readonly<Record<string, string>>,
-  decimals: number,
-  missingAt: string,
-  report: (path: string, detail?: string) => void,
-  applies: (n: Located, writtenAttr: string) => boolean = () => true,
-): void {
+export function checkGroupSums(g: GroupSums, report: (path: string, detail?: string) => void): void {
+  const { keys, decimals, applies = () => true, groups = true, divisor } = g;
   const expected = new Map<string, Map<string, Dec>>();
-  for (const n of sources) {
+  for (const n of g.sources) {
     const group = expected.get(keys.source(n)) ?? new Map<string, Dec>();
-    for (const [writtenAttr, sourceAttr] of Object.entries(sums))
-      group.set(writtenAttr, (group.get(writtenAttr) ?? new Dec(0)).plus(num(n, sourceAttr) ?? 0));
+    for (const [writtenAttr, sourceAttr] of Object.entries(g.sums))
+      group.set(
+        writtenAttr,
+        (group.get(writtenAttr) ?? new Dec(0)).plus(
+          divisor ? (num(n, sourceAttr) ?? new Dec(0)).dividedBy(divisor(n)) : (num(n, sourceAttr) ?? 0),
+        ),
+      );
     expected.set(keys.source(n), group);
   }
   const seen = new Set<string>();
-  for (const n of written) {
+  for (const n of g.written) {
     const key = keys.written(n);
     const group = expected.get(key);
     if (!group || seen.has(key)) {
-      report(n.path, 'nothing it sums has this group (or it is listed twice)');
+      if (groups) report(n.path, 'nothing it sums has this group (or it is listed twice)');
       continue;
     }
     seen.add(key);
@@ -164,7 +181,7 @@ export function checkGroupSums(
         report(at(n, writtenAttr), `expected ${rounded.toFixed()}`);
     }
   }
-  for (const key of expected.keys()) if (!seen.has(key)) report(missingAt, `missing ${key}`);
+  if (groups) for (const key of expected.keys()) if (!seen.has(key)) report(g.missingAt, `missing ${key}`);
 }
 
 /** Decimals written in an attribute's value (absent: 0). */

@@ -2,8 +2,8 @@
  * The two SAT catalogues too large for sat/catalogos — c_ClaveProdServ (~52,000 keys) and
  * c_CodigoPostal (~95,000) — as an operator supplies them: a text or CSV file (the SAT's catCFDI
  * sheet saved as CSV, or phpcfdi's export) whose first column is the key. Loaded once at start-up
- * (`SAT_CLAVE_PROD_SERV_FILE`, `SAT_CODIGO_POSTAL_FILE`), they make the rules CFDI40164, CFDI40127
- * and CFDI40148 check membership instead of shape, wherever the rules run in this process.
+ * (`SAT_CLAVE_PROD_SERV_FILE`, `SAT_CODIGO_POSTAL_FILE`), they make the rules CFDI40162, CFDI40126
+ * and CFDI40147 check membership instead of shape, wherever the rules run in this process.
  */
 import { readFileSync } from 'node:fs';
 import type { RuleContext } from './rule.ts';
