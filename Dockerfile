@@ -1,7 +1,7 @@
 # Two images from one build; the command picks the process.
 #   production (the default target): the API, the worker and the migration — no PAC or provider
 #     sandbox, no test CSDs, no dev dependencies. The CSD and every secret come from files at run time
-#     (README → Deploying: CSD_CER_PATH, CSD_KEY_PATH, CSD_PASSWORD_FILE and the other *_FILE settings).
+#     (docs/deploying.md: CSD_CER_PATH, CSD_KEY_PATH, CSD_PASSWORD_FILE and the other *_FILE settings).
 #       docker build -t timbra .
 #   sandbox: everything, for the compose file's PAC and provider sandboxes and its demo.
 #       docker build --target sandbox -t timbra-sandbox .

@@ -25,7 +25,7 @@ function sandboxCsdEnv(): Record<string, string> {
   };
 }
 
-/** The keys of the local system's API_KEYS default (README, "npm run dev"). */
+/** The keys of the local system's API_KEYS default (docs/development.md, "Running the system"). */
 export const DEV_KEYS = { demo: 'demo-key-change-me-0000', ops: 'ops-key-change-me-0000' } as const;
 
 /** The key of the first `name:key[:admin]` entry of API_KEYS (what a printed example can use). */

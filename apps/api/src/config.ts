@@ -144,7 +144,7 @@ const schema = z.object({
   QUEUE_PREFIX: z.string().default('{timbra}'),
 });
 
-/** Every variable the configuration reads (the README's configuration table lists each). */
+/** Every variable the configuration reads (docs/configuration.md lists each). */
 export const API_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
 export type ApiConfig = z.output<typeof schema>;

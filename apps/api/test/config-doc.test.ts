@@ -4,11 +4,11 @@ import { documentedVariables } from '@timbra/test-support';
 import { API_VARIABLES } from '../src/config.ts';
 
 const documented = documentedVariables(
-  fileURLToPath(new URL('../../../README.md', import.meta.url)),
-  '### API configuration',
+  fileURLToPath(new URL('../../../docs/configuration.md', import.meta.url)),
+  '## API',
 );
 
-describe('configuration documentation (README, "API configuration")', () => {
+describe('configuration documentation (docs/configuration.md, "API")', () => {
   it('lists every variable the configuration reads', () => {
     expect(API_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
   });

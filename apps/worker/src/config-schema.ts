@@ -128,7 +128,7 @@ export const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-/** Every variable the configuration reads (the README's configuration table lists each). */
+/** Every variable the configuration reads (docs/configuration.md lists each). */
 export const WORKER_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
 export type WorkerConfig = z.output<typeof schema>;

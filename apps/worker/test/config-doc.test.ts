@@ -4,11 +4,11 @@ import { documentedVariables } from '@timbra/test-support';
 import { WORKER_VARIABLES } from '../src/config.ts';
 
 const documented = documentedVariables(
-  fileURLToPath(new URL('../../../README.md', import.meta.url)),
-  '### Worker configuration',
+  fileURLToPath(new URL('../../../docs/configuration.md', import.meta.url)),
+  '## Worker',
 );
 
-describe('configuration documentation (README, "Worker configuration")', () => {
+describe('configuration documentation (docs/configuration.md, "Worker")', () => {
   it('lists every variable the configuration reads', () => {
     expect(WORKER_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
   });

@@ -71,8 +71,8 @@ export function cpuMs(filter: { pid: number | undefined } | { comm: string }): n
 
 /**
  * The environment variables a Markdown document lists under `heading`: every backticked
- * UPPER_CASE name in the first column of the tables up to the next heading of the same or a
- * higher level. For tests that keep configuration docs and config schemas in step.
+ * UPPER_CASE name in the first column of its tables, or at the head of its list items, up to the
+ * next heading of the same or a higher level. For tests that keep configuration docs and config schemas in step.
  */
 export function documentedVariables(markdownFile: string, heading: string): Set<string> {
   const lines = readFileSync(markdownFile, 'utf8').split('\n');
@@ -83,7 +83,8 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
   for (const line of lines.slice(start + 1)) {
     const h = /^(#+) /.exec(line);
     if (h && h[1]!.length <= level) break;
-    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? '';
+    // A table row's first cell, or a list item's words before its first " — " or "(default".
+    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? /^- (.*?)(?: —| \(default|$)/.exec(line)?.[1] ?? '';
     for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
   }
   return names;

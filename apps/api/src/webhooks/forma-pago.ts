@@ -1,6 +1,6 @@
 /**
  * The CFDI's FormaPago (c_FormaPago) of money a provider received, from how it was paid. One table
- * per provider; the README ("Webhooks → FormaPago") shows both. A method not listed gets
+ * per provider; docs/webhooks.md ("FormaPago") shows both. A method not listed gets
  * DEFAULT_FORMA_PAGO. A payment's metadata `forma_pago` (a c_FormaPago code other than 99) wins
  * over the method, for merchants who know better.
  */

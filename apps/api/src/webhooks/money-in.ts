@@ -5,7 +5,7 @@ import { receptorFromMetadata } from './receptor.ts';
  * Money a provider reports as received, as we record it: a payment and its Ingreso — PPD when the
  * metadata says `payment_terms: installments` — or, when the metadata names `invoice_id` (a PPD
  * Ingreso of ours), an installment of that invoice and its Pago. Metadata keys are the same for
- * every provider (README, "Webhooks").
+ * every provider (docs/webhooks.md).
  */
 export function moneyIn(received: {
   provider: string;

@@ -1,7 +1,7 @@
 import { namedReceptor, type ReceptorInput } from '../use-cases/build-ingreso.ts';
 
 /**
- * The customer's fiscal data from a payment's metadata. Keys (documented in the README):
+ * The customer's fiscal data from a payment's metadata. Keys (documented in docs/api.md):
  * `rfc`, `razon_social`, `regimen_fiscal`, `codigo_postal`, `uso_cfdi`, and for a foreign customer
  * `residencia_fiscal`, `num_reg_id_trib`. Without `rfc` (or with público en general written out) the
  * invoice goes to público en general; with `rfc` but missing fields it is recorded as needing data.
