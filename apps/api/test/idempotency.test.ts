@@ -1,3 +1,4 @@
+/** @clock an Idempotency-Key's expiry */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import pg from 'pg';

@@ -3,6 +3,8 @@
  * shown once, admin keys only), the events a payment writes with it, the delivery log, replays, and
  * the customer's email address and resend. The worker's sending is tested in apps/worker
  * (deliveries.test.ts) against a real SMTP server and a real receiver.
+ *
+ * @clock a rotated secret's grace period; Timbra-Signature's timestamp
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';

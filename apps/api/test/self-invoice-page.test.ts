@@ -2,6 +2,8 @@
  * The self-invoicing page over HTTP, as a browser speaks to it (form posts, cookies, redirects):
  * CSRF, the limits on guessing, the errors a customer sees, the redirect that makes a double submit
  * harmless and the downloads. The real browser walk is apps/worker/test/self-invoice-browser.test.ts.
+ *
+ * @clock a ticket's period, and whether its global is issued
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';

@@ -1,3 +1,4 @@
+/** @clock global periods close on the emisor's local calendar */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';

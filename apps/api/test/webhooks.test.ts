@@ -3,6 +3,8 @@
  * captures and refunds happen at a local Stripe and Mercado Pago, which send their signed webhooks
  * to this API and answer its API calls. Hand-signed events appear only where the sandbox cannot
  * produce them: signatures that must fail, and signed events that are malformed.
+ *
+ * @clock providers' signature timestamps and their tolerance
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';

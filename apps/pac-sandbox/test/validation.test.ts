@@ -3,6 +3,8 @@
  * correctly, so only the SAT's schema and rules can catch them) now get the SAT's code, through SW's
  * and Finkok's own protocols, classified by Timbra's clients as permanent rejections. Receptor data
  * not as the taxpayer list has it is refused too; validation can be switched off per instance.
+ *
+ * @clock the SAT's own test certificate, valid until 2027-05-18
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';

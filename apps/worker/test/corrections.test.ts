@@ -1,3 +1,4 @@
+/** @clock corrections' next_attempt_at and leases are the database's clock */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';

@@ -1,3 +1,4 @@
+/** @clock deliveries' available_at and retry window are the database's clock; signatures the application's */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';

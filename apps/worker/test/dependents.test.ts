@@ -1,3 +1,4 @@
+/** @clock the sweeper's waiting dependents, by the database's clock */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import {

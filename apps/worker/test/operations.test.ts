@@ -1,3 +1,4 @@
+/** @clock reconcile's window starts at the PAC's FechaTimbrado */
 import { describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http';

@@ -3,6 +3,8 @@
  * exit 2 with a message (never a stack trace), `--since` takes ISO times and durations and refuses
  * anything else, `reconcile` refuses to give an all-clear it cannot back (exit 3), and a re-drive is
  * recorded with who did it and settles the letter in stamp-dlq at once.
+ *
+ * @clock csd:check reads the SAT's own test certificate (valid until 2027-05-18); --since and history:prune ages
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +14,7 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { createPrisma, deadLetterOutboxRow, STAMP_DLQ, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
-import { SAT_DIR } from '@timbra/test-support';
+import { SAT_DIR, satTestCertificatePath } from '@timbra/test-support';
 import { createDeadLetterConsumer } from '../src/dead-letters.ts';
 import { parseSince } from '../src/since.ts';
 import { pino } from 'pino';
@@ -392,7 +394,7 @@ describe('history:prune', () => {
 
 describe('csd:check', () => {
   it('says when the CSD expires and exits 1 within --days of its end; 2 without a certificate, 3 for one it cannot read', async () => {
-    const cer = join(SAT_DIR, 'csd', 'EKU9003173C9.cer');
+    const cer = satTestCertificatePath('EKU9003173C9');
     const now = await ops(['csd:check', '--cer', cer, '--json']);
     const expiry = JSON.parse(now.stdout) as {
       noCertificado: string;

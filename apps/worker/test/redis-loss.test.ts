@@ -1,3 +1,4 @@
+/** @clock the sweeper's staleness is enqueued_at against the database's now() */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';

@@ -1,3 +1,4 @@
+/** @clock retention ages are measured on the database's clock */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';

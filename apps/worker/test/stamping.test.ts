@@ -1,3 +1,4 @@
+/** @clock backoff, failedAt and re-drives against the dead letter's time */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, randomUUID } from 'node:crypto';
 import { parseStampedCfdi } from '@timbra/cfdi-core';

@@ -1,3 +1,4 @@
+/** @clock the SAT's own test certificate, valid until 2027-05-18 */
 import { describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,3 +1,4 @@
+/** @clock Fecha is the emisor's local time now; the 72-hour window is measured with the application's clock */
 import { describe, expect, it } from '@jest/globals';
 import { DEFAULT_TIME_ZONE, formatFecha, freezeComprobante, timeZoneForCodigoPostal } from '../src/index.ts';
 import { ingresoRequest } from './helpers/requests.ts';

@@ -1,3 +1,4 @@
+/** @clock periods and the InformacionGlobal Año are read against today */
 import { describe, expect, it } from '@jest/globals';
 import { BigNumber } from 'bignumber.js';
 import fc from 'fast-check';

@@ -2,6 +2,8 @@
  * The SAT rule engine, rule by rule: each case takes a valid document (frozen by cfdi-core, parsed
  * back as a PAC receives it), breaks one thing, and expects exactly that rule's code — while the
  * untouched document passes every rule. A rule without a case fails the coverage test at the end.
+ *
+ * @clock CFDI40136 compares the Año with today's year
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

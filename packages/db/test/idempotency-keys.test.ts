@@ -1,3 +1,4 @@
+/** @clock an Idempotency-Key's TTL (the application's clock) against what the database stored */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPrisma, purgeExpiredIdempotencyKeys, type PrismaClient } from '../src/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';

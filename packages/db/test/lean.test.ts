@@ -1,3 +1,4 @@
+/** @clock claims compare available_at with the database's now() */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import net from 'node:net';
 import { PrismaPg } from '@prisma/adapter-pg';

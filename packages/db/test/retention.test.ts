@@ -1,3 +1,4 @@
+/** @clock retention ages are measured in SQL, on the database's clock */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
 import { pruneHistory, type PrismaClient } from '../src/index.ts';

@@ -10,11 +10,13 @@ export {
   TEST_EMISOR,
   TEST_RECEPTOR,
   loadTestCsd,
+  satTestCertificatePath,
   satTestCsdFiles,
   testCsdFiles,
   testCsdPaths,
   type TestRfc,
 } from './sat-files.ts';
+export { CLOCK_MARK, isClockMarked, requireClockMark } from './clock-mark.ts';
 export {
   forgeSatIssuedCertificate,
   reissueCertificate,

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadCsd, type Csd } from '@timbra/cfdi-core';
+import { requireClockMark } from './clock-mark.ts';
 import { reissueCertificate, stableTempFile } from './test-ca.ts';
 
 /** The SAT reference files: `$SAT_DIR`, or the repository's `sat/`. */
@@ -25,12 +26,26 @@ export type TestRfc = 'EKU9003173C9' | 'CACX7605101P8';
  * 2099 — so no test depends on the SAT's certificate still being valid today.
  */
 export function testCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
-  const sat = satTestCsdFiles(rfc);
+  const sat = satFiles(rfc);
   return { ...sat, cer: reissueCertificate(sat.cer) };
 }
 
-/** The SAT's own test CSD, as published (valid until May 2027): for the tests about the real files. */
+/**
+ * The SAT's own test CSD, as published (valid until May 2027): for the tests about the real files,
+ * which must carry the `@clock` tag (clock-mark.ts).
+ */
 export function satTestCsdFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
+  requireClockMark(`the SAT's own test certificate ${rfc}.cer (valid until 2027-05-18)`);
+  return satFiles(rfc);
+}
+
+/** The SAT's own test certificate's path (a `@clock` test's, as satTestCsdFiles). */
+export function satTestCertificatePath(rfc: TestRfc): string {
+  requireClockMark(`the SAT's own test certificate ${rfc}.cer (valid until 2027-05-18)`);
+  return join(SAT_DIR, 'csd', `${rfc}.cer`);
+}
+
+function satFiles(rfc: TestRfc): { cer: Buffer; key: Buffer; password: string } {
   return {
     cer: readFileSync(join(SAT_DIR, 'csd', `${rfc}.cer`)),
     key: readFileSync(join(SAT_DIR, 'csd', `${rfc}.key`)),

@@ -83,8 +83,8 @@ export function documentedVariables(markdownFile: string, heading: string): Set<
   for (const line of lines.slice(start + 1)) {
     const h = /^(#+) /.exec(line);
     if (h && h[1]!.length <= level) break;
-    // A table row's first cell, or a list item's words before its first " — " or "(default".
-    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? /^- (.*?)(?: —| \(default|$)/.exec(line)?.[1] ?? '';
+    // A table row's first cell, or a list item's words before its first " — " or " (".
+    const firstCell = /^\|([^|]*)\|/.exec(line)?.[1] ?? /^- (.*?)(?: —| \(|$)/.exec(line)?.[1] ?? '';
     for (const m of firstCell.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) names.add(m[1]!);
   }
   return names;
