@@ -43,7 +43,8 @@ const plannedOnceStatements = new WeakSet<Prisma.Sql>();
  * Prepared statements are still planned afresh each time while Postgres judges their generic plan's
  * estimate worse than the custom plans' (`plan_cache_mode = auto`): for the stamp's statement that
  * judgement costs more than it saves — 1.9–2.6 → 1.1 ms of backend CPU a stamp in batches of one,
- * 0.9 → 0.65 ms in batches of four (docs/performance.md, 2026-12-02). Such a statement runs, outside
+ * 0.9 → 0.65 ms in batches of four (measured 2026-12-02; the runs are in the history of
+ * docs/performance.md). Such a statement runs, outside
  * a transaction, on the lean runner's own sessions with `plan_cache_mode = force_generic_plan`; in
  * a transaction or on Prisma it is planned as usual. Only for statements whose plans need no
  * parameter's value: never one whose partial index a parameter decides.
