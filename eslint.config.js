@@ -6,7 +6,7 @@ import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 // Where each kind of code may reach. Apps import packages, never each other; packages never import
-// apps; no runtime code uses `got`: the PAC clients have their own transport (cfdi-core/src/pac/http.ts,
+// apps; no runtime code uses `got`: the PAC clients have their own transport (cfdi-node/src/pac/http.ts,
 // ARCHITECTURE.md) and other HTTP uses fetch — tests, benchmarks and scripts may use got as a test client.
 const apps = ['@timbra/api', '@timbra/worker', '@timbra/pac-sandbox', '@timbra/provider-sandbox'];
 const noAppsFrom = (self) => ({
@@ -19,13 +19,32 @@ const noApps = {
 };
 const noGot = {
   name: 'got',
-  message: 'runtime HTTP is fetch, or PacHttp for a PAC (cfdi-core/src/pac/http.ts); got is for tests and scripts.',
+  message: 'runtime HTTP is fetch, or PacHttp for a PAC (cfdi-node/src/pac/http.ts); got is for tests and scripts.',
 };
 const noTestSupport = {
   group: ['@timbra/test-support', '@timbra/db/testing'],
   message: 'test kits are for tests, benchmarks and scripts, never runtime code.',
 };
 const restrict = (patterns, paths = []) => ['error', { patterns, paths }];
+const ioModules = (message) => [
+  {
+    group: [
+      'fs',
+      'fs/*',
+      'net',
+      'http',
+      'https',
+      'http2',
+      'tls',
+      'dns',
+      'dns/*',
+      'dgram',
+      'child_process',
+      'module',
+    ].flatMap((m) => [m, `node:${m}`]),
+    message,
+  },
+];
 // The ops CLI answers --help and a usage mistake without loading the data layer (~0.5 s instead of
 // ~1.5 s): these only as `import type` at the top, and by `await import()` in the command that uses them.
 const loadedByTheCommand = [
@@ -91,6 +110,17 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/provider-sandbox'), noTestSupport], [noGot]) },
   },
   { files: ['packages/*/src/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps, noTestSupport], [noGot]) } },
+  // cfdi-core is pure: what it needs from files or the network comes from its caller as bytes or
+  // objects, and its Node adapters (the PAC clients, file readers) live in @timbra/cfdi-node.
+  {
+    files: ['packages/cfdi-core/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrict(
+        [noApps, noTestSupport, ...ioModules('cfdi-core does no I/O: read it in @timbra/cfdi-node and pass it in.')],
+        [noGot],
+      ),
+    },
+  },
   { files: ['packages/db/src/testing.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
   { files: ['packages/test-support/**/*.ts'], rules: { 'no-restricted-imports': restrict([noApps]) } },
   // Tests, benchmarks and scripts of an app may use test kits and got, never another app.

@@ -11,7 +11,8 @@
  * PAC_USER, PAC_PASSWORD.
  */
 import { randomUUID } from 'node:crypto';
-import { SwClient, type StampResult } from '@timbra/cfdi-core';
+import { type StampResult } from '@timbra/cfdi-core';
+import { SwClient } from '@timbra/cfdi-node';
 import { createPrisma } from '@timbra/db';
 
 const env = process.env as Record<string, string>;

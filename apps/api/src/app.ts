@@ -3,6 +3,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
+import type { PdfOptions } from '@timbra/cfdi-core';
 import { pinoHttp } from 'pino-http';
 import {
   GroupCommit,
@@ -65,8 +66,8 @@ export interface AppDeps {
   webhookAllowHttp?: boolean;
   /** Non-public ranges merchant endpoints may be at (see @timbra/db endpoint-addresses.ts); default none. */
   webhookAllowedAddresses?: readonly string[];
-  /** The merchant's logo on every PDF (INVOICE_LOGO_FILE, read at start-up). */
-  invoiceLogo?: Buffer;
+  /** How every PDF is printed: its fonts, and the merchant's logo (INVOICE_LOGO_FILE, read at start-up). */
+  pdf: Omit<PdfOptions, 'cancelled'>;
   /** The self-invoicing page's limits per address (global mode): POSTs and failed ticket lookups a minute. */
   selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
@@ -261,7 +262,7 @@ export function createApp(deps: AppDeps) {
       merchant: payments.settings.emisor.nombre,
       requestsPerMinute: deps.selfInvoice?.requestsPerMinute ?? 20,
       failuresPerMinute: deps.selfInvoice?.failuresPerMinute ?? 5,
-      ...(deps.invoiceLogo ? { logo: deps.invoiceLogo } : {}),
+      pdf: deps.pdf,
     }),
   );
 
@@ -287,7 +288,7 @@ export function createApp(deps: AppDeps) {
   v1.use(
     invoiceRoutes({
       prisma: deps.prisma,
-      ...(deps.invoiceLogo ? { logo: deps.invoiceLogo } : {}),
+      pdf: deps.pdf,
       idempotencyTtlHours: deps.idempotencyTtlHours,
       metrics: deps.metrics,
       corrections: {
@@ -298,7 +299,14 @@ export function createApp(deps: AppDeps) {
       },
     }),
   );
-  v1.use(catalogRoutes({ prisma: deps.prisma, idempotencyTtlHours: deps.idempotencyTtlHours, metrics: deps.metrics }));
+  v1.use(
+    catalogRoutes({
+      prisma: deps.prisma,
+      catalogs: payments.catalogs,
+      idempotencyTtlHours: deps.idempotencyTtlHours,
+      metrics: deps.metrics,
+    }),
+  );
   v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));

@@ -5,10 +5,9 @@ import {
   fiscalSettingsProblems,
   productionEmisorProblems,
   SANDBOX_EMISOR,
-  readInvoiceLogo,
-  supplyOperatorCatalogs,
-  withSecretFiles,
+  type OperatorCatalogs,
 } from '@timbra/cfdi-core';
+import { readInvoiceLogo, readOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-node';
 import { allowedAddressesSetting, DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -147,7 +146,12 @@ const schema = z.object({
 /** Every variable the configuration reads (docs/configuration.md lists each). */
 export const API_VARIABLES: readonly string[] = Object.keys(schema.shape);
 
-export type ApiConfig = z.output<typeof schema>;
+/**
+ * The API's settings, and the operator's SAT catalogues read from the files they name
+ * (`SAT_CLAVE_PROD_SERV_FILE`, `SAT_CODIGO_POSTAL_FILE`; empty: shape checks), which every run of the
+ * SAT rules in the process is given.
+ */
+export type ApiConfig = z.output<typeof schema> & { catalogs: OperatorCatalogs };
 
 /** Reads the API configuration from `env`; throws listing every problem. */
 export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
@@ -172,6 +176,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
         .filter((i) => sandbox || !String(i.path[0]).startsWith('EMISOR_') || env[String(i.path[0])] !== undefined)
         .map((i) => `  ${i.path.join('.')}: ${i.message}`),
     );
+  let catalogs: OperatorCatalogs = {};
   if (parsed.success) {
     const c = parsed.data;
     if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
@@ -185,12 +190,12 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
     }
     // The operator's large catalogues first: the settings below are checked against them too.
-    problems.push(
-      ...supplyOperatorCatalogs(
-        { clavesProdServ: c.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: c.SAT_CODIGO_POSTAL_FILE },
-        { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
-      ).map((p) => `  ${p}`),
+    const read = readOperatorCatalogs(
+      { clavesProdServ: c.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: c.SAT_CODIGO_POSTAL_FILE },
+      { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
     );
+    catalogs = read.catalogs;
+    problems.push(...read.problems.map((p) => `  ${p}`));
     // Fiscal settings against the SAT catalogues and rules: a bad one would make every invoice a PAC rejection.
     problems.push(
       ...fiscalSettingsProblems(
@@ -212,6 +217,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
           periodicidad: 'PUBLICO_GENERAL_PERIODICIDAD',
           series: 'SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO',
         },
+        catalogs,
       ).map((p) => `  ${p}`),
     );
     if (Boolean(c.DASHBOARD_USER) !== Boolean(c.DASHBOARD_PASSWORD)) {
@@ -228,7 +234,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       ),
     );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
-  return parsed.data;
+  return { ...parsed.data, catalogs };
 }
 
 /** Parses API_KEYS (`name:key[:admin]`, comma-separated). */

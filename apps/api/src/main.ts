@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
+import { dejavuFonts } from '@timbra/cfdi-node';
 import {
   allowedAddressesFor,
   connectRedis,
@@ -132,6 +133,7 @@ const board =
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');
 const payments: RecordPaymentDeps = {
   csd,
+  catalogs: config.catalogs,
   emisorId,
   serieIngreso: config.SERIE_INGRESO,
   serieEgreso: config.SERIE_EGRESO,
@@ -187,8 +189,11 @@ const app = createApp({
   trustProxy: config.TRUST_PROXY,
   webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
   webhookAllowedAddresses: allowedAddressesFor(config.WEBHOOK_ALLOWED_ADDRESSES, config.TIMBRA_PROFILE),
-  // Checked by loadConfig: a PNG or JPEG that can be read.
-  ...(config.INVOICE_LOGO_FILE ? { invoiceLogo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+  pdf: {
+    fonts: dejavuFonts(),
+    // Checked by loadConfig: a PNG or JPEG that can be read.
+    ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+  },
   stripe: {
     secret: config.STRIPE_WEBHOOK_SECRET,
     toleranceSeconds: config.STRIPE_TOLERANCE_SECONDS,

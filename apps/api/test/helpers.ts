@@ -6,7 +6,8 @@ import got from 'got';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import Stripe from 'stripe';
-import { insertTfd, parseStampedCfdi } from '@timbra/cfdi-core';
+import { insertTfd, parseStampedCfdi, type OperatorCatalogs } from '@timbra/cfdi-core';
+import { dejavuFonts } from '@timbra/cfdi-node';
 import { freePort, loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
 import { createPrisma, LOOPBACK_RANGES, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -72,6 +73,8 @@ export async function startApi(
     global?: GlobalSettings;
     /** InformacionGlobal's Periodicidad (default 01). */
     periodicidad?: string;
+    /** The operator's SAT catalogues every rule run is given (default: none, shape checks). */
+    catalogs?: OperatorCatalogs;
     /** The self-invoicing page's limits per address (default: high, tests share 127.0.0.1). */
     selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
     /** Webhook endpoints may be plain http:// (WEBHOOK_ALLOW_HTTP, as `npm run demo` runs the API). */
@@ -106,6 +109,7 @@ export async function startApi(
   });
   const payments: RecordPaymentDeps = {
     csd,
+    ...(options.catalogs ? { catalogs: options.catalogs } : {}),
     emisorId,
     serieIngreso: 'A',
     serieEgreso: 'NC',
@@ -131,6 +135,7 @@ export async function startApi(
     metrics,
     databaseUrl: db.url,
     payments,
+    pdf: { fonts: dejavuFonts() },
     ...(options.rates ? { rates: new BanxicoRates({ url: providerUrl, token: BANXICO_TOKEN }) } : {}),
     defaultFormaPago: '04',
     idempotencyTtlHours: 24,

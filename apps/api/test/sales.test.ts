@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
-import { attr, childElements, NS, parseXml, setOperatorCatalogs } from '@timbra/cfdi-core';
+import { attr, childElements, NS, parseXml } from '@timbra/cfdi-core';
 import { eventually, SchemaValidator } from '@timbra/test-support';
 import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
@@ -119,19 +119,39 @@ describe('products', () => {
     expect((await patch(`/v1/products/${randomUUID()}`, { active: false })).statusCode).toBe(404);
   });
   it('with the SAT’s c_ClaveProdServ supplied (SAT_CLAVE_PROD_SERV_FILE), a key not in it is refused', async () => {
-    setOperatorCatalogs({ clavesProdServ: new Set(['52161514']) });
+    const strict = await startApi({ catalogs: { clavesProdServ: new Set(['52161514']) } });
     try {
+      const postTo = (body: object) =>
+        got.post(`${strict.url}/v1/products`, {
+          json: body,
+          headers: auth,
+          throwHttpErrors: false,
+          responseType: 'json',
+        });
       const body = { descripcion: 'x', claveUnidad: 'H87' };
-      expect(
-        (await post('/v1/products', { ...body, reference: unique('IN'), claveProdServ: '52161514' })).statusCode,
-      ).toBe(201);
-      const refused = await post('/v1/products', { ...body, reference: unique('OUT'), claveProdServ: '52161515' });
+      expect((await postTo({ ...body, reference: unique('IN'), claveProdServ: '52161514' })).statusCode).toBe(201);
+      const refused = await postTo({ ...body, reference: unique('OUT'), claveProdServ: '52161515' });
       expect(refused.statusCode).toBe(422);
       expect((refused.body as ErrorBody).error.details).toEqual([
         { path: 'claveProdServ', message: '52161515 is not in c_ClaveProdServ (SAT_CLAVE_PROD_SERV_FILE)' },
       ]);
+      // A sale's own key is the SAT rules' to refuse (CFDI40162), given the same catalogue.
+      const sale = await got.post(`${strict.url}/v1/payments`, {
+        json: {
+          externalId: unique('sale'),
+          amount: '116.00',
+          currency: 'MXN',
+          occurredAt: recent(),
+          conceptos: [{ descripcion: 'Bolsa', claveProdServ: '52161515', claveUnidad: 'H87', amount: '116.00' }],
+        },
+        headers: { ...auth, 'idempotency-key': unique('k') },
+        throwHttpErrors: false,
+        responseType: 'json',
+      });
+      expect(sale.statusCode).toBe(422);
+      expect(sale.body).toMatchObject({ error: { code: 'fiscal_rules_failed', details: [{ rule: 'CFDI40162' }] } });
     } finally {
-      setOperatorCatalogs({});
+      await strict.close();
     }
   });
 });

@@ -22,7 +22,7 @@ import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { FinkokClient, multipartXml, SwClient } from '@timbra/cfdi-core';
+import { FinkokClient, multipartXml, SwClient } from '@timbra/cfdi-node';
 import { cpuMs, freePorts, rawVerifySignRate, testCaFile, tsEntryArgs } from '@timbra/test-support';
 import { FINKOK, freshInvoice, SW } from '../test/helpers.ts';
 

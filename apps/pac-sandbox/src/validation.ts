@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import libxmljs from 'libxmljs2';
 import {
-  schemaFiles,
   SCHEMA_WRAPPER,
   checkSatRules,
   SAT_TEST_TAXPAYERS,
@@ -17,6 +16,7 @@ import {
   type Taxpayer,
   type XmlElement,
 } from '@timbra/cfdi-core';
+import { schemaFiles } from '@timbra/cfdi-node';
 import { z } from 'zod';
 
 export interface ValidationSwitches {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { FinkokClient, parseStampedCfdi, verifyTfd } from '@timbra/cfdi-core';
+import { parseStampedCfdi, verifyTfd } from '@timbra/cfdi-core';
+import { FinkokClient } from '@timbra/cfdi-node';
 import {
   finkokClient,
   freshInvoice,

@@ -1,15 +1,7 @@
 import got from 'got';
 import { pino } from 'pino';
-import {
-  FinkokClient,
-  PacError,
-  SwClient,
-  type Csd,
-  type FinkokClientConfig,
-  type FrozenCfdi,
-  type InvoiceRequestInput,
-  type SwClientConfig,
-} from '@timbra/cfdi-core';
+import { PacError, type Csd, type FrozenCfdi, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { FinkokClient, SwClient, type FinkokClientConfig, type SwClientConfig } from '@timbra/cfdi-node';
 import { freezeSample, loadTestCsd, testCaPem, testCsdFiles, type TestRfc } from '@timbra/test-support';
 import { Sandbox, type SandboxOptions } from '../src/sandbox.ts';
 

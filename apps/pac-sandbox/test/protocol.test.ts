@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import got from 'got';
-import { parseStampedCfdi, parseTfd, printableCfdi, SwClient } from '@timbra/cfdi-core';
+import { parseStampedCfdi, parseTfd, printableCfdi } from '@timbra/cfdi-core';
+import { SwClient } from '@timbra/cfdi-node';
 import { ADMIN_TOKEN, freshInvoice, startSandbox, SW, type Ledger, type RunningSandbox } from './helpers.ts';
 
 // jsqr is CommonJS whose module.exports is the decoder itself.

@@ -1,6 +1,7 @@
 /** @clock token expiry, and the PAC's 72-hour window for Fecha */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { parseStampedCfdi, verifyTfd, type StampResult, type SwClient, type SwClientConfig } from '@timbra/cfdi-core';
+import { parseStampedCfdi, verifyTfd, type StampResult } from '@timbra/cfdi-core';
+import { type SwClient, type SwClientConfig } from '@timbra/cfdi-node';
 import { prepareSatXslt, satXslt, TFD_XSLT } from '@timbra/test-support';
 import {
   freshInvoice,

@@ -7,7 +7,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { withSecretFiles } from '@timbra/cfdi-core/secret-files';
+import { withSecretFiles } from '@timbra/cfdi-node/secret-files';
 import { allowedAddressesSetting, redisConfigProblems, type RetentionPolicy } from '@timbra/db';
 
 const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');

@@ -1,10 +1,5 @@
-import {
-  productionEmisorProblems,
-  readInvoiceLogo,
-  SANDBOX_EMISOR,
-  supplyOperatorCatalogs,
-  withSecretFiles,
-} from '@timbra/cfdi-core';
+import { productionEmisorProblems, SANDBOX_EMISOR, type OperatorCatalogs } from '@timbra/cfdi-core';
+import { readInvoiceLogo, readOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-node';
 import { redisConfigProblems } from '@timbra/db';
 import { schema, type WorkerConfig } from './config-schema.ts';
 
@@ -34,7 +29,12 @@ const SANDBOX_DEFAULTS = {
  * required; the sandbox profile (`TIMBRA_PROFILE=sandbox`) defaults them to the local sandbox PAC and
  * the SAT test CSD. The backup PAC is optional. Throws listing every problem.
  */
-export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pacs: PacConfig[] } {
+export function loadConfig(given: NodeJS.ProcessEnv): {
+  config: WorkerConfig;
+  pacs: PacConfig[];
+  /** The operator's SAT catalogues read from SAT_CLAVE_PROD_SERV_FILE / SAT_CODIGO_POSTAL_FILE (empty: shape checks). */
+  catalogs: OperatorCatalogs;
+} {
   // Secrets may come from files (`<NAME>_FILE`, compose `secrets:`): read here, before anything else.
   const { env, problems: fileProblems } = withSecretFiles(given);
   const sandbox = env.TIMBRA_PROFILE === 'sandbox';
@@ -57,13 +57,15 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
         .filter((i) => sandbox || i.path[0] !== 'EMISOR_RFC' || env.EMISOR_RFC !== undefined)
         .map((i) => `  ${i.path.join('.')}: ${i.message}`),
     );
-  if (parsed.success)
-    problems.push(
-      ...supplyOperatorCatalogs(
-        { clavesProdServ: parsed.data.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: parsed.data.SAT_CODIGO_POSTAL_FILE },
-        { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
-      ).map((p) => `  ${p}`),
+  let catalogs: OperatorCatalogs = {};
+  if (parsed.success) {
+    const read = readOperatorCatalogs(
+      { clavesProdServ: parsed.data.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: parsed.data.SAT_CODIGO_POSTAL_FILE },
+      { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
     );
+    catalogs = read.catalogs;
+    problems.push(...read.problems.map((p) => `  ${p}`));
+  }
   if (parsed.success && parsed.data.INVOICE_LOGO_FILE) {
     const read = readInvoiceLogo(parsed.data.INVOICE_LOGO_FILE);
     if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
@@ -91,5 +93,5 @@ export function loadConfig(given: NodeJS.ProcessEnv): { config: WorkerConfig; pa
     if (!kind || !url) continue;
     pacs.push({ name, kind, url, user: c[`${p}_USER`] ?? '', password: c[`${p}_PASSWORD`] ?? '' });
   }
-  return { config: parsed.data, pacs };
+  return { config: parsed.data, pacs, catalogs };
 }

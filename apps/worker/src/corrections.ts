@@ -1,5 +1,13 @@
 import type { Logger } from 'pino';
-import { PacError, STAMP_WINDOW_MS, tryFreeze, tryRefreshFecha, type Csd, type StampResult } from '@timbra/cfdi-core';
+import {
+  PacError,
+  STAMP_WINDOW_MS,
+  tryFreeze,
+  tryRefreshFecha,
+  type Csd,
+  type OperatorCatalogs,
+  type StampResult,
+} from '@timbra/cfdi-core';
 import {
   claimDueCorrections,
   freezeVersion,
@@ -19,6 +27,8 @@ export interface CorrectionDeps {
   prisma: PrismaClient;
   chain: PacChain;
   csd: Csd;
+  /** The operator's SAT catalogues, for the rules the new version is checked against. */
+  catalogs?: OperatorCatalogs;
   logger: Logger;
   /** A PAC call recorded in flight younger than this may still reach the PAC: the proof waits. */
   inFlightGraceMs: number;
@@ -157,8 +167,8 @@ export class CorrectionRunner {
     const stored = c.request as CorrectionPayload;
     const now = new Date();
     const { frozen, problems } = stored.refresh
-      ? tryRefreshFecha(frozenXml, this.deps.csd, now)
-      : tryFreeze({ ...(stored.request as object), issuedAt: now.toISOString() }, this.deps.csd);
+      ? tryRefreshFecha(frozenXml, this.deps.csd, now, this.deps.catalogs)
+      : tryFreeze({ ...(stored.request as object), issuedAt: now.toISOString() }, this.deps.csd, this.deps.catalogs);
     if (!frozen) {
       await this.refuse(c, 'fiscal_rules_failed', problems.map((p) => `${p.path}: ${p.message}`).join('; '));
       return true;

@@ -1,6 +1,6 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Csd } from '@timbra/cfdi-core';
+import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import {
   bullmqErrorListener,
   parseStampJob,
@@ -47,6 +47,8 @@ export interface WorkerDeps {
   alert?: (letter: DeadLetterData) => Promise<void> | void;
   /** The emisor's CSD: freezes dependent documents (Egreso, Pago) once their invoice is stamped. */
   csd?: Csd;
+  /** The operator's SAT catalogues, given to the SAT rules of every document this worker freezes. */
+  catalogs?: OperatorCatalogs;
   /** Receives every job's PAC calls (metrics). */
   onAttempts?: (attempts: readonly AttemptRecord[]) => void;
   /** Told of each cancellation that reached its end (metrics). */
@@ -85,7 +87,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
-    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd) } : {}),
+    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd, deps.catalogs) } : {}),
     settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq),
     cancelReplaced: async () => {
       let n = 0;
@@ -100,6 +102,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
         prisma: deps.prisma,
         chain: deps.chain,
         csd,
+        ...(deps.catalogs ? { catalogs: deps.catalogs } : {}),
         logger: deps.logger,
         inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
         retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
@@ -117,7 +120,9 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     logger: deps.logger,
     alert: deps.alert ?? (() => undefined),
     ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
-    ...(csd ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId) } : {}),
+    ...(csd
+      ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId, deps.catalogs) }
+      : {}),
     cancelReplaced: (replacementId: string) => requestReplacedCancellation(deps.prisma, replacementId),
   });
   const cancel = deps.csdCredentials

@@ -1,4 +1,10 @@
-import { tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import {
+  tryFreeze,
+  withRelatedUuid,
+  type Csd,
+  type InvoiceRequestInput,
+  type OperatorCatalogs,
+} from '@timbra/cfdi-core';
 import {
   enqueueOutbox,
   invoicesWithOverdueDependents,
@@ -17,7 +23,12 @@ import {
  * (FOR UPDATE SKIP LOCKED) and the frozen XML can be written only once (a trigger). Invalid data
  * leaves the dependent in `needs_data` with the reasons. Returns how many were frozen.
  */
-export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalId: string): Promise<number> {
+export async function freezeDependents(
+  prisma: PrismaClient,
+  csd: Csd,
+  originalId: string,
+  catalogs: OperatorCatalogs = {},
+): Promise<number> {
   return prisma.$transaction(async (tx) => {
     const waiting = await lockWaitingDependents(tx, originalId);
     if (!waiting) return 0;
@@ -27,6 +38,7 @@ export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalI
       const { frozen, problems: invalid } = tryFreeze(
         withRelatedUuid(request, waiting.originalUuid, waiting.originalXml ?? undefined),
         csd,
+        catalogs,
       );
       const problems =
         invalid ??
@@ -49,8 +61,14 @@ export async function freezeDependents(prisma: PrismaClient, csd: Csd, originalI
 }
 
 /** Safety net (sweeper): dependents still waiting although their invoice is stamped. */
-export async function freezeOverdueDependents(prisma: PrismaClient, csd: Csd, limit = 100): Promise<number> {
+export async function freezeOverdueDependents(
+  prisma: PrismaClient,
+  csd: Csd,
+  catalogs: OperatorCatalogs = {},
+  limit = 100,
+): Promise<number> {
   let total = 0;
-  for (const id of await invoicesWithOverdueDependents(prisma, limit)) total += await freezeDependents(prisma, csd, id);
+  for (const id of await invoicesWithOverdueDependents(prisma, limit))
+    total += await freezeDependents(prisma, csd, id, catalogs);
   return total;
 }

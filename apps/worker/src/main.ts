@@ -2,15 +2,8 @@
 import { pino } from 'pino';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  csdExpiry,
-  csdExpiryWarning,
-  FinkokClient,
-  loadCsd,
-  SwClient,
-  type Csd,
-  type PacClient,
-} from '@timbra/cfdi-core';
+import { csdExpiry, csdExpiryWarning, loadCsd, type Csd, type PacClient } from '@timbra/cfdi-core';
+import { dejavuFonts, FinkokClient, SwClient } from '@timbra/cfdi-node';
 import {
   allowedAddressesFor,
   connectRedis,
@@ -39,7 +32,7 @@ const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
   logger.fatal({ err: error }, message);
   process.exit(1);
 };
-const { config, pacs } = (() => {
+const { config, pacs, catalogs } = (() => {
   try {
     return loadConfig(process.env);
   } catch (error) {
@@ -190,6 +183,7 @@ const w = createWorker(
     logger,
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
     ...(emisorCsd ? { csd: emisorCsd.csd, csdCredentials: emisorCsd.credentials } : {}),
+    catalogs,
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
     corrections: {
       inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
@@ -231,7 +225,10 @@ const email =
         from: config.EMAIL_FROM,
         ...(config.EMAIL_REPLY_TO ? { replyTo: config.EMAIL_REPLY_TO } : {}),
         timeoutMs: config.EMAIL_TIMEOUT_MS,
-        ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+        pdf: {
+          fonts: dejavuFonts(),
+          ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+        },
       })
     : undefined;
 if (roles.has('deliverer') && !email)

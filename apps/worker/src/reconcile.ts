@@ -1,6 +1,7 @@
-import { instantOf, parseTfd, type LedgerStamp } from '@timbra/cfdi-core';
+import { instantOf, parseTfd } from '@timbra/cfdi-core';
+import { type LedgerStamp } from '@timbra/cfdi-node';
 
-export { sandboxLedger, type LedgerStamp, type PacLedger } from '@timbra/cfdi-core';
+export { sandboxLedger, type LedgerStamp, type PacLedger } from '@timbra/cfdi-node';
 
 export interface Reconciliation {
   stamps: number;

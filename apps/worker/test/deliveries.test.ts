@@ -22,6 +22,7 @@ import {
 } from '@timbra/db';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { startMailbox, type Mailbox } from '@timbra/test-support';
+import { dejavuFonts } from '@timbra/cfdi-node';
 import { createEmailSender } from '../src/deliveries/email.ts';
 import { Dispatcher, type DispatcherDeps } from '../src/deliveries/dispatcher.ts';
 import { createWorkerMetrics } from '../src/metrics.ts';
@@ -107,6 +108,7 @@ function dispatcherDeps(): DispatcherDeps {
     smtpUrl: mailbox.url,
     from: 'Escuela Kemper <facturas@kemper.test>',
     timeoutMs: 5_000,
+    pdf: { fonts: dejavuFonts() },
   });
   closers.push(() => email.close());
   return {

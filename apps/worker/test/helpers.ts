@@ -5,7 +5,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import got from 'got';
 import { Redis } from 'ioredis';
-import { SwClient } from '@timbra/cfdi-core';
+import { SwClient } from '@timbra/cfdi-node';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import {

@@ -1,5 +1,5 @@
 import { buildComprobante } from './build/build-comprobante.ts';
-import { assertSatRules } from './rules/index.ts';
+import { assertSatRules, type RuleContext } from './rules/index.ts';
 import { computePago } from './build/compute-pagos.ts';
 import { computeAmounts } from './build/compute-totals.ts';
 import { cadenaOriginal } from './cadena/cadena-original.ts';
@@ -43,11 +43,13 @@ export interface FrozenCfdi {
  *
  * @param input an invoice request (see `InvoiceRequestInput`); validated here.
  * @param csd the emisor's CSD from `loadCsd`.
+ * @param rules what the SAT rules may consult besides the document: the operator's catalogues
+ *   (c_ClaveProdServ, c_CodigoPostal; without them those are checked by shape).
  * @throws CfdiValidationError CFDI_INVALID_REQUEST listing every problem of the request.
  * @throws CfdiError CSD_RFC_MISMATCH / CSD_EXPIRED when the CSD cannot seal this comprobante.
  */
-export function freezeComprobante(input: unknown, csd: Csd): FrozenCfdi {
-  const { request, tree, fecha, timeZone, amounts } = prepareComprobante(input, csd);
+export function freezeComprobante(input: unknown, csd: Csd, rules: RuleContext = {}): FrozenCfdi {
+  const { request, tree, fecha, timeZone, amounts } = prepareComprobante(input, csd, rules);
   return {
     ...seal(tree, csd),
     noCertificado: csd.noCertificado,
@@ -71,9 +73,10 @@ export function freezeComprobante(input: unknown, csd: Csd): FrozenCfdi {
 export function tryFreeze(
   input: unknown,
   csd: Csd,
+  rules: RuleContext = {},
 ): { frozen: FrozenCfdi; problems?: undefined } | { frozen?: undefined; problems: ValidationIssue[] } {
   try {
-    return { frozen: freezeComprobante(input, csd) };
+    return { frozen: freezeComprobante(input, csd, rules) };
   } catch (error) {
     return { problems: problemsOf(error) };
   }
@@ -102,9 +105,9 @@ function seal(tree: XmlElement, csd: Csd): { xml: string; cadenaOriginal: string
  * every SAT rule its document breaks (issues with `rule` set). Empty when it can be frozen. The API
  * asks this before it takes a folio, so a request that breaks a rule never uses one up.
  */
-export function preflight(input: unknown, csd: Csd): ValidationIssue[] {
+export function preflight(input: unknown, csd: Csd, rules: RuleContext = {}): ValidationIssue[] {
   try {
-    prepareComprobante(input, csd);
+    prepareComprobante(input, csd, rules);
     return [];
   } catch (error) {
     return problemsOf(error);
@@ -129,7 +132,7 @@ export interface RefreshedCfdi {
  *
  * @throws CfdiError CSD_RFC_MISMATCH / CSD_EXPIRED; CfdiValidationError when a rule is broken.
  */
-export function refreshFecha(frozenXml: string, csd: Csd, issuedAt: Date): RefreshedCfdi {
+export function refreshFecha(frozenXml: string, csd: Csd, issuedAt: Date, rules: RuleContext = {}): RefreshedCfdi {
   const tree = parseXml(frozenXml);
   const emisor = tree.children.find((c) => c.kind === 'element' && c.local === 'Emisor');
   assertCsdUsable(csd, (emisor?.kind === 'element' && attr(emisor, 'Rfc')) || '', issuedAt);
@@ -138,7 +141,7 @@ export function refreshFecha(frozenXml: string, csd: Csd, issuedAt: Date): Refre
   setAttr(tree, 'Sello', '');
   setAttr(tree, 'NoCertificado', csd.noCertificado);
   setAttr(tree, 'Certificado', csd.certificadoBase64);
-  assertSatRules(tree);
+  assertSatRules(tree, rules);
   return {
     ...seal(tree, csd),
     fecha,
@@ -152,9 +155,10 @@ export function tryRefreshFecha(
   frozenXml: string,
   csd: Csd,
   issuedAt: Date,
+  rules: RuleContext = {},
 ): { frozen: RefreshedCfdi; problems?: undefined } | { frozen?: undefined; problems: ValidationIssue[] } {
   try {
-    return { frozen: refreshFecha(frozenXml, csd, issuedAt) };
+    return { frozen: refreshFecha(frozenXml, csd, issuedAt, rules) };
   } catch (error) {
     return { problems: problemsOf(error) };
   }
@@ -164,7 +168,7 @@ export function tryRefreshFecha(
  * Everything freezing does before the cadena: validation, CSD checks, Fecha, amounts, and the tree
  * with an empty Sello. Internal (the benchmark measures the cadena on exactly this tree).
  */
-export function prepareComprobante(input: unknown, csd: Csd) {
+export function prepareComprobante(input: unknown, csd: Csd, rules: RuleContext = {}) {
   const request = validateInvoiceRequest(input);
   const issuedAt = new Date(request.issuedAt);
   assertCsdUsable(csd, request.emisor.rfc, issuedAt);
@@ -185,7 +189,7 @@ export function prepareComprobante(input: unknown, csd: Csd) {
     ...(pago ? { pago } : {}),
   });
   // The SAT's rules on the very document that will be sealed: what breaks one is never frozen.
-  assertSatRules(tree);
+  assertSatRules(tree, rules);
   return { request, tree, fecha, timeZone, amounts };
 }
 

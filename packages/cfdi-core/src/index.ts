@@ -39,12 +39,9 @@ export {
   violationIssues,
   tasaOCuotaAllowed,
   NOMBRE_PUBLICO_GENERAL,
-  setOperatorCatalogs,
-  operatorCatalogs,
-  loadCatalogKeys,
-  supplyOperatorCatalogs,
   CLAVE_PROD_SERV_SHAPE,
   CODIGO_POSTAL_SHAPE,
+  type OperatorCatalogs,
   type SatRule,
   type RuleStatus,
   type RuleViolation,
@@ -96,25 +93,11 @@ export type {
   StatusRequest,
   StatusResult,
 } from './pac/pac-client.ts';
-export {
-  DEFAULT_TIMEOUTS,
-  networkFailure,
-  PacHttp,
-  PacTransportError,
-  type PacHttpPhase,
-  type PacHttpResponse,
-  type PacTimeouts,
-} from './pac/http.ts';
-export { multipartXml, SwClient, type SwClientConfig } from './pac/sw-client.ts';
-export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
-export { SatStatusClient } from './pac/sat-status-client.ts';
-export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
 export { selloOf, tfdXmlOf, stampResultFromTfd } from './pac/stamp-result.ts';
-export { escapeXml, soapBody, findElement, findElements, textOf } from './pac/soap.ts';
+export { escapeXml, soapBody, soapEnvelope, textElement, findElement, findElements, textOf } from './pac/soap.ts';
 export { translateSwStamp, translateFinkokStamp, type PacAnswer } from './pac/translate.ts';
 export { SAT_TEST_RFCS, SAT_TEST_TAXPAYERS, SANDBOX_EMISOR, productionEmisorProblems } from './sandbox-profile.ts';
-export { SECRET_SETTINGS, withSecretFiles } from './secret-files.ts';
-export { catalogSchema, schemaFiles, SCHEMA_FOLDERS, SCHEMA_WRAPPER } from './validate/catalog-schema.ts';
+export { catalogSchema, SCHEMA_FOLDERS, SCHEMA_WRAPPER } from './validate/catalog-schema.ts';
 export {
   parseAmount,
   parseMinorUnits,
@@ -131,12 +114,11 @@ export {
   type VerificationFields,
 } from './print/verification-url.ts';
 export { printableCfdi, type PrintableCfdi, type PrintableConcepto, type PrintablePago } from './print/printable.ts';
-export { renderCfdiPdf, verificationQrPng, type PdfOptions } from './print/pdf.ts';
+export { renderCfdiPdf, verificationQrPng, type PdfFonts, type PdfOptions } from './print/pdf.ts';
 export {
   customerCopy,
   customerCopyZip,
   documentFileName,
-  readInvoiceLogo,
   type CustomerCopy,
   type StampedDocument,
 } from './print/customer-copy.ts';

@@ -10,7 +10,8 @@ import { egresoRequest, ingresoRequest, pagoRequest } from './helpers/requests.t
 import { loadTestCsd, SAT_DIR, satTestCsdFiles } from './helpers/sat.ts';
 
 const csd = loadTestCsd('EKU9003173C9');
-const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+// The freeze CLI is @timbra/cfdi-node's (its Node adapter); it freezes with this package.
+const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), '../../cfdi-node');
 
 type Mutable = InvoiceRequestInput & Record<string, unknown>;
 const clone = (): Mutable => structuredClone(ingresoRequest());

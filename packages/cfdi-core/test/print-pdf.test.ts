@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { SAT_DIR } from '@timbra/test-support';
-import { freezeComprobante, insertTfd, readInvoiceLogo } from '../src/index.ts';
+import { dejavuFonts, readInvoiceLogo } from '@timbra/cfdi-node';
+import { freezeComprobante, insertTfd } from '../src/index.ts';
 import { renderCfdiPdf } from '../src/print/pdf.ts';
 import { printableCfdi } from '../src/print/printable.ts';
 import { egresoRequest, pagoRequest, publicoGeneralRequest } from './helpers/requests.ts';
@@ -26,6 +27,7 @@ const pixels = <T>(...args: string[]): T =>
   JSON.parse(execFileSync(process.execPath, [pixelsScript, ...args], { encoding: 'utf8' })) as T;
 const golden = (kind: string) => new URL(`fixtures/print/${kind}-page-1.png`, import.meta.url).pathname;
 const emisor = loadTestCsd('EKU9003173C9');
+const fonts = dejavuFonts();
 /** A document of each other kind, frozen with the test CSD and stamped with a stand-in TFD. */
 const stampedOf = (request: Parameters<typeof freezeComprobante>[0]) => {
   const frozen = freezeComprobante(request, emisor);
@@ -103,12 +105,12 @@ describe('the printable model of a stamped CFDI', () => {
 describe('the PDF (representación impresa)', () => {
   it('is the same bytes for the same document', async () => {
     const model = printableCfdi(realXml);
-    expect((await renderCfdiPdf(model)).equals(await renderCfdiPdf(model))).toBe(true);
+    expect((await renderCfdiPdf(model, { fonts })).equals(await renderCfdiPdf(model, { fonts }))).toBe(true);
   });
 
   it('holds, as text, the parties, the UUID, the totals, the amount in words, the sellos and the TFD’s cadena', async () => {
     const model = printableCfdi(realXml);
-    const found = text(await renderCfdiPdf(model), 'ingreso');
+    const found = text(await renderCfdiPdf(model, { fonts }), 'ingreso');
     const flat = found.replace(/\s+/g, '');
     for (const expected of [
       'CREATIVITY AND SOMETHING MORE',
@@ -129,24 +131,24 @@ describe('the PDF (representación impresa)', () => {
     // Long values wrap across lines: compared without the breaks.
     for (const long of [model.timbre.sello, model.timbre.selloSat, model.timbre.cadenaOriginalTfd])
       expect(flat).toContain(long.replace(/\s+/g, ''));
-    expect(text(await renderCfdiPdf(model), 'plain', 'raw')).not.toContain('CANCELADO');
-    expect(text(await renderCfdiPdf(model, { cancelled: true }), 'cancelled', 'raw')).toContain('CANCELADO');
+    expect(text(await renderCfdiPdf(model, { fonts }), 'plain', 'raw')).not.toContain('CANCELADO');
+    expect(text(await renderCfdiPdf(model, { fonts, cancelled: true }), 'cancelled', 'raw')).toContain('CANCELADO');
   });
 
   it.each(KINDS)('%s: carries a QR that a phone reads back as the exact SAT verification URL', async (kind) => {
     const model = printableCfdi(xmlOf(kind));
-    const image = pageFile(await renderCfdiPdf(model), `qr-${kind}`, 150);
+    const image = pageFile(await renderCfdiPdf(model, { fonts }), `qr-${kind}`, 150);
     expect(pixels<{ data: string | null }>('qr', image).data).toBe(model.verificationUrl);
   });
 
   it('prints what each kind adds: an Egreso its relation, a Pago its payments, a global its period', async () => {
-    const egreso = text(await renderCfdiPdf(printableCfdi(xmlOf('egreso'))), 'egreso');
+    const egreso = text(await renderCfdiPdf(printableCfdi(xmlOf('egreso')), { fonts }), 'egreso');
     expect(egreso).toContain('Nota de crédito (Egreso)');
     expect(egreso).toMatch(
       /CFDI relacionados \(01 – Nota de crédito de los documentos relacionados\): 6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F/,
     );
     const pago = printableCfdi(xmlOf('pago'));
-    const pagoText = text(await renderCfdiPdf(pago), 'pago');
+    const pagoText = text(await renderCfdiPdf(pago, { fonts }), 'pago');
     expect(pagoText).toContain('Recibo electrónico de pago (Pago)');
     expect(pagoText).toContain('Documento relacionado');
     expect(pagoText).toContain('6F1D3C7E-2B4A-4C8D-9E0F-1A2B3C4D5E6F');
@@ -156,19 +158,23 @@ describe('the PDF (representación impresa)', () => {
     expect(pagoText).toContain('Número de operación: SPEI-2026113000042');
     expect(pagoText).toContain('Impuesto trasladado 002 – IVA: base 5,000.00 · Tasa 0.160000 · importe 800.00');
     expect(pago.totalEnLetra).toMatch(/ PESOS \d{2}\/100 M\.N\.$/);
-    const global = text(await renderCfdiPdf(printableCfdi(xmlOf('global'))), 'global');
+    const global = text(await renderCfdiPdf(printableCfdi(xmlOf('global')), { fonts }), 'global');
     expect(global).toMatch(/Información global: Periodicidad \d{2} – \S+/);
     expect(global).toContain('XAXX010101000');
   });
 
   it.each(KINDS)('%s: looks as reviewed (the first page matches its golden image)', async (kind) => {
-    const image = pageFile(await renderCfdiPdf(printableCfdi(xmlOf(kind))), `golden-${kind}`, 80);
+    const image = pageFile(await renderCfdiPdf(printableCfdi(xmlOf(kind)), { fonts }), `golden-${kind}`, 80);
     if (process.env.UPDATE_GOLDEN === '1') copyFileSync(image, golden(kind));
     expect(differenceFrom(image, golden(kind))).toBeLessThan(0.005);
   });
 
   it('the golden comparison can fail: a cancelled page is not the page', async () => {
-    const image = pageFile(await renderCfdiPdf(printableCfdi(realXml), { cancelled: true }), 'golden-cancelled', 80);
+    const image = pageFile(
+      await renderCfdiPdf(printableCfdi(realXml), { fonts, cancelled: true }),
+      'golden-cancelled',
+      80,
+    );
     expect(differenceFrom(image, golden('ingreso-real'))).toBeGreaterThan(0.02);
   });
 });
@@ -203,14 +209,14 @@ describe('the merchant’s logo (INVOICE_LOGO_FILE)', () => {
         }
       return n;
     };
-    const withLogo = page(await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng }), 'logo', 72);
-    const without = page(await renderCfdiPdf(printableCfdi(stamped)), 'no-logo', 72);
+    const withLogo = page(await renderCfdiPdf(printableCfdi(stamped), { fonts, logo: logoPng }), 'logo', 72);
+    const without = page(await renderCfdiPdf(printableCfdi(stamped), { fonts }), 'no-logo', 72);
     // The top-left quarter of the header (72 dpi: one point a pixel).
     expect(green(withLogo, 0, 0, 200, 120)).toBeGreaterThan(60 * 40);
     expect(green(without, 0, 0, without.width, without.height)).toBe(0);
     // The same logo, the same bytes: still deterministic.
-    const again = await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng });
-    expect(again.equals(await renderCfdiPdf(printableCfdi(stamped), { logo: logoPng }))).toBe(true);
+    const again = await renderCfdiPdf(printableCfdi(stamped), { fonts, logo: logoPng });
+    expect(again.equals(await renderCfdiPdf(printableCfdi(stamped), { fonts, logo: logoPng }))).toBe(true);
   });
 
   it('is read once at start-up: a PNG or JPEG under 1 MB, anything else a configuration problem', () => {

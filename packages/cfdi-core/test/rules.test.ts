@@ -19,14 +19,13 @@ import {
   parseXml,
   SAT_RULES,
   setAttr,
-  setOperatorCatalogs,
-  loadCatalogKeys,
   CLAVE_PROD_SERV_SHAPE,
   type InvoiceRequestInput,
   type Taxpayer,
   type XmlElement,
 } from '../src/index.ts';
 import { loadTestCsd } from '@timbra/test-support';
+import { loadCatalogKeys } from '@timbra/cfdi-node';
 
 const csd = loadTestCsd('EKU9003173C9');
 const C = NS.cfdi;
@@ -479,15 +478,12 @@ describe('the operator’s catalogues (c_ClaveProdServ, c_CodigoPostal)', () => 
     }
   });
 
-  it('once supplied, every rule run in the process checks against them', () => {
+  it('given in the context, the rules and freezing check against them, and nothing outlives the call', () => {
     const doc = documentOf('ingreso');
-    try {
-      setOperatorCatalogs({ clavesProdServ: new Set(['01010101']), codigosPostales: new Set(['42501']) });
-      expect(checkSatRules(doc).map((v) => v.rule)).toEqual(['CFDI40147', 'CFDI40162']);
-      expect(() => freezeSample()).toThrow(/CFDI40162/);
-    } finally {
-      setOperatorCatalogs({});
-    }
+    const catalogs = { clavesProdServ: new Set(['01010101']), codigosPostales: new Set(['42501']) };
+    expect(checkSatRules(doc, catalogs).map((v) => v.rule)).toEqual(['CFDI40147', 'CFDI40162']);
+    expect(() => freezeComprobante(BASES.ingreso(), csd, catalogs)).toThrow(/CFDI40162/);
     expect(checkSatRules(doc)).toEqual([]);
+    expect(() => freezeComprobante(BASES.ingreso(), csd)).not.toThrow();
   });
 });

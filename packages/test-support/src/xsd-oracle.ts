@@ -5,7 +5,8 @@
  * SAT's own is several MiB and not shipped), and a wrapper schema that imports CFDI 4.0, Pagos 2.0
  * and TFD 1.1 so `xs:any` in Complemento is validated strictly.
  */
-import { schemaFiles, SCHEMA_WRAPPER } from '@timbra/cfdi-core';
+import { SCHEMA_WRAPPER } from '@timbra/cfdi-core';
+import { schemaFiles } from '@timbra/cfdi-node';
 import { validateXML, type XMLFileInfo } from 'xmllint-wasm';
 import { SAT_DIR } from './sat-files.ts';
 

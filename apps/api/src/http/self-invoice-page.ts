@@ -26,6 +26,7 @@ import {
   rfcKind,
   SAT_RULES,
   usoCfdiAllowed,
+  type PdfOptions,
   type ValidationIssue,
   hasNonXmlChar,
 } from '@timbra/cfdi-core';
@@ -50,7 +51,8 @@ export interface SelfInvoicePageDeps {
   requestsPerMinute: number;
   /** Failed ticket lookups an address may make a minute (SELF_INVOICE_FAILURES_PER_MINUTE, default 5). */
   failuresPerMinute: number;
-  logo?: Buffer;
+  /** How the PDF is printed (fonts, the merchant's logo). */
+  pdf: Omit<PdfOptions, 'cancelled'>;
 }
 
 const FIELDS = ['codigo', 'total', 'rfc', 'nombre', 'codigoPostal', 'regimenFiscal', 'usoCfdi', 'email'] as const;
@@ -250,7 +252,7 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
         stampedXml: invoice.stampedXml,
         cancelled: invoice.status === 'cancelled',
       },
-      deps.logo ? { logo: deps.logo } : {},
+      deps.pdf,
     );
     const file = format === 'pdf' ? copy.pdf : copy.xml;
     res

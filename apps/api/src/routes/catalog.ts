@@ -6,15 +6,25 @@
 import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import { Prisma, type PrismaClient } from '@timbra/db';
+import type { OperatorCatalogs } from '@timbra/cfdi-core';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { customerProblems, customerSchema, productPatchSchema, productSchema, taxesSchema } from '../use-cases/sale.ts';
+import {
+  claveProdServProblem,
+  customerProblems,
+  customerSchema,
+  productPatchSchema,
+  productSchema,
+  taxesSchema,
+} from '../use-cases/sale.ts';
 import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
 
 export interface CatalogRoutesDeps {
   prisma: PrismaClient;
+  /** The operator's c_ClaveProdServ, when supplied: a product's key must be in it. */
+  catalogs?: OperatorCatalogs | undefined;
   idempotencyTtlHours: number;
   metrics: Metrics;
 }
@@ -77,6 +87,11 @@ function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   return parsed.data;
 }
 
+function refuseUnknownClave(key: string | undefined, catalogs: OperatorCatalogs | undefined): void {
+  const problem = claveProdServProblem(key, catalogs);
+  if (problem) throw new ApiError('validation_failed', undefined, [problem]);
+}
+
 export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   const router = Router();
   uuidParams(router, 'id');
@@ -84,6 +99,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
 
   router.post('/products', async (req: Request, res: Response) => {
     const input = parse(productSchema, req.body);
+    refuseUnknownClave(input.claveProdServ, deps.catalogs);
     await respondOnce(req, res, '/v1/products', input, async (tx) => {
       const existing = await tx.product.findUnique({ where: { reference: input.reference } });
       if (existing)
@@ -108,6 +124,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   router.patch('/products/:id', async (req: Request, res: Response) => {
     const id = String(req.params.id);
     const input = parse(productPatchSchema, req.body);
+    refuseUnknownClave(input.claveProdServ, deps.catalogs);
     if (Object.keys(input).length === 0)
       throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
     const product = await deps.prisma.product

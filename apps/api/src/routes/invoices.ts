@@ -1,6 +1,12 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { customerCopy, customerCopyZip, documentFileName, type StampedDocument } from '@timbra/cfdi-core';
+import {
+  customerCopy,
+  customerCopyZip,
+  documentFileName,
+  type PdfOptions,
+  type StampedDocument,
+} from '@timbra/cfdi-core';
 import { INVOICE_STATUSES, resendInvoiceEmail, type PrismaClient } from '@timbra/db';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -69,8 +75,8 @@ export interface InvoiceRoutesDeps {
   idempotencyTtlHours: number;
   metrics: Metrics;
   corrections: CorrectInvoiceDeps & { emisorId: string };
-  /** The merchant's logo on the PDFs (INVOICE_LOGO_FILE). */
-  logo?: Buffer;
+  /** How the PDFs are printed (fonts, the merchant's logo). */
+  pdf: Omit<PdfOptions, 'cancelled'>;
 }
 
 export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
@@ -163,7 +169,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     res.type('application/xml; charset=utf-8').send(xml);
   });
 
-  const pdfOptions = deps.logo ? { logo: deps.logo } : {};
+  const pdfOptions = deps.pdf;
   /** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
   const stampedDocument = async (id: string): Promise<StampedDocument> => {
     const invoice = await find(id);

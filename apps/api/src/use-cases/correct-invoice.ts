@@ -94,8 +94,8 @@ export async function correctInvoice(
   // Frozen now: what the rules refuse is known before anything is written, and the document is the
   // new version when nobody has to be asked (the worker freezes its own after a proof).
   const { frozen, problems } = refresh
-    ? tryRefreshFecha(invoice.frozenXml!, deps.payments.csd, now)
-    : tryFreeze({ ...stored.request, issuedAt: now.toISOString() }, deps.payments.csd);
+    ? tryRefreshFecha(invoice.frozenXml!, deps.payments.csd, now, deps.payments.catalogs)
+    : tryFreeze({ ...stored.request, issuedAt: now.toISOString() }, deps.payments.csd, deps.payments.catalogs);
   if (!frozen) return { kind: 'rejected', problems };
   const reason = input.reason?.trim() || 'corrected';
   const changes = { ...input, ...(input.reason ? {} : { reason }) };
@@ -180,7 +180,7 @@ export async function replaceInvoice(
     sourceId: `replacement:${original.id}`,
     cfdiRelacionados: [{ tipoRelacion: '04', uuids: [original.uuid] }],
   };
-  const { frozen, problems } = tryFreeze(request, deps.payments.csd);
+  const { frozen, problems } = tryFreeze(request, deps.payments.csd, deps.payments.catalogs);
   if (!frozen) return { kind: 'rejected', problems };
   const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
     {

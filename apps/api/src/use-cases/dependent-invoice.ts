@@ -1,4 +1,11 @@
-import { stampKeyFor, tryFreeze, withRelatedUuid, type Csd, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import {
+  stampKeyFor,
+  tryFreeze,
+  withRelatedUuid,
+  type Csd,
+  type InvoiceRequestInput,
+  type OperatorCatalogs,
+} from '@timbra/cfdi-core';
 import { insertInvoices, lockInvoiceShared, type InvoiceState, type RawDb } from '@timbra/db';
 
 /** The invoice a dependent document relates to (an Egreso's or a Pago's Ingreso). */
@@ -21,7 +28,7 @@ export function waitingFor(original: OriginalInvoice) {
  */
 export async function writeDependentInvoice(
   tx: RawDb,
-  deps: { csd: Csd; emisorId: string; emisorRfc: string },
+  deps: { csd: Csd; catalogs?: OperatorCatalogs | undefined; emisorId: string; emisorRfc: string },
   doc: {
     kind: 'E' | 'P';
     request: InvoiceRequestInput;
@@ -40,7 +47,7 @@ export async function writeDependentInvoice(
   const original = (await lockInvoiceShared(tx, doc.original.id)) ?? doc.original;
   const stamped = original.status === 'stamped' && original.uuid !== null;
   const { frozen, problems } = stamped
-    ? tryFreeze(withRelatedUuid(doc.request, original.uuid!, doc.originalXml ?? undefined), deps.csd)
+    ? tryFreeze(withRelatedUuid(doc.request, original.uuid!, doc.originalXml ?? undefined), deps.csd, deps.catalogs)
     : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
   const [id] = await insertInvoices(tx, deps.emisorId, [

@@ -112,7 +112,7 @@ export async function recordInstallment(
   );
   const pago = await writeDependentInvoice(
     tx,
-    { csd: deps.csd, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
+    { csd: deps.csd, catalogs: deps.catalogs, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
     {
       kind: 'P',
       request,

@@ -1,4 +1,11 @@
-import { preflight, stampKeyFor, tryFreeze, type Csd, type ValidationIssue } from '@timbra/cfdi-core';
+import {
+  preflight,
+  stampKeyFor,
+  tryFreeze,
+  type Csd,
+  type OperatorCatalogs,
+  type ValidationIssue,
+} from '@timbra/cfdi-core';
 import { insertInvoices, insertPaymentsTakingFolios, knownPayments, type NewPayment, type RawDb } from '@timbra/db';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
@@ -7,6 +14,11 @@ import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket }
 
 export interface RecordPaymentDeps {
   csd: Csd;
+  /**
+   * The operator's SAT catalogues (SAT_CLAVE_PROD_SERV_FILE, SAT_CODIGO_POSTAL_FILE), given to every
+   * run of the SAT rules; absent: those keys are checked by shape.
+   */
+  catalogs?: OperatorCatalogs;
   settings: InvoiceSettings;
   serieIngreso: string;
   /** The serie of refunds' Egresos. */
@@ -101,7 +113,7 @@ export async function recordPayments(
     const { frozen, problems } =
       unpayable.length > 0 || !built.request
         ? { frozen: undefined, problems: unpayable }
-        : tryFreeze(built.request, deps.csd);
+        : tryFreeze(built.request, deps.csd, deps.catalogs);
     return { index, paymentId, facts, folio, stampKey, frozen, problems };
   });
   invoices.sort((a, b) => a.folio - b.folio);
@@ -205,7 +217,7 @@ export function ingresoProblems(deps: RecordPaymentDeps, facts: PaymentFacts, is
   if (unpayable.length > 0) return unpayable;
   // The folio does not enter any rule: the next one is not needed to check.
   const built = buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt);
-  return built.request ? preflight(built.request, deps.csd) : built.problems;
+  return built.request ? preflight(built.request, deps.csd, deps.catalogs) : built.problems;
 }
 
 /** `recordPayments` for one payment. */

@@ -129,7 +129,7 @@ export async function recordRefund(
   const request = { ...built.request, folio: String(folio) };
   const egreso = await writeDependentInvoice(
     tx,
-    { csd: deps.csd, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
+    { csd: deps.csd, catalogs: deps.catalogs, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
     {
       kind: 'E',
       request,

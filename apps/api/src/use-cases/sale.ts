@@ -10,11 +10,11 @@ import { z } from 'zod';
 import {
   catalogs,
   conceptosForSale,
-  operatorCatalogs,
   rfcKind,
   tasaOCuotaAllowed,
   usoCfdiAllowed,
   type LineTaxes,
+  type OperatorCatalogs,
   type SaleLine,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
@@ -89,14 +89,19 @@ const satText = (max: number) =>
     .min(1)
     .max(max)
     .refine((v) => !v.includes('|') && isStorableText(v), "no '|', NUL or lone surrogate");
-const claveProdServ = z
-  .string()
-  .regex(/^\d{8}$/, 'an 8-digit c_ClaveProdServ')
-  .superRefine((key, ctx) => {
-    const supplied = operatorCatalogs().clavesProdServ;
-    if (supplied && !supplied.has(key))
-      ctx.addIssue({ code: 'custom', message: `${key} is not in c_ClaveProdServ (SAT_CLAVE_PROD_SERV_FILE)` });
-  });
+const claveProdServ = z.string().regex(/^\d{8}$/, 'an 8-digit c_ClaveProdServ');
+
+/**
+ * Why a product's ClaveProdServ cannot be stored: not in the operator's c_ClaveProdServ
+ * (SAT_CLAVE_PROD_SERV_FILE), when one is supplied. A sale's own keys are checked with its document
+ * by the SAT rules (CFDI40162), which are given the same catalogue.
+ */
+export function claveProdServProblem(key: string | undefined, supplied: OperatorCatalogs | undefined) {
+  const keys = supplied?.clavesProdServ;
+  return key !== undefined && keys && !keys.has(key)
+    ? { path: 'claveProdServ', message: `${key} is not in c_ClaveProdServ (SAT_CLAVE_PROD_SERV_FILE)` }
+    : undefined;
+}
 const claveUnidad = z
   .string()
   .refine((key) => catalogs.C_CLAVE_UNIDAD.has(key), 'a c_ClaveUnidad key (e.g. H87 pieza, E48 servicio, KGM)');

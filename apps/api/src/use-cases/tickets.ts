@@ -214,7 +214,9 @@ export async function issueGlobal(
           folio,
           issuedAt,
         });
-        const { frozen, problems } = built.request ? tryFreeze(built.request, deps.csd) : { problems: built.problems };
+        const { frozen, problems } = built.request
+          ? tryFreeze(built.request, deps.csd, deps.catalogs)
+          : { problems: built.problems };
         const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
         invoices.push({ chunk, folio, frozen, problems, request: built.request, total });
       }
@@ -441,12 +443,14 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
   const facts: PaymentFacts = { ...storedPaymentFacts(payment, ticket.formaPago), receptor: req.receptor };
   const issuedAt = new Date();
   const probe = buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt);
-  const problems: ValidationIssue[] = probe.request ? preflight(probe.request, deps.csd) : probe.problems;
+  const problems: ValidationIssue[] = probe.request
+    ? preflight(probe.request, deps.csd, deps.catalogs)
+    : probe.problems;
   if (problems.length > 0) throw new DomainError('validation_failed', undefined, problems);
 
   const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
   const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
-  const { frozen, problems: invalid } = tryFreeze(built.request, deps.csd);
+  const { frozen, problems: invalid } = tryFreeze(built.request, deps.csd, deps.catalogs);
   if (!frozen) throw new DomainError('validation_failed', undefined, invalid);
   const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
     {

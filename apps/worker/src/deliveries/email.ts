@@ -6,7 +6,7 @@
  */
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
-import { amountInWords, customerCopy, type CustomerCopy } from '@timbra/cfdi-core';
+import { amountInWords, customerCopy, type CustomerCopy, type PdfOptions } from '@timbra/cfdi-core';
 import type { ClaimedDelivery, PrismaClient } from '@timbra/db';
 import type { SendResult } from './webhook.ts';
 
@@ -17,8 +17,8 @@ export interface EmailSettings {
   from: string;
   replyTo?: string;
   timeoutMs: number;
-  /** The merchant's logo on the PDF. */
-  logo?: Buffer;
+  /** How the PDF is printed: its fonts and the merchant's logo. */
+  pdf: Omit<PdfOptions, 'cancelled'>;
 }
 
 const KIND_NAMES: Record<string, string> = {
@@ -99,7 +99,7 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
         stampedXml: invoice.stampedXml,
         cancelled,
       },
-      settings.logo ? { logo: settings.logo } : {},
+      settings.pdf,
     );
     const content = emailContent(copy, invoice.kind, cancelled);
     try {

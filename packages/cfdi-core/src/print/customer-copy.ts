@@ -3,7 +3,6 @@
  * `<serie>-<folio>-<UUID>.xml|.pdf`, alone or in one ZIP. The API's downloads and the worker's email
  * both take it from here, so the files a customer receives are the same everywhere.
  */
-import { readFileSync } from 'node:fs';
 import { zipSync } from 'fflate';
 import { renderCfdiPdf, type PdfOptions } from './pdf.ts';
 import { printableCfdi, type PrintableCfdi } from './printable.ts';
@@ -30,7 +29,7 @@ export interface CustomerCopy {
 /** The XML (the stamped bytes, as stamped) and the PDF ("CANCELADO" across it once cancelled). */
 export async function customerCopy(
   doc: StampedDocument,
-  options: Omit<PdfOptions, 'cancelled'> = {},
+  options: Omit<PdfOptions, 'cancelled'>,
 ): Promise<CustomerCopy> {
   const printable = printableCfdi(doc.stampedXml);
   const pdf = await renderCfdiPdf(printable, { ...options, cancelled: doc.cancelled });
@@ -57,22 +56,4 @@ export function customerCopyZip(copy: CustomerCopy): Buffer {
       { mtime },
     ),
   );
-}
-
-/**
- * The merchant's logo for the PDF (INVOICE_LOGO_FILE): a PNG or JPEG of at most 1 MB, read once at
- * start-up. @returns the bytes, or the problem (for the configuration's list).
- */
-export function readInvoiceLogo(path: string): { logo: Buffer } | { problem: string } {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(path);
-  } catch (error) {
-    return { problem: `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
-  }
-  const png = bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
-  const jpeg = bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff;
-  if (!png && !jpeg) return { problem: `${path} is not a PNG or JPEG image` };
-  if (bytes.length > 1024 * 1024) return { problem: `${path} is over 1 MB: every PDF embeds it` };
-  return { logo: bytes };
 }

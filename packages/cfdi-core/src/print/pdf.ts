@@ -1,18 +1,14 @@
 /**
  * The representación impresa of a stamped CFDI as a PDF (pdfkit), from its printable model: every
  * datum the SAT asks to be printed, the QR of the verification URL (qrcode), and "CANCELADO" across
- * each page when the invoice is cancelled. Deterministic: DejaVu Sans embedded from the npm package,
+ * each page when the invoice is cancelled. Deterministic: the fonts the caller gives embedded (subsets),
  * the document's dates are the stamp's, nothing else varies — the same document gives the same bytes.
  */
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type * as Fontkit from 'fontkit';
 import type PDFKitDocument from 'pdfkit';
 import type QRCodeModule from 'qrcode';
 import { bitmapPng } from './bitmap-png.ts';
 import type { Keyed, PrintableCfdi, PrintableTax } from './printable.ts';
-
-const require = createRequire(import.meta.url);
 
 /**
  * pdfkit, fontkit and qrcode, loaded when the first QR or PDF is made, not when the package is:
@@ -31,19 +27,35 @@ const printingModules = () =>
     return { PDFDocument, fontkit, QRCode };
   })());
 /**
- * The two faces, parsed once per process and shared by every document: pdfkit takes a fontkit font as
- * well as a file, and each document still embeds its own subset. Parsing the TrueType tables again
- * for every PDF was a third of its CPU (~16 of ~48 ms, measured with --cpu-prof).
+ * The typefaces a PDF is set in, as TrueType bytes: the caller reads them (`@timbra/cfdi-node`'s
+ * `dejavuFonts`, DejaVu Sans: every Spanish letter, and free to embed) and keeps this object for the
+ * process's life.
  */
-let faces: { regular: Fontkit.Font; bold: Fontkit.Font } | undefined;
-function fonts(fontkit: typeof Fontkit) {
-  const face = (file: string) =>
-    fontkit.create(readFileSync(require.resolve(`dejavu-fonts-ttf/ttf/${file}`))) as Fontkit.Font;
-  faces ??= { regular: face('DejaVuSans.ttf'), bold: face('DejaVuSans-Bold.ttf') };
-  return faces;
+export interface PdfFonts {
+  regular: Uint8Array;
+  bold: Uint8Array;
+}
+
+/**
+ * The faces of each `PdfFonts`, parsed once and shared by every document printed with it: pdfkit
+ * takes a fontkit font as well as a file, and each document still embeds its own subset. Parsing the
+ * TrueType tables again for every PDF was a third of its CPU (~16 of ~48 ms, measured with
+ * --cpu-prof). Keyed by the caller's object, so nothing outlives it.
+ */
+const parsedFaces = new WeakMap<PdfFonts, { regular: Fontkit.Font; bold: Fontkit.Font }>();
+function faces(fontkit: typeof Fontkit, fonts: PdfFonts) {
+  let parsed = parsedFaces.get(fonts);
+  if (!parsed) {
+    const face = (bytes: Uint8Array) => fontkit.create(Buffer.from(bytes)) as Fontkit.Font;
+    parsed = { regular: face(fonts.regular), bold: face(fonts.bold) };
+    parsedFaces.set(fonts, parsed);
+  }
+  return parsed;
 }
 
 export interface PdfOptions {
+  /** The typefaces (DejaVu Sans, from `@timbra/cfdi-node`). */
+  fonts: PdfFonts;
   /** Shown across every page when the CFDI was cancelled at the SAT. */
   cancelled?: boolean;
   /** The merchant's logo (PNG or JPEG bytes), top left. */
@@ -87,7 +99,7 @@ export async function verificationQrPng(
 }
 
 /** The PDF's bytes. */
-export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {}): Promise<Buffer> {
+export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions): Promise<Buffer> {
   const { PDFDocument, fontkit } = await printingModules();
   const qr = await verificationQrPng(cfdi.verificationUrl);
   const serieFolio = [cfdi.serie, cfdi.folio].filter(Boolean).join('-');
@@ -111,8 +123,9 @@ export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions = {
   doc.on('data', (chunk: Buffer) => chunks.push(chunk));
   const done = new Promise<Buffer>((resolve) => doc.on('end', () => resolve(Buffer.concat(chunks))));
   // (pdfkit's types name files and bytes only; its PDFFontFactory also takes a fontkit font.)
-  doc.registerFont('regular', fonts(fontkit).regular as unknown as Buffer);
-  doc.registerFont('bold', fonts(fontkit).bold as unknown as Buffer);
+  const { regular, bold } = faces(fontkit, options.fonts);
+  doc.registerFont('regular', regular as unknown as Buffer);
+  doc.registerFont('bold', bold as unknown as Buffer);
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
 

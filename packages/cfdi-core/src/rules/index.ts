@@ -9,19 +9,11 @@ import { attr, type XmlElement } from '../xml/xml-node.ts';
 import { CFDI40_RULES } from './cfdi40.ts';
 import { PAGOS20_RULES } from './pagos20.ts';
 import { inRuleRun } from './nodes.ts';
-import { operatorCatalogs } from './operator-catalogs.ts';
 import type { RuleContext, RuleViolation, SatRule } from './rule.ts';
 
 export type { RuleContext, RuleStatus, RuleViolation, SatRule, Taxpayer } from './rule.ts';
 export { NOMBRE_PUBLICO_GENERAL, tasaOCuotaAllowed } from './cfdi40.ts';
-export {
-  setOperatorCatalogs,
-  operatorCatalogs,
-  loadCatalogKeys,
-  supplyOperatorCatalogs,
-  CLAVE_PROD_SERV_SHAPE,
-  CODIGO_POSTAL_SHAPE,
-} from './operator-catalogs.ts';
+export { CLAVE_PROD_SERV_SHAPE, CODIGO_POSTAL_SHAPE, type OperatorCatalogs } from './operator-catalogs.ts';
 
 /**
  * Every rule, in the order of their codes (CFDI 4.0, then Pagos 2.0). A code is the SAT's; where its
@@ -33,12 +25,10 @@ export const SAT_RULES: readonly SatRule[] = [...CFDI40_RULES, ...PAGOS20_RULES]
 );
 
 /**
- * The rules broken by a comprobante (empty: it passes every rule the context allows to run). The
- * operator's catalogues supplied to this process (`setOperatorCatalogs`) apply unless `ctx` names
- * its own.
+ * The rules broken by a comprobante (empty: it passes every rule the context allows to run): the
+ * operator's catalogues, the taxpayer list and the moment of the check come in `ctx`, nothing else.
  */
-export function checkSatRules(doc: XmlElement, given: RuleContext = {}): RuleViolation[] {
-  const ctx: RuleContext = { ...operatorCatalogs(), ...given };
+export function checkSatRules(doc: XmlElement, ctx: RuleContext = {}): RuleViolation[] {
   const tipo = attr(doc, 'TipoDeComprobante') ?? '';
   const violations: RuleViolation[] = [];
   inRuleRun(doc, () => {

@@ -5,8 +5,6 @@
  * for the two we do not (c_ClaveProdServ, c_CodigoPostal: the operator may supply them to the rule
  * engine; here they are checked by shape). The PAC sandbox and the tests' XSD oracle validate with it.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import {
   C_CLAVE_UNIDAD,
   C_EXPORTACION,
@@ -81,21 +79,3 @@ export const SCHEMA_WRAPPER = `<?xml version="1.0" encoding="UTF-8"?>
   <xs:import namespace="http://www.sat.gob.mx/TimbreFiscalDigital" schemaLocation="cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd"/>
 </xs:schema>
 `;
-
-/**
- * Every schema a CFDI is validated against, as `{ fileName, contents }` with the file name relative
- * to the SAT folder (what `SCHEMA_WRAPPER`'s locations and the SAT's own imports expect): the XSDs of
- * `SCHEMA_FOLDERS` read from `satDir`, and the rendered catCFDI.xsd.
- */
-export function schemaFiles(satDir: string): { fileName: string; contents: string }[] {
-  const read = (dir: string): { fileName: string; contents: string }[] =>
-    readdirSync(dir).flatMap((name) => {
-      const path = join(dir, name);
-      if (statSync(path).isDirectory()) return read(path);
-      return name.endsWith('.xsd') ? [{ fileName: relative(satDir, path), contents: readFileSync(path, 'utf8') }] : [];
-    });
-  return [
-    ...SCHEMA_FOLDERS.flatMap((sub) => read(join(satDir, 'cfd', sub))),
-    { fileName: 'cfd/catalogos/catCFDI.xsd', contents: catalogSchema() },
-  ];
-}

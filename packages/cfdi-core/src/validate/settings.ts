@@ -11,7 +11,7 @@ import { buildComprobante } from '../build/build-comprobante.ts';
 import { computeAmounts } from '../build/compute-totals.ts';
 import { CfdiValidationError, type ValidationIssue } from '../errors.ts';
 import { DEFAULT_TIME_ZONE, formatFecha } from '../fecha.ts';
-import { checkSatRules, NOMBRE_PUBLICO_GENERAL, violationIssues } from '../rules/index.ts';
+import { checkSatRules, NOMBRE_PUBLICO_GENERAL, violationIssues, type OperatorCatalogs } from '../rules/index.ts';
 import { C_PERIODICIDAD } from './catalogs.ts';
 import { satText } from './request-schema.ts';
 import { RFC_PUBLICO_GENERAL } from './rfc.ts';
@@ -39,7 +39,8 @@ export function periodicidadFor(regimenFiscal: string, periodicidad: string | un
 
 /**
  * What is wrong with `settings`, one line per problem, each naming the setting (through `names`,
- * e.g. the environment variable) and the SAT rule or catalogue it breaks. Empty: fine.
+ * e.g. the environment variable) and the SAT rule or catalogue it breaks (against the operator's
+ * `catalogs` when given). Empty: fine.
  *
  * One owner for the rules: the settings are written into the document they produce — an Ingreso to
  * público en general with the default concepto — and that document is run through the request
@@ -49,6 +50,7 @@ export function periodicidadFor(regimenFiscal: string, periodicidad: string | un
 export function fiscalSettingsProblems(
   settings: FiscalSettings,
   names: Readonly<Record<keyof FiscalSettings, string>>,
+  catalogs: OperatorCatalogs = {},
 ): string[] {
   const problems: string[] = [];
   const periodicidad = periodicidadFor(settings.regimenFiscal, settings.periodicidad);
@@ -57,7 +59,7 @@ export function fiscalSettingsProblems(
     if (!shape.success)
       problems.push(`${names.series}: serie '${serie}' ${shape.error.issues[0]?.message ?? 'invalid'}`);
   }
-  for (const issue of documentIssues(settings, periodicidad)) {
+  for (const issue of documentIssues(settings, periodicidad, catalogs)) {
     const key = SETTING_OF.find(([re]) => re.test(issue.path))?.[1];
     const value = key ? String(key === 'periodicidad' ? periodicidad : settings[key]) : undefined;
     const line = `${key ? names[key] : 'settings'}${value !== undefined ? ` '${value}'` : ''}: ${issue.message}`;
@@ -86,7 +88,7 @@ const SETTING_OF: readonly [RegExp, keyof FiscalSettings][] = [
 ];
 
 /** The problems of the document these settings produce (request validation, then the SAT rules). */
-function documentIssues(settings: FiscalSettings, periodicidad: string): ValidationIssue[] {
+function documentIssues(settings: FiscalSettings, periodicidad: string, catalogs: OperatorCatalogs): ValidationIssue[] {
   const issuedAt = new Date();
   const timeZone = DEFAULT_TIME_ZONE;
   const fecha = formatFecha(issuedAt, timeZone);
@@ -131,7 +133,7 @@ function documentIssues(settings: FiscalSettings, periodicidad: string): Validat
       certificado: '',
       amounts: computeAmounts(request),
     });
-    return violationIssues(checkSatRules(tree));
+    return violationIssues(checkSatRules(tree, catalogs));
   } catch (error) {
     if (error instanceof CfdiValidationError) return [...error.issues];
     throw error;

@@ -1,6 +1,5 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { normalizeCode } from './classify.ts';
 import {
   DEFAULT_TIMEOUTS,
   failureError,
@@ -9,22 +8,31 @@ import {
   type PacHttpResponse,
   type PacTimeouts,
 } from './http.ts';
-import type {
-  CancelRequest,
-  CancelResult,
-  PacClient,
-  StampOptions,
-  StampResult,
-  StatusRequest,
-  StatusResult,
-} from './pac-client.ts';
-import { PacError, PacErrorCode } from './pac-errors.ts';
 import { SatStatusClient } from './sat-status-client.ts';
-import { findElement, findElements, soapBody, soapEnvelope, textElement, textOf } from './soap.ts';
-import { stampResultFromTfd, tfdXmlOf } from './stamp-result.ts';
-import { translateFinkokStamp, type PacAnswer } from './translate.ts';
 import { sanitized } from './sw-client.ts';
-import type { XmlElement } from '../xml/xml-node.ts';
+import {
+  findElement,
+  findElements,
+  normalizeCode,
+  PacError,
+  PacErrorCode,
+  soapBody,
+  soapEnvelope,
+  stampResultFromTfd,
+  textElement,
+  textOf,
+  tfdXmlOf,
+  translateFinkokStamp,
+  type CancelRequest,
+  type CancelResult,
+  type PacAnswer,
+  type PacClient,
+  type StampOptions,
+  type StampResult,
+  type StatusRequest,
+  type StatusResult,
+  type XmlElement,
+} from '@timbra/cfdi-core';
 
 /** Configuration of a Finkok client. */
 export interface FinkokClientConfig {

@@ -1,8 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { classifyPacFailure, type PacFailure } from './classify.ts';
-import { PacError } from './pac-errors.ts';
+import { classifyPacFailure, PacError, type PacFailure } from '@timbra/cfdi-core';
 
 /** Timeouts of a PAC client, in milliseconds. */
 export interface PacTimeouts {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { normalizeCode } from './classify.ts';
 import {
   DEFAULT_TIMEOUTS,
   failureError,
@@ -8,20 +7,24 @@ import {
   type PacHttpResponse,
   type PacTimeouts,
 } from './http.ts';
-import type {
-  CancelRequest,
-  CancelResult,
-  PacClient,
-  StampOptions,
-  StampResult,
-  StatusRequest,
-  StatusResult,
-} from './pac-client.ts';
-import { PacError, PacErrorCode } from './pac-errors.ts';
 import { SatStatusClient } from './sat-status-client.ts';
-import { parseTfd } from '../tfd.ts';
-import { selloOf, stampResultFromTfd, tfdXmlOf } from './stamp-result.ts';
-import { translateSwStamp } from './translate.ts';
+import {
+  normalizeCode,
+  PacError,
+  PacErrorCode,
+  parseTfd,
+  selloOf,
+  stampResultFromTfd,
+  tfdXmlOf,
+  translateSwStamp,
+  type CancelRequest,
+  type CancelResult,
+  type PacClient,
+  type StampOptions,
+  type StampResult,
+  type StatusRequest,
+  type StatusResult,
+} from '@timbra/cfdi-core';
 
 /** Configuration of an SW Sapién client. */
 export interface SwClientConfig {

@@ -1,6 +1,5 @@
 import { failureError, networkFailure, PacHttp, type PacTimeouts, DEFAULT_TIMEOUTS } from './http.ts';
-import type { StatusRequest, StatusResult } from './pac-client.ts';
-import { escapeXml, findElement, soapBody, textOf } from './soap.ts';
+import { escapeXml, findElement, soapBody, textOf, type StatusRequest, type StatusResult } from '@timbra/cfdi-core';
 
 const SOAP_ACTION = 'http://tempuri.org/IConsultaCFDIService/Consulta';
 

@@ -2,14 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import {
-  classifyPacFailure,
-  networkFailure,
-  PacHttp,
-  PacTransportError,
-  type PacOutcome,
-  type PacTimeouts,
-} from '../src/index.ts';
+import { classifyPacFailure, type PacOutcome } from '@timbra/cfdi-core';
+import { networkFailure, PacHttp, PacTransportError, type PacTimeouts } from '../src/index.ts';
 
 // The PAC clients' transport against real sockets on this machine: every way a request can fail,
 // and what the ambiguity rule then says (was the whole request handed over before it failed?).

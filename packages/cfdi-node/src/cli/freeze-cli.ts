@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CfdiError, CfdiValidationError, freezeComprobante, loadCsd } from '../index.ts';
+import { CfdiError, CfdiValidationError, freezeComprobante, loadCsd } from '@timbra/cfdi-core';
 
 const USAGE = `usage: npm run freeze -- <request.json | -> [--json] [--cer FILE --key FILE --password-file FILE] [--sat-dir DIR]
 

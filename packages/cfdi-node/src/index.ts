@@ -1,0 +1,25 @@
+/**
+ * @timbra/cfdi-node — the Node adapters of @timbra/cfdi-core, which does no I/O: the PAC clients
+ * over node:http (SW, Finkok, the SAT's status service, the PAC sandbox's ledger), and what the core
+ * is given as bytes or objects read from files here (the PDF's fonts, the merchant's logo, the
+ * operator's catalogues, the SAT's schemas, secrets from `*_FILE` settings). The freeze CLI lives
+ * here too (`npm run freeze`).
+ */
+export {
+  DEFAULT_TIMEOUTS,
+  networkFailure,
+  PacHttp,
+  PacTransportError,
+  type PacHttpPhase,
+  type PacHttpResponse,
+  type PacTimeouts,
+} from './pac/http.ts';
+export { multipartXml, SwClient, type SwClientConfig } from './pac/sw-client.ts';
+export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
+export { SatStatusClient } from './pac/sat-status-client.ts';
+export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
+export { dejavuFonts } from './fonts.ts';
+export { readInvoiceLogo } from './invoice-logo.ts';
+export { loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
+export { schemaFiles } from './schema-files.ts';
+export { SECRET_SETTINGS, withSecretFiles } from './secret-files.ts';
