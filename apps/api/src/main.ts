@@ -11,7 +11,6 @@ import {
   createPrisma,
   bullmqErrorListener,
   logRedisOutages,
-  purgeExpiredIdempotencyKeys,
   redisTarget,
   STAMP_DLQ,
 } from '@timbra/db';
@@ -218,15 +217,6 @@ const metricsServer =
       )
     : undefined;
 if (metricsServer) logger.info({ host: config.METRICS_HOST, port: config.METRICS_PORT }, 'metrics listening');
-// Idempotency keys are kept IDEMPOTENCY_TTL_HOURS, then forgotten.
-const purge = setInterval(() => {
-  purgeExpiredIdempotencyKeys(prisma).then(
-    (count) => count > 0 && logger.info({ count }, 'expired idempotency keys purged'),
-    (error: unknown) => logger.warn({ err: error }, 'idempotency key purge failed'),
-  );
-}, 15 * 60_000);
-purge.unref();
-
 // Global mode: each instance looks for closed periods and issues their globals (exactly once across
 // instances: tickets.ts), and reports how far behind the SAT's 72 hours the oldest one is.
 const globalDeps = payments.global ? { ...payments, global: payments.global } : undefined;
@@ -269,7 +259,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
-    clearInterval(purge);
     clearInterval(globalTimer);
     metricsServer?.close();
     server.close(() => {

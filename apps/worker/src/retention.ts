@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import { pruneHistory, type PrismaClient, type RetentionPolicy, type RetentionTable } from '@timbra/db';
+import {
+  pruneHistory,
+  purgeExpiredIdempotencyKeys,
+  type PrismaClient,
+  type RetentionPolicy,
+  type RetentionTable,
+} from '@timbra/db';
 
 export interface RetentionDeps {
   prisma: PrismaClient;
@@ -12,7 +18,8 @@ export interface RetentionDeps {
 
 /**
  * One pass of the retention rules (packages/db/src/retention.ts owns them): what went, per table,
- * logged as `history_pruned` with how long it took.
+ * logged as `history_pruned` with how long it took. Expired Idempotency-Key records go in the same
+ * pass (their TTL, IDEMPOTENCY_TTL_HOURS, is the API's; an expired one is already ignored).
  */
 export async function pruneOnce(deps: RetentionDeps): Promise<Record<RetentionTable, number>> {
   const started = Date.now();
@@ -21,8 +28,12 @@ export async function pruneOnce(deps: RetentionDeps): Promise<Record<RetentionTa
     onBatch: (table, n) => deps.logger.debug({ table, deleted: n }, 'history prune batch'),
   });
   deps.onPass?.(deleted);
-  const total = Object.values(deleted).reduce((a, b) => a + b, 0);
-  deps.logger[total > 0 ? 'info' : 'debug']({ deleted, ms: Date.now() - started }, 'history_pruned');
+  const idempotencyKeys = await purgeExpiredIdempotencyKeys(deps.prisma);
+  const total = Object.values(deleted).reduce((a, b) => a + b, idempotencyKeys);
+  deps.logger[total > 0 ? 'info' : 'debug'](
+    { deleted, expiredIdempotencyKeys: idempotencyKeys, ms: Date.now() - started },
+    'history_pruned',
+  );
   return deleted;
 }
 

@@ -34,6 +34,19 @@ describe('runRetention', () => {
       receivedAt: new Date(now - days * 86_400_000),
     });
     await prisma.webhookEvent.createMany({ data: [event('old-1', 45), event('old-2', 31), event('recent', 1)] });
+    // Idempotency-Key records past their TTL go in the same pass (the API runs no timer for them).
+    const client = await prisma.apiClient.create({ data: { name: 'retention', keyHash: 'h'.repeat(64) } });
+    const key = (key: string, expiresAt: Date) => ({
+      clientId: client.id,
+      key,
+      fingerprint: 'x',
+      responseStatus: 201,
+      responseBody: {},
+      expiresAt,
+    });
+    await prisma.idempotencyKey.createMany({
+      data: [key('expired', new Date(Date.now() - 60_000)), key('live', new Date(Date.now() + 3_600_000))],
+    });
 
     const lines: string[] = [];
     const logger = pino(
@@ -70,8 +83,14 @@ describe('runRetention', () => {
     }
     expect(passes[0]).toEqual({ outbox: 0, pac_attempts: 0, webhook_events: 2 });
     expect((await prisma.webhookEvent.findMany()).map((e) => e.eventId)).toEqual(['recent']);
-    const logged = lines.map((l) => JSON.parse(l) as { msg: string; deleted?: unknown });
-    expect(logged.find((l) => l.msg === 'history_pruned')?.deleted).toEqual(passes[0]);
+    expect((await prisma.idempotencyKey.findMany()).map((k) => k.key)).toEqual(['live']);
+    const logged = lines.map(
+      (l) => JSON.parse(l) as { msg: string; deleted?: unknown; expiredIdempotencyKeys?: number },
+    );
+    expect(logged.find((l) => l.msg === 'history_pruned')).toMatchObject({
+      deleted: passes[0],
+      expiredIdempotencyKeys: 1,
+    });
     const exposition = await metrics.registry.metrics();
     expect(exposition).toMatch(/timbra_history_pruned_total\{table="webhook_events"\} 2/);
     expect(exposition).toMatch(/timbra_history_prune_last_success_timestamp_seconds [1-9]\d{9}/);

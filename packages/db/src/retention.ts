@@ -16,8 +16,8 @@
  *   redelivering after three days), except `failed` ones, which wait for an operator.
  *
  * Ages are the database's clock against columns it wrote (`created_at`, `received_at`: "Clocks: one per
- * rule" in ARCHITECTURE.md). Idempotency-Key records expire by the API's own rule (purgeExpiredIdempotencyKeys, hourly in the
- * API). Deletes run in batches so no pass holds many locks or a long transaction.
+ * rule" in ARCHITECTURE.md). Idempotency-Key records expire by their own TTL, the API's clock (purgeExpiredIdempotencyKeys, run
+ * in the worker's retention pass). Deletes run in batches so no pass holds many locks or a long transaction.
  */
 import { z } from 'zod';
 import { Prisma } from './generated/client.ts';
