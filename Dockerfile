@@ -15,6 +15,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/cfdi-core/package.json packages/cfdi-core/
 COPY packages/cfdi-node/package.json packages/cfdi-node/
+COPY packages/settings/package.json packages/settings/
 COPY packages/db/package.json packages/db/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
@@ -36,7 +37,7 @@ RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
  && cp -a package.json package-lock.json prisma node_modules /prod/ \
  && cp -a scripts/healthcheck.mjs /prod/scripts/ \
  && cp -a apps/api apps/worker /prod/apps/ \
- && cp -a packages/cfdi-core packages/cfdi-node packages/db packages/provider-client /prod/packages/ \
+ && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/provider-client /prod/packages/ \
  && cp -a sat/README.md sat/catalogos sat/cfd /prod/sat/ \
  && rm -rf /prod/node_modules/@timbra/pac-sandbox /prod/node_modules/@timbra/provider-sandbox \
       /prod/node_modules/@timbra/test-support /prod/node_modules/libxmljs2

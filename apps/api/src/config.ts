@@ -1,34 +1,31 @@
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import {
+  bool,
+  DATA_SETTINGS,
+  EMISOR_SETTINGS,
+  OUTBOUND_SETTINGS,
+  PROCESS_SETTINGS,
+  withSecretFiles,
+} from '@timbra/settings';
 import {
   fiscalSettingsProblems,
   productionEmisorProblems,
   SANDBOX_EMISOR,
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
-import { readInvoiceLogo, readOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-node';
-import { allowedAddressesSetting, DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const DEFAULT_SAT_DIR = resolve(here, '../../../sat');
-
-const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+import { readInvoiceLogo, readOperatorCatalogs } from '@timbra/cfdi-node';
+import { DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
 
 const schema = z.object({
+  ...DATA_SETTINGS,
+  ...PROCESS_SETTINGS,
+  ...EMISOR_SETTINGS,
+  ...OUTBOUND_SETTINGS,
   HOST: z.string().default('0.0.0.0'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   /** GET /metrics on a listener of its own (0: off); loopback unless told otherwise. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   METRICS_HOST: z.string().default('127.0.0.1'),
-  DATABASE_URL: z.string().url(),
-  /** One URL; with REDIS_CLUSTER=true, a cluster's seed nodes, comma-separated. */
-  REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
-  REDIS_CLUSTER: bool.default(false),
-  /** Accept a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
-  ALLOW_EVICTING_REDIS: bool.default(false),
-  DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `name:key[:admin]` pairs, comma-separated; keys are stored hashed at start-up. */
   API_KEYS: z.string().default(''),
   BODY_LIMIT: z.string().default('256kb'),
@@ -38,26 +35,12 @@ const schema = z.object({
   /** Failed authentications a minute presenting one key prefix (8 characters) before they get 429. */
   AUTH_FAILURES_PER_PREFIX_PER_MINUTE: z.coerce.number().int().positive().default(10),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
-  LATE_MARGIN_HOURS: z.coerce.number().positive().max(72).default(12),
   /** Group commit of payments in: most payments in one transaction, and transactions open at once. */
   INGEST_BATCH_MAX: z.coerce.number().int().positive().default(32),
   INGEST_TRANSACTIONS: z.coerce.number().int().positive().default(1),
-  /**
-   * `production` (default): the emisor, its CSD and its password must be configured. `sandbox`: the
-   * SAT's test emisor and CSD from SAT_DIR (npm run dev/demo, the compose file, tests).
-   */
-  TIMBRA_PROFILE: z.enum(['production', 'sandbox']).default('production'),
-  // Emisor and CSD (no defaults in production)
-  EMISOR_RFC: z.string().min(1),
   EMISOR_NOMBRE: z.string().min(1),
   EMISOR_REGIMEN_FISCAL: z.string().min(1),
   EMISOR_LUGAR_EXPEDICION: z.string().regex(/^\d{5}$/),
-  SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
-  CSD_CER_PATH: z.string().optional(),
-  CSD_KEY_PATH: z.string().optional(),
-  /** The CSD key password: from this variable or from CSD_PASSWORD_FILE. No default. */
-  CSD_PASSWORD: z.string().optional(),
-  CSD_PASSWORD_FILE: z.string().optional(),
   SERIE_INGRESO: z.string().default('A'),
   SERIE_EGRESO: z.string().default('NC'),
   SERIE_PAGO: z.string().default('P'),
@@ -67,12 +50,6 @@ const schema = z.object({
     .regex(/^\d{8}$/)
     .default('01010101'),
   CONCEPTO_CLAVE_UNIDAD: z.string().default('ACT'),
-  /**
-   * The SAT's c_ClaveProdServ / c_CodigoPostal as files (CSV or text, the key in the first column):
-   * with them, product keys and postal codes are checked against the catalogue, not by shape.
-   */
-  SAT_CLAVE_PROD_SERV_FILE: z.string().optional(),
-  SAT_CODIGO_POSTAL_FILE: z.string().optional(),
   CONCEPTO_DESCRIPCION: z.string().default('Venta'),
   /** Amounts received include IVA at this rate (0.160000, 0.080000 or 0.000000). */
   IVA_TASA: z.enum(['0.160000', '0.080000', '0.000000']).default('0.160000'),
@@ -129,18 +106,12 @@ const schema = z.object({
   BANXICO_TOKEN: z.string().optional(),
   BANXICO_TIMEOUT_MS: z.coerce.number().int().positive().default(5000),
   TRUST_PROXY: bool.default(false),
-  /** The merchant's logo on every PDF (PNG or JPEG, ≤ 1 MB). */
-  INVOICE_LOGO_FILE: z.string().optional(),
   /** Merchant webhook endpoints may be plain http on any host (default: https, or http to localhost only). */
   WEBHOOK_ALLOW_HTTP: bool.default(false),
-  /** Non-public IPs and CIDR ranges endpoints may be at (default: none; loopback in the sandbox profile). */
-  WEBHOOK_ALLOWED_ADDRESSES: allowedAddressesSetting,
   // Queue dashboard (bull-board at /admin/queues): off unless both credentials are set.
   DASHBOARD_USER: z.string().min(1).optional(),
   DASHBOARD_PASSWORD: z.string().min(12).optional(),
   DASHBOARD_ALLOW_DLQ_RETRY: bool.default(false),
-  /** BullMQ key prefix: the worker's QUEUE_PREFIX. */
-  QUEUE_PREFIX: z.string().default('{timbra}'),
 });
 
 /** Every variable the configuration reads (docs/configuration.md lists each). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { SECRET_SETTINGS } from '@timbra/cfdi-node';
+import { SECRET_SETTINGS } from '@timbra/settings';
 import { composeEnvironment, composeFile, composeSecret, testCaPem, testCsdFiles } from '@timbra/test-support';
 import { loadConfig, parseApiKeys } from '../src/config.ts';
 

@@ -4,15 +4,16 @@
  * apart from config.ts so that `npm run ops` loads zod and this file, not the CFDI domain that the
  * worker's own start-up checks need (its emisor, CSD and catalogues).
  */
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { withSecretFiles } from '@timbra/cfdi-node/secret-files';
-import { allowedAddressesSetting, redisConfigProblems, type RetentionPolicy } from '@timbra/db';
-
-const DEFAULT_SAT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../sat');
-
-const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+import {
+  bool,
+  DATA_SETTINGS,
+  EMISOR_SETTINGS,
+  OUTBOUND_SETTINGS,
+  PROCESS_SETTINGS,
+  withSecretFiles,
+} from '@timbra/settings';
+import { redisConfigProblems, type RetentionPolicy } from '@timbra/db';
 
 const pac = (name: string) => ({
   [`PAC_${name}_KIND`]: z.enum(['sw', 'finkok']).optional(),
@@ -23,13 +24,10 @@ const pac = (name: string) => ({
 });
 
 export const schema = z.object({
-  DATABASE_URL: z.string().url(),
-  DATABASE_POOL_SIZE: z.coerce.number().int().positive().default(10),
-  /** One URL; with REDIS_CLUSTER=true, a cluster's seed nodes, comma-separated. */
-  REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
-  REDIS_CLUSTER: bool.default(false),
-  /** BullMQ key prefix; keep the `{…}` hash tag for Redis Cluster. */
-  QUEUE_PREFIX: z.string().default('{timbra}'),
+  ...DATA_SETTINGS,
+  ...PROCESS_SETTINGS,
+  ...EMISOR_SETTINGS,
+  ...OUTBOUND_SETTINGS,
   /** Which parts this process runs: any of relay, sweeper, stamper, deliverer (comma-separated). */
   WORKER_ROLES: z.string().default('relay,sweeper,stamper,deliverer'),
   WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8),
@@ -53,7 +51,6 @@ export const schema = z.object({
   CORRECTION_RETRY_BASE_MS: z.coerce.number().int().positive().default(5_000),
   CORRECTION_RETRY_MAX_MS: z.coerce.number().int().positive().default(600_000),
   PROOF_IN_FLIGHT_GRACE_MS: z.coerce.number().int().nonnegative().default(120_000),
-  LATE_MARGIN_HOURS: z.coerce.number().positive().max(72).default(12),
   AUTO_REFREEZE_LATE: bool.default(false),
   /** How long a job's lock lives without renewal; a worker that died loses its jobs after this. */
   STAMP_LOCK_MS: z.coerce.number().int().positive().default(30_000),
@@ -68,8 +65,6 @@ export const schema = z.object({
   SAT_STATUS_URL: z.string().url().default('https://consultaqr.facturaelectronica.sat.gob.mx/ConsultaCFDIService.svc'),
   ...pac('PRIMARY'),
   ...pac('BACKUP'),
-  /** Allow a Redis whose maxmemory-policy is not noeviction (managed Redis), with a loud warning. */
-  ALLOW_EVICTING_REDIS: bool.default(false),
   /** Port of /healthz, /readyz and /metrics (0: off). */
   WORKER_HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3001),
   /** Interface of that port: loopback unless told otherwise (a container's orchestrator: 0.0.0.0). */
@@ -84,8 +79,6 @@ export const schema = z.object({
   /** The From of the customer's emails, `Name <address>`. */
   EMAIL_FROM: z.string().min(3).optional(),
   EMAIL_REPLY_TO: z.string().optional(),
-  /** The merchant's logo on the emailed PDFs (PNG or JPEG, ≤ 1 MB): the API's setting, the same file. */
-  INVOICE_LOGO_FILE: z.string().optional(),
   EMAIL_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   EMAIL_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
   EMAIL_RETRY_MAX_MS: z.coerce.number().int().positive().default(3_600_000),
@@ -103,29 +96,11 @@ export const schema = z.object({
   /** An endpoint failing without a success for this long, and this many attempts in a row, is disabled. */
   WEBHOOK_DISABLE_AFTER_HOURS: z.coerce.number().nonnegative().default(120),
   WEBHOOK_DISABLE_MIN_FAILURES: z.coerce.number().int().positive().default(20),
-  /** As the API's: non-public IPs and CIDR ranges endpoints may be at (default none; loopback in the sandbox profile). */
-  WEBHOOK_ALLOWED_ADDRESSES: allowedAddressesSetting,
   /** Deliveries in flight at once per worker (a slot is refilled as soon as a send ends). */
   DELIVERY_CONCURRENCY: z.coerce.number().int().positive().default(20),
   DELIVERY_POLL_MS: z.coerce.number().int().positive().default(1000),
   /** A delivery's claim lasts this long: a worker that died mid-send loses it after this. */
   DELIVERY_LEASE_MS: z.coerce.number().int().positive().default(120_000),
-  /**
-   * `production` (default): the PAC, the emisor and its CSD must be configured. `sandbox`: the local
-   * sandbox PAC and the SAT's test emisor and CSD from SAT_DIR (npm run dev/demo, compose, tests).
-   */
-  TIMBRA_PROFILE: z.enum(['production', 'sandbox']).default('production'),
-  /** The emisor's CSD, to freeze dependent documents (Egreso, Pago) and sign cancellations. */
-  EMISOR_RFC: z.string().min(1),
-  SAT_DIR: z.string().default(DEFAULT_SAT_DIR),
-  /** As the API's: c_ClaveProdServ / c_CodigoPostal files for the rules run when Egresos and Pagos are frozen. */
-  SAT_CLAVE_PROD_SERV_FILE: z.string().optional(),
-  SAT_CODIGO_POSTAL_FILE: z.string().optional(),
-  CSD_CER_PATH: z.string().optional(),
-  CSD_KEY_PATH: z.string().optional(),
-  CSD_PASSWORD: z.string().optional(),
-  CSD_PASSWORD_FILE: z.string().optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
 /** Every variable the configuration reads (docs/configuration.md lists each). */

@@ -1,5 +1,6 @@
 import { productionEmisorProblems, SANDBOX_EMISOR, type OperatorCatalogs } from '@timbra/cfdi-core';
-import { readInvoiceLogo, readOperatorCatalogs, withSecretFiles } from '@timbra/cfdi-node';
+import { readInvoiceLogo, readOperatorCatalogs } from '@timbra/cfdi-node';
+import { withSecretFiles } from '@timbra/settings';
 import { redisConfigProblems } from '@timbra/db';
 import { schema, type WorkerConfig } from './config-schema.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
-import { SECRET_SETTINGS } from '@timbra/cfdi-node';
+import { SECRET_SETTINGS } from '@timbra/settings';
 import { composeEnvironment, composeFile, composeSecret } from '@timbra/test-support';
 import { loadConfig } from '../src/config.ts';
 

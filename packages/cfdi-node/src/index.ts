@@ -2,7 +2,7 @@
  * @timbra/cfdi-node — the Node adapters of @timbra/cfdi-core, which does no I/O: the PAC clients
  * over node:http (SW, Finkok, the SAT's status service, the PAC sandbox's ledger), and what the core
  * is given as bytes or objects read from files here (the PDF's fonts, the merchant's logo, the
- * operator's catalogues, the SAT's schemas, secrets from `*_FILE` settings). The freeze CLI lives
+ * operator's catalogues, the SAT's schemas). The freeze CLI lives
  * here too (`npm run freeze`).
  */
 export {
@@ -22,4 +22,3 @@ export { dejavuFonts } from './fonts.ts';
 export { readInvoiceLogo } from './invoice-logo.ts';
 export { loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
 export { schemaFiles } from './schema-files.ts';
-export { SECRET_SETTINGS, withSecretFiles } from './secret-files.ts';
