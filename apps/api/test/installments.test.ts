@@ -175,6 +175,23 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     expect(bases.reduce((sum, b) => sum.plus(b), new BigNumber(0)).toFixed()).toBe('5880.27');
   });
 
+  it('an installment too small to carry any of the taxes is stamped with ObjetoImpDR 01, not refused (CRP20246)', async () => {
+    // Base 10000.00 of 11600.00: the Pagos report round(0.862 × paid) of it cumulatively, so after
+    // 0.03 (3 cents of base) a further 0.01 adds none — no TrasladoDR, and 02 without one is refused.
+    const id = await ppdSale('11600.00');
+    await stamp(id);
+    expect((await pay(id, '0.03', { externalId: `T-${randomUUID()}` })).statusCode).toBe(201);
+    const res = await pay(id, '0.01', { externalId: `T-${randomUUID()}` });
+    expect(res.statusCode).toBe(201);
+    const pago = await api.prisma.invoice.findUniqueOrThrow({
+      where: { id: (res.body as { pago: { id: string } }).pago.id },
+    });
+    expect(pago.status).toBe('pending');
+    expect(docto(pago.frozenXml!)).toMatchObject({ ImpPagado: '0.01', ObjetoImpDR: '01' });
+    expect(pago.frozenXml).not.toContain('ImpuestosDR');
+    expect(await schema.validate([pago.frozenXml!])).toEqual([]);
+  });
+
   it('before the Ingreso is stamped the Pago waits for it; an overpayment → 422 and nothing written', async () => {
     const invoiceId = await ppdSale('1160.00');
     const first = await pay(invoiceId, '1000.00');

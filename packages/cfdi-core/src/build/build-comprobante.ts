@@ -289,7 +289,7 @@ function pagos(p: PagoAmounts, fechaPago: string, r: InvoiceRequest): XmlElement
         ['ImpSaldoAnt', d.impSaldoAnt],
         ['ImpPagado', d.impPagado],
         ['ImpSaldoInsoluto', d.impSaldoInsoluto],
-        ['ObjetoImpDR', d.source.objetoImpDR],
+        ['ObjetoImpDR', d.objetoImpDR],
       ],
       impuestosDR,
     );

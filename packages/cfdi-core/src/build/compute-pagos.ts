@@ -7,6 +7,12 @@ const withinLimits = (v: Dec, { min, max }: { min: Dec; max: Dec }) => within(v,
 
 export interface DoctoRelacionadoAmounts {
   source: DoctoRelacionadoRequest;
+  /**
+   * The request's ObjetoImpDR, but 01 when it is 02 and none of the document's taxes has a part in
+   * this payment (every share rounds to nothing: a one-cent installment of a large invoice, or a tiny
+   * taxed line beside a large untaxed one): 02 without ImpuestosDR is refused (CRP20246).
+   */
+  objetoImpDR: string;
   equivalenciaDR: string;
   impSaldoAnt: string;
   impPagado: string;
@@ -148,8 +154,10 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
     d.objetoImpDR === '02'
       ? d.retencionesDR.filter((r) => noShare(r, saldoAnt, pagado, decimals) === false).map(rated)
       : [];
+  const nothingToReport = d.objetoImpDR === '02' && trasladosDR.length + retencionesDR.length === 0;
   return {
     source: d,
+    objetoImpDR: nothingToReport ? '01' : d.objetoImpDR,
     retencionesDR,
     // Same currency in payment and document: the SAT asks for EquivalenciaDR = 1.
     equivalenciaDR: d.equivalenciaDR ?? '1',
