@@ -13,7 +13,7 @@ import {
   SANDBOX_EMISOR,
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
-import { readInvoiceLogo, readOperatorCatalogs } from '@timbra/cfdi-node';
+import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
 import { DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
 
 const schema = z.object({
@@ -161,10 +161,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
     }
     // The operator's large catalogues first: the settings below are checked against them too.
-    const read = readOperatorCatalogs(
-      { clavesProdServ: c.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: c.SAT_CODIGO_POSTAL_FILE },
-      { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
-    );
+    const read = catalogsFromSettings(c);
     catalogs = read.catalogs;
     problems.push(...read.problems.map((p) => `  ${p}`));
     // Fiscal settings against the SAT catalogues and rules: a bad one would make every invoice a PAC rejection.

@@ -1,5 +1,5 @@
 import { productionEmisorProblems, SANDBOX_EMISOR, type OperatorCatalogs } from '@timbra/cfdi-core';
-import { readInvoiceLogo, readOperatorCatalogs } from '@timbra/cfdi-node';
+import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
 import { withSecretFiles } from '@timbra/settings';
 import { redisConfigProblems } from '@timbra/db';
 import { schema, type WorkerConfig } from './config-schema.ts';
@@ -60,10 +60,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): {
     );
   let catalogs: OperatorCatalogs = {};
   if (parsed.success) {
-    const read = readOperatorCatalogs(
-      { clavesProdServ: parsed.data.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: parsed.data.SAT_CODIGO_POSTAL_FILE },
-      { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
-    );
+    const read = catalogsFromSettings(parsed.data);
     catalogs = read.catalogs;
     problems.push(...read.problems.map((p) => `  ${p}`));
   }

@@ -59,3 +59,17 @@ export function readOperatorCatalogs(
   if (codigos) catalogs.codigosPostales = codigos;
   return { catalogs, problems };
 }
+
+/**
+ * The catalogue files the settings name (SAT_CLAVE_PROD_SERV_FILE, SAT_CODIGO_POSTAL_FILE), read as
+ * both apps read them at start-up: each problem names its variable.
+ */
+export function catalogsFromSettings(settings: {
+  SAT_CLAVE_PROD_SERV_FILE?: string | undefined;
+  SAT_CODIGO_POSTAL_FILE?: string | undefined;
+}): { catalogs: OperatorCatalogs; problems: string[] } {
+  return readOperatorCatalogs(
+    { clavesProdServ: settings.SAT_CLAVE_PROD_SERV_FILE, codigosPostales: settings.SAT_CODIGO_POSTAL_FILE },
+    { clavesProdServ: 'SAT_CLAVE_PROD_SERV_FILE', codigosPostales: 'SAT_CODIGO_POSTAL_FILE' },
+  );
+}

@@ -20,5 +20,5 @@ export { SatStatusClient } from './pac/sat-status-client.ts';
 export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
 export { dejavuFonts } from './fonts.ts';
 export { readInvoiceLogo } from './invoice-logo.ts';
-export { loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
+export { catalogsFromSettings, loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
 export { schemaFiles } from './schema-files.ts';
