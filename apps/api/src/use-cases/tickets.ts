@@ -22,6 +22,7 @@ import {
   tryFreeze,
   type GlobalPeriod,
   type GlobalTicket,
+  type InvoiceRequestInput,
   type Periodicidad,
   type TicketPart,
   type ValidationIssue,
@@ -214,9 +215,7 @@ export async function issueGlobal(
           folio,
           issuedAt,
         });
-        const { frozen, problems } = built.request
-          ? tryFreeze(built.request, deps.csd, deps.catalogs)
-          : { problems: built.problems };
+        const { frozen, problems } = built.request ? freezeWith(deps, built.request) : { problems: built.problems };
         const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
         invoices.push({ chunk, folio, frozen, problems, request: built.request, total });
       }
@@ -323,6 +322,10 @@ export async function duePeriods(
       (p): p is GlobalPeriod => p !== undefined && p.endsAt.getTime() + deps.global.closeDelayMs <= now.getTime(),
     );
 }
+
+/** Freezes with the process's CSD and the operator's catalogues (both in `deps`). */
+const freezeWith = (deps: RecordPaymentDeps, request: InvoiceRequestInput) =>
+  tryFreeze(request, deps.csd, deps.catalogs);
 
 /** Issues every due period's global (the API's close timer; several instances may run it: exactly once). */
 export async function issueDueGlobals(
