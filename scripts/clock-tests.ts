@@ -2,9 +2,9 @@
  * The calendar-bound tests (`@clock` in their first comment: the SAT's own certificates, rules that
  * compare two clocks), each workspace's run with only those files: `npm run test:clock`, which CI
  * runs under `faketime '2027-06-01 12:00:00'` after every test has run once on the real clock.
- * `-- --list` prints them instead. Two workspaces run at a time. Exit code: a failing workspace's, else 0.
+ * `-- --list` prints them instead. Exit code: the first failing workspace's, else 0.
  */
-import { spawn } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,25 +30,18 @@ const marked = workspaces
   }))
   .filter((w) => w.files.length > 0);
 
-/** One workspace's tagged files, through its own `npm test`: its exit code. */
-function runWorkspace(w: (typeof marked)[number]): Promise<number> {
-  process.stdout.write(`\n${w.name}: ${w.files.length} calendar-bound test files\n`);
-  const child = spawn('npm', ['test', '-w', w.name, '--', ...w.files.map((f) => relative(w.ws, f))], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
-  return new Promise((done) => child.on('close', (code) => done(code ?? 1)));
-}
-
 if (process.argv.includes('--list')) {
   for (const w of marked) for (const f of w.files) process.stdout.write(`${relative(ROOT, f)}\n`);
 } else {
-  // Two workspaces at a time, as `npm test` runs them (most tests wait on Postgres, Redis or a process).
-  const queue = [...marked].sort((x, y) => y.files.length - x.files.length);
-  const codes: number[] = [];
-  const lane = async () => {
-    for (let w = queue.shift(); w; w = queue.shift()) codes.push(await runWorkspace(w));
-  };
-  await Promise.all([lane(), lane()]);
-  process.exitCode = codes.find((code) => code !== 0) ?? 0;
+  for (const w of marked) {
+    process.stdout.write(`\n${w.name}: ${w.files.length} calendar-bound test files\n`);
+    const run = spawnSync('npm', ['test', '-w', w.name, '--', ...w.files.map((f) => relative(w.ws, f))], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+    if (run.status !== 0) {
+      process.exitCode = run.status ?? 1;
+      break;
+    }
+  }
 }
