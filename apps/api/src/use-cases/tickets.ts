@@ -22,7 +22,6 @@ import {
   tryFreeze,
   type GlobalPeriod,
   type GlobalTicket,
-  type InvoiceRequestInput,
   type Periodicidad,
   type TicketPart,
   type ValidationIssue,
@@ -324,8 +323,7 @@ export async function duePeriods(
 }
 
 /** Freezes with the process's CSD and the operator's catalogues (both in `deps`). */
-const freezeWith = (deps: RecordPaymentDeps, request: InvoiceRequestInput) =>
-  tryFreeze(request, deps.csd, deps.catalogs);
+const freezeWith = (deps: RecordPaymentDeps, request: unknown) => tryFreeze(request, deps.csd, deps.catalogs);
 
 /** Issues every due period's global (the API's close timer; several instances may run it: exactly once). */
 export async function issueDueGlobals(
@@ -453,7 +451,7 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
 
   const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
   const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
-  const { frozen, problems: invalid } = tryFreeze(built.request, deps.csd, deps.catalogs);
+  const { frozen, problems: invalid } = freezeWith(deps, built.request);
   if (!frozen) throw new DomainError('validation_failed', undefined, invalid);
   const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
     {
