@@ -26,6 +26,30 @@ const noTestSupport = {
   message: 'test kits are for tests, benchmarks and scripts, never runtime code.',
 };
 const restrict = (patterns, paths = []) => ['error', { patterns, paths }];
+// The apps reach their data through @timbra/db's functions (one entry per table group), never
+// through Prisma's model methods or raw SQL: each query and each write has one owner.
+const noPrisma = {
+  name: '@timbra/db',
+  importNames: ['Prisma'],
+  allowTypeImports: true,
+  message: "raw SQL and Prisma's values live in @timbra/db; import the function you need from its entry.",
+};
+const PRISMA_METHODS =
+  'findUnique|findUniqueOrThrow|findFirst|findFirstOrThrow|findMany|create|createMany|createManyAndReturn|update|updateMany|upsert|delete|deleteMany|count|aggregate|groupBy';
+const noPrismaCalls = [
+  'error',
+  ...['callee.object.object.name=/^(prisma|tx|db|trx|client)$/', "callee.object.object.property.name='prisma'"].map(
+    (owner) => ({
+      selector: `CallExpression[callee.property.name=/^(${PRISMA_METHODS})$/][${owner}]`,
+      message:
+        'the apps read and write through @timbra/db (an entry per table group), not Prisma: add the query there.',
+    }),
+  ),
+  {
+    selector: 'MemberExpression[property.name=/^[$](queryRaw|executeRaw|queryRawUnsafe|executeRawUnsafe)$/]',
+    message: 'raw SQL lives in @timbra/db, one typed function per statement.',
+  },
+];
 const ioModules = (message) => [
   {
     group: [
@@ -49,15 +73,27 @@ const ioModules = (message) => [
 // ~1.5 s): these only as `import type` at the top, and by `await import()` in the command that uses them.
 const loadedByTheCommand = [
   '@timbra/db',
+  ...[
+    'invoices',
+    'payments',
+    'tickets',
+    'catalog',
+    'outbox',
+    'deliveries',
+    'webhook-events',
+    'keys',
+    'retention',
+    'redis',
+  ].map((entry) => `@timbra/db/${entry}`),
   '@timbra/cfdi-core',
   'bullmq',
-  './config.ts',
-  './config-schema.ts',
-  './reconcile.ts',
+  '../config.ts',
+  '../config-schema.ts',
+  '../reconcile.ts',
 ].map((name) => ({
   name,
   allowTypeImports: true,
-  message: "ops-cli.ts loads this in the command that needs it (await import); parsing uses '@timbra/db/light'.",
+  message: "the ops commands load this in the command that needs it (await import); parsing uses '@timbra/db/light'.",
 }));
 
 export default tseslint.config(
@@ -89,16 +125,25 @@ export default tseslint.config(
   // Runtime sources, by where they live.
   {
     files: ['apps/api/src/**/*.ts'],
-    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/api'), noTestSupport], [noGot]) },
+    rules: {
+      'no-restricted-imports': restrict([noAppsFrom('@timbra/api'), noTestSupport], [noGot, noPrisma]),
+      'no-restricted-syntax': noPrismaCalls,
+    },
   },
   {
     files: ['apps/worker/src/**/*.ts'],
-    rules: { 'no-restricted-imports': restrict([noAppsFrom('@timbra/worker'), noTestSupport], [noGot]) },
+    rules: {
+      'no-restricted-imports': restrict([noAppsFrom('@timbra/worker'), noTestSupport], [noGot, noPrisma]),
+      'no-restricted-syntax': noPrismaCalls,
+    },
   },
   {
-    files: ['apps/worker/src/ops-cli.ts'],
+    files: ['apps/worker/src/ops/*.ts'],
     rules: {
-      'no-restricted-imports': restrict([noAppsFrom('@timbra/worker'), noTestSupport], [noGot, ...loadedByTheCommand]),
+      'no-restricted-imports': restrict(
+        [noAppsFrom('@timbra/worker'), noTestSupport],
+        [noGot, noPrisma, ...loadedByTheCommand],
+      ),
     },
   },
   {

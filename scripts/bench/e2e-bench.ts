@@ -28,7 +28,8 @@ import {
   testCaFile,
   testCsdPaths,
 } from '@timbra/test-support';
-import { createPrisma, leanDb, Prisma, STAMP_QUEUE } from '@timbra/db';
+import { createPrisma, leanDb, Prisma } from '@timbra/db';
+import { STAMP_QUEUE } from '@timbra/db/outbox';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { privateRedis, Proc, reportUnexpectedExits, until } from '../lib/processes.ts';
 

@@ -24,20 +24,21 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { invoiceByUuid } from '@timbra/db/invoices';
 import {
   claimOutboxBatch,
-  createPrisma,
-  DEFAULT_RETENTION,
-  invoiceByUuid,
   oldestOpenOutboxAgeSeconds,
   outboxCountsByStatus,
+  staleEnqueuedOutboxRows,
+} from '@timbra/db/outbox';
+import {
+  DEFAULT_RETENTION,
   pruneHistory,
   retentionDays,
-  staleEnqueuedOutboxRows,
   type RetentionPolicy,
   type RetentionTable,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/retention';
 import { createTestDatabase } from '@timbra/db/testing';
 import { percentile } from '@timbra/test-support';
 

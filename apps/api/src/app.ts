@@ -7,15 +7,15 @@ import type { PdfOptions } from '@timbra/cfdi-core';
 import { pinoHttp } from 'pino-http';
 import {
   GroupCommit,
-  hashApiKey,
   migrationStatus,
   MIGRATIONS_DIR,
   pingDatabase,
-  type DeadLetterQueue,
   type GroupCommitOptions,
   type PrismaClient,
-  type RedisConnection,
 } from '@timbra/db';
+import { hashApiKey } from '@timbra/db/keys';
+import type { DeadLetterQueue } from '@timbra/db/outbox';
+import type { RedisConnection } from '@timbra/db/redis';
 import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
 import { DomainError } from './use-cases/domain-errors.ts';
 import { apiKeyAuth, requireScopes } from './http/auth.ts';

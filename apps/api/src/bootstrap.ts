@@ -1,4 +1,6 @@
-import { ensureSeries, syncConfiguredApiKeys, type PrismaClient, type Scope } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { ensureEmisor, ensureSeries } from '@timbra/db/invoices';
+import { syncConfiguredApiKeys, type Scope } from '@timbra/db/keys';
 
 /**
  * Makes the database reflect the configuration: the emisor row, its series (Ingreso, Egreso, Pago), and
@@ -13,16 +15,8 @@ export async function bootstrap(
     apiKeys: { name: string; key: string; scopes: readonly Scope[] }[];
   },
 ): Promise<{ emisorId: string; revokedKeys: string[] }> {
-  const emisor = await prisma.emisor.upsert({
-    where: { rfc: config.emisor.rfc },
-    create: config.emisor,
-    update: {
-      nombre: config.emisor.nombre,
-      regimenFiscal: config.emisor.regimenFiscal,
-      lugarExpedicion: config.emisor.lugarExpedicion,
-    },
-  });
-  await ensureSeries(prisma, emisor.id, config.series);
+  const emisorId = await ensureEmisor(prisma, config.emisor);
+  await ensureSeries(prisma, emisorId, config.series);
   const revokedKeys = await syncConfiguredApiKeys(prisma, config.apiKeys);
-  return { emisorId: emisor.id, revokedKeys };
+  return { emisorId, revokedKeys };
 }

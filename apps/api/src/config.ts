@@ -14,7 +14,8 @@ import {
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
 import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
-import { DEFAULT_SCOPES, isScope, redisConfigProblems, SCOPES, type Scope } from '@timbra/db';
+import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db/keys';
+import { redisConfigProblems } from '@timbra/db/redis';
 
 const schema = z.object({
   ...DATA_SETTINGS,

@@ -5,15 +5,10 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
 import { dejavuFonts } from '@timbra/cfdi-node';
-import {
-  allowedAddressesFor,
-  connectRedis,
-  createPrisma,
-  bullmqErrorListener,
-  logRedisOutages,
-  redisTarget,
-  STAMP_DLQ,
-} from '@timbra/db';
+import { createPrisma } from '@timbra/db';
+import { allowedAddressesFor } from '@timbra/db/deliveries';
+import { STAMP_DLQ } from '@timbra/db/outbox';
+import { connectRedis, bullmqErrorListener, logRedisOutages, redisTarget } from '@timbra/db/redis';
 import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import got from 'got';
 import { Redis } from 'ioredis';
-import { deadLetterOutboxRow, STAMP_DLQ, STAMP_QUEUE } from '@timbra/db';
+import { deadLetterOutboxRow, STAMP_DLQ, STAMP_QUEUE } from '@timbra/db/outbox';
 import { dashboard, dashboardJobName, redactForDashboard } from '../src/http/dashboard.ts';
 import { jsonPoster, startApi, type TestApi } from './helpers.ts';
 

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import got from 'got';
-import { reversedRefundsStanding } from '@timbra/db';
+import { reversedRefundsStanding } from '@timbra/db/payments';
 import { eventually } from '@timbra/test-support';
 import { MP_SECRET, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 

@@ -1,7 +1,13 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { PacError, parseXml, type XmlElement } from '@timbra/cfdi-core';
-import { finishCancellation, loadCancelRow, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import {
+  finishCancellation,
+  loadCancelRow,
+  markCancellationAccepted,
+  recordCancellationPoll,
+} from '@timbra/db/invoices';
 import { failureText } from './errors.ts';
 import type { StampJobData } from './jobs.ts';
 import type { PacChain } from './pac-chain.ts';
@@ -101,10 +107,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
         deps.onOutcome?.('failed');
         return { status: 'failed', code };
       }
-      await prisma.cancelRequest.update({
-        where: { id: row.requestId },
-        data: { status: 'accepted', uuidCode: code, acuse, pac: client.name },
-      });
+      await markCancellationAccepted(prisma, row.requestId, { uuidCode: code, acuse, pac: client.name });
       log.info({ code, pac: client.name }, 'cancellation requested');
     }
 
@@ -128,10 +131,7 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
       return { status: 'rejected' };
     }
     // Not final yet (En proceso, or the SAT has not caught up): look again later.
-    await prisma.cancelRequest.update({
-      where: { id: row.requestId },
-      data: { polls: { increment: 1 }, estatusCancelacion: status.estatusCancelacion || status.estado },
-    });
+    await recordCancellationPoll(prisma, row.requestId, status.estatusCancelacion || status.estado);
     const delay = Math.min(deps.poll.maxMs, deps.poll.baseMs * 2 ** Math.min(row.polls, 20));
     await job.moveToDelayed(Date.now() + delay, token);
     throw new DelayedError();

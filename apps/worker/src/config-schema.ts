@@ -13,7 +13,8 @@ import {
   PROCESS_SETTINGS,
   withSecretFiles,
 } from '@timbra/settings';
-import { redisConfigProblems, type RetentionPolicy } from '@timbra/db';
+import { redisConfigProblems } from '@timbra/db/redis';
+import type { RetentionPolicy } from '@timbra/db/retention';
 
 const pac = (name: string) => ({
   [`PAC_${name}_KIND`]: z.enum(['sw', 'finkok']).optional(),

@@ -1,7 +1,7 @@
 import { productionEmisorProblems, SANDBOX_EMISOR, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
 import { withSecretFiles } from '@timbra/settings';
-import { redisConfigProblems } from '@timbra/db';
+import { redisConfigProblems } from '@timbra/db/redis';
 import { schema, type WorkerConfig } from './config-schema.ts';
 
 export { loadOpsConfig, retentionPolicy, WORKER_VARIABLES, type WorkerConfig } from './config-schema.ts';

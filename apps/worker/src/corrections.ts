@@ -8,19 +8,20 @@ import {
   type OperatorCatalogs,
   type StampResult,
 } from '@timbra/cfdi-core';
+import type { PrismaClient } from '@timbra/db';
 import {
   claimDueCorrections,
   freezeVersion,
   holdStampRow,
   pacsThatReceived,
-  persistStamp,
   releaseStampRow,
   settleCorrection,
   startLateRefreezes,
   type CorrectionPayload,
-  type PrismaClient,
   type ProvingCorrection,
-} from '@timbra/db';
+  invoiceVersionState,
+} from '@timbra/db/invoices';
+import { persistStamp, stampRowIdOf } from '@timbra/db/outbox';
 import type { PacChain } from './pac-chain.ts';
 
 export interface CorrectionDeps {
@@ -104,10 +105,7 @@ export class CorrectionRunner {
   private async settle(c: ProvingCorrection): Promise<boolean> {
     const { prisma, logger } = this.deps;
     const log = logger.child({ correctionId: c.id, invoiceId: c.invoiceId });
-    const invoice = await prisma.invoice.findUniqueOrThrow({
-      where: { id: c.invoiceId },
-      select: { uuid: true, version: true, frozenXml: true, stampKey: true, status: true },
-    });
+    const invoice = await invoiceVersionState(prisma, c.invoiceId);
     if (invoice.uuid !== null || invoice.version !== c.fromVersion) {
       await this.refuse(c, 'invoice_moved_on', `the invoice is ${invoice.status}, version ${invoice.version}`);
       return true;
@@ -208,9 +206,9 @@ export class CorrectionRunner {
       await this.refuse(c, 'foreign_stamp', `${pac} holds stamp ${stamp.uuid} of another version of this invoice`);
       return;
     }
-    const outbox = await prisma.outboxRow.findFirstOrThrow({ where: { invoiceId: c.invoiceId, kind: 'stamp' } });
+    const outboxId = await stampRowIdOf(prisma, c.invoiceId);
     await prisma.$transaction(async (tx) => {
-      await persistStamp(tx, { outboxId: outbox.id, invoiceId: c.invoiceId, version: c.fromVersion }, stamp, [
+      await persistStamp(tx, { outboxId, invoiceId: c.invoiceId, version: c.fromVersion }, stamp, [
         { pac, outcome: 'already_stamped', uuid: stamp.uuid, code: 'LOOKUP', durationMs: 0 },
       ]);
       await settleCorrection(tx, c.id, {

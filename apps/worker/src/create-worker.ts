@@ -1,15 +1,10 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
-import {
-  bullmqErrorListener,
-  parseStampJob,
-  replacementsAwaitingCancellation,
-  requestReplacedCancellation,
-  settleDeadLetters,
-  type PrismaClient,
-  type RedisConnection,
-} from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { replacementsAwaitingCancellation, requestReplacedCancellation } from '@timbra/db/invoices';
+import { parseStampJob, settleDeadLetters } from '@timbra/db/outbox';
+import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
 import {

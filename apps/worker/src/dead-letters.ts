@@ -1,14 +1,8 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import {
-  bullmqErrorListener,
-  deadLetterState,
-  JOBS,
-  STAMP_DLQ,
-  type DeadLetterData,
-  type PrismaClient,
-  type RedisConnection,
-} from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { deadLetterState, JOBS, STAMP_DLQ, type DeadLetterData } from '@timbra/db/outbox';
+import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
 
 /**

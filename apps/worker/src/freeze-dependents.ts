@@ -5,14 +5,14 @@ import {
   type InvoiceRequestInput,
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
+import type { PrismaClient } from '@timbra/db';
 import {
-  enqueueOutbox,
   invoicesWithOverdueDependents,
   lockWaitingDependents,
   markDependentFrozen,
   markDependentNeedsData,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/invoices';
+import { enqueueOutbox } from '@timbra/db/outbox';
 
 /**
  * Freezes, once, the documents waiting for `originalId` to be stamped: each `waiting` invoice gets its

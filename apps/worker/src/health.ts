@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { pingDatabase, type PrismaClient, type RedisConnection } from '@timbra/db';
+import { pingDatabase, type PrismaClient } from '@timbra/db';
+import type { RedisConnection } from '@timbra/db/redis';
 
 export interface HealthDeps {
   prisma: PrismaClient;

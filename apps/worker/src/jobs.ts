@@ -2,9 +2,9 @@ import type { JobsOptions } from 'bullmq';
 
 /**
  * The worker's job options and retry policy. The queues and the job registry (names, versions,
- * payload schemas) are shared with the API's dashboard and live in @timbra/db (queues.ts).
+ * payload schemas) are shared with the API's dashboard and live in @timbra/db/outbox (queues.ts).
  */
-export { JOBS, jobIdFor, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db';
+export { JOBS, jobIdFor, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db/outbox';
 
 /** The defaults (config.ts): 20 attempts, 2 s doubling to at most 15 min, so a job is stamped or dead-lettered
  * within about 3 hours — well inside the 72-hour window after which a PAC refuses the Fecha. */

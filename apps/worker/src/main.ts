@@ -4,15 +4,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { csdExpiry, csdExpiryWarning, loadCsd, type Csd, type PacClient } from '@timbra/cfdi-core';
 import { dejavuFonts, FinkokClient, SwClient } from '@timbra/cfdi-node';
-import {
-  allowedAddressesFor,
-  connectRedis,
-  createPrisma,
-  logRedisOutages,
-  maxmemoryPolicies,
-  pingDatabase,
-  redisTarget,
-} from '@timbra/db';
+import { createPrisma, pingDatabase } from '@timbra/db';
+import { allowedAddressesFor } from '@timbra/db/deliveries';
+import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
 import { loadConfig, retentionPolicy } from './config.ts';
 import { deadLetterAlert } from './alerts.ts';
 import { createWorker } from './create-worker.ts';

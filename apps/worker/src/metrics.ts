@@ -1,17 +1,10 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { STAMP_WINDOW_MS } from '@timbra/cfdi-core';
-import {
-  correctionsProving,
-  deadLetterCount,
-  deliveryBacklog,
-  endpointsDisabledByFailures,
-  invoicesNeedingData,
-  lateInvoices,
-  oldestOpenOutboxAgeSeconds,
-  outboxCountsByStatus,
-  reversedRefundsStanding,
-  type PrismaClient,
-} from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { deliveryBacklog, endpointsDisabledByFailures } from '@timbra/db/deliveries';
+import { correctionsProving, invoicesNeedingData, lateInvoices } from '@timbra/db/invoices';
+import { deadLetterCount, oldestOpenOutboxAgeSeconds, outboxCountsByStatus } from '@timbra/db/outbox';
+import { reversedRefundsStanding } from '@timbra/db/payments';
 import type { PacChain } from './pac-chain.ts';
 
 /**

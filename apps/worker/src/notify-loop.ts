@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { listenForOutbox } from '@timbra/db';
+import { listenForOutbox } from '@timbra/db/outbox';
 
 /**
  * Runs `round` on every NOTIFY on `channel` (a hint only) and every `pollMs` as the fallback. A

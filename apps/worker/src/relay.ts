@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { claimOutboxBatch, JOBS, jobIdFor, leanDb, type PrismaClient } from '@timbra/db';
+import { leanDb, type PrismaClient } from '@timbra/db';
+import { claimOutboxBatch, JOBS, jobIdFor } from '@timbra/db/outbox';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 

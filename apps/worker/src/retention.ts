@@ -1,11 +1,7 @@
 import type { Logger } from 'pino';
-import {
-  pruneHistory,
-  purgeExpiredIdempotencyKeys,
-  type PrismaClient,
-  type RetentionPolicy,
-  type RetentionTable,
-} from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { purgeExpiredIdempotencyKeys } from '@timbra/db/keys';
+import { pruneHistory, type RetentionPolicy, type RetentionTable } from '@timbra/db/retention';
 
 export interface RetentionDeps {
   prisma: PrismaClient;

@@ -6,20 +6,17 @@
  * batches of one. Each stamp is still persisted atomically with its outbox row and ledger (one
  * statement); a batch that fails is retried item by item, so one bad stamp fails only its own job.
  */
+import { GroupCommit, leanDb, type GroupCommitOptions, type PrismaClient } from '@timbra/db';
+import { dependentsWaitingForEach } from '@timbra/db/invoices';
 import {
-  dependentsWaitingForEach,
-  GroupCommit,
-  leanDb,
   loadStampRows,
   persistStamps,
   recordPacCallsInFlight,
-  type GroupCommitOptions,
   type PacCallInFlight,
   type PersistedStamp,
-  type PrismaClient,
   type StampRow,
   type StampToPersist,
-} from '@timbra/db';
+} from '@timbra/db/outbox';
 
 export interface StampWrites {
   load(outboxId: string): Promise<StampRow | undefined>;

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import { jobIdFor, republishEnqueuedOutboxRows, staleEnqueuedOutboxRows, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { jobIdFor, republishEnqueuedOutboxRows, staleEnqueuedOutboxRows } from '@timbra/db/outbox';
 import type { StampJobData } from './jobs.ts';
 
 export interface SweeperDeps {

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import got from 'got';
 import { parseStampedCfdi, STAMP_WINDOW_MS, stampKeyFor } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
-import { createPrisma, lateInvoices, type PrismaClient } from '@timbra/db';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { lateInvoices } from '@timbra/db/invoices';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import {
   eventually,

@@ -9,17 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import Stripe from 'stripe';
+import { createPrisma, type PrismaClient } from '@timbra/db';
 import {
   claimDueDeliveries,
-  createPrisma,
   deliveryBacklog,
   LOOPBACK_RANGES,
   newEndpointSecret,
   replayDelivery,
   resendInvoiceEmail,
   rotateEndpointSecret,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/deliveries';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { startMailbox, type Mailbox } from '@timbra/test-support';
 import { dejavuFonts } from '@timbra/cfdi-node';

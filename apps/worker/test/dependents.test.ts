@@ -9,7 +9,8 @@ import {
   type InvoiceRequestInput,
 } from '@timbra/cfdi-core';
 import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/test-support';
-import { createPrisma, lockInvoiceShared, type PrismaClient } from '@timbra/db';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { lockInvoiceShared } from '@timbra/db/invoices';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { freezeOverdueDependents } from '../src/freeze-dependents.ts';

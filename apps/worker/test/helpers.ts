@@ -19,7 +19,9 @@ import {
   testCsdPaths,
   tsEntryArgs,
 } from '@timbra/test-support';
-import { insertInvoices, type PrismaClient, type RedisConnection } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { insertInvoices } from '@timbra/db/invoices';
+import type { RedisConnection } from '@timbra/db/redis';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
 import { PacChain } from '../src/pac-chain.ts';
 
@@ -276,7 +278,7 @@ export function runOps(databaseUrl: string | undefined, args: string[], env: Rec
     // Node with tsx's loader, as the apps' test processes start (npx would add a second of its own).
     execFile(
       process.execPath,
-      [...tsEntryArgs(resolve(here, '../src/ops-cli.ts')), ...args],
+      [...tsEntryArgs(resolve(here, '../src/ops/ops-cli.ts')), ...args],
       { env: base, encoding: 'utf8' },
       (error, stdout, stderr) => done({ status: error ? Number(error.code ?? -1) : 0, stdout, stderr }),
     );

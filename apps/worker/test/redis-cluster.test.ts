@@ -1,14 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
 import { Cluster } from 'ioredis';
-import {
-  connectRedis,
-  createPrisma,
-  redisConfigProblems,
-  redisTarget,
-  type PrismaClient,
-  type RedisConnection,
-} from '@timbra/db';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { connectRedis, redisConfigProblems, redisTarget, type RedisConnection } from '@timbra/db/redis';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { startRedisCluster, type RedisClusterProcess } from '@timbra/test-support';
 import {

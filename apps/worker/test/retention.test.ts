@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { createPrisma, DEFAULT_RETENTION, type PrismaClient, type RetentionTable } from '@timbra/db';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { DEFAULT_RETENTION, type RetentionTable } from '@timbra/db/retention';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { runRetention } from '../src/retention.ts';
 import { createWorkerMetrics } from '../src/metrics.ts';

@@ -2,7 +2,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHash, randomUUID } from 'node:crypto';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
-import { createPrisma, recordPacCallInFlight, redriveOutboxRow, type PrismaClient } from '@timbra/db';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { recordPacCallInFlight, redriveOutboxRow } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/jobs.ts';
 import { PacChain, stickyPac } from '../src/pac-chain.ts';

@@ -9,7 +9,7 @@ import {
   endpointAddressProblem,
   LOOPBACK_RANGES,
   parseAllowedAddresses,
-} from '../src/index.ts';
+} from '../src/deliveries/index.ts';
 
 describe('which addresses an endpoint may be at', () => {
   it.each([

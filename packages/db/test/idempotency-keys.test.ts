@@ -1,6 +1,7 @@
 /** @clock an Idempotency-Key's TTL (the application's clock) against what the database stored */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrisma, purgeExpiredIdempotencyKeys, type PrismaClient } from '../src/index.ts';
+import { createPrisma, type PrismaClient } from '../src/index.ts';
+import { purgeExpiredIdempotencyKeys } from '../src/keys/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;

@@ -9,7 +9,7 @@ import {
   statusGuard,
   TRANSITIONS,
   type InvoiceStatus,
-} from '../src/index.ts';
+} from '../src/invoices/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 describe('invoice state machine (the table)', () => {

@@ -1,7 +1,8 @@
 /** @clock retention ages are measured in SQL, on the database's clock */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import { pruneHistory, type PrismaClient } from '../src/index.ts';
+import type { PrismaClient } from '../src/index.ts';
+import { pruneHistory } from '../src/retention.ts';
 import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 
 // The retention rules on a real database: what each one takes, and everything it must leave.

@@ -1,16 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import {
-  leanDb,
-  lockInvoiceShared,
-  lockPayment,
-  loadStampRows,
-  persistStamps,
-  recordPacCallsInFlight,
-  type PrismaClient,
-  type StampToPersist,
-} from '../src/index.ts';
+import { leanDb, type PrismaClient } from '../src/index.ts';
+import { lockInvoiceShared } from '../src/invoices/index.ts';
+import { loadStampRows, persistStamps, recordPacCallsInFlight, type StampToPersist } from '../src/outbox/index.ts';
+import { lockPayment } from '../src/payments/index.ts';
 import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 
 // The stamper's statements for several jobs at once (its group commit): each job gets what it would

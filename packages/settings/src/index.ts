@@ -6,7 +6,7 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { allowedAddressesSetting } from '@timbra/db';
+import { allowedAddressesSetting } from '@timbra/db/deliveries';
 
 export { SECRET_SETTINGS, withSecretFiles } from './secret-files.ts';
 

@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
-import { findApiKey, touchApiKey, type PrismaClient, type Scope } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { findApiKey, touchApiKey, type Scope } from '@timbra/db/keys';
 import { ApiError } from '../errors.ts';
 import type { FailureLimiter } from './failure-limiter.ts';
 

@@ -4,14 +4,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import { Queue } from 'bullmq';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import {
-  JOBS,
-  STAMP_DLQ,
-  STAMP_QUEUE,
-  type DeadLetterQueue,
-  type PrismaClient,
-  type RedisConnection,
-} from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterQueue } from '@timbra/db/outbox';
+import type { RedisConnection } from '@timbra/db/redis';
 import { ApiError } from '../errors.ts';
 import { redactForDashboard } from './dashboard-redact.ts';
 import { DEAD_LETTERS_PATH, deadLettersPage } from './dead-letters-page.ts';

@@ -7,7 +7,15 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
-import { isUuid, redriveDeadLetter, refusedForGood, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
+import { isUuid, type PrismaClient } from '@timbra/db';
+import {
+  deadLetterRows,
+  outboxRowWithRedrives,
+  recentRedrives,
+  redriveDeadLetter,
+  refusedForGood,
+  type DeadLetterQueue,
+} from '@timbra/db/outbox';
 import { redactForDashboard } from './dashboard-redact.ts';
 import { escapeHtml } from './html.ts';
 
@@ -78,20 +86,8 @@ export function deadLettersPage(options: DeadLettersPageOptions): Router {
       .send(layout(home, title, body));
 
   router.get('/', async (_req, res) => {
-    const rows = await prisma.outboxRow.findMany({
-      where: { status: 'failed' },
-      orderBy: { updatedAt: 'desc' },
-      take: 500,
-      include: {
-        invoice: { select: { serie: true, folio: true, kind: true, status: true } },
-        _count: { select: { redrives: true } },
-      },
-    });
-    const recent = await prisma.outboxRedrive.findMany({
-      orderBy: { createdAt: 'desc' },
-      take: 20,
-      include: { invoice: { select: { serie: true, folio: true, status: true } } },
-    });
+    const rows = await deadLetterRows(prisma, 500);
+    const recent = await recentRedrives(prisma, 20);
     send(
       res,
       200,
@@ -131,15 +127,7 @@ ${recent
 
   router.get('/:id', async (req, res) => {
     const id = String(req.params.id);
-    const row = isUuid(id)
-      ? await prisma.outboxRow.findUnique({
-          where: { id },
-          include: {
-            invoice: { select: { id: true, serie: true, folio: true, kind: true, status: true, uuid: true } },
-            redrives: { orderBy: { createdAt: 'asc' } },
-          },
-        })
-      : null;
+    const row = isUuid(id) ? await outboxRowWithRedrives(prisma, id) : null;
     if (!row) return send(res, 404, 'Not found', `<p>No outbox row ${escape(id)}.</p>`);
     const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
     const dead = row.status === 'failed';

@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { retryOnConflict, tryLockIdempotencyKey, type Prisma, type PrismaClient } from '@timbra/db';
+import { retryOnConflict, type PrismaClient, type Tx } from '@timbra/db';
+import {
+  forgetIdempotentResponse,
+  storedIdempotentResponse,
+  storeIdempotentResponse,
+  tryLockIdempotencyKey,
+} from '@timbra/db/keys';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -49,39 +55,26 @@ export interface StoredResponse {
  * Only 2xx responses are stored: a 4xx stored for a malformed body would forbid fixing it.
  */
 export async function withIdempotency(
-  tx: Prisma.TransactionClient,
+  tx: Tx,
   key: { clientId: string; key: string; fingerprint: string; ttlHours: number },
   run: () => Promise<{ status: number; body: unknown }>,
 ): Promise<StoredResponse> {
   if (!(await tryLockIdempotencyKey(tx, key.clientId, key.key)))
     throw new ApiError('idempotency_key_in_use', undefined, undefined, { 'Retry-After': '1' });
 
-  const existing = await tx.idempotencyKey.findUnique({
-    where: { clientId_key: { clientId: key.clientId, key: key.key } },
-  });
+  const existing = await storedIdempotentResponse(tx, key.clientId, key.key);
   if (existing && existing.expiresAt > new Date()) {
     if (existing.fingerprint !== key.fingerprint) throw new ApiError('idempotency_key_reused');
     return { status: existing.responseStatus, body: existing.responseBody, replayed: true };
   }
-  if (existing) await tx.idempotencyKey.delete({ where: { id: existing.id } });
+  if (existing) await forgetIdempotentResponse(tx, existing.id);
 
   const response = await run();
   if (response.status >= 200 && response.status < 300) {
-    await tx.idempotencyKey.create({
-      data: {
-        clientId: key.clientId,
-        key: key.key,
-        fingerprint: key.fingerprint,
-        responseStatus: response.status,
-        responseBody: response.body as Prisma.InputJsonValue,
-        expiresAt: new Date(Date.now() + key.ttlHours * 3600_000),
-      },
-    });
+    await storeIdempotentResponse(tx, { ...key, status: response.status, body: response.body });
   }
   return { ...response, replayed: false };
 }
-
-type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
 
 /**
  * A creating POST's answer, made once: `create` runs in one transaction with the request's

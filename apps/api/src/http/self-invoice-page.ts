@@ -30,7 +30,9 @@ import {
   type ValidationIssue,
   hasNonXmlChar,
 } from '@timbra/cfdi-core';
-import { ticketByDownloadToken, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { invoiceForCustomer } from '@timbra/db/invoices';
+import { ticketByDownloadToken } from '@timbra/db/tickets';
 import { FailureLimiter } from './failure-limiter.ts';
 import { escapeHtml as esc } from './html.ts';
 import type { Metrics } from './metrics.ts';
@@ -277,13 +279,7 @@ async function invoiceOfToken(prisma: PrismaClient, token: string | undefined) {
   if (!token || !/^[\w-]{32}$/.test(token)) return undefined;
   const ticket = await ticketByDownloadToken(prisma, token);
   if (!ticket?.invoiceId) return undefined;
-  const invoice = await prisma.invoice.findUnique({
-    where: { id: ticket.invoiceId },
-    include: {
-      payment: { select: { email: true } },
-      outbox: { where: { kind: 'stamp' }, select: { lastError: true } },
-    },
-  });
+  const invoice = await invoiceForCustomer(prisma, ticket.invoiceId);
   return invoice ? { invoice, email: invoice.payment?.email ?? null } : undefined;
 }
 

@@ -5,7 +5,21 @@
  */
 import { Router, type Request, type Response } from 'express';
 import type { z } from 'zod';
-import { Prisma, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import {
+  findCustomer,
+  insertCustomer,
+  insertProduct,
+  listCustomers,
+  listProducts,
+  productById,
+  productByReference,
+  updateCustomer,
+  updateProduct,
+  type CustomerConflict,
+  type CustomerRow,
+  type ProductRow,
+} from '@timbra/db/catalog';
 import type { OperatorCatalogs } from '@timbra/cfdi-core';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -19,7 +33,7 @@ import {
   productSchema,
   taxesSchema,
 } from '../use-cases/sale.ts';
-import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
+import { listParams, pageOf, validation } from '../http/lists.ts';
 
 export interface CatalogRoutesDeps {
   prisma: PrismaClient;
@@ -28,9 +42,6 @@ export interface CatalogRoutesDeps {
   idempotencyTtlHours: number;
   metrics: Metrics;
 }
-
-type ProductRow = Prisma.ProductGetPayload<object>;
-type CustomerRow = Prisma.CustomerGetPayload<object>;
 
 export function productView(p: ProductRow) {
   return {
@@ -65,21 +76,14 @@ export function customerView(c: CustomerRow) {
   };
 }
 
-/** A unique index refused the write: what it says (its fields) tells which conflict it is. */
-function uniqueViolation(error: unknown): string | undefined {
-  if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002')
-    return `${JSON.stringify(error.meta ?? {})} ${error.message}`;
-  return undefined;
-}
-
-const customerConflict = (error: unknown) => {
-  const field = uniqueViolation(error);
-  if (field !== undefined)
+/** The customer written, or 409 customer_conflict naming the provider id another customer has. */
+function written(customer: CustomerRow | CustomerConflict): CustomerRow {
+  if ('conflict' in customer)
     throw new ApiError('customer_conflict', undefined, [
-      { path: /mercado/i.test(field) ? 'mercadoPagoPayerId' : 'stripeCustomerId', message: 'another customer has it' },
+      { path: customer.conflict, message: 'another customer has it' },
     ]);
-  throw error;
-};
+  return customer;
+}
 
 function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   const parsed = schema.safeParse(body);
@@ -101,21 +105,19 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     const input = parse(productSchema, req.body);
     refuseUnknownClave(input.claveProdServ, deps.catalogs);
     await respondOnce(req, res, '/v1/products', input, async (tx) => {
-      const existing = await tx.product.findUnique({ where: { reference: input.reference } });
+      const existing = await productByReference(tx, input.reference);
       if (existing)
         throw new ApiError('product_reference_taken', undefined, [{ path: 'reference', message: existing.id }]);
-      const product = await tx.product.create({
-        data: {
-          reference: input.reference,
-          descripcion: input.descripcion,
-          claveProdServ: input.claveProdServ,
-          claveUnidad: input.claveUnidad,
-          unidad: input.unidad ?? null,
-          taxes: input.taxes,
-          unitPrice: input.unitPrice ?? null,
-          priceIncludesTax: input.priceIncludesTax,
-          active: input.active,
-        },
+      const product = await insertProduct(tx, {
+        reference: input.reference,
+        descripcion: input.descripcion,
+        claveProdServ: input.claveProdServ,
+        claveUnidad: input.claveUnidad,
+        unidad: input.unidad ?? null,
+        taxes: input.taxes,
+        unitPrice: input.unitPrice ?? null,
+        priceIncludesTax: input.priceIncludesTax,
+        active: input.active,
       });
       return { status: 201, body: productView(product) };
     });
@@ -127,24 +129,13 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     refuseUnknownClave(input.claveProdServ, deps.catalogs);
     if (Object.keys(input).length === 0)
       throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
-    const product = await deps.prisma.product
-      .update({
-        where: { id },
-        data: {
-          ...input,
-          ...(input.taxes ? { taxes: input.taxes } : {}),
-        },
-      })
-      .catch((error: unknown) => {
-        if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2025')
-          throw new ApiError('not_found');
-        throw error;
-      });
+    const product = await updateProduct(deps.prisma, id, { ...input, ...(input.taxes ? { taxes: input.taxes } : {}) });
+    if (!product) throw new ApiError('not_found');
     res.json(productView(product));
   });
 
   router.get('/products/:id', async (req, res) => {
-    const product = await deps.prisma.product.findUnique({ where: { id: String(req.params.id) } });
+    const product = await productById(deps.prisma, String(req.params.id));
     if (!product) throw new ApiError('not_found');
     res.json(productView(product));
   });
@@ -152,14 +143,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   router.get('/products', async (req, res) => {
     const { limit, cursor } = listParams(req, ['reference']);
     const reference = typeof req.query.reference === 'string' ? req.query.reference : undefined;
-    const rows = await deps.prisma.product.findMany({
-      where: {
-        ...(reference ? { reference } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-    });
+    const rows = await listProducts(deps.prisma, { reference }, { limit, cursor });
     res.json(pageOf(rows, limit, productView));
   });
 
@@ -168,20 +152,18 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     const problems = customerProblems(input);
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
     await respondOnce(req, res, '/v1/customers', input, async (tx) => {
-      const customer = await tx.customer
-        .create({
-          data: {
-            rfc: input.rfc,
-            nombre: input.nombre,
-            codigoPostal: input.codigoPostal,
-            regimenFiscal: input.regimenFiscal,
-            usoCfdi: input.usoCfdi,
-            email: input.email ?? null,
-            stripeCustomerId: input.stripeCustomerId ?? null,
-            mercadoPagoPayerId: input.mercadoPagoPayerId ?? null,
-          },
-        })
-        .catch(customerConflict);
+      const customer = written(
+        await insertCustomer(tx, {
+          rfc: input.rfc,
+          nombre: input.nombre,
+          codigoPostal: input.codigoPostal,
+          regimenFiscal: input.regimenFiscal,
+          usoCfdi: input.usoCfdi,
+          email: input.email ?? null,
+          stripeCustomerId: input.stripeCustomerId ?? null,
+          mercadoPagoPayerId: input.mercadoPagoPayerId ?? null,
+        }),
+      );
       return { status: 201, body: customerView(customer) };
     });
   });
@@ -192,7 +174,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
     const { acceptCheckDigitMismatch, ...fields } = input;
     if (Object.keys(fields).length === 0)
       throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
-    const current = await deps.prisma.customer.findUnique({ where: { id } });
+    const current = await findCustomer(deps.prisma, { id });
     if (!current) throw new ApiError('not_found');
     // The customer as it would be, checked as a whole (a new régimen must still allow the UsoCFDI).
     const problems = customerProblems({
@@ -206,12 +188,12 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
       ...(fields.rfc === undefined ? { acceptCheckDigitMismatch: true } : {}),
     });
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
-    const customer = await deps.prisma.customer.update({ where: { id }, data: fields }).catch(customerConflict);
+    const customer = written(await updateCustomer(deps.prisma, id, fields));
     res.json(customerView(customer));
   });
 
   router.get('/customers/:id', async (req, res) => {
-    const customer = await deps.prisma.customer.findUnique({ where: { id: String(req.params.id) } });
+    const customer = await findCustomer(deps.prisma, { id: String(req.params.id) });
     if (!customer) throw new ApiError('not_found');
     res.json(customerView(customer));
   });
@@ -219,14 +201,7 @@ export function catalogRoutes(deps: CatalogRoutesDeps): Router {
   router.get('/customers', async (req, res) => {
     const { limit, cursor } = listParams(req, ['rfc']);
     const rfc = typeof req.query.rfc === 'string' ? req.query.rfc.toUpperCase() : undefined;
-    const rows = await deps.prisma.customer.findMany({
-      where: {
-        ...(rfc ? { rfc } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-    });
+    const rows = await listCustomers(deps.prisma, { rfc }, { limit, cursor });
     res.json(pageOf(rows, limit, customerView));
   });
 

@@ -7,13 +7,24 @@ import {
   type PdfOptions,
   type StampedDocument,
 } from '@timbra/cfdi-core';
-import { INVOICE_STATUSES, resendInvoiceEmail, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { resendInvoiceEmail } from '@timbra/db/deliveries';
+import {
+  cancelRequestById,
+  cancelRequestOf,
+  correctionById,
+  invoiceExists,
+  invoiceWithHistory,
+  invoiceWithVersions,
+  INVOICE_STATUSES,
+  listInvoices,
+} from '@timbra/db/invoices';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestCancellation } from '../use-cases/request-cancellation.ts';
-import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
+import { listParams, pageOf, validation } from '../http/lists.ts';
 import { lineSchema } from '../use-cases/sale.ts';
 import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from '../use-cases/correct-invoice.ts';
 import { cancelRequestView, correctionView, invoiceSummary, invoiceView, problemView, versionsView } from './views.ts';
@@ -85,17 +96,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   uuidParams(router, 'id', 'cancelId');
   const respondOnce = idempotentResponder(deps);
   const find = async (id: string) => {
-    const invoice = await prisma.invoice.findUnique({
-      where: { id },
-      include: {
-        outbox: { orderBy: { createdAt: 'asc' } },
-        attempts: { orderBy: { createdAt: 'asc' } },
-        cancelRequests: { orderBy: { createdAt: 'asc' } },
-        replacedBy: { select: { id: true } },
-        corrections: { orderBy: { createdAt: 'asc' } },
-        redrives: { orderBy: { createdAt: 'asc' } },
-      },
-    });
+    const invoice = await invoiceWithHistory(prisma, id);
     if (!invoice) throw new ApiError('not_found');
     return invoice;
   };
@@ -118,7 +119,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
       const result = await correctInvoice(tx, deps.corrections, invoiceId, input, req.client!.name);
       if (result.kind === 'rejected')
         throw new ApiError('fiscal_rules_failed', undefined, result.problems.map(problemView));
-      const correction = await tx.invoiceCorrection.findUniqueOrThrow({ where: { id: result.correctionId } });
+      const correction = await correctionById(tx, result.correctionId);
       return { status: result.kind === 'applied' ? 200 : 202, body: correctionView(correction) };
     });
   });
@@ -136,20 +137,14 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
       const result = await replaceInvoice(tx, deps.corrections, invoiceId, input, req.client!.name);
       if (result.kind === 'rejected')
         throw new ApiError('fiscal_rules_failed', undefined, result.problems.map(problemView));
-      const created = await tx.invoice.findUniqueOrThrow({
-        where: { id: result.invoiceId },
-        include: { outbox: true, attempts: true, cancelRequests: true, replacedBy: { select: { id: true } } },
-      });
+      const created = (await invoiceWithHistory(tx, result.invoiceId))!;
       return { status: 201, body: invoiceView(created) };
     });
   });
 
   /** Every version of the invoice's frozen document, oldest first, with why and by whom each was frozen. */
   router.get('/invoices/:id/versions', async (req, res) => {
-    const invoice = await prisma.invoice.findUnique({
-      where: { id: String(req.params.id) },
-      include: { versions: { orderBy: { version: 'asc' } }, corrections: { orderBy: { createdAt: 'asc' } } },
-    });
+    const invoice = await invoiceWithVersions(prisma, String(req.params.id));
     if (!invoice) throw new ApiError('not_found');
     res.json(versionsView(invoice));
   });
@@ -215,8 +210,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     if (!parsed.success) throw validation(parsed.error);
     const input = parsed.data;
     await respondOnce(req, res, `/v1/invoices/${invoiceId}/email`, input, async (tx) => {
-      if (!(await tx.invoice.findUnique({ where: { id: invoiceId }, select: { id: true } })))
-        throw new ApiError('not_found');
+      if (!(await invoiceExists(tx, invoiceId))) throw new ApiError('not_found');
       const sent = await resendInvoiceEmail(tx, invoiceId, {
         ...(input.to ? { to: input.to } : {}),
         by: `api:${req.client!.name}`,
@@ -240,7 +234,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     const input = parsed.data;
     await respondOnce(req, res, `/v1/invoices/${invoiceId}/cancel`, input, async (tx) => {
       const id = await requestCancellation(tx, { invoiceId, ...input });
-      return { status: 202, body: cancelRequestView(await tx.cancelRequest.findUniqueOrThrow({ where: { id } })) };
+      return { status: 202, body: cancelRequestView(await cancelRequestById(tx, id)) };
     });
   });
 
@@ -248,7 +242,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   router.get('/invoices/:id/cancellations/:cancelId/acuse', async (req, res) => {
     const [id, cancelId] = [String(req.params.id), String(req.params.cancelId)];
     if (!UUID.test(id) || !UUID.test(cancelId)) throw new ApiError('not_found');
-    const request = await prisma.cancelRequest.findFirst({ where: { id: cancelId, invoiceId: id } });
+    const request = await cancelRequestOf(prisma, id, cancelId);
     if (!request) throw new ApiError('not_found');
     if (!request.acuse) throw new ApiError('not_found', 'The PAC has not answered this cancellation request yet.');
     res.type('application/xml; charset=utf-8').send(request.acuse);
@@ -264,16 +258,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     }
     const externalId = typeof req.query.externalId === 'string' ? req.query.externalId : undefined;
     const uuid = typeof req.query.uuid === 'string' ? req.query.uuid.toUpperCase() : undefined;
-    const rows = await prisma.invoice.findMany({
-      where: {
-        ...(status ? { status } : {}),
-        ...(externalId ? { payment: { externalId } } : {}),
-        ...(uuid ? { uuid } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-    });
+    const rows = await listInvoices(prisma, { status, externalId, uuid }, { limit, cursor });
     res.json(
       pageOf(rows, limit, (i) => ({
         ...invoiceSummary(i),

@@ -5,6 +5,7 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
+import type { PrismaClient } from '@timbra/db';
 import {
   ApiKeyNameTaken,
   createApiKey,
@@ -15,11 +16,10 @@ import {
   API_KEY_NAME_RULE,
   isApiKeyName,
   type ApiKeyView,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/keys';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
-import { onlyParams, validation } from './payments.ts';
+import { onlyParams, validation } from '../http/lists.ts';
 
 export const createKeySchema = z
   .object({

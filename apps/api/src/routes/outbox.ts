@@ -1,9 +1,10 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { redriveDeadLetter, type DeadLetterQueue, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import { redriveDeadLetter, type DeadLetterQueue } from '@timbra/db/outbox';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
-import { validation } from './payments.ts';
+import { validation } from '../http/lists.ts';
 
 const redriveSchema = z
   .object({

@@ -3,6 +3,13 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { catalogs, isBlank, parseAmount, rfcKind } from '@timbra/cfdi-core';
 import { isStorableText, type PrismaClient } from '@timbra/db';
+import {
+  installmentWithBalance,
+  listPayments,
+  paymentExists,
+  paymentWithInvoices,
+  refundWithEgreso,
+} from '@timbra/db/payments';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
@@ -14,7 +21,8 @@ import { recordRefund } from '../use-cases/record-refund.ts';
 import { isTicketSale } from '../use-cases/tickets.ts';
 import type { ExchangeRateSource } from '../use-cases/exchange-rates.ts';
 import { lineSchema, prepareSale, rfcCheckDigitProblem } from '../use-cases/sale.ts';
-import { decodeCursor, encodeCursor, installmentView, paymentView, problemView, refundView } from './views.ts';
+import { installmentView, paymentView, problemView, refundView } from './views.ts';
+import { listParams, pageOf, validation } from '../http/lists.ts';
 
 const printable = (max: number) =>
   z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `1–${max} printable ASCII characters`);
@@ -175,14 +183,6 @@ export interface PaymentRoutesDeps {
   metrics: Metrics;
 }
 
-export function validation(error: z.ZodError): ApiError {
-  return new ApiError(
-    'validation_failed',
-    undefined,
-    error.issues.map((i) => ({ path: i.path.map(String).join('.'), message: i.message })),
-  );
-}
-
 type Tx = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0];
 
 export function paymentRoutes(deps: PaymentRoutesDeps): Router {
@@ -232,10 +232,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
           : ingresoProblems(deps.payments, facts, new Date());
       if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems.map(problemView));
       const recorded = await recordPayment(tx, deps.payments, facts, client.id);
-      const payment = await tx.payment.findUniqueOrThrow({
-        where: { id: recorded.paymentId },
-        include: { invoices: true, ticket: true },
-      });
+      const payment = (await paymentWithInvoices(tx, recorded.paymentId))!;
       if (!recorded.created && (!payment.amount.equals(input.amount) || payment.currency !== input.currency)) {
         throw new ApiError('payment_conflict');
       }
@@ -262,8 +259,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     const occurredAt = input.occurredAt ? new Date(input.occurredAt) : new Date();
 
     const create = async (tx: Tx) => {
-      if (!(await tx.payment.findUnique({ where: { id: paymentId }, select: { id: true } })))
-        throw new ApiError('not_found');
+      if (!(await paymentExists(tx, paymentId))) throw new ApiError('not_found');
       const recorded = await recordRefund(tx, deps.payments, {
         payment: { id: paymentId },
         provider: `api:${client.name}`,
@@ -275,7 +271,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         ...(input.tipoCambio ? { tipoCambio: input.tipoCambio } : {}),
         strictRate: true,
       });
-      const refund = await tx.refund.findUniqueOrThrow({ where: { id: recorded.refundId }, include: { egreso: true } });
+      const refund = await refundWithEgreso(tx, recorded.refundId);
       return {
         status: recorded.created ? 201 : 200,
         body: refundView(refund, refund.egreso, recorded.waitingFor),
@@ -309,22 +305,14 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
         ...(input.tipoCambioP ? { tipoCambioP: input.tipoCambioP } : {}),
         strictRate: true,
       });
-      const installment = await tx.installment.findUniqueOrThrow({
-        where: { id: recorded.installmentId },
-        include: { pago: true, invoice: { select: { total: true } } },
-      });
-      const before = await tx.installment.aggregate({
-        where: { invoiceId: installment.invoiceId, numParcialidad: { lt: installment.numParcialidad } },
-        _sum: { amount: true },
-      });
-      const saldoAnterior = installment.invoice.total.minus(before._sum.amount ?? 0);
+      const { installment, saldoAnterior, saldoInsoluto } = await installmentWithBalance(tx, recorded.installmentId);
       return {
         status: recorded.created ? 201 : 200,
         body: installmentView(
           installment,
           {
             saldoAnterior: saldoAnterior.toFixed(2),
-            saldoInsoluto: saldoAnterior.minus(installment.amount).toFixed(2),
+            saldoInsoluto: saldoInsoluto.toFixed(2),
           },
           installment.pago!,
           recorded.waitingFor,
@@ -336,7 +324,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
 
   router.get('/payments/:id', async (req, res) => {
     const id = String(req.params.id);
-    const payment = await deps.prisma.payment.findUnique({ where: { id }, include: { invoices: true, ticket: true } });
+    const payment = await paymentWithInvoices(deps.prisma, id);
     if (!payment) throw new ApiError('not_found');
     res.json(paymentView(payment, payment.invoices));
   });
@@ -348,80 +336,11 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     const externalId = q('externalId');
     const provider = q('provider');
     const uuid = q('uuid')?.toUpperCase();
-    const rows = await deps.prisma.payment.findMany({
-      where: {
-        ...(externalId ? { externalId } : {}),
-        ...(provider ? { provider } : {}),
-        ...(uuid ? { invoices: { some: { uuid } } } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-      include: { invoices: true, ticket: true },
-    });
+    const rows = await listPayments(deps.prisma, { externalId, provider, uuid }, { limit, cursor });
     res.json(pageOf(rows, limit, (p) => paymentView(p, p.invoices)));
   });
 
   return router;
-}
-
-/** 400 `unknown_parameter` unless every query parameter of `req` is one of `allowed`. */
-export function onlyParams(req: Request, allowed: readonly string[]): void {
-  const unknown = Object.keys(req.query).filter((name) => !allowed.includes(name));
-  if (unknown.length > 0)
-    throw new ApiError(
-      'unknown_parameter',
-      `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; this list takes ${allowed.join(', ') || 'none'}.`,
-      unknown.map((name) => ({
-        path: name,
-        message: `not a parameter of this list (${allowed.join(', ') || 'none'})`,
-      })),
-    );
-}
-
-/**
- * `limit` (1–100, default 20) and an opaque `cursor`; 422 when malformed. Every other query
- * parameter must be one of the list's `filters`: an unknown one (a typo, a filter this list does not
- * have) is answered 400 `unknown_parameter` naming the allowed ones, never silently ignored.
- */
-export function listParams(
-  req: Request,
-  filters: readonly string[] = [],
-): { limit: number; cursor: ReturnType<typeof decodeCursor> } {
-  onlyParams(req, ['limit', 'cursor', ...filters]);
-  const rawLimit = req.query.limit;
-  const limit = rawLimit === undefined ? 20 : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-    throw new ApiError('validation_failed', undefined, [{ path: 'limit', message: 'an integer from 1 to 100' }]);
-  }
-  const rawCursor = req.query.cursor;
-  if (rawCursor === undefined) return { limit, cursor: null };
-  const cursor = typeof rawCursor === 'string' ? decodeCursor(rawCursor) : null;
-  if (!cursor)
-    throw new ApiError('validation_failed', undefined, [{ path: 'cursor', message: 'not a cursor this API returned' }]);
-  return { limit, cursor };
-}
-
-/** Rows after `cursor` in the order every list uses: newest first (createdAt, then id, descending). */
-export function afterCursor(cursor: ReturnType<typeof decodeCursor>) {
-  return cursor
-    ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
-    : {};
-}
-
-export const NEWEST_FIRST: [{ createdAt: 'desc' }, { id: 'desc' }] = [{ createdAt: 'desc' }, { id: 'desc' }];
-
-/** A list's answer from the `limit + 1` rows fetched: the page's views and the next page's cursor. */
-export function pageOf<T extends { createdAt: Date; id: string }, V>(
-  rows: readonly T[],
-  limit: number,
-  view: (row: T) => V,
-) {
-  const page = rows.slice(0, limit);
-  return {
-    data: page.map(view),
-    nextCursor: rows.length > limit && page.length > 0 ? encodeCursor(page[page.length - 1]!) : null,
-  };
 }
 
 /**

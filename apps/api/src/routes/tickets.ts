@@ -1,13 +1,20 @@
 import { Router } from 'express';
 import { periodLabel } from '@timbra/cfdi-core';
-import { TICKET_STATUSES, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import {
+  globalPeriodWithTickets,
+  listGlobalPeriods,
+  listTickets,
+  ticketById,
+  TICKET_STATUSES,
+} from '@timbra/db/tickets';
 import { ApiError, fromDomainError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../use-cases/domain-errors.ts';
 import type { RecordPaymentDeps } from '../use-cases/record-payment.ts';
 import { issueGlobal, type GlobalSettings } from '../use-cases/tickets.ts';
-import { afterCursor, listParams, NEWEST_FIRST, pageOf } from './payments.ts';
+import { listParams, pageOf } from '../http/lists.ts';
 
 type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };
 
@@ -41,21 +48,13 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
         : []),
     ];
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
-    const rows = await prisma.ticket.findMany({
-      where: {
-        ...(status ? { status } : {}),
-        ...(period ? { periodStartsOn: new Date(`${period}T00:00:00Z`) } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-    });
+    const rows = await listTickets(prisma, { status, period }, { limit, cursor });
     res.json(pageOf(rows, limit, ticketView));
   });
 
   router.get('/tickets/:id', async (req, res) => {
     requireGlobal();
-    const ticket = await prisma.ticket.findUnique({ where: { id: String(req.params.id) } });
+    const ticket = await ticketById(prisma, String(req.params.id));
     if (!ticket) throw new ApiError('not_found');
     res.json(ticketView(ticket));
   });
@@ -64,14 +63,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
     requireGlobal();
     const { limit, cursor } = listParams(req);
     // Newest issued first: a period's row is written once, when issued.
-    const rows = await prisma.globalPeriod.findMany({
-      where: cursor
-        ? { OR: [{ issuedAt: { lt: cursor.createdAt } }, { issuedAt: cursor.createdAt, id: { lt: cursor.id } }] }
-        : {},
-      orderBy: [{ issuedAt: 'desc' }, { id: 'desc' }],
-      include: { invoices: { select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true } } },
-      take: limit + 1,
-    });
+    const rows = await listGlobalPeriods(prisma, { limit, cursor });
     res.json(
       pageOf(
         rows.map((r) => ({ ...r, createdAt: r.issuedAt })),
@@ -83,16 +75,7 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
 
   router.get('/globals/:id', async (req, res) => {
     requireGlobal();
-    const period = await prisma.globalPeriod.findUnique({
-      where: { id: String(req.params.id) },
-      include: {
-        invoices: {
-          select: { id: true, serie: true, folio: true, status: true, total: true, uuid: true },
-          orderBy: { folio: 'asc' },
-        },
-        ticketRows: { orderBy: [{ occurredAt: 'asc' }, { code: 'asc' }] },
-      },
-    });
+    const period = await globalPeriodWithTickets(prisma, String(req.params.id));
     if (!period) throw new ApiError('not_found');
     res.json({
       ...periodView(period),

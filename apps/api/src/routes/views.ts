@@ -1,17 +1,16 @@
 import { SAT_RULES, type ValidationIssue } from '@timbra/cfdi-core';
-import {
-  isUuid,
-  type CancelRequest,
-  type Installment,
-  type Invoice,
-  type InvoiceCorrection,
-  type InvoiceVersion,
-  type OutboxRedrive,
-  type OutboxRow,
-  type PacAttempt,
-  type Payment,
-  type Ticket,
-  type Refund,
+import type {
+  CancelRequest,
+  Installment,
+  Invoice,
+  InvoiceCorrection,
+  InvoiceVersion,
+  OutboxRedrive,
+  OutboxRow,
+  PacAttempt,
+  Payment,
+  Ticket,
+  Refund,
 } from '@timbra/db';
 
 const SPANISH = new Map(SAT_RULES.map((r) => [r.code, r.es]));
@@ -255,20 +254,4 @@ export function versionsView(i: Invoice & { versions: InvoiceVersion[]; correcti
     })),
     corrections: i.corrections.map(correctionView),
   };
-}
-
-/** Opaque cursor over (createdAt, id), newest first. */
-export function encodeCursor(row: { createdAt: Date; id: string }): string {
-  return Buffer.from(JSON.stringify([row.createdAt.toISOString(), row.id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): { createdAt: Date; id: string } | null {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string];
-    const createdAt = new Date(at);
-    if (Number.isNaN(createdAt.getTime()) || typeof id !== 'string' || !isUuid(id)) return null;
-    return { createdAt, id };
-  } catch {
-    return null;
-  }
 }

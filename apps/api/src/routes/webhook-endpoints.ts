@@ -6,18 +6,25 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
+import type { PrismaClient } from '@timbra/db';
 import {
+  deliveryById,
+  DELIVERY_STATUSES,
+  endpointById,
+  insertEndpoint,
+  listDeliveries,
+  listEndpoints,
+  updateEndpoint,
   endpointAddressProblem,
   EVENT_TYPES,
   newEndpointSecret,
   replayDelivery,
   rotateEndpointSecret,
   setEndpointStatus,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/deliveries';
 import { ApiError } from '../errors.ts';
 import { uuidParams } from '../http/ids.ts';
-import { afterCursor, listParams, NEWEST_FIRST, pageOf, validation } from './payments.ts';
+import { listParams, pageOf, validation } from '../http/lists.ts';
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 
@@ -166,7 +173,6 @@ export function deliveryView(d: DeliveryRow) {
 
 const rotateSchema = z.object({ graceHours: z.number().min(0).max(168).optional() }).strict();
 
-const DELIVERY_STATUSES = ['pending', 'sending', 'delivered', 'dead'] as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function webhookEndpointRoutes(deps: {
@@ -197,8 +203,11 @@ export function webhookEndpointRoutes(deps: {
     if (!parsed.success) throw validation(parsed.error);
     await checkAddress(parsed.data.url);
     const secret = newEndpointSecret();
-    const created = await prisma.webhookEndpoint.create({
-      data: { url: parsed.data.url, events: parsed.data.events, description: parsed.data.description ?? null, secret },
+    const created = await insertEndpoint(prisma, {
+      url: parsed.data.url,
+      events: parsed.data.events,
+      description: parsed.data.description ?? null,
+      secret,
     });
     // The only time the secret is shown: keep it where the receiver verifies signatures.
     res.status(201).json({ ...endpointView(created), secret });
@@ -206,16 +215,12 @@ export function webhookEndpointRoutes(deps: {
 
   router.get('/webhook-endpoints', async (req, res) => {
     const { limit, cursor } = listParams(req);
-    const rows = await prisma.webhookEndpoint.findMany({
-      where: afterCursor(cursor),
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-    });
+    const rows = await listEndpoints(prisma, { limit, cursor });
     res.json(pageOf(rows, limit, endpointView));
   });
 
   router.get('/webhook-endpoints/:id', async (req, res) => {
-    const endpoint = await prisma.webhookEndpoint.findUnique({ where: { id: String(req.params.id) } });
+    const endpoint = await endpointById(prisma, String(req.params.id));
     if (!endpoint) throw new ApiError('not_found');
     res.json(endpointView(endpoint));
   });
@@ -225,11 +230,11 @@ export function webhookEndpointRoutes(deps: {
     const parsed = updateSchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const { status, ...fields } = parsed.data;
-    if (!(await prisma.webhookEndpoint.findUnique({ where: { id } }))) throw new ApiError('not_found');
+    if (!(await endpointById(prisma, id))) throw new ApiError('not_found');
     await checkAddress(fields.url);
-    if (Object.keys(fields).length > 0) await prisma.webhookEndpoint.update({ where: { id }, data: fields });
+    await updateEndpoint(prisma, id, fields);
     if (status) await setEndpointStatus(prisma, id, status, `disabled by api:${req.client!.name}`);
-    res.json(endpointView(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })));
+    res.json(endpointView((await endpointById(prisma, id))!));
   });
 
   /**
@@ -242,19 +247,14 @@ export function webhookEndpointRoutes(deps: {
     if (!parsed.success) throw validation(parsed.error);
     const secret = await rotateEndpointSecret(prisma, id, (parsed.data.graceHours ?? 24) * 3_600_000);
     if (!secret) throw new ApiError('not_found');
-    res.json({ ...endpointView(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id } })), secret });
+    res.json({ ...endpointView((await endpointById(prisma, id))!), secret });
   });
 
   router.get('/webhook-endpoints/:id/deliveries', async (req, res) => {
     const id = String(req.params.id);
-    if (!(await prisma.webhookEndpoint.findUnique({ where: { id } }))) throw new ApiError('not_found');
+    if (!(await endpointById(prisma, id))) throw new ApiError('not_found');
     const { limit, cursor } = listParams(req);
-    const rows = await prisma.delivery.findMany({
-      where: { endpointId: id, ...afterCursor(cursor) },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-      include: { event: true },
-    });
+    const rows = await listDeliveries(prisma, { endpointId: id }, { limit, cursor });
     res.json(pageOf(rows, limit, deliveryView));
   });
 
@@ -272,30 +272,18 @@ export function webhookEndpointRoutes(deps: {
     if (q('status') !== undefined && !status)
       problems.push({ path: 'status', message: `one of ${DELIVERY_STATUSES.join(', ')}` });
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
-    const rows = await prisma.delivery.findMany({
-      where: {
-        event: {
-          ...(q('invoiceId') ? { invoiceId: q('invoiceId') } : {}),
-          ...(q('paymentId') ? { paymentId: q('paymentId') } : {}),
-        },
-        ...(q('endpointId') ? { endpointId: q('endpointId') } : {}),
-        ...(channel ? { channel } : {}),
-        ...(status ? { status } : {}),
-        ...afterCursor(cursor),
-      },
-      orderBy: NEWEST_FIRST,
-      take: limit + 1,
-      include: { event: true },
-    });
+    const filter = { invoiceId: q('invoiceId'), paymentId: q('paymentId'), endpointId: q('endpointId') };
+    const rows = await listDeliveries(
+      prisma,
+      { ...filter, channel: channel as 'email' | 'webhook' | undefined, status },
+      { limit, cursor },
+    );
     res.json(pageOf(rows, limit, deliveryView));
   });
 
   /** One delivery with its log: every attempt, its outcome, the receiver's status code or the SMTP reply. */
   router.get('/deliveries/:id', async (req, res) => {
-    const delivery = await prisma.delivery.findUnique({
-      where: { id: String(req.params.id) },
-      include: { event: true, log: { orderBy: { attempt: 'asc' } } },
-    });
+    const delivery = await deliveryById(prisma, String(req.params.id), { log: true });
     if (!delivery) throw new ApiError('not_found');
     res.json(deliveryView(delivery));
   });
@@ -305,8 +293,7 @@ export function webhookEndpointRoutes(deps: {
     const replay = await replayDelivery(prisma, String(req.params.id), `api:${req.client!.name}`);
     if (!replay) throw new ApiError('not_found');
     if ('refused' in replay) throw new ApiError('endpoint_disabled');
-    const delivery = await prisma.delivery.findUniqueOrThrow({ where: { id: replay.id }, include: { event: true } });
-    res.status(202).json(deliveryView(delivery));
+    res.status(202).json(deliveryView((await deliveryById(prisma, replay.id))!));
   });
 
   return router;

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import type { PrismaClient } from '@timbra/db';
+import { listWebhookEvents } from '@timbra/db/webhook-events';
 import { ApiError } from '../errors.ts';
-import { listParams } from './payments.ts';
-import { encodeCursor } from './views.ts';
+import { encodeCursor, listParams } from '../http/lists.ts';
 
 const RESULTS = ['accepted', 'ignored', 'failed'] as const;
 const PROVIDERS = ['stripe', 'mercadopago'] as const;
@@ -23,17 +23,7 @@ export function webhookEventRoutes(prisma: PrismaClient): Router {
       ...(req.query.provider !== undefined && !provider ? [{ path: 'provider', message: PROVIDERS.join(', ') }] : []),
     ];
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
-    const rows = await prisma.webhookEvent.findMany({
-      where: {
-        ...(result ? { result } : {}),
-        ...(provider ? { provider } : {}),
-        ...(cursor
-          ? { OR: [{ receivedAt: { lt: cursor.createdAt } }, { receivedAt: cursor.createdAt, id: { lt: cursor.id } }] }
-          : {}),
-      },
-      orderBy: [{ receivedAt: 'desc' }, { id: 'desc' }],
-      take: limit + 1,
-    });
+    const rows = await listWebhookEvents(prisma, { result, provider }, { limit, cursor });
     const page = rows.slice(0, limit);
     res.json({
       data: page.map((e) => ({

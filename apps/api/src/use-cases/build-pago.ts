@@ -1,6 +1,6 @@
 import { BigNumber } from 'bignumber.js';
 import { relatedTaxes, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import type { NewInstallment } from '@timbra/db';
+import type { NewInstallment } from '@timbra/db/payments';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';
 
 /** An amount received against a PPD Ingreso, to record with its Pago (NumParcialidad comes from the record). */

@@ -9,6 +9,7 @@ import {
   type SaleLine,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
+import type { Tx } from '@timbra/db';
 import {
   freezeVersion,
   holdStampRow,
@@ -17,10 +18,13 @@ import {
   takeFolio,
   lockCorrectableInvoice,
   pacsThatReceived,
+  recordReplacement,
+  replacementOf,
+  standingRelatedCount,
   type CorrectableInvoice,
   type CorrectionPayload,
-  type Tx,
-} from '@timbra/db';
+} from '@timbra/db/invoices';
+import { paymentById } from '@timbra/db/payments';
 import { buildIngresoRequest, storedPaymentFacts, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
 import { DomainError } from './domain-errors.ts';
 import { saleLines, type LineInput } from './sale.ts';
@@ -163,9 +167,9 @@ export async function replaceInvoice(
       'not_replaceable',
       `only a stamped Ingreso is replaced; this is a ${original.kind} ${original.status}`,
     );
-  const earlier = await tx.invoice.findUnique({ where: { replacesInvoiceId: original.id }, select: { id: true } });
-  if (earlier) throw new DomainError('not_replaceable', `already replaced by invoice ${earlier.id}`);
-  const related = await tx.invoice.count({ where: { relatedInvoiceId: original.id, status: { not: 'cancelled' } } });
+  const earlier = await replacementOf(tx, original.id);
+  if (earlier) throw new DomainError('not_replaceable', `already replaced by invoice ${earlier}`);
+  const related = await standingRelatedCount(tx, original.id);
   if (related > 0)
     throw new DomainError(
       'not_replaceable',
@@ -195,28 +199,19 @@ export async function replaceInvoice(
       totals: frozen,
     },
   ]);
-  await tx.invoice.update({ where: { id: invoiceId! }, data: { replacesInvoiceId: original.id } });
-  await tx.invoiceCorrection.create({
-    data: {
-      invoiceId: original.id,
-      status: 'applied',
-      changes: { ...input, replacedBy: invoiceId! },
-      request: { replacement: invoiceId! },
-      reason: input.reason?.trim() || 'replaced',
-      requestedBy,
-      fromVersion: original.version,
-      code: 'replaced',
-      detail: `replaced by invoice ${invoiceId!} (${serie}-${folio}, TipoRelacion 04); cancelled with motivo 01 once it is stamped`,
+  await recordReplacement(tx, {
+    original,
+    replacementId: invoiceId!,
+    changes: { ...input },
+    reason: input.reason?.trim() || 'replaced',
+    requestedBy,
+    detail: `replaced by invoice ${invoiceId!} (${serie}-${folio}, TipoRelacion 04); cancelled with motivo 01 once it is stamped`,
+    payment: stored.payment && {
+      id: stored.payment.id,
+      receptor: stored.payment.receptor ? { ...stored.payment.receptor } : undefined,
+      formaPago: stored.payment.formaPago,
     },
   });
-  if (stored.payment && (stored.payment.receptor || stored.payment.formaPago))
-    await tx.payment.update({
-      where: { id: stored.payment.id },
-      data: {
-        ...(stored.payment.receptor ? { receptor: { ...stored.payment.receptor } } : {}),
-        ...(stored.payment.formaPago ? { formaPago: stored.payment.formaPago } : {}),
-      },
-    });
   return { kind: 'created', invoiceId: invoiceId! };
 }
 
@@ -268,7 +263,7 @@ async function correctedRequest(
       ]);
   } else if (invoice.kind === 'I') {
     if (!invoice.paymentId) throw new DomainError('not_correctable', 'this Ingreso has no payment to rebuild it from');
-    const payment = await tx.payment.findUniqueOrThrow({ where: { id: invoice.paymentId } });
+    const payment = await paymentById(tx, invoice.paymentId);
     const receptor = input.receptor
       ? completeReceptor({ ...((payment.receptor as Partial<ReceptorInput> | null) ?? {}), ...input.receptor })
       : ((payment.receptor as ReceptorInput | null) ?? null);

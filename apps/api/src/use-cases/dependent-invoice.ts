@@ -6,7 +6,8 @@ import {
   type InvoiceRequestInput,
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
-import { insertInvoices, lockInvoiceShared, type InvoiceState, type RawDb } from '@timbra/db';
+import type { RawDb } from '@timbra/db';
+import { insertInvoices, lockInvoiceShared, type InvoiceState } from '@timbra/db/invoices';
 
 /** The invoice a dependent document relates to (an Egreso's or a Pago's Ingreso). */
 export type OriginalInvoice = InvoiceState;

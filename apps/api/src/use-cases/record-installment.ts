@@ -1,14 +1,13 @@
 import { BigNumber } from 'bignumber.js';
+import { isUuid, type RawDb } from '@timbra/db';
+import { takeFolio } from '@timbra/db/invoices';
 import {
   insertInstallment,
   installmentByProviderId,
   installmentAmounts,
   installmentsPaid,
-  isUuid,
   lockInvoiceForInstallment,
-  takeFolio,
-  type RawDb,
-} from '@timbra/db';
+} from '@timbra/db/payments';
 import type { ReceptorInput } from './build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
 import { waitingFor, writeDependentInvoice } from './dependent-invoice.ts';

@@ -6,7 +6,9 @@ import {
   type OperatorCatalogs,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
-import { insertInvoices, insertPaymentsTakingFolios, knownPayments, type NewPayment, type RawDb } from '@timbra/db';
+import type { RawDb } from '@timbra/db';
+import { insertInvoices } from '@timbra/db/invoices';
+import { insertPaymentsTakingFolios, knownPayments, type NewPayment } from '@timbra/db/payments';
 import { assertNotInFuture } from './domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
 import type { ExchangeRateSource } from './exchange-rates.ts';

@@ -1,17 +1,8 @@
 import { BigNumber } from 'bignumber.js';
-import {
-  ingresoOf,
-  insertRefund,
-  invoiceStateOf,
-  lockPayment,
-  lockTicket,
-  refundByProviderId,
-  refundedTotal,
-  refundOpenTicket,
-  standingRefundLines,
-  takeFolio,
-  type RawDb,
-} from '@timbra/db';
+import type { RawDb } from '@timbra/db';
+import { ingresoOf, invoiceStateOf, takeFolio } from '@timbra/db/invoices';
+import { insertRefund, lockPayment, refundByProviderId, refundedTotal, standingRefundLines } from '@timbra/db/payments';
+import { lockTicket, refundOpenTicket } from '@timbra/db/tickets';
 import { conceptosForSale, type SaleLine } from '@timbra/cfdi-core';
 import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts } from './build-egreso.ts';
 import { defaultLine, type InvoiceSettings, type ReceptorInput } from './build-ingreso.ts';

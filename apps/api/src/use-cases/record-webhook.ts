@@ -1,4 +1,6 @@
-import { claimWebhookEvents, reverseRefund, type ReceivedEvent, type RawDb } from '@timbra/db';
+import type { RawDb } from '@timbra/db';
+import { reverseRefund } from '@timbra/db/payments';
+import { claimWebhookEvents, type ReceivedEvent } from '@timbra/db/webhook-events';
 import type { PaymentFacts } from './build-ingreso.ts';
 import { recordPayments, type RecordedPayment, type RecordPaymentDeps } from './record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from './record-installment.ts';

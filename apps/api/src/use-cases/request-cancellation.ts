@@ -1,3 +1,4 @@
+import type { RawDb } from '@timbra/db';
 import {
   assertTransition,
   insertCancelRequest,
@@ -5,8 +6,7 @@ import {
   lockInvoice,
   markCancelRequested,
   standingRelatedCount,
-  type RawDb,
-} from '@timbra/db';
+} from '@timbra/db/invoices';
 import { DomainError } from './domain-errors.ts';
 
 export interface CancellationInput {

@@ -18,7 +18,8 @@ import {
   type SaleLine,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
-import { isStorableText, type PrismaClient } from '@timbra/db';
+import { isStorableText, type Db } from '@timbra/db';
+import { findCustomer, productsNamed, type CustomerRef, type ProductRow } from '@timbra/db/catalog';
 import { DomainError } from './domain-errors.ts';
 import type { InvoiceSettings, PaymentFacts, ReceptorInput } from './build-ingreso.ts';
 import { saleDay, tipoCambioOn, type ExchangeRateSource } from './exchange-rates.ts';
@@ -240,23 +241,8 @@ export function receptorOfCustomer(c: {
   };
 }
 
-/** How a sale names its customer. */
-export type CustomerRef = { id: string } | { stripe: string } | { mercadopago: string };
-
-type Product = {
-  id: string;
-  reference: string;
-  descripcion: string;
-  claveProdServ: string;
-  claveUnidad: string;
-  unidad: string | null;
-  taxes: unknown;
-  unitPrice: { toFixed(): string } | null;
-  priceIncludesTax: boolean;
-  active: boolean;
-};
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** How a sale names its customer (our id, or a provider's customer id). */
+export type { CustomerRef };
 
 /**
  * The lines of a sale with every product looked up and every default applied: SaleLines as cfdi-core
@@ -264,7 +250,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * leaves out. Problems name the line (`conceptos.N.field`).
  */
 export async function resolveLines(
-  prisma: Pick<PrismaClient, 'product'>,
+  db: Db,
   lines: readonly LineInput[],
   settings: InvoiceSettings,
   /**
@@ -274,14 +260,9 @@ export async function resolveLines(
   options: { providerItems?: boolean } = {},
 ): Promise<{ lines: SaleLine[]; problems: ValidationIssue[] }> {
   const refs = [...new Set(lines.flatMap((l) => (l.product ? [l.product] : [])))];
-  const found =
-    refs.length === 0
-      ? []
-      : await prisma.product.findMany({
-          where: { OR: [{ reference: { in: refs } }, { id: { in: refs.filter((r) => UUID.test(r)) } }] },
-        });
-  const byRef = new Map<string, Product>();
-  for (const p of found as Product[]) {
+  const found = await productsNamed(db, refs);
+  const byRef = new Map<string, ProductRow>();
+  for (const p of found) {
     byRef.set(p.reference, p);
     byRef.set(p.id, p);
   }
@@ -334,13 +315,6 @@ export async function resolveLines(
   return { lines: resolved, problems };
 }
 
-/** A customer by our id or by a provider's customer id; undefined when there is none. */
-export async function findCustomer(prisma: Pick<PrismaClient, 'customer'>, ref: CustomerRef) {
-  if ('id' in ref) return UUID.test(ref.id) ? prisma.customer.findUnique({ where: { id: ref.id } }) : null;
-  if ('stripe' in ref) return prisma.customer.findUnique({ where: { stripeCustomerId: ref.stripe } });
-  return prisma.customer.findUnique({ where: { mercadoPagoPayerId: ref.mercadopago } });
-}
-
 /** `DomainError validation_failed` for problems a REST caller can fix. */
 export function refuse(problems: readonly ValidationIssue[]): never {
   throw new DomainError('validation_failed', undefined, problems);
@@ -357,7 +331,8 @@ export interface SaleDraft {
 }
 
 export interface SaleDeps {
-  prisma: Pick<PrismaClient, 'product' | 'customer'>;
+  /** The data (a transaction, when the sale is recorded with it). */
+  prisma: Db;
   settings: InvoiceSettings;
   /** Reference rates (Banxico's FIX); undefined: none configured. */
   rates?: ExchangeRateSource | undefined;

@@ -26,11 +26,12 @@ import {
   type TicketPart,
   type ValidationIssue,
 } from '@timbra/cfdi-core';
+import type { PrismaClient, RawDb, Tx } from '@timbra/db';
+import { invoiceStateOf, insertInvoices, takeFolio } from '@timbra/db/invoices';
+import { insertPaymentsWithoutFolios, paymentById, setPaymentReceptor, type NewPayment } from '@timbra/db/payments';
 import {
   globalBacklog,
-  invoiceStateOf,
-  insertInvoices,
-  insertPaymentsWithoutFolios,
+  issuedGlobalPeriod,
   insertTickets,
   lockGlobalPeriod,
   lockOpenTickets,
@@ -38,13 +39,8 @@ import {
   markTicketSelfInvoiced,
   periodsWithOpenTickets,
   recordGlobalPeriod,
-  takeFolio,
-  type NewPayment,
-  type PrismaClient,
   type TicketState,
-  type RawDb,
-  type Tx,
-} from '@timbra/db';
+} from '@timbra/db/tickets';
 import {
   buildIngresoRequest,
   ingresoSourceId,
@@ -277,16 +273,7 @@ async function issuedPeriod(
   tx: Tx,
   key: { emisorId: string; periodicidad: string; startsOn: string },
 ): Promise<IssuedGlobal> {
-  const row = await tx.globalPeriod.findUniqueOrThrow({
-    where: {
-      emisorId_periodicidad_startsOn: {
-        emisorId: key.emisorId,
-        periodicidad: key.periodicidad,
-        startsOn: new Date(`${key.startsOn}T00:00:00Z`),
-      },
-    },
-    include: { invoices: { select: { id: true }, orderBy: { folio: 'asc' } } },
-  });
+  const row = await issuedGlobalPeriod(tx, key);
   return {
     periodId: row.id,
     periodicidad: row.periodicidad,
@@ -408,7 +395,7 @@ function sameReceptor(a: ReceptorInput | null, b: ReceptorInput): boolean {
 export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvoiceRequest): Promise<SelfInvoiced> {
   const ticket = await lockTicket(tx, { emisorId: deps.emisorId, code: normalizeTicketCode(req.code) });
   if (!ticket || !sameAmount(ticket.total, req.total)) throw new DomainError('ticket_not_found');
-  const payment = await tx.payment.findUniqueOrThrow({ where: { id: ticket.paymentId } });
+  const payment = await paymentById(tx, ticket.paymentId);
   if (ticket.status === 'self_invoiced') {
     if (!ticket.invoiceId || !ticket.downloadToken) throw new DomainError('ticket_already_invoiced');
     const done = {
@@ -466,10 +453,7 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
       totals: { subTotal: frozen.subTotal, total: frozen.total },
     },
   ]);
-  await tx.payment.update({
-    where: { id: payment.id },
-    data: { receptor: { ...req.receptor }, ...(req.email && !payment.email ? { email: req.email } : {}) },
-  });
+  await setPaymentReceptor(tx, payment.id, { ...req.receptor }, payment.email ? undefined : (req.email ?? undefined));
   const downloadToken = randomBytes(24).toString('base64url');
   await markTicketSelfInvoiced(tx, ticket.id, invoiceId!, downloadToken);
   return { ticketId: ticket.id, invoiceId: invoiceId!, downloadToken, created: true };

@@ -7,6 +7,7 @@
  * merchant's, so the record and the schedule are one row (ARCHITECTURE.md, "Deliveries").
  */
 import type { Logger } from 'pino';
+import type { PrismaClient } from '@timbra/db';
 import {
   claimDueDeliveries,
   DELIVERY_CHANNEL,
@@ -17,8 +18,7 @@ import {
   type AttemptOutcome,
   type ClaimedDelivery,
   type DisablePolicy,
-  type PrismaClient,
-} from '@timbra/db';
+} from '@timbra/db/deliveries';
 import { runOnNotify } from '../notify-loop.ts';
 import type { EmailSender } from './email.ts';
 import { sendWebhook, type DeliveryAgents, type SendResult } from './webhook.ts';

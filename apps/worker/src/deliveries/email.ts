@@ -7,7 +7,9 @@
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
 import { amountInWords, customerCopy, type CustomerCopy, type PdfOptions } from '@timbra/cfdi-core';
-import type { ClaimedDelivery, PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
+import type { ClaimedDelivery } from '@timbra/db/deliveries';
+import { stampedDocumentOf } from '@timbra/db/invoices';
 import type { SendResult } from './webhook.ts';
 
 export interface EmailSettings {
@@ -82,12 +84,7 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
   const domain = messageIdDomain(settings.from);
   const send = async (delivery: ClaimedDelivery) => {
     const invoiceId = delivery.event.invoiceId;
-    const invoice = invoiceId
-      ? await prisma.invoice.findUnique({
-          where: { id: invoiceId },
-          select: { id: true, kind: true, serie: true, folio: true, uuid: true, stampedXml: true },
-        })
-      : null;
+    const invoice = invoiceId ? await stampedDocumentOf(prisma, invoiceId) : null;
     if (!invoice?.stampedXml || !invoice.uuid)
       return { ok: false as const, permanent: true, error: 'the invoice has no stamped XML to send' };
     const cancelled = delivery.event.type === 'invoice.cancelled';

@@ -9,7 +9,7 @@
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { ClaimedDelivery, publicOnlyAgents } from '@timbra/db';
+import type { ClaimedDelivery, publicOnlyAgents } from '@timbra/db/deliveries';
 
 export const SIGNATURE_HEADER = 'Timbra-Signature';
 

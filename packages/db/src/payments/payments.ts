@@ -1,8 +1,8 @@
 /** Payments and refunds: the set-wise payment insert that takes the folios, and the refund rows. */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { SerieNotConfiguredError, takeFoliosSql } from './folios.ts';
-import { col, queryRows, type RawDb } from './sql.ts';
+import { Prisma } from '../generated/client.ts';
+import { SerieNotConfiguredError, takeFoliosSql } from '../invoices/folios.ts';
+import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertPaymentsTakingFoliosRow = z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() });
@@ -342,4 +342,20 @@ export async function reversedRefundsStanding(db: RawDb): Promise<number> {
       WHERE r.status = 'reversed' AND e.status NOT IN ('cancel_requested', 'cancelled')`,
   );
   return row!.n;
+}
+
+/**
+ * The customer a payment's invoice names, once known (a ticket self-invoiced, an invoice corrected),
+ * and the email the customer gave when the payment had none.
+ */
+export async function setPaymentReceptor(
+  db: Db,
+  paymentId: string,
+  receptor: Record<string, unknown>,
+  email?: string  ,
+): Promise<void> {
+  await db.payment.update({
+    where: { id: paymentId },
+    data: { receptor: receptor as Prisma.InputJsonObject, ...(email ? { email } : {}) },
+  });
 }

@@ -4,7 +4,7 @@
  * invoice-status.ts; the database refuses anything else.
  */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
+import { Prisma } from '../generated/client.ts';
 import {
   INITIAL_STATUSES,
   INVOICE_STATUSES,
@@ -12,8 +12,8 @@ import {
   statusGuard,
   type InvoiceStatus,
 } from './invoice-status.ts';
-import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
-import { col, execute, queryRows, type RawDb } from './sql.ts';
+import { notifyOutboxSql, outboxInsertSql } from '../outbox/outbox.ts';
+import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });

@@ -4,10 +4,10 @@
  * the ledger in one statement (so one transaction), or the failure recorded / dead-lettered.
  */
 import { z } from 'zod';
-import { Prisma, type PrismaClient } from './generated/client.ts';
-import { statusGuard } from './invoice-status.ts';
-import { col, queryRows, type Db, type RawDb } from './sql.ts';
-import { plannedOnce } from './lean.ts';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { statusGuard } from '../invoices/invoice-status.ts';
+import { col, queryRows, type Db, type RawDb } from '../sql.ts';
+import { plannedOnce } from '../lean.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const stampRowColumns = z.object({

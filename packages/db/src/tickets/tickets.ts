@@ -11,8 +11,8 @@
  *   refunds of it are serialised by that lock.
  */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type RawDb } from './sql.ts';
+import { Prisma } from '../generated/client.ts';
+import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 export const TICKET_STATUSES = ['open', 'self_invoiced', 'in_global', 'refunded'] as const;
 export type TicketStatus = (typeof TICKET_STATUSES)[number];

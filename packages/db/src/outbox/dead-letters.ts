@@ -4,7 +4,7 @@
  * is kept true here: a letter whose row was re-driven (or is no longer failed) is settled, i.e. sent
  * back to the queue's consumer, which completes it with what became of the row.
  */
-import type { PrismaClient } from './generated/client.ts';
+import type { PrismaClient } from '../generated/client.ts';
 import { JOBS } from './queues.ts';
 import { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
 
@@ -109,4 +109,42 @@ export async function redriveDeadLetter(
   } catch {
     return { ...result, settled: 'later' };
   }
+}
+
+/** The dead letters (outbox rows failed for good), newest first, with their invoice and how often each was re-driven. */
+export function deadLetterRows(db: PrismaClient, limit = 500) {
+  return db.outboxRow.findMany({
+    where: { status: 'failed' },
+    orderBy: { updatedAt: 'desc' },
+    take: limit,
+    include: {
+      invoice: { select: { serie: true, folio: true, kind: true, status: true } },
+      _count: { select: { redrives: true } },
+    },
+  });
+}
+
+/** The latest re-drives, newest first, with the invoice each concerned. */
+export function recentRedrives(db: PrismaClient, limit = 20) {
+  return db.outboxRedrive.findMany({
+    orderBy: { createdAt: 'desc' },
+    take: limit,
+    include: { invoice: { select: { serie: true, folio: true, status: true } } },
+  });
+}
+
+/** One outbox row with its invoice and its re-drives, oldest first; null when there is none. */
+export function outboxRowWithRedrives(db: PrismaClient, id: string) {
+  return db.outboxRow.findUnique({
+    where: { id },
+    include: {
+      invoice: { select: { id: true, serie: true, folio: true, kind: true, status: true, uuid: true } },
+      redrives: { orderBy: { createdAt: 'asc' } },
+    },
+  });
+}
+
+/** Every dead letter's outbox id. */
+export async function deadLetterIds(db: PrismaClient): Promise<string[]> {
+  return (await db.outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id);
 }

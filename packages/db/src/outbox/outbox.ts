@@ -6,8 +6,8 @@
  */
 import pg from 'pg';
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { col, queryRows, type RawDb } from './sql.ts';
+import { Prisma } from '../generated/client.ts';
+import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const enqueueOutboxRow = z.object({ id: col.uuid });
@@ -251,4 +251,10 @@ export async function lockOutboxRow(
     Prisma.sql`SELECT id, status, invoice_id FROM outbox WHERE id = ${outboxId}::uuid FOR UPDATE`,
   );
   return row && { id: row.id, status: row.status, invoiceId: row.invoice_id };
+}
+
+/** The id of an invoice's stamp row (its outbox row of kind `stamp`); throws when it has none. */
+export async function stampRowIdOf(db: Db, invoiceId: string): Promise<string> {
+  const row = await db.outboxRow.findFirstOrThrow({ where: { invoiceId, kind: 'stamp' }, select: { id: true } });
+  return row.id;
 }

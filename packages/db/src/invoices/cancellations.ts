@@ -3,11 +3,11 @@
  * row the cancel processor loads, and how a cancellation ends.
  */
 import { z } from 'zod';
-import { Prisma, type PrismaClient } from './generated/client.ts';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
 import { lockInvoice } from './invoices.ts';
 import { statusGuard } from './invoice-status.ts';
-import { notifyOutboxSql, outboxInsertSql } from './outbox.ts';
-import { col, queryRows, type RawDb } from './sql.ts';
+import { notifyOutboxSql, outboxInsertSql } from '../outbox/outbox.ts';
+import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertCancelRequestRow = z.object({ id: col.uuid });
@@ -233,4 +233,21 @@ export async function finishCancellation(
       data: { status: 'done', ...(reason ? { lastError: reason } : {}) },
     }),
   ]);
+}
+
+/** The PAC accepted the cancellation request: its code and acuse; the SAT's answer is followed next. */
+export async function markCancellationAccepted(
+  db: Db,
+  requestId: string,
+  accepted: { uuidCode: string; acuse: string | null; pac: string },
+): Promise<void> {
+  await db.cancelRequest.update({ where: { id: requestId }, data: { status: 'accepted', ...accepted } });
+}
+
+/** One more look at the SAT that was not final yet (En proceso, or the SAT has not caught up). */
+export async function recordCancellationPoll(db: Db, requestId: string, estatus: string): Promise<void> {
+  await db.cancelRequest.update({
+    where: { id: requestId },
+    data: { polls: { increment: 1 }, estatusCancelacion: estatus },
+  });
 }

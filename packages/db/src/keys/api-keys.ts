@@ -4,7 +4,7 @@
  * authentication, its admin routes, the ops CLI and the start-up bootstrap all call here.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from './generated/client.ts';
+import type { PrismaClient } from '../generated/client.ts';
 
 /** What a key may do. */
 export const SCOPES = ['read', 'write', 'cancel', 'admin'] as const;

@@ -1,8 +1,8 @@
 /** Installments of a sale in parcialidades (PPD), each documented by a Pago. */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { INVOICE_STATUSES, type InvoiceStatus } from './invoice-status.ts';
-import { col, queryRows, type RawDb } from './sql.ts';
+import { Prisma } from '../generated/client.ts';
+import { INVOICE_STATUSES, type InvoiceStatus } from '../invoices/invoice-status.ts';
+import { col, queryRows, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const lockInvoiceForInstallmentRow = z.object({

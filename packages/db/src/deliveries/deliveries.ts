@@ -12,8 +12,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { Prisma, type PrismaClient } from './generated/client.ts';
-import { col, execute, queryRows, type Db } from './sql.ts';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { col, execute, queryRows, type Db } from '../sql.ts';
 
 /** The Postgres channel the event triggers NOTIFY on (payload: the event id; a hint only). */
 export const DELIVERY_CHANNEL = 'timbra_deliveries';

@@ -10,11 +10,11 @@
  * whom to ask), or nobody to ask at all (`needs_data`: never frozen; no PAC call for it).
  */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
+import { Prisma } from '../generated/client.ts';
 import { INVOICE_STATUSES, statusGuard, type InvoiceStatus } from './invoice-status.ts';
-import { enqueueOutbox, notifyOutbox } from './outbox.ts';
+import { enqueueOutbox, notifyOutbox } from '../outbox/outbox.ts';
 import type { FrozenDocument, InvoiceKind } from './invoices.ts';
-import { col, execute, queryRows, type Db, type Tx } from './sql.ts';
+import { col, execute, queryRows, type Db, type Tx } from '../sql.ts';
 
 const correctableColumns = z.object({
   id: col.uuid,

@@ -1,8 +1,8 @@
 /** Received provider events: one row per (provider, event id), the claim that makes a delivery once. */
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { col, queryRows, type RawDb } from './sql.ts';
-import { storableJson, storableText } from './text.ts';
+import { Prisma } from '../generated/client.ts';
+import { col, queryRows, type Db, type RawDb } from '../sql.ts';
+import { storableJson, storableText } from '../text.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const claimWebhookEventsRow = z.object({ provider: col.text, event_id: col.text });
@@ -41,4 +41,39 @@ export async function claimWebhookEvents(tx: RawDb, events: readonly ReceivedEve
   );
   const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
   return events.map((e) => unclaimed.delete(`${e.provider}\u0000${storableText(e.eventId)}`));
+}
+
+export interface WebhookEventFilter {
+  result?: string | undefined;
+  provider?: string | undefined;
+}
+
+/** The providers' events as received, newest first: what each one did (recorded, ignored…) and why. */
+export function listWebhookEvents(
+  db: Db,
+  filter: WebhookEventFilter,
+  page: { limit: number; cursor: { createdAt: Date; id: string } | null },
+) {
+  const { cursor } = page;
+  return db.webhookEvent.findMany({
+    where: {
+      ...(filter.result ? { result: filter.result } : {}),
+      ...(filter.provider ? { provider: filter.provider } : {}),
+      ...(cursor
+        ? { OR: [{ receivedAt: { lt: cursor.createdAt } }, { receivedAt: cursor.createdAt, id: { lt: cursor.id } }] }
+        : {}),
+    },
+    orderBy: [{ receivedAt: 'desc' }, { id: 'desc' }],
+    take: page.limit + 1,
+  });
+}
+
+/** The providers' events that could not be recorded (signed, but poison), newest first. */
+export function failedWebhookEvents(db: Db, since?: Date, limit = 500) {
+  return db.webhookEvent.findMany({
+    where: { result: 'failed', ...(since ? { receivedAt: { gte: since } } : {}) },
+    orderBy: { receivedAt: 'desc' },
+    take: limit,
+    select: { provider: true, eventId: true, type: true, reason: true, receivedAt: true },
+  });
 }

@@ -12,8 +12,8 @@
  *                                          ▼  │
  *                                       stamp_failed
  */
-import { Prisma } from './generated/client.ts';
-import type { InvoiceStatus } from './generated/enums.ts';
+import { Prisma } from '../generated/client.ts';
+import type { InvoiceStatus } from '../generated/enums.ts';
 
 export type { InvoiceStatus };
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { Prisma } from './generated/client.ts';
-import { col, execute, queryRows, type RawDb } from './sql.ts';
+import { Prisma } from '../generated/client.ts';
+import { col, execute, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const takeFolioRow = z.object({ first_folio: col.int });
@@ -53,4 +53,17 @@ export async function ensureSeries(
         ON CONFLICT (emisor_id, serie) DO NOTHING`,
     );
   }
+}
+
+/** The emisor's row, made or brought up to date from the configuration; returns its id. */
+export async function ensureEmisor(
+  db: Db,
+  emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string },
+): Promise<string> {
+  const row = await db.emisor.upsert({
+    where: { rfc: emisor.rfc },
+    create: emisor,
+    update: { nombre: emisor.nombre, regimenFiscal: emisor.regimenFiscal, lugarExpedicion: emisor.lugarExpedicion },
+  });
+  return row.id;
 }

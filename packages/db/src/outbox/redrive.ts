@@ -1,5 +1,5 @@
-import type { PrismaClient } from './generated/client.ts';
-import { assertTransition } from './invoice-status.ts';
+import type { PrismaClient } from '../generated/client.ts';
+import { assertTransition } from '../invoices/invoice-status.ts';
 import { lockOutboxRow, notifyOutbox } from './outbox.ts';
 
 /** Who re-drives, for the audit trail: `api:<key name>`, `ops:<user>`, `dashboard:<user>`; and why. */

@@ -1,0 +1,98 @@
+/**
+ * What every `npm run ops --` command shares: how it prints (`--json`), fails (exit codes), and opens
+ * the database and the dead-letter queue — lazily, so `--help` and a usage mistake load neither.
+ */
+import { InvalidArgumentError } from 'commander';
+import { isUuid } from '@timbra/db/light';
+import type { PrismaClient } from '@timbra/db';
+import type { Queue } from 'bullmq';
+
+// Only what parsing needs is imported above (the light entries of @timbra/db and cfdi-core's CSD
+// module). The data layer, BullMQ, the reconciliation and the worker's settings (config-schema.ts:
+// the worker's schema without the CFDI domain its start-up checks load) are loaded by the command
+// that uses them: `--help` and a usage mistake need none of them.
+export const dbLib = {
+  client: () => import('@timbra/db'),
+  outbox: () => import('@timbra/db/outbox'),
+  deliveries: () => import('@timbra/db/deliveries'),
+  keys: () => import('@timbra/db/keys'),
+  invoices: () => import('@timbra/db/invoices'),
+  retention: () => import('@timbra/db/retention'),
+  tickets: () => import('@timbra/db/tickets'),
+  webhookEvents: () => import('@timbra/db/webhook-events'),
+  redis: () => import('@timbra/db/redis'),
+};
+
+/** Bad usage found after parsing (a malformed id, an unknown scope): exit 2, like the parser's own. */
+export class UsageError extends Error {}
+/** A check that could not be made (or, for a command that acts, nothing done): exit 3. */
+export class CannotCheck extends Error {}
+
+export const uuidArg = (what: string) => (value: string) => {
+  if (!isUuid(value)) throw new InvalidArgumentError(`${what} is a UUID (e.g. from dlq:list)`);
+  return value.toLowerCase();
+};
+
+let json = false;
+/** `--json` given: commands print JSON. */
+export const printJson = (on: boolean) => {
+  json = on;
+};
+export const out = (value: unknown, text: string) => process.stdout.write(`${json ? JSON.stringify(value) : text}\n`);
+export const fail = (message: string, code = 1) => {
+  process.stderr.write(`${message}\n`);
+  process.exitCode = code;
+};
+
+// The database (and Redis) are opened by the first command that needs them: --help needs neither.
+let prismaClient: PrismaClient | undefined;
+export async function config() {
+  const { loadOpsConfig } = await import('../config-schema.ts');
+  try {
+    return loadOpsConfig(process.env);
+  } catch (error) {
+    throw new CannotCheck((error as Error).message);
+  }
+}
+export async function db(): Promise<PrismaClient> {
+  if (!prismaClient) {
+    const { DATABASE_URL } = await config();
+    prismaClient = (await dbLib.client()).createPrisma(DATABASE_URL, { poolSize: 2 });
+  }
+  return prismaClient;
+}
+
+/** The stamp-dlq queue, for settling letters after a re-drive; undefined when Redis does not answer. */
+export async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<void> } | undefined> {
+  const { REDIS_URL, REDIS_CLUSTER, QUEUE_PREFIX } = await config();
+  const [{ connectRedis, redisTarget }, { STAMP_DLQ }, { Queue }] = await Promise.all([
+    dbLib.redis(),
+    dbLib.outbox(),
+    import('bullmq'),
+  ]);
+  const redis = connectRedis(redisTarget(REDIS_URL, REDIS_CLUSTER), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 3000,
+  });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+  } catch {
+    redis.disconnect();
+    return undefined;
+  }
+  const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: QUEUE_PREFIX });
+  return {
+    dlq,
+    close: async () => {
+      await dlq.close();
+      await redis.quit();
+    },
+  };
+}
+
+/** Closes what the commands opened. */
+export async function closeAll(): Promise<void> {
+  await prismaClient?.$disconnect();
+}

@@ -1,0 +1,88 @@
+/** `npm run ops --` commands: Reconciliation against the PAC's ledger. */
+import { parseSince } from '../since.ts';
+import { type Command, Option } from 'commander';
+import { dbLib, UsageError, CannotCheck, out, db } from './context.ts';
+
+/** `reconcile`: compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window). */
+function reconcile(program: Command): void {
+  program
+    .command('reconcile')
+    .description(
+      "compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window)",
+    )
+    .requiredOption('--ledger-url <url>', 'the PAC ledger (the sandbox admin URL)')
+    .requiredOption('--admin-token <token>', 'its admin token')
+    .addOption(
+      new Option(
+        '--since <when>',
+        'the window: ISO 8601 date or time, or a duration (30m, 12h, 7d); default: since our first stamp',
+      ).argParser((v) => parseSince(v)),
+    )
+    .option(
+      '--fix',
+      'propose the repair of each duplicate: cancel the other UUIDs (motivo 01, replaced by ours; never both)',
+    )
+    .option('--execute', 'with --fix: queue those cancellations for the worker')
+    .action(
+      async (options: { ledgerUrl: string; adminToken: string; since?: Date; fix?: boolean; execute?: boolean }) => {
+        if (options.execute && !options.fix) throw new UsageError('--execute goes with --fix');
+        const prisma = await db();
+        const { proposeFixes, reconcile, sandboxLedger, stampInstant } = await import('../reconcile.ts');
+        // Our first stamp by the PAC's clock (its FechaTimbrado), the clock of the ledger's window.
+        const { invoices, firstTfd } = await (await dbLib.invoices()).stampedUuids(prisma);
+        const windowStart = options.since ?? (firstTfd ? stampInstant(firstTfd) : undefined);
+        let ledger;
+        try {
+          ledger = await sandboxLedger(options.ledgerUrl, options.adminToken).list(options.since?.toISOString());
+        } catch (error) {
+          throw new CannotCheck(`cannot read the PAC ledger at ${options.ledgerUrl}: ${(error as Error).message}`);
+        }
+        if (!ledger.coversSince)
+          throw new CannotCheck('the PAC ledger does not say which window it covers: nothing can be concluded');
+        if (windowStart && new Date(ledger.coversSince) > windowStart)
+          throw new CannotCheck(
+            `the PAC ledger covers only since ${ledger.coversSince}; the window asked for starts ${windowStart.toISOString()}${options.since ? '' : ' (our first stamp)'}: stamps before it cannot be checked — narrow --since or use a ledger that covers it`,
+          );
+        const invoiceOf = new Map(invoices.map((i) => [i.uuid!.toUpperCase(), i.id]));
+        const result = reconcile(ledger.stamps, new Set(invoiceOf.keys()));
+        const fixes = options.fix ? proposeFixes(result.duplicates, invoiceOf) : [];
+        const executed = [];
+        if (options.fix && options.execute) {
+          for (const fix of fixes) {
+            if (!('keep' in fix)) continue;
+            for (const duplicateUuid of fix.cancel)
+              executed.push({
+                duplicateUuid,
+                ...(await (
+                  await dbLib.invoices()
+                ).requestDuplicateCancellation(prisma, { invoiceId: fix.invoiceId, duplicateUuid })),
+              });
+          }
+        }
+        out(
+          { ...result, coversSince: ledger.coversSince, ...(options.fix ? { fixes, executed } : {}) },
+          [
+            `${result.stamps} stamps in the ledger (it covers since ${ledger.coversSince}), ${invoiceOf.size} UUIDs in the database`,
+            `orphans: ${result.orphans.length}${result.orphans.map((o) => `\n  ${o.uuid} (${o.instance}${o.customid ? `, key ${o.customid}` : ''})`).join('')}`,
+            `duplicates: ${result.duplicates.length}${result.duplicates.map((d) => `\n  by ${d.by} ${d.key}: ${d.uuids.join(', ')}`).join('')}`,
+            ...(options.fix
+              ? [
+                  `fixes${options.execute ? ' (queued)' : ' (proposed; --execute queues them)'}: ${fixes.length}${fixes
+                    .map((f) =>
+                      'keep' in f
+                        ? `\n  keep ${f.keep}; cancel ${f.cancel.join(', ')} (motivo 01, replaced by ${f.keep})`
+                        : `\n  skipped ${f.skipped.join(', ')}: ${f.reason}`,
+                    )
+                    .join('')}`,
+                ]
+              : []),
+          ].join('\n'),
+        );
+        process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
+      },
+    );
+}
+
+export function reconcileCommand(program: Command): void {
+  reconcile(program);
+}

@@ -1,0 +1,21 @@
+/** `@timbra/db/catalog`: products and customers, what a merchant sells and to whom. */
+export {
+  findCustomer,
+  insertCustomer,
+  insertProduct,
+  listCustomers,
+  listProducts,
+  productById,
+  productByReference,
+  productsNamed,
+  updateCustomer,
+  updateProduct,
+  type CustomerChanges,
+  type CustomerConflict,
+  type CustomerRef,
+  type CustomerRow,
+  type NewCustomer,
+  type NewProduct,
+  type ProductChanges,
+  type ProductRow,
+} from './catalog.ts';

@@ -1,0 +1,97 @@
+/**
+ * Invoices as the API and the pages show them: one with its whole history (outbox rows, PAC
+ * attempts, cancellations, corrections, redrives), its versions, lists. Reads only.
+ */
+import type { Db } from '../sql.ts';
+import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
+import type { InvoiceStatus } from './invoice-status.ts';
+
+const oldestFirst = { orderBy: { createdAt: 'asc' as const } };
+
+/** An invoice with everything that happened to it, oldest first; null when there is none. */
+export function invoiceWithHistory(db: Db, id: string) {
+  return db.invoice.findUnique({
+    where: { id },
+    include: {
+      outbox: oldestFirst,
+      attempts: oldestFirst,
+      cancelRequests: oldestFirst,
+      replacedBy: { select: { id: true } },
+      corrections: oldestFirst,
+      redrives: oldestFirst,
+    },
+  });
+}
+
+export type InvoiceWithHistory = NonNullable<Awaited<ReturnType<typeof invoiceWithHistory>>>;
+
+/** An invoice with every version of its frozen document and the corrections that made them. */
+export function invoiceWithVersions(db: Db, id: string) {
+  return db.invoice.findUnique({
+    where: { id },
+    include: { versions: { orderBy: { version: 'asc' } }, corrections: oldestFirst },
+  });
+}
+
+export async function invoiceExists(db: Db, id: string): Promise<boolean> {
+  return (await db.invoice.findUnique({ where: { id }, select: { id: true } })) !== null;
+}
+
+export function correctionById(db: Db, id: string) {
+  return db.invoiceCorrection.findUniqueOrThrow({ where: { id } });
+}
+
+export function cancelRequestById(db: Db, id: string) {
+  return db.cancelRequest.findUniqueOrThrow({ where: { id } });
+}
+
+/** A cancellation request of this invoice, or null (one of another invoice is not found either). */
+export function cancelRequestOf(db: Db, invoiceId: string, id: string) {
+  return db.cancelRequest.findFirst({ where: { id, invoiceId } });
+}
+
+export interface InvoiceFilter {
+  status?: InvoiceStatus | undefined;
+  /** The payment's external id. */
+  externalId?: string | undefined;
+  uuid?: string | undefined;
+}
+
+export function listInvoices(db: Db, filter: InvoiceFilter, page: PageQuery) {
+  return db.invoice.findMany({
+    where: {
+      ...(filter.status ? { status: filter.status } : {}),
+      ...(filter.externalId ? { payment: { externalId: filter.externalId } } : {}),
+      ...(filter.uuid ? { uuid: filter.uuid } : {}),
+      ...afterCursor(page.cursor),
+    },
+    ...pageWindow(page),
+  });
+}
+
+/** An invoice as its customer's page shows it: the payment's email, the stamp's last PAC answer. */
+export function invoiceForCustomer(db: Db, id: string) {
+  return db.invoice.findUnique({
+    where: { id },
+    include: {
+      payment: { select: { email: true } },
+      outbox: { where: { kind: 'stamp' }, select: { lastError: true } },
+    },
+  });
+}
+
+/** Where an invoice's document stands: its UUID once stamped, its version and frozen bytes. */
+export function invoiceVersionState(db: Db, id: string) {
+  return db.invoice.findUniqueOrThrow({
+    where: { id },
+    select: { uuid: true, version: true, frozenXml: true, stampKey: true, status: true },
+  });
+}
+
+/** A stamped document as the customer's copy is made from it (null fields until it is stamped). */
+export function stampedDocumentOf(db: Db, id: string) {
+  return db.invoice.findUnique({
+    where: { id },
+    select: { id: true, kind: true, serie: true, folio: true, uuid: true, stampedXml: true },
+  });
+}

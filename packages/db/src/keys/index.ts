@@ -1,0 +1,27 @@
+/** `@timbra/db/keys`: API keys and Idempotency-Keys. */
+export {
+  SCOPES,
+  DEFAULT_SCOPES,
+  API_KEY_NAME_RULE,
+  isApiKeyName,
+  hashApiKey,
+  keyPrefix,
+  isScope,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+  findApiKey,
+  touchApiKey,
+  syncConfiguredApiKeys,
+  ApiKeyNameTaken,
+  type Scope,
+  type ApiKeyView,
+} from './api-keys.ts';
+export {
+  forgetIdempotentResponse,
+  purgeExpiredIdempotencyKeys,
+  storedIdempotentResponse,
+  storeIdempotentResponse,
+  tryLockIdempotencyKey,
+  type StoredIdempotentResponse,
+} from './idempotency-keys.ts';

@@ -1,0 +1,55 @@
+/** `@timbra/db/outbox`: the outbox write and claim, the stamp job contract (queues), the stamper's writes, redrives and dead letters. */
+export {
+  OUTBOX_CHANNEL,
+  enqueueOutbox,
+  notifyOutbox,
+  claimOutboxBatch,
+  outboxCountsByStatus,
+  republishEnqueuedOutboxRows,
+  stampRowIdOf,
+  staleEnqueuedOutboxRows,
+  oldestOpenOutboxAgeSeconds,
+  listenForOutbox,
+  type OutboxKind,
+  type OutboxRowToWrite,
+  type ClaimedOutboxRow,
+} from './outbox.ts';
+export {
+  loadStampRow,
+  loadStampRows,
+  recordPacCallInFlight,
+  recordPacCallsInFlight,
+  persistStamp,
+  persistStamps,
+  recordFailedAttempt,
+  deadLetterOutboxRow,
+  type StampRow,
+  type PacCallRecord,
+  type PersistedStamp,
+  type PacCallInFlight,
+  type StampToPersist,
+} from './stamping.ts';
+export { redriveOutboxRow, refusedForGood, type RedriveBy, type RedriveResult } from './redrive.ts';
+export {
+  deadLetterCount,
+  deadLetterIds,
+  deadLetterRows,
+  outboxRowWithRedrives,
+  recentRedrives,
+  deadLetterState,
+  redriveDeadLetter,
+  settleDeadLetters,
+  type DeadLetterQueue,
+  type DeadLetterState,
+} from './dead-letters.ts';
+export {
+  STAMP_DLQ,
+  STAMP_QUEUE,
+  JOBS,
+  jobIdFor,
+  parseStampJob,
+  UnknownJobError,
+  type DeadLetterData,
+  type StampJobData,
+  type StampJobName,
+} from './queues.ts';

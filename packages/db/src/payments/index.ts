@@ -1,0 +1,36 @@
+/** `@timbra/db/payments`: payments, refunds and installments (parcialidades), each written with its invoice. */
+export {
+  insertPaymentsTakingFolios,
+  insertPaymentsWithoutFolios,
+  lockPayment,
+  refundedTotal,
+  reverseRefund,
+  setPaymentReceptor,
+  reversedRefundsStanding,
+  insertRefund,
+  knownPayments,
+  refundByProviderId,
+  standingRefundLines,
+  type NewPayment,
+  type InsertedPayment,
+  type KnownPayment,
+  type LockedPayment,
+} from './payments.ts';
+export {
+  lockInvoiceForInstallment,
+  installmentAmounts,
+  installmentsPaid,
+  insertInstallment,
+  installmentByProviderId,
+  type InstallmentInvoice,
+  type NewInstallment,
+} from './installments.ts';
+export {
+  installmentWithBalance,
+  listPayments,
+  paymentById,
+  paymentExists,
+  paymentWithInvoices,
+  refundWithEgreso,
+  type PaymentFilter,
+} from './reads.ts';
