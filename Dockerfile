@@ -30,7 +30,8 @@ COPY packages/db/scripts packages/db/scripts
 RUN npm ci --no-audit --no-fund
 COPY . .
 ENV TURBO_TELEMETRY_DISABLED=1
-RUN npx turbo run build && npm prune --omit=dev --ignore-scripts
+# The demo client (scripts/demo, the compose `demo` profile) is compiled beside the workspaces.
+RUN npx turbo run build && npx tsc -p scripts/demo/tsconfig.build.json && npm prune --omit=dev --ignore-scripts
 # The production tree: the API, the worker, the migration and the packages they import, with the
 # production dependencies; the sandboxes' workspaces and the SAT's test CSDs left out.
 RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
@@ -57,6 +58,7 @@ COPY --from=build --chown=node:node /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/prisma ./prisma
 COPY --from=build --chown=node:node /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
+COPY --from=build --chown=node:node /app/scripts/demo/dist ./scripts/demo/dist
 COPY --from=build --chown=node:node /app/packages ./packages
 COPY --from=build --chown=node:node /app/apps ./apps
 # The SAT's public reference files and its test CSDs (the sandbox profile's).

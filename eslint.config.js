@@ -89,7 +89,7 @@ const loadedByTheCommand = [
   'bullmq',
   '../config.ts',
   '../config-schema.ts',
-  '../reconcile.ts',
+  '../operations/reconcile.ts',
 ].map((name) => ({
   name,
   allowTypeImports: true,

@@ -27,7 +27,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoTable, runDemo, runGlobalDemo, waitForDeliveries } from '@timbra/api/demo';
+import { demoTable, runDemo, runGlobalDemo, waitForDeliveries } from './demo/demo-client.ts';
 import { freePort, SAT_DIR } from '@timbra/test-support';
 import { LOCAL_DIR, localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 

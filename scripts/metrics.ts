@@ -25,11 +25,14 @@ const args = new Set(process.argv.slice(2));
 /** The stories a newcomer follows: entry files, read from the first. */
 const STORIES: Record<string, string[]> = {
   'a Stripe payment, webhook to stored UUID': [
-    'apps/api/src/webhooks/stripe-webhook.ts',
-    'apps/worker/src/relay.ts',
-    'apps/worker/src/stamp-processor.ts',
+    'apps/api/src/provider-webhooks/stripe-webhook.ts',
+    'apps/worker/src/stamping/relay.ts',
+    'apps/worker/src/stamping/stamp-processor.ts',
   ],
-  'a ticket, sale to its factura global': ['apps/api/src/routes/tickets.ts', 'apps/worker/src/stamp-processor.ts'],
+  'a ticket, sale to its factura global': [
+    'apps/api/src/tickets/ticket-routes.ts',
+    'apps/worker/src/stamping/stamp-processor.ts',
+  ],
 };
 
 // ---- files ------------------------------------------------------------------------------------------

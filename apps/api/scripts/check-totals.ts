@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { totalsOf, type InvoiceRequestInput } from '@timbra/cfdi-core';
-import { buildIngresoRequest, type InvoiceSettings } from '../src/use-cases/build-ingreso.ts';
+import { buildIngresoRequest, type InvoiceSettings } from '../src/payments/build-ingreso.ts';
 
 /** `n` centavos as a decimal string (12345n → "123.45"). */
 export const cents = (n: bigint) => `${n / 100n}.${String(n % 100n).padStart(2, '0')}`;

@@ -13,12 +13,12 @@ import { createApp } from './app.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
-import { dashboard } from './http/dashboard.ts';
+import { dashboard } from './operations/dashboard.ts';
 import { createMetrics, listenMetrics } from './http/metrics.ts';
-import { mercadoPagoPayments, stripeApi } from './webhooks/providers.ts';
-import { BanxicoRates } from './use-cases/exchange-rates.ts';
-import type { RecordPaymentDeps } from './use-cases/record-payment.ts';
-import { globalLag, issueDueGlobals } from './use-cases/tickets.ts';
+import { mercadoPagoPayments, stripeApi } from './provider-webhooks/providers.ts';
+import { BanxicoRates } from './payments/exchange-rates.ts';
+import type { RecordPaymentDeps } from './payments/record-payment.ts';
+import { globalLag, issueDueGlobals } from './tickets/tickets.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {

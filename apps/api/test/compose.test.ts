@@ -146,8 +146,8 @@ describe('docker-compose.yml: the whole file', () => {
     const demo = compose.services.demo!;
     const api = loadConfig(composeEnvironment(compose, 'api'));
     expect(demo.profiles).toEqual(['demo']);
-    expect(demo.command).toEqual(['node', 'apps/api/dist/demo/demo-cli.js']);
-    expect(existsSync(new URL('apps/api/src/demo/demo-cli.ts', root))).toBe(true);
+    expect(demo.command).toEqual(['node', 'scripts/demo/dist/demo-cli.js']);
+    expect(existsSync(new URL('scripts/demo/demo-cli.ts', root))).toBe(true);
     expect(demo.environment).toMatchObject({ DEMO_API_URL: 'http://api:3000', DEMO_PROVIDERS_URL: api.STRIPE_API_URL });
     expect(parseApiKeys(api.API_KEYS).map((k) => k.key)).toContain(demo.environment!.DEMO_API_KEY);
   });

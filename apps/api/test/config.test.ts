@@ -8,7 +8,7 @@ import { eventually, freePort, privateRedisArgs, runEntryPoint, realClockEnv } f
 import { Redis } from 'ioredis';
 import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
-import { mesesFor } from '../src/use-cases/build-ingreso.ts';
+import { mesesFor } from '../src/payments/build-ingreso.ts';
 
 const base = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/x' };
 

@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import got from 'got';
 import { Redis } from 'ioredis';
 import { deadLetterOutboxRow, STAMP_DLQ, STAMP_QUEUE } from '@timbra/db/outbox';
-import { dashboard, dashboardJobName, redactForDashboard } from '../src/http/dashboard.ts';
+import { dashboard, dashboardJobName, redactForDashboard } from '../src/operations/dashboard.ts';
 import { jsonPoster, startApi, type TestApi } from './helpers.ts';
 
 const prefix = `{timbra-dashboard-test-${process.pid}}`;

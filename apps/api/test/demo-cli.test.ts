@@ -3,11 +3,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { tsEntryArgs } from '@timbra/test-support';
-import { DEMO_ENDPOINT, runDemo } from '../src/demo/demo-client.ts';
+import { DEMO_ENDPOINT, runDemo } from '../../../scripts/demo/demo-client.ts';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 const run = promisify(execFile);
-const cli = fileURLToPath(new URL('../src/demo/demo-cli.ts', import.meta.url));
+const cli = fileURLToPath(new URL('../../../scripts/demo/demo-cli.ts', import.meta.url));
 
 let api: TestApi;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
-import { API_ERRORS } from '../src/errors.ts';
+import { API_ERRORS } from '../src/http/errors.ts';
 
 describe('docs/errors.md', () => {
   const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');

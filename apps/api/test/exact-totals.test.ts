@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { freezeComprobante, parseXml, checkSatRules, attr, totalsOf, type XmlElement } from '@timbra/cfdi-core';
 import { loadTestCsd } from '@timbra/test-support';
 import { cents, ingresoFor as request, settingsFor } from '../scripts/check-totals.ts';
-import { buildPagoRequest } from '../src/use-cases/build-pago.ts';
+import { buildPagoRequest } from '../src/refunds-installments/build-pago.ts';
 
 const RATES = ['0.160000', '0.080000', '0.000000'] as const;
 

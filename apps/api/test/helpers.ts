@@ -15,11 +15,11 @@ import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { REDACT } from '../src/http/log-redact.ts';
-import { BanxicoRates } from '../src/use-cases/exchange-rates.ts';
+import { BanxicoRates } from '../src/payments/exchange-rates.ts';
 import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
-import type { RecordPaymentDeps } from '../src/use-cases/record-payment.ts';
-import type { GlobalSettings } from '../src/use-cases/tickets.ts';
-import { mercadoPagoPayments, stripeApi } from '../src/webhooks/providers.ts';
+import type { RecordPaymentDeps } from '../src/payments/record-payment.ts';
+import type { GlobalSettings } from '../src/tickets/tickets.ts';
+import { mercadoPagoPayments, stripeApi } from '../src/provider-webhooks/providers.ts';
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
 export const MP_SECRET = 'mp-test-secret-0123456789';

@@ -8,9 +8,9 @@ import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { walkInvoiceTo } from '@timbra/db/testing';
-import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/routes/payments.ts';
-import { cancelInvoiceSchema } from '../src/routes/invoices.ts';
-import { customerSchema, productSchema } from '../src/use-cases/sale.ts';
+import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/payments/payment-routes.ts';
+import { cancelInvoiceSchema } from '../src/invoices/invoice-routes.ts';
+import { customerSchema, productSchema } from '../src/payments/sale.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { globalPeriodOf, parseXml } from '@timbra/cfdi-core';
 import { loadTestCsd, SchemaValidator } from '@timbra/test-support';
-import { globalLag, issueDueGlobals, issueGlobal, selfInvoice } from '../src/use-cases/tickets.ts';
-import { recordRefund } from '../src/use-cases/record-refund.ts';
-import { DomainError } from '../src/use-cases/domain-errors.ts';
+import { globalLag, issueDueGlobals, issueGlobal, selfInvoice } from '../src/tickets/tickets.ts';
+import { recordRefund } from '../src/refunds-installments/record-refund.ts';
+import { DomainError } from '../src/domain-errors.ts';
 import { jsonPoster, KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { failOutboxInserts, ingresosWithTransactions } from '@timbra/db/testing';
-import { recordDeliveries } from '../src/use-cases/record-webhook.ts';
+import { recordDeliveries } from '../src/provider-webhooks/record-webhook.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;

@@ -22,7 +22,7 @@ import { TEST_EMISOR, loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 import { redisFor, startSandboxProcess, swClients, type SandboxProcess } from '../test/helpers.ts';
 
 const { values } = parseArgs({

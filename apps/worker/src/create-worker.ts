@@ -6,7 +6,7 @@ import { replacementsAwaitingCancellation, requestReplacedCancellation } from '@
 import { parseStampJob, settleDeadLetters } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
-import { freezeDependents, freezeOverdueDependents } from './freeze-dependents.ts';
+import { freezeDependents, freezeOverdueDependents } from './invoices/freeze-dependents.ts';
 import {
   backoffDelay,
   STAMP_DLQ,
@@ -14,15 +14,15 @@ import {
   type DeadLetterData,
   type RetryPolicy,
   type StampJobData,
-} from './jobs.ts';
-import type { AttemptRecord, PacChain } from './pac-chain.ts';
-import { createCancelProcessor, type CsdCredentials } from './cancel-processor.ts';
-import { Relay } from './relay.ts';
-import { createStampProcessor } from './stamp-processor.ts';
-import { stampWrites } from './stamp-writes.ts';
-import { Sweeper } from './sweeper.ts';
-import { CorrectionRunner } from './corrections.ts';
-import { createDeadLetterConsumer } from './dead-letters.ts';
+} from './stamping/jobs.ts';
+import type { AttemptRecord, PacChain } from './stamping/pac-chain.ts';
+import { createCancelProcessor, type CsdCredentials } from './invoices/cancel-processor.ts';
+import { Relay } from './stamping/relay.ts';
+import { createStampProcessor } from './stamping/stamp-processor.ts';
+import { stampWrites } from './stamping/stamp-writes.ts';
+import { Sweeper } from './stamping/sweeper.ts';
+import { CorrectionRunner } from './invoices/corrections.ts';
+import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { PrismaClient } from '@timbra/db';
 import { alertDrift, alertRules, exportedSeries } from '@timbra/test-support';
-import { createWorkerMetrics } from '../src/metrics.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
 
 const registry = () =>
   createWorkerMetrics({

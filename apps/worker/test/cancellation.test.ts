@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { withConcepto } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorkerMetrics } from '../src/metrics.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import {
   eventually,
   pendingInvoice,

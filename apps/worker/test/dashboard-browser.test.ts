@@ -13,8 +13,8 @@ import got from 'got';
 import type { Browser } from 'playwright-core';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createWorkerMetrics } from '../src/metrics.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 import {
   eventually,
   redisFor,

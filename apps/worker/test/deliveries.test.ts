@@ -24,8 +24,8 @@ import { startMailbox, type Mailbox } from '@timbra/test-support';
 import { dejavuFonts } from '@timbra/cfdi-node';
 import { createEmailSender } from '../src/deliveries/email.ts';
 import { Dispatcher, type DispatcherDeps } from '../src/deliveries/dispatcher.ts';
-import { createWorkerMetrics } from '../src/metrics.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,

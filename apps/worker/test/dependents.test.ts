@@ -12,9 +12,9 @@ import { TEST_EMISOR, TEST_RECEPTOR, loadTestCsd } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { lockInvoiceShared } from '@timbra/db/invoices';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import type { DeadLetterData } from '../src/jobs.ts';
-import { freezeOverdueDependents } from '../src/freeze-dependents.ts';
-import { stampWrites } from '../src/stamp-writes.ts';
+import type { DeadLetterData } from '../src/stamping/jobs.ts';
+import { freezeOverdueDependents } from '../src/invoices/freeze-dependents.ts';
+import { stampWrites } from '../src/stamping/stamp-writes.ts';
 import {
   eventually,
   pendingInvoice,

@@ -23,7 +23,7 @@ import type { PrismaClient } from '@timbra/db';
 import { insertInvoices } from '@timbra/db/invoices';
 import type { RedisConnection } from '@timbra/db/redis';
 import { createWorker, type WorkerDeps } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const ADMIN_TOKEN = 'worker-test-admin-token';

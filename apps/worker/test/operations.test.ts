@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { deadLetterAlert } from '../src/alerts.ts';
+import { deadLetterAlert } from '../src/operations/alerts.ts';
 import { privateRedisArgs, realClockEnv, tsEntryArgs } from '@timbra/test-support';
 import { eventually, freePort } from './helpers.ts';
 
@@ -89,7 +89,7 @@ describe('start-up checks', () => {
 
 describe('reconcile (pure)', () => {
   it('finds orphans, cross-PAC duplicates by cadena, and two stamps under one stamp key', async () => {
-    const { reconcile } = await import('../src/reconcile.ts');
+    const { reconcile } = await import('../src/operations/reconcile.ts');
     const ledger = [
       { uuid: 'A', instance: 'primary', customid: 'I-1', cadenaHash: 'h1' },
       { uuid: 'B', instance: 'backup', customid: 'I-1', cadenaHash: 'h1' },
@@ -106,7 +106,7 @@ describe('reconcile (pure)', () => {
   });
 
   it('proposes to keep the UUID our database holds and cancel the others; never both, never a guess', async () => {
-    const { proposeFixes } = await import('../src/reconcile.ts');
+    const { proposeFixes } = await import('../src/operations/reconcile.ts');
     const invoiceOf = new Map([
       ['A', 'inv-a'],
       ['E', 'inv-e'],

@@ -16,8 +16,8 @@ import { createPrisma, type PrismaClient } from '@timbra/db';
 import { deadLetterOutboxRow, STAMP_DLQ } from '@timbra/db/outbox';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { SAT_DIR, satTestCertificatePath } from '@timbra/test-support';
-import { createDeadLetterConsumer } from '../src/dead-letters.ts';
-import { parseSince } from '../src/since.ts';
+import { createDeadLetterConsumer } from '../src/stamping/dead-letters.ts';
+import { parseSince } from '../src/operations/since.ts';
 import { pino } from 'pino';
 import {
   ADMIN_TOKEN,

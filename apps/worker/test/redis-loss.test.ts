@@ -8,7 +8,7 @@ import { insertInvoices } from '@timbra/db/invoices';
 import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
-import { PacChain } from '../src/pac-chain.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 import {
   eventually,
   freePort,
@@ -163,7 +163,7 @@ describe('a job that finished in another life of its row', () => {
 
 describe('readiness reflects consumption', () => {
   it('is ready while consuming, not ready when jobs wait and the worker stopped taking them', async () => {
-    const { createHealth } = await import('../src/health.ts');
+    const { createHealth } = await import('../src/operations/health.ts');
     const w = createWorker(
       {
         prisma,
@@ -194,7 +194,7 @@ describe('readiness reflects consumption', () => {
 
 describe('worker metrics', () => {
   it('exposes attempts by PAC and outcome, the backlog and the dead letters from Postgres, and circuit state', async () => {
-    const { createWorkerMetrics } = await import('../src/metrics.ts');
+    const { createWorkerMetrics } = await import('../src/operations/metrics.ts');
     const chain = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 60_000 });
     const metrics = createWorkerMetrics({ prisma, chain });
     await pendingInvoice(prisma, 'metrics');

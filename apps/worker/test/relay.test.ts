@@ -5,8 +5,8 @@ import { pino } from 'pino';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { notifyOutbox, STAMP_QUEUE } from '@timbra/db/outbox';
 import { createTestDatabase, outboxListenerPids, terminateBackend, type TestDatabase } from '@timbra/db/testing';
-import type { StampJobData } from '../src/jobs.ts';
-import { Relay, runRelay } from '../src/relay.ts';
+import type { StampJobData } from '../src/stamping/jobs.ts';
+import { Relay, runRelay } from '../src/stamping/relay.ts';
 import { eventually, pendingInvoice, redisFor } from './helpers.ts';
 
 let db: TestDatabase;

@@ -5,8 +5,8 @@ import { pino } from 'pino';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { DEFAULT_RETENTION, type RetentionTable } from '@timbra/db/retention';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
-import { runRetention } from '../src/retention.ts';
-import { createWorkerMetrics } from '../src/metrics.ts';
+import { runRetention } from '../src/operations/retention.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import { eventually } from './helpers.ts';
 
 // The sweeper role's retention timer as the worker runs it: a pass soon after start, what it deleted

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { stampWrites } from '../src/stamp-writes.ts';
+import { stampWrites } from '../src/stamping/stamp-writes.ts';
 import { pendingInvoice } from './helpers.ts';
 
 // The stamper's group commit: statements submitted while others of their kind run go together in

@@ -5,8 +5,8 @@ import { parseStampedCfdi } from '@timbra/cfdi-core';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { recordPacCallInFlight, redriveOutboxRow } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import type { DeadLetterData } from '../src/jobs.ts';
-import { PacChain, stickyPac } from '../src/pac-chain.ts';
+import type { DeadLetterData } from '../src/stamping/jobs.ts';
+import { PacChain, stickyPac } from '../src/stamping/pac-chain.ts';
 import {
   eventually,
   pendingInvoice,

@@ -7,7 +7,7 @@ import {
   storeIdempotentResponse,
   tryLockIdempotencyKey,
 } from '@timbra/db/keys';
-import { ApiError } from '../errors.ts';
+import { ApiError } from './errors.ts';
 import type { Metrics } from './metrics.ts';
 
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;

@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import { isUuid } from '@timbra/db';
-import { ApiError } from '../errors.ts';
+import { ApiError } from './errors.ts';
 
 /**
  * Answers 404 `not_found` for any route parameter among `names` that is not a UUID, before a handler

@@ -5,7 +5,7 @@
 import type { Request } from 'express';
 import type { z } from 'zod';
 import { isUuid } from '@timbra/db';
-import { ApiError } from '../errors.ts';
+import { ApiError } from './errors.ts';
 
 /** 422 validation_failed naming every field the schema refused. */
 export function validation(error: z.ZodError): ApiError {

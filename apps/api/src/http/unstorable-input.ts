@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { hasNonXmlChar } from '@timbra/cfdi-core';
-import { ApiError } from '../errors.ts';
+import { ApiError } from './errors.ts';
 
 /** At most this many fields are named in one refusal (a hostile body could have thousands). */
 const MAX_NAMED = 20;

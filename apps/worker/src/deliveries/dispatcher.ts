@@ -19,7 +19,7 @@ import {
   type ClaimedDelivery,
   type DisablePolicy,
 } from '@timbra/db/deliveries';
-import { runOnNotify } from '../notify-loop.ts';
+import { runOnNotify } from '../stamping/notify-loop.ts';
 import type { EmailSender } from './email.ts';
 import { sendWebhook, type DeliveryAgents, type SendResult } from './webhook.ts';
 

@@ -1,6 +1,6 @@
 /** `npm run ops --` commands: Deliveries (webhooks and emails) and the providers' events that failed. */
 import { userInfo } from 'node:os';
-import { parseSince } from '../since.ts';
+import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
 import { dbLib, UsageError, uuidArg, out, db } from './context.ts';
 

@@ -1,5 +1,5 @@
 /** `npm run ops --` commands: Factura global periods: issued and open. */
-import { parseSince } from '../since.ts';
+import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
 import { dbLib, out, db } from './context.ts';
 

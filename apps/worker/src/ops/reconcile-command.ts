@@ -1,5 +1,5 @@
 /** `npm run ops --` commands: Reconciliation against the PAC's ledger. */
-import { parseSince } from '../since.ts';
+import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
 import { dbLib, UsageError, CannotCheck, out, db } from './context.ts';
 
@@ -27,7 +27,7 @@ function reconcile(program: Command): void {
       async (options: { ledgerUrl: string; adminToken: string; since?: Date; fix?: boolean; execute?: boolean }) => {
         if (options.execute && !options.fix) throw new UsageError('--execute goes with --fix');
         const prisma = await db();
-        const { proposeFixes, reconcile, sandboxLedger, stampInstant } = await import('../reconcile.ts');
+        const { proposeFixes, reconcile, sandboxLedger, stampInstant } = await import('../operations/reconcile.ts');
         // Our first stamp by the PAC's clock (its FechaTimbrado), the clock of the ledger's window.
         const { invoices, firstTfd } = await (await dbLib.invoices()).stampedUuids(prisma);
         const windowStart = options.since ?? (firstTfd ? stampInstant(firstTfd) : undefined);

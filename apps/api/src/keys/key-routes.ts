@@ -1,0 +1,73 @@
+/**
+ * API keys as data, for admin keys: make one (its secret shown once), list them (never the secret),
+ * revoke one (refused at once on every API instance). The ops CLI does the same (keys:create,
+ * keys:list, keys:revoke); both call @timbra/db's api-keys.
+ */
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { PrismaClient } from '@timbra/db';
+import {
+  ApiKeyNameTaken,
+  createApiKey,
+  DEFAULT_SCOPES,
+  listApiKeys,
+  revokeApiKey,
+  SCOPES,
+  API_KEY_NAME_RULE,
+  isApiKeyName,
+  type ApiKeyView,
+} from '@timbra/db/keys';
+import { ApiError } from '../http/errors.ts';
+import { uuidParams } from '../http/ids.ts';
+import { onlyParams, validation } from '../http/lists.ts';
+
+export const createKeySchema = z
+  .object({
+    name: z.string().refine(isApiKeyName, API_KEY_NAME_RULE),
+    scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).optional(),
+  })
+  .strict();
+
+export function keyView(k: ApiKeyView) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    scopes: k.scopes,
+    source: k.source,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+    revokedAt: k.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function keyRoutes(prisma: PrismaClient): Router {
+  const router = Router();
+  uuidParams(router, 'id');
+
+  router.post('/keys', async (req: Request, res: Response) => {
+    const parsed = createKeySchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    try {
+      const made = await createApiKey(prisma, parsed.data.name, [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)]);
+      // The only time the key is seen: it is stored hashed.
+      res.status(201).json({ key: made.key, ...keyView(made.apiKey) });
+    } catch (error) {
+      if (error instanceof ApiKeyNameTaken) throw new ApiError('key_name_taken');
+      throw error;
+    }
+  });
+
+  router.get('/keys', async (req, res) => {
+    onlyParams(req, []);
+    res.json({ data: (await listApiKeys(prisma)).map(keyView) });
+  });
+
+  router.post('/keys/:id/revoke', async (req, res) => {
+    const revoked = await revokeApiKey(prisma, String(req.params.id));
+    if (!revoked) throw new ApiError('not_found');
+    res.json(keyView(revoked));
+  });
+
+  return router;
+}

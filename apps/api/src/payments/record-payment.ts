@@ -1,0 +1,234 @@
+import {
+  preflight,
+  stampKeyFor,
+  tryFreeze,
+  type Csd,
+  type OperatorCatalogs,
+  type ValidationIssue,
+} from '@timbra/cfdi-core';
+import type { RawDb } from '@timbra/db';
+import { insertInvoices } from '@timbra/db/invoices';
+import { insertPaymentsTakingFolios, knownPayments, type NewPayment } from '@timbra/db/payments';
+import { assertNotInFuture } from '../domain-errors.ts';
+import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
+import type { ExchangeRateSource } from './exchange-rates.ts';
+import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from '../tickets/tickets.ts';
+
+export interface RecordPaymentDeps {
+  csd: Csd;
+  /**
+   * The operator's SAT catalogues (SAT_CLAVE_PROD_SERV_FILE, SAT_CODIGO_POSTAL_FILE), given to every
+   * run of the SAT rules; absent: those keys are checked by shape.
+   */
+  catalogs?: OperatorCatalogs;
+  settings: InvoiceSettings;
+  serieIngreso: string;
+  /** The serie of refunds' Egresos. */
+  serieEgreso: string;
+  /** The serie of installments' Pagos (complemento de pago). */
+  seriePago: string;
+  emisorId: string;
+  /**
+   * Público en general in global mode (PUBLICO_GENERAL_MODE=global): a sale without the customer's
+   * data is a ticket, invoiced by its period's factura global. Absent: per-payment mode (its own
+   * Ingreso to público en general).
+   */
+  global?: GlobalSettings;
+  /**
+   * Reference exchange rates (EXCHANGE_RATE_SOURCE): the TipoCambio of a Pago at its FechaPago and of
+   * an Egreso at its refund's day. Undefined: none configured.
+   */
+  rates?: ExchangeRateSource | undefined;
+}
+
+export interface RecordedPayment {
+  paymentId: string;
+  invoiceId: string | null;
+  /** False when the payment was already known (same provider and external id). */
+  created: boolean;
+  /** Set when this call recorded the invoice as `needs_data`: why it could not be frozen. */
+  problems?: readonly { path: string; message: string }[];
+  /** Set when the payment is a ticket (global mode): no invoice until self-invoiced or its period's global. */
+  ticket?: RecordedTicket;
+}
+
+/** A payment to record, and the API client that sent it (REST) if any. */
+export interface PaymentToRecord {
+  facts: PaymentFacts;
+  clientId?: string;
+}
+
+/**
+ * Writes payments, their Ingresos with gapless folios and frozen CFDIs, and the outbox rows, inside
+ * the caller's transaction (so webhook events or an idempotency record commit with them). Set-wise,
+ * so a batch of payments costs the round trips of one:
+ *
+ * 1. insert the payments — those already known (same provider + external id, also twice in one
+ *    batch) are found instead, and nothing else is written for them — and, in the same statement,
+ *    lock the serie's counter row and take one folio per new payment, in the given order (a
+ *    rollback gives the numbers back);
+ * 2. freeze each CFDI with Fecha = now (the issue time; the payment's own time stays on the payment); invalid fiscal data leaves that invoice in
+ *    `needs_data` with the reasons, and no outbox row;
+ * 3. insert the invoices and the outbox rows, and NOTIFY the relay (delivered at commit).
+ *
+ * @returns one result per payment, in order.
+ */
+export async function recordPayments(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  payments: readonly PaymentToRecord[],
+): Promise<RecordedPayment[]> {
+  if (payments.length === 0) return [];
+  // Fecha of every Ingreso in this batch: the time it is frozen, once.
+  const issuedAt = new Date();
+  for (const { facts } of payments) assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
+  const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
+  // Global mode: sales to the general public are tickets (no folio, no invoice yet).
+  const ticketIndexes = deps.global
+    ? payments.flatMap((p, i) => (isTicketSale(p.facts, deps.settings) ? [i] : []))
+    : [];
+  if (ticketIndexes.length > 0) {
+    const tickets = await recordTickets(
+      tx,
+      deps,
+      ticketIndexes.map((i) => ({ facts: payments[i]!.facts, payment: newPayment(payments[i]!) })),
+      issuedAt,
+    );
+    tickets.forEach((t, n) => {
+      if (t) results[ticketIndexes[n]!] = { paymentId: t.paymentId, invoiceId: null, created: true, ticket: t };
+    });
+  }
+  const invoiceIndexes = payments.flatMap((_, i) => (ticketIndexes.includes(i) ? [] : [i]));
+  const inserted = (
+    await insertPaymentsTakingFolios(
+      tx,
+      { emisorId: deps.emisorId, serie: deps.serieIngreso },
+      invoiceIndexes.map((i) => newPayment(payments[i]!)),
+    )
+  ).map((p) => ({ ...p, index: invoiceIndexes[p.index]! }));
+
+  const invoices = inserted.map(({ id: paymentId, index, folio }) => {
+    const facts = payments[index]!.facts;
+    const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
+    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts));
+    const unpayable = [...installmentsProblems(facts), ...(built.problems ?? [])];
+    const { frozen, problems } =
+      unpayable.length > 0 || !built.request
+        ? { frozen: undefined, problems: unpayable }
+        : tryFreeze(built.request, deps.csd, deps.catalogs);
+    return { index, paymentId, facts, folio, stampKey, frozen, problems };
+  });
+  invoices.sort((a, b) => a.folio - b.folio);
+
+  const ids = await insertInvoices(
+    tx,
+    deps.emisorId,
+    invoices.map((i) => ({
+      kind: 'I',
+      serie: deps.serieIngreso,
+      folio: i.folio,
+      paymentId: i.paymentId,
+      stampKey: i.stampKey,
+      moneda: i.facts.currency,
+      status: i.frozen ? 'pending' : 'needs_data',
+      frozen: i.frozen,
+      // The frozen document's own totals (its Total is the amount received); unfrozen: the amount.
+      totals: i.frozen
+        ? { subTotal: i.frozen.subTotal, total: i.frozen.total }
+        : { subTotal: i.facts.amount, total: i.facts.amount },
+      problems: i.problems,
+    })),
+  );
+  invoices.forEach(
+    (i, n) =>
+      (results[i.index] = {
+        paymentId: i.paymentId,
+        invoiceId: ids[n]!,
+        created: true,
+        ...(i.frozen ? {} : { problems: i.problems ?? [] }),
+      }),
+  );
+
+  // Payments known before (or twice in this batch): their rows as they are.
+  const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));
+  if (known.length > 0) {
+    const existing = await knownPayments(
+      tx,
+      known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })),
+    );
+    const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
+    for (const { p, index } of known) {
+      const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
+      if (!found) throw new Error('a conflicting payment was not found');
+      results[index] = {
+        paymentId: found.id,
+        invoiceId: found.ingresoId ?? found.ticket?.invoiceId ?? null,
+        created: false,
+        ...(found.ticket
+          ? {
+              ticket: {
+                id: found.ticket.id,
+                paymentId: found.id,
+                code: found.ticket.code,
+                periodStartsOn: found.ticket.periodStartsOn,
+              },
+            }
+          : {}),
+      };
+    }
+  }
+  return results as RecordedPayment[];
+}
+
+/** The payment's row as recorded. */
+function newPayment({ facts, clientId }: PaymentToRecord): NewPayment {
+  return {
+    provider: facts.provider,
+    externalId: facts.externalId,
+    amount: facts.amount,
+    currency: facts.currency,
+    occurredAt: facts.occurredAt,
+    receptor: facts.receptor,
+    description: facts.description,
+    clientId: clientId ?? null,
+    formaPago: facts.formaPago,
+    paymentTerms: facts.paymentTerms ?? 'single',
+    lines: facts.lines && facts.lines.length > 0 ? facts.lines : null,
+    customerId: facts.customerId ?? null,
+    tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
+    email: facts.email ?? null,
+  };
+}
+
+/** A sale in installments is paid with Pagos that name the customer: público en general won't do. */
+function installmentsProblems(facts: PaymentFacts): ValidationIssue[] {
+  return facts.paymentTerms === 'installments' && !facts.receptor
+    ? [{ path: 'receptor', message: 'a sale in installments needs the customer (metadata rfc, …)' }]
+    : [];
+}
+
+/**
+ * What would keep this payment's Ingreso from being frozen if it were recorded now — the SAT rules
+ * its document would break (issues with `rule`), the request's and the CSD's problems — without
+ * taking a folio. Empty: recording it freezes the Ingreso. REST answers 422 with these; a webhook
+ * payment is recorded anyway (the money arrived) and its invoice waits in `needs_data` with them.
+ */
+export function ingresoProblems(deps: RecordPaymentDeps, facts: PaymentFacts, issuedAt: Date): ValidationIssue[] {
+  assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
+  const unpayable = installmentsProblems(facts);
+  if (unpayable.length > 0) return unpayable;
+  // The folio does not enter any rule: the next one is not needed to check.
+  const built = buildIngresoRequest(facts, deps.serieIngreso, 1, deps.settings, issuedAt);
+  return built.request ? preflight(built.request, deps.csd, deps.catalogs) : built.problems;
+}
+
+/** `recordPayments` for one payment. */
+export async function recordPayment(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  facts: PaymentFacts,
+  clientId?: string,
+): Promise<RecordedPayment> {
+  const [recorded] = await recordPayments(tx, deps, [{ facts, ...(clientId ? { clientId } : {}) }]);
+  return recorded!;
+}
