@@ -13,9 +13,12 @@ describe('docs/errors.md, worker failure codes', () => {
 
   it('every code the worker source writes is in the catalogue', () => {
     // failureText('CODE', …) and deadLetter(…, 'CODE') with a literal: each literal must be declared.
-    const sources = ['stamp-processor.ts', 'cancel-processor.ts', 'create-worker.ts', 'pac-chain.ts'].map((f) =>
-      readFileSync(new URL(`../src/${f}`, import.meta.url), 'utf8'),
-    );
+    const sources = [
+      'stamping/stamp-processor.ts',
+      'invoices/cancel-processor.ts',
+      'create-worker.ts',
+      'stamping/pac-chain.ts',
+    ].map((f) => readFileSync(new URL(`../src/${f}`, import.meta.url), 'utf8'));
     const literals = sources.flatMap((s) => [
       ...[...s.matchAll(/failureText\('([A-Z_]+)'/g)].map((m) => m[1]!),
       ...[...s.matchAll(/pacCode: '([A-Z_]+)'/g)].map((m) => m[1]!),

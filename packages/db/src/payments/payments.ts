@@ -352,7 +352,7 @@ export async function setPaymentReceptor(
   db: Db,
   paymentId: string,
   receptor: Record<string, unknown>,
-  email?: string  ,
+  email?: string,
 ): Promise<void> {
   await db.payment.update({
     where: { id: paymentId },
