@@ -114,7 +114,7 @@ describe('npm run dev', () => {
       });
       expect(paid.statusCode).toBe(201);
       const tree = descendants(npm.pid!);
-      expect(tree.length).toBeGreaterThanOrEqual(8); // four apps, each behind npm, sh and tsx
+      expect(tree.length).toBeGreaterThanOrEqual(8); // four apps, each behind its npm
       npm.kill('SIGTERM');
       expect(await exit).toBe(0);
       await eventually(() => Promise.resolve(tree.filter(alive).length === 0), 20_000);
