@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { runOps, startApiProcess } from './helpers.ts';
+import { opsHere, startApiProcess } from './helpers.ts';
 
 let db: TestDatabase;
 let api: { url: string; stop: () => Promise<void> };
@@ -30,28 +30,28 @@ const post = (key: string) =>
 
 describe('ops keys:*', () => {
   it('creates a read-only key (printed once), lists it without its secret, revokes it at once', async () => {
-    const created = await runOps(db.url, ['keys:create', 'dashboard-reader', '--scopes', 'read', '--json']);
+    const created = await opsHere(db.url, ['keys:create', 'dashboard-reader', '--scopes', 'read', '--json']);
     expect(created.status).toBe(0);
     const { key, prefix } = JSON.parse(created.stdout) as { key: string; prefix: string };
     expect((await get(key)).statusCode).toBe(200);
     expect((await post(key)).statusCode).toBe(403);
 
-    const listed = await runOps(db.url, ['keys:list']);
+    const listed = await opsHere(db.url, ['keys:list']);
     expect(listed.stdout).toMatch(new RegExp(`dashboard-reader +${prefix} +read +ops`));
     expect(listed.stdout).not.toContain(key);
 
-    const revoked = await runOps(db.url, ['keys:revoke', prefix]);
+    const revoked = await opsHere(db.url, ['keys:revoke', prefix]);
     expect(revoked.status).toBe(0);
     expect(revoked.stdout).toMatch(/API key dashboard-reader revoked at/);
     expect((await get(key)).statusCode).toBe(401);
-    expect((await runOps(db.url, ['keys:list'])).stdout).toMatch(/dashboard-reader .* REVOKED/);
+    expect((await opsHere(db.url, ['keys:list'])).stdout).toMatch(/dashboard-reader .* REVOKED/);
   });
 
   it('bad usage exits 2; an unknown key or a taken name exits 1', async () => {
-    expect((await runOps(db.url, ['keys:create'])).status).toBe(2);
-    expect((await runOps(db.url, ['keys:create', 'x', '--scopes', 'read,root'])).status).toBe(2);
-    expect((await runOps(db.url, ['keys:revoke', 'nobody'])).status).toBe(1);
-    expect((await runOps(db.url, ['keys:create', 'twice'])).status).toBe(0);
-    expect((await runOps(db.url, ['keys:create', 'twice'])).status).toBe(1);
+    expect((await opsHere(db.url, ['keys:create'])).status).toBe(2);
+    expect((await opsHere(db.url, ['keys:create', 'x', '--scopes', 'read,root'])).status).toBe(2);
+    expect((await opsHere(db.url, ['keys:revoke', 'nobody'])).status).toBe(1);
+    expect((await opsHere(db.url, ['keys:create', 'twice'])).status).toBe(0);
+    expect((await opsHere(db.url, ['keys:create', 'twice'])).status).toBe(1);
   });
 });

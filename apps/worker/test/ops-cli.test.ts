@@ -25,6 +25,7 @@ import {
   freePort,
   pendingInvoice,
   redisFor,
+  opsHere,
   runOps,
   startSandboxProcess,
   type SandboxProcess,
@@ -50,7 +51,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-const ops = (args: string[], env: Record<string, string> = {}) => runOps(db.url, args, env);
+// In this process (opsHere); runOps starts the CLI as an operator's shell does.
+const ops = (args: string[], env: Record<string, string> = {}) => opsHere(db.url, args, env);
 
 describe('npm run ops: usage', () => {
   it('--help and -h list every command, without a database; a command explains itself', async () => {
@@ -69,7 +71,7 @@ describe('npm run ops: usage', () => {
         expect(help.stdout).toContain(command);
       expect(help.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 bad usage; 3 could not check/);
     }
-    const one = await runOps(undefined, ['reconcile', '--help']);
+    const one = await opsHere(undefined, ['reconcile', '--help']);
     expect(one.status).toBe(0);
     expect(one.stdout).toMatch(/--ledger-url <url>/);
     expect(one.stdout).toMatch(/--since <when>/);
@@ -137,7 +139,7 @@ describe('npm run ops: usage', () => {
   it('reads DATABASE_URL from DATABASE_URL_FILE, like the apps', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-secret-')), 'database-url');
     writeFileSync(file, `${db.url}\n`);
-    const run = await runOps(undefined, ['outbox:stats', '--json'], { DATABASE_URL_FILE: file });
+    const run = await opsHere(undefined, ['outbox:stats', '--json'], { DATABASE_URL_FILE: file });
     expect(run.status).toBe(0);
     expect(JSON.parse(run.stdout)).toHaveProperty('byStatus');
   });

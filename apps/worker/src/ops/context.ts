@@ -33,15 +33,43 @@ export const uuidArg = (what: string) => (value: string) => {
   return value.toLowerCase();
 };
 
+/** Where a run reads its settings and writes: this process's own (processIo), or a test's. */
+export interface OpsIo {
+  env: NodeJS.ProcessEnv;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+export const processIo: OpsIo = {
+  env: process.env,
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+};
+
+// One run at a time (runOps): its output, its `--json`, its exit code.
+let io = processIo;
 let json = false;
+let code = 0;
+export function beginRun(given: OpsIo): void {
+  io = given;
+  json = false;
+  code = 0;
+}
+/** The run's settings (the worker's environment variables). */
+export const env = (): NodeJS.ProcessEnv => io.env;
+export const exitCode = (): number => code;
+export const setExitCode = (value: number): void => {
+  code = value;
+};
 /** `--json` given: commands print JSON. */
 export const printJson = (on: boolean) => {
   json = on;
 };
-export const out = (value: unknown, text: string) => process.stdout.write(`${json ? JSON.stringify(value) : text}\n`);
-export const fail = (message: string, code = 1) => {
-  process.stderr.write(`${message}\n`);
-  process.exitCode = code;
+export const out = (value: unknown, text: string) => io.stdout(`${json ? JSON.stringify(value) : text}\n`);
+/** A line on stderr: progress, or what went wrong. */
+export const note = (text: string) => io.stderr(text);
+export const fail = (message: string, exit = 1) => {
+  io.stderr(`${message}\n`);
+  code = exit;
 };
 
 // The database (and Redis) are opened by the first command that needs them: --help needs neither.
@@ -49,7 +77,7 @@ let prismaClient: PrismaClient | undefined;
 export async function config() {
   const { loadOpsConfig } = await import('../config-schema.ts');
   try {
-    return loadOpsConfig(process.env);
+    return loadOpsConfig(io.env);
   } catch (error) {
     throw new CannotCheck((error as Error).message);
   }
@@ -95,4 +123,5 @@ export async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Prom
 /** Closes what the commands opened. */
 export async function closeAll(): Promise<void> {
   await prismaClient?.$disconnect();
+  prismaClient = undefined;
 }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core/csd';
-import { out, fail } from './context.ts';
+import { out, fail, setExitCode, env } from './context.ts';
 
 /** `csd:check`: when the emisor's CSD expires: exit 1 within --days of its end (30) or past it — renew it at the SAT (CertiSAT) before. */
 function csdCheck(program: Command): void {
@@ -24,10 +24,10 @@ function csdCheck(program: Command): void {
         }),
     )
     .action((options: { cer?: string; days: number }) => {
-      const given = options.cer ?? process.env.CSD_CER_PATH;
+      const given = options.cer ?? env().CSD_CER_PATH;
       if (!given) return fail('csd:check: give --cer or set CSD_CER_PATH', 2);
       // npm runs the CLI from apps/worker; a relative path means where the operator typed it (INIT_CWD).
-      const path = resolve(process.env.INIT_CWD ?? process.cwd(), given);
+      const path = resolve(env().INIT_CWD ?? process.cwd(), given);
       let cert: X509Certificate;
       try {
         cert = new X509Certificate(readFileSync(path));
@@ -47,7 +47,7 @@ function csdCheck(program: Command): void {
             : `${expiry.daysLeft} days left${expiry.expiring ? ` (within ${options.days}: renew it now)` : ''}`
         }`,
       );
-      process.exitCode = expiry.expiring ? 1 : 0;
+      setExitCode(expiry.expiring ? 1 : 0);
     });
 }
 

@@ -2,7 +2,7 @@
 import { userInfo } from 'node:os';
 import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
-import { dbLib, UsageError, uuidArg, out, db } from './context.ts';
+import { dbLib, UsageError, uuidArg, out, db, setExitCode, env } from './context.ts';
 
 /** `deliveries:list`: emails and webhooks not delivered (dead by default: they wait for a person), newest first. */
 function deliveriesList(program: Command): void {
@@ -59,7 +59,7 @@ function deliveriesReplay(program: Command): void {
       const prisma = await db();
       const { deadDeliveriesUnreplayed, replayDelivery } = await dbLib.deliveries();
       const ids = options.allDead ? await deadDeliveriesUnreplayed(prisma, options.channel) : [deliveryId!];
-      const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
+      const by = `ops:${env().TIMBRA_OPERATOR ?? userInfo().username}`;
       const results = [];
       for (const id of ids) {
         const replay = await replayDelivery(prisma, id, by);
@@ -77,7 +77,7 @@ function deliveriesReplay(program: Command): void {
           .map((r) => (r.ok ? `${r.id}  replayed as ${r.replay}` : `${r.id}  not replayed: ${r.reason}`))
           .join('\n') || 'no dead deliveries',
       );
-      process.exitCode = results.some((r) => !r.ok) ? 1 : 0;
+      setExitCode(results.some((r) => !r.ok) ? 1 : 0);
     });
 }
 

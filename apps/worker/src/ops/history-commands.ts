@@ -1,6 +1,6 @@
 /** `npm run ops --` commands: Retention: pruning history past its days. */
 import { type Command } from 'commander';
-import { dbLib, out, config, db } from './context.ts';
+import { dbLib, out, config, db, note } from './context.ts';
 
 /** `history:prune`: apply the retention rules now (the sweeper role does it every RETENTION_INTERVAL_MS): done outbox rows, old PAC calls, old provider events; invoices are never deleted. */
 function historyPrune(program: Command): void {
@@ -18,7 +18,7 @@ function historyPrune(program: Command): void {
       const rows = await pruneHistory(prisma, policy, {
         batchSize: c.RETENTION_BATCH_SIZE,
         dryRun: Boolean(options.dryRun),
-        onBatch: (table, n) => process.stderr.write(`  ${table}: ${n} deleted\n`),
+        onBatch: (table, n) => note(`  ${table}: ${n} deleted\n`),
       });
       const verb = options.dryRun ? 'would delete' : 'deleted';
       out(

@@ -1,6 +1,6 @@
 /** `npm run ops --` commands: Invoices: one with its history, the needs_data queue, versions, corrections. */
 import { type Command } from 'commander';
-import { dbLib, UsageError, out, fail, db } from './context.ts';
+import { dbLib, UsageError, out, fail, db, setExitCode } from './context.ts';
 
 /** `invoice:show`: an invoice and its history: outbox rows, re-drives, PAC attempts. */
 function invoiceShow(program: Command): void {
@@ -157,7 +157,7 @@ function invoiceCorrect(program: Command): void {
       });
       const answer = await response.json();
       out(answer, `${response.status}  ${JSON.stringify(answer)}`);
-      process.exitCode = response.ok ? 0 : 1;
+      setExitCode(response.ok ? 0 : 1);
     });
 }
 

@@ -1,7 +1,7 @@
 /** `npm run ops --` commands: The outbox and its dead letters: counts, the letters, re-drives. */
 import { userInfo } from 'node:os';
 import { type Command } from 'commander';
-import { dbLib, UsageError, uuidArg, out, db, deadLetterQueue } from './context.ts';
+import { dbLib, UsageError, uuidArg, out, db, deadLetterQueue, setExitCode, env } from './context.ts';
 
 /** `outbox:stats`: outbox rows by status, and the age of the oldest not done. */
 function outboxStats(program: Command): void {
@@ -74,7 +74,7 @@ function dlqRetry(program: Command): void {
       const { deadLetterIds, redriveDeadLetter } = await dbLib.outbox();
       const ids = options.all ? await deadLetterIds(prisma) : [outboxId!];
       const queue = ids.length > 0 ? await deadLetterQueue() : undefined;
-      const by = `ops:${process.env.TIMBRA_OPERATOR ?? userInfo().username}`;
+      const by = `ops:${env().TIMBRA_OPERATOR ?? userInfo().username}`;
       const results = [];
       try {
         for (const id of ids)
@@ -97,7 +97,7 @@ function dlqRetry(program: Command): void {
           )
           .join('\n') || 'no dead letters',
       );
-      process.exitCode = results.some((r) => !r.ok) ? 1 : 0;
+      setExitCode(results.some((r) => !r.ok) ? 1 : 0);
     });
 }
 

@@ -1,7 +1,7 @@
 /** `npm run ops --` commands: Reconciliation against the PAC's ledger. */
 import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
-import { dbLib, UsageError, CannotCheck, out, db } from './context.ts';
+import { dbLib, UsageError, CannotCheck, out, db, setExitCode } from './context.ts';
 
 /** `reconcile`: compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window). */
 function reconcile(program: Command): void {
@@ -78,7 +78,7 @@ function reconcile(program: Command): void {
               : []),
           ].join('\n'),
         );
-        process.exitCode = result.orphans.length + result.duplicates.length > 0 ? 1 : 0;
+        setExitCode(result.orphans.length + result.duplicates.length > 0 ? 1 : 0);
       },
     );
 }
