@@ -22,16 +22,21 @@ import { apiKeyAuth, requireScopes } from './keys/auth.ts';
 import { DASHBOARD_PATH } from './operations/dashboard.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import type { Metrics } from './http/metrics.ts';
+import { cancellationRoutes } from './invoices/cancellation-routes.ts';
+import { invoiceDocumentRoutes } from './invoices/document-routes.ts';
 import { invoiceRoutes } from './invoices/invoice-routes.ts';
-import { catalogRoutes } from './catalog/catalog-routes.ts';
+import { customerRoutes } from './catalog/customer-routes.ts';
+import { productRoutes } from './catalog/product-routes.ts';
 import { FailureLimiter } from './http/failure-limiter.ts';
 import { keyRoutes } from './keys/key-routes.ts';
 import { outboxRoutes } from './operations/outbox-routes.ts';
 import type { ExchangeRateSource } from './payments/exchange-rates.ts';
 import { paymentRoutes } from './payments/payment-routes.ts';
+import { refundInstallmentRoutes } from './refunds-installments/refund-routes.ts';
 import { ticketRoutes } from './tickets/ticket-routes.ts';
 import { selfInvoicePage, SELF_INVOICE_PATH } from './tickets/self-invoice-page.ts';
 import { webhookEventRoutes } from './provider-webhooks/webhook-event-routes.ts';
+import { deliveryRoutes } from './deliveries/delivery-routes.ts';
 import { webhookEndpointRoutes } from './deliveries/webhook-endpoint-routes.ts';
 import type { RecordPaymentDeps } from './payments/record-payment.ts';
 import type { RecordedRefund } from './refunds-installments/record-refund.ts';
@@ -275,38 +280,39 @@ export function createApp(deps: AppDeps) {
   v1.use(apiKeyAuth(deps.prisma, failures));
   v1.use(requireScopes);
   v1.use(refuseUnstorableInput);
-  v1.use(
-    paymentRoutes({
-      prisma: deps.prisma,
+  const paymentDeps = {
+    prisma: deps.prisma,
+    payments,
+    rates: deps.rates,
+    defaultFormaPago: deps.defaultFormaPago,
+    idempotencyTtlHours: deps.idempotencyTtlHours,
+    metrics: deps.metrics,
+  };
+  v1.use(paymentRoutes(paymentDeps));
+  v1.use(refundInstallmentRoutes(paymentDeps));
+  const invoiceDeps = {
+    prisma: deps.prisma,
+    pdf: deps.pdf,
+    idempotencyTtlHours: deps.idempotencyTtlHours,
+    metrics: deps.metrics,
+    corrections: {
       payments,
-      rates: deps.rates,
       defaultFormaPago: deps.defaultFormaPago,
-      idempotencyTtlHours: deps.idempotencyTtlHours,
-      metrics: deps.metrics,
-    }),
-  );
-  v1.use(
-    invoiceRoutes({
-      prisma: deps.prisma,
-      pdf: deps.pdf,
-      idempotencyTtlHours: deps.idempotencyTtlHours,
-      metrics: deps.metrics,
-      corrections: {
-        payments,
-        defaultFormaPago: deps.defaultFormaPago,
-        lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
-        emisorId: payments.emisorId,
-      },
-    }),
-  );
-  v1.use(
-    catalogRoutes({
-      prisma: deps.prisma,
-      catalogs: payments.catalogs,
-      idempotencyTtlHours: deps.idempotencyTtlHours,
-      metrics: deps.metrics,
-    }),
-  );
+      lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
+      emisorId: payments.emisorId,
+    },
+  };
+  v1.use(invoiceRoutes(invoiceDeps));
+  v1.use(invoiceDocumentRoutes(invoiceDeps));
+  v1.use(cancellationRoutes(invoiceDeps));
+  const catalogDeps = {
+    prisma: deps.prisma,
+    catalogs: payments.catalogs,
+    idempotencyTtlHours: deps.idempotencyTtlHours,
+    metrics: deps.metrics,
+  };
+  v1.use(productRoutes(catalogDeps));
+  v1.use(customerRoutes(catalogDeps));
   v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
   v1.use(keyRoutes(deps.prisma));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
@@ -318,6 +324,7 @@ export function createApp(deps: AppDeps) {
       allowedAddresses: deps.webhookAllowedAddresses ?? [],
     }),
   );
+  v1.use(deliveryRoutes({ prisma: deps.prisma }));
   app.use('/v1', v1);
   if (deps.dashboard) app.use(DASHBOARD_PATH, deps.dashboard);
 

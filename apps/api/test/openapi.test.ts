@@ -8,8 +8,9 @@ import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { walkInvoiceTo } from '@timbra/db/testing';
-import { createInstallmentSchema, createPaymentSchema, createRefundSchema } from '../src/payments/payment-routes.ts';
-import { cancelInvoiceSchema } from '../src/invoices/invoice-routes.ts';
+import { createPaymentSchema } from '../src/payments/payment-routes.ts';
+import { createInstallmentSchema, createRefundSchema } from '../src/refunds-installments/refund-routes.ts';
+import { cancelInvoiceSchema } from '../src/invoices/cancellation-routes.ts';
 import { customerSchema, productSchema } from '../src/payments/sale.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
