@@ -1,0 +1,36 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { DomainError } from '../domain-errors.ts';
+import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
+
+/** One error middleware: `{ error: { code, message, details?, requestId } }`; never a stack trace. */
+export function errorHandler(logger: Logger) {
+  return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const e = error as { type?: string; status?: number; message?: string };
+    let apiError: ApiError;
+    if (error instanceof ApiError) apiError = error;
+    else if (error instanceof DomainError) apiError = fromDomainError(error);
+    else if (e.type === 'entity.parse.failed') apiError = new ApiError('malformed_json');
+    else if (e.type === 'entity.too.large') apiError = new ApiError('payload_too_large');
+    else if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported')
+      apiError = new ApiError('unsupported_media_type');
+    else if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
+      apiError = new ApiError('malformed_json', 'The request could not be read.');
+    else {
+      logger.error({ err: error, requestId: req.requestId }, 'unexpected error');
+      apiError = new ApiError('internal');
+    }
+    if (apiError.status >= 500 && apiError.code !== 'internal')
+      logger.warn({ code: apiError.code, requestId: req.requestId }, apiError.message);
+    for (const [k, v] of Object.entries(apiError.headers ?? {})) res.set(k, v);
+    res.locals.errorCode = apiError.code;
+    res.status(apiError.status).json({
+      error: {
+        code: apiError.code,
+        message: apiError.message || API_ERRORS[apiError.code].message,
+        ...(apiError.details !== undefined ? { details: apiError.details } : {}),
+        requestId: req.requestId,
+      },
+    });
+  };
+}
