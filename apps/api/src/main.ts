@@ -18,7 +18,7 @@ import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './provider-webhooks/providers.ts';
 import { BanxicoRates } from './payments/exchange-rates.ts';
 import type { RecordPaymentDeps } from './payments/record-payment.ts';
-import { globalLag, issueDueGlobals } from './tickets/tickets.ts';
+import { globalLag, issueDueGlobals } from './tickets/issue-global.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {

@@ -18,7 +18,7 @@ import { REDACT } from '../src/http/log-redact.ts';
 import { BanxicoRates } from '../src/payments/exchange-rates.ts';
 import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/payments/record-payment.ts';
-import type { GlobalSettings } from '../src/tickets/tickets.ts';
+import type { GlobalSettings } from '../src/tickets/record-tickets.ts';
 import { mercadoPagoPayments, stripeApi } from '../src/provider-webhooks/providers.ts';
 
 export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';

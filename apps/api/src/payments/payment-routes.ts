@@ -10,7 +10,7 @@ import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { ingresoProblems, recordPayment, type RecordPaymentDeps } from './record-payment.ts';
 import { namedReceptor, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
-import { isTicketSale } from '../tickets/tickets.ts';
+import { isTicketSale } from '../tickets/record-tickets.ts';
 import type { ExchangeRateSource } from './exchange-rates.ts';
 import { lineSchema, prepareSale, rfcCheckDigitProblem } from './sale.ts';
 import { paymentView, problemView } from '../http/views.ts';

@@ -12,7 +12,7 @@ import { insertPaymentsTakingFolios, knownPayments, type NewPayment } from '@tim
 import { assertNotInFuture } from '../domain-errors.ts';
 import { buildIngresoRequest, ingresoSourceId, type InvoiceSettings, type PaymentFacts } from './build-ingreso.ts';
 import type { ExchangeRateSource } from './exchange-rates.ts';
-import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from '../tickets/tickets.ts';
+import { isTicketSale, recordTickets, type GlobalSettings, type RecordedTicket } from '../tickets/record-tickets.ts';
 
 export interface RecordPaymentDeps {
   csd: Csd;

@@ -38,7 +38,8 @@ import { escapeHtml as esc } from '../http/html.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../domain-errors.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
-import { selfInvoice, type GlobalSettings } from './tickets.ts';
+import type { GlobalSettings } from './record-tickets.ts';
+import { selfInvoice } from './self-invoice.ts';
 
 export const SELF_INVOICE_PATH = '/facturar';
 

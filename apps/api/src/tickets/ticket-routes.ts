@@ -13,7 +13,8 @@ import { uuidParams } from '../http/ids.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../domain-errors.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
-import { issueGlobal, type GlobalSettings } from './tickets.ts';
+import { issueGlobal } from './issue-global.ts';
+import type { GlobalSettings } from './record-tickets.ts';
 import { listParams, pageOf } from '../http/lists.ts';
 
 type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };

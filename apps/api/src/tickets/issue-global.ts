@@ -1,0 +1,227 @@
+/**
+ * A period's factura global: its open tickets locked, chunked, frozen and written with their folios
+ * in one transaction (exactly once: the period's row), on its close timer or on request.
+ */
+import { randomUUID } from 'node:crypto';
+import { BigNumber } from 'bignumber.js';
+import {
+  buildGlobalRequest,
+  chunkTickets,
+  globalPeriodByStart,
+  globalSourceId,
+  GLOBAL_DEADLINE_MS,
+  stampKeyFor,
+  type GlobalPeriod,
+  type GlobalTicket,
+  type Periodicidad,
+  type TicketPart,
+} from '@timbra/cfdi-core';
+import type { PrismaClient, Tx } from '@timbra/db';
+import { insertInvoices, takeFolio } from '@timbra/db/invoices';
+import {
+  globalBacklog,
+  issuedGlobalPeriod,
+  lockGlobalPeriod,
+  lockOpenTickets,
+  periodsWithOpenTickets,
+  recordGlobalPeriod,
+  type TicketState,
+} from '@timbra/db/tickets';
+import { DomainError } from '../domain-errors.ts';
+import type { RecordPaymentDeps } from '../payments/record-payment.ts';
+import { zoneOf, freezeWith, type GlobalSettings } from './record-tickets.ts';
+
+export interface IssuedGlobal {
+  periodId: string;
+  periodicidad: string;
+  startsOn: string;
+  endsOn: string;
+  /** False when the period's globals were issued before (by another instance, or an earlier call). */
+  created: boolean;
+  invoiceIds: string[];
+  tickets: number;
+  total: string;
+}
+
+/**
+ * Issues the factura global of one period, exactly once: under the period's exclusive lock, its row
+ * (unique key) is written with its globals — one per `maxConceptosPerGlobal` conceptos, each with a folio
+ * of the Ingreso serie, frozen, with its outbox row — and its open tickets move into them, all in one
+ * transaction. A period with no open ticket is recorded `empty`. Issuing an issued period returns it.
+ *
+ * @throws DomainError not_found when `startsOn` does not start a period of the emisor's periodicidad
+ */
+export async function issueGlobal(
+  prisma: PrismaClient,
+  deps: RecordPaymentDeps & { global: GlobalSettings },
+  startsOn: string,
+  issuedBy: string,
+): Promise<IssuedGlobal> {
+  const zone = zoneOf(deps.settings);
+  const periodicidad = deps.settings.periodicidad as Periodicidad;
+  const period = globalPeriodByStart(startsOn, periodicidad, zone);
+  if (!period)
+    throw new DomainError('validation_failed', undefined, [
+      { path: 'startsOn', message: `${startsOn} does not start a period of Periodicidad ${periodicidad}` },
+    ]);
+  return prisma.$transaction(
+    async (tx) => {
+      const key = { emisorId: deps.emisorId, periodicidad, startsOn };
+      if (await lockGlobalPeriod(tx, key, 'exclusive')) return issuedPeriod(tx, key);
+      const tickets = await lockOpenTickets(tx, key);
+      const issuedAt = new Date();
+      const chunks = chunkTickets(
+        tickets.map((t) => ({ row: t, ...globalTicket(t) })),
+        deps.global.maxConceptosPerGlobal,
+      );
+      const periodId = randomUUID();
+      const invoices = [];
+      const assignments: { ticketId: string; invoiceId: string }[] = [];
+      for (const [n, chunk] of chunks.entries()) {
+        const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
+        const built = buildGlobalRequest({
+          emisor: deps.settings.emisor,
+          book: deps.emisorId,
+          period,
+          part: n + 1,
+          tickets: chunk,
+          serie: deps.serieIngreso,
+          folio,
+          issuedAt,
+        });
+        const { frozen, problems } = built.request ? freezeWith(deps, built.request) : { problems: built.problems };
+        const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
+        invoices.push({ chunk, folio, frozen, problems, request: built.request, total });
+      }
+      const ids = await insertInvoices(
+        tx,
+        deps.emisorId,
+        invoices.map((i, n) => ({
+          kind: 'I' as const,
+          serie: deps.serieIngreso,
+          folio: i.folio,
+          paymentId: null,
+          stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', globalSourceId(deps.emisorId, period, n + 1)),
+          moneda: 'MXN',
+          status: i.frozen ? ('pending' as const) : ('needs_data' as const),
+          frozen: i.frozen,
+          totals: i.frozen
+            ? { subTotal: i.frozen.subTotal, total: i.frozen.total }
+            : { subTotal: i.total, total: i.total },
+          problems: i.problems,
+          // Kept: a global in needs_data is corrected (re-frozen) from it.
+          request: i.request,
+        })),
+      );
+      invoices.forEach((i, n) => i.chunk.forEach((t) => assignments.push({ ticketId: t.row.id, invoiceId: ids[n]! })));
+      const total = invoices.reduce((sum, i) => sum.plus(i.total), new BigNumber(0)).toFixed(2);
+      await recordGlobalPeriod(
+        tx,
+        {
+          id: periodId,
+          ...key,
+          endsOn: period.endsOn,
+          startsAt: period.startsAt,
+          endsAt: period.endsAt,
+          meses: period.meses,
+          year: period.año,
+          tickets: assignments.length,
+          total,
+          parts: ids.length,
+          issuedBy,
+        },
+        assignments,
+        ids,
+      );
+      return {
+        periodId,
+        periodicidad,
+        startsOn,
+        endsOn: period.endsOn,
+        created: true,
+        invoiceIds: ids,
+        tickets: assignments.length,
+        total,
+      };
+    },
+    { timeout: 120_000, maxWait: 30_000 },
+  );
+}
+
+async function issuedPeriod(
+  tx: Tx,
+  key: { emisorId: string; periodicidad: string; startsOn: string },
+): Promise<IssuedGlobal> {
+  const row = await issuedGlobalPeriod(tx, key);
+  return {
+    periodId: row.id,
+    periodicidad: row.periodicidad,
+    startsOn: key.startsOn,
+    endsOn: row.endsOn.toISOString().slice(0, 10),
+    created: false,
+    invoiceIds: row.invoices.map((i) => i.id),
+    tickets: row.tickets,
+    total: row.total.toFixed(2),
+  };
+}
+
+/** A ticket row as cfdi-core's global builder takes it. */
+function globalTicket(t: TicketState): GlobalTicket {
+  return { code: t.code, total: t.total, refunded: t.refunded, parts: t.parts as TicketPart[], formaPago: t.formaPago };
+}
+
+/**
+ * The periods whose globals are due: they have open tickets and ended `closeDelayMs` ago or more.
+ * Oldest first.
+ */
+export async function duePeriods(
+  prisma: PrismaClient,
+  deps: RecordPaymentDeps & { global: GlobalSettings },
+  now: Date,
+): Promise<GlobalPeriod[]> {
+  const zone = zoneOf(deps.settings);
+  const open = await periodsWithOpenTickets(prisma, deps.emisorId);
+  return open
+    .map((p) => globalPeriodByStart(p.startsOn, p.periodicidad as Periodicidad, zone))
+    .filter(
+      (p): p is GlobalPeriod => p !== undefined && p.endsAt.getTime() + deps.global.closeDelayMs <= now.getTime(),
+    );
+}
+
+/** Freezes with the process's CSD and the operator's catalogues (both in `deps`). */
+
+/** Issues every due period's global (the API's close timer; several instances may run it: exactly once). */
+export async function issueDueGlobals(
+  prisma: PrismaClient,
+  deps: RecordPaymentDeps & { global: GlobalSettings },
+  now = new Date(),
+): Promise<IssuedGlobal[]> {
+  const issued = [];
+  for (const period of await duePeriods(prisma, deps, now))
+    issued.push(await issueGlobal(prisma, deps, period.startsOn, 'schedule'));
+  return issued;
+}
+
+/**
+ * Where the globals stand, for the overdue alert: seconds since the end of the oldest period whose
+ * tickets are not all in a stamped global (0: none), against the SAT's 72 hours.
+ */
+export async function globalLag(
+  prisma: PrismaClient,
+  deps: RecordPaymentDeps,
+  now = new Date(),
+): Promise<{ oldestUnstampedSeconds: number; deadlineSeconds: number }> {
+  const backlog = await globalBacklog(prisma, deps.emisorId);
+  const zone = zoneOf(deps.settings);
+  const ends: number[] = [];
+  if (backlog.oldestOpen) {
+    const p = globalPeriodByStart(backlog.oldestOpen.startsOn, backlog.oldestOpen.periodicidad as Periodicidad, zone);
+    if (p) ends.push(p.endsAt.getTime());
+  }
+  if (backlog.oldestUnstampedEndsAt) ends.push(backlog.oldestUnstampedEndsAt.getTime());
+  const oldest = ends.length > 0 ? Math.min(...ends) : now.getTime();
+  return {
+    oldestUnstampedSeconds: Math.max(0, (now.getTime() - oldest) / 1000),
+    deadlineSeconds: GLOBAL_DEADLINE_MS / 1000,
+  };
+}
