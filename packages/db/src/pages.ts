@@ -12,10 +12,13 @@ export interface PageQuery {
   cursor: Cursor;
 }
 
-/** The rows strictly after `cursor` in newest-first order. */
-export function afterCursor(cursor: Cursor) {
+/**
+ * The rows strictly after `cursor` in newest-first order of `column` (then id): `createdAt`, or the
+ * time a list is ordered by (a period's `issuedAt`, an event's `receivedAt`).
+ */
+export function afterCursor<C extends string = 'createdAt'>(cursor: Cursor, column: C = 'createdAt' as C) {
   return cursor
-    ? { OR: [{ createdAt: { lt: cursor.createdAt } }, { createdAt: cursor.createdAt, id: { lt: cursor.id } }] }
+    ? { OR: [{ [column]: { lt: cursor.createdAt } }, { [column]: cursor.createdAt, id: { lt: cursor.id } }] }
     : {};
 }
 

@@ -3,7 +3,7 @@
  * and replays. Emails are deliveries too: `?invoiceId=…` shows both.
  */
 import { Router, type Request, type Response } from 'express';
-import type { PrismaClient } from '@timbra/db';
+import { isUuid, type PrismaClient } from '@timbra/db';
 import { deliveryById, DELIVERY_STATUSES, endpointById, listDeliveries, replayDelivery } from '@timbra/db/deliveries';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -67,8 +67,6 @@ export function deliveryView(d: DeliveryRow) {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export function deliveryRoutes(deps: { prisma: PrismaClient }): Router {
   const { prisma } = deps;
   const router = Router();
@@ -88,7 +86,7 @@ export function deliveryRoutes(deps: { prisma: PrismaClient }): Router {
     const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
     const problems: { path: string; message: string }[] = [];
     for (const name of ['invoiceId', 'paymentId', 'endpointId'])
-      if (q(name) !== undefined && !UUID.test(q(name)!)) problems.push({ path: name, message: 'a UUID' });
+      if (q(name) !== undefined && !isUuid(q(name)!)) problems.push({ path: name, message: 'a UUID' });
     const channel = q('channel');
     if (channel !== undefined && channel !== 'email' && channel !== 'webhook')
       problems.push({ path: 'channel', message: 'email or webhook' });

@@ -4,6 +4,7 @@
  * the caller names (`reference_taken`, `customer_conflict`), never as Prisma's error.
  */
 import { Prisma } from '../generated/client.ts';
+import { isUuid } from '../light.ts';
 import type { Db } from '../sql.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
 
@@ -13,8 +14,6 @@ export type NewProduct = Omit<Prisma.ProductUncheckedCreateInput, 'id' | 'create
 export type ProductChanges = Omit<Prisma.ProductUncheckedUpdateInput, 'id' | 'createdAt' | 'updatedAt'>;
 export type NewCustomer = Omit<Prisma.CustomerUncheckedCreateInput, 'id' | 'createdAt' | 'updatedAt'>;
 export type CustomerChanges = Omit<Prisma.CustomerUncheckedUpdateInput, 'id' | 'createdAt' | 'updatedAt'>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Which provider id another customer already has, when a unique index refused a customer's write. */
 export type CustomerConflict = { conflict: 'stripeCustomerId' | 'mercadoPagoPayerId' };
@@ -43,7 +42,7 @@ export function productById(db: Db, id: string): Promise<ProductRow | null> {
 export function productsNamed(db: Db, refs: readonly string[]): Promise<ProductRow[]> {
   if (refs.length === 0) return Promise.resolve([]);
   return db.product.findMany({
-    where: { OR: [{ reference: { in: [...refs] } }, { id: { in: refs.filter((r) => UUID.test(r)) } }] },
+    where: { OR: [{ reference: { in: [...refs] } }, { id: { in: refs.filter(isUuid) } }] },
   });
 }
 
@@ -70,7 +69,7 @@ export function listProducts(db: Db, filter: { reference?: string | undefined },
 export type CustomerRef = { id: string } | { stripe: string } | { mercadopago: string };
 
 export function findCustomer(db: Db, ref: CustomerRef): Promise<CustomerRow | null> {
-  if ('id' in ref) return UUID.test(ref.id) ? db.customer.findUnique({ where: { id: ref.id } }) : Promise.resolve(null);
+  if ('id' in ref) return isUuid(ref.id) ? db.customer.findUnique({ where: { id: ref.id } }) : Promise.resolve(null);
   if ('stripe' in ref) return db.customer.findUnique({ where: { stripeCustomerId: ref.stripe } });
   return db.customer.findUnique({ where: { mercadoPagoPayerId: ref.mercadopago } });
 }

@@ -2,15 +2,15 @@
  * Invoices as an operator names and reads them (`npm run ops --`): by id, UUID, serie-folio or
  * stamp key; the needs_data queue; what reconciliation against a PAC's ledger starts from.
  */
+import { isUuid } from '../light.ts';
 import type { Db } from '../sql.ts';
 
 const oldestFirst = { orderBy: { createdAt: 'asc' as const } };
 
 /** Which invoice an operator names: its id or UUID, its serie-folio (A-17), or its stamp key. */
 export function invoiceNamed(target: string) {
-  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(target);
   const serieFolio = /^(.+)-(\d+)$/.exec(target);
-  if (uuid) return { OR: [{ uuid: target.toUpperCase() }, { id: target.toLowerCase() }] };
+  if (isUuid(target)) return { OR: [{ uuid: target.toUpperCase() }, { id: target.toLowerCase() }] };
   return serieFolio ? { serie: serieFolio[1]!, folio: Number(serieFolio[2]) } : { stampKey: target };
 }
 

@@ -28,11 +28,8 @@ const INVOICE_REF = { id: true, serie: true, folio: true, status: true, total: t
 
 /** The issued periods, newest issued first (a period's row is written once, when issued), with their invoices. */
 export function listGlobalPeriods(db: Db, page: PageQuery) {
-  const { cursor } = page;
   return db.globalPeriod.findMany({
-    where: cursor
-      ? { OR: [{ issuedAt: { lt: cursor.createdAt } }, { issuedAt: cursor.createdAt, id: { lt: cursor.id } }] }
-      : {},
+    where: afterCursor(page.cursor, 'issuedAt'),
     orderBy: [{ issuedAt: 'desc' }, { id: 'desc' }],
     include: { invoices: { select: INVOICE_REF } },
     take: page.limit + 1,

@@ -1,6 +1,7 @@
 /** Received provider events: one row per (provider, event id), the claim that makes a delivery once. */
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
+import { afterCursor, type PageQuery } from '../pages.ts';
 import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 import { storableJson, storableText } from '../text.ts';
 
@@ -49,19 +50,12 @@ export interface WebhookEventFilter {
 }
 
 /** The providers' events as received, newest first: what each one did (recorded, ignored…) and why. */
-export function listWebhookEvents(
-  db: Db,
-  filter: WebhookEventFilter,
-  page: { limit: number; cursor: { createdAt: Date; id: string } | null },
-) {
-  const { cursor } = page;
+export function listWebhookEvents(db: Db, filter: WebhookEventFilter, page: PageQuery) {
   return db.webhookEvent.findMany({
     where: {
       ...(filter.result ? { result: filter.result } : {}),
       ...(filter.provider ? { provider: filter.provider } : {}),
-      ...(cursor
-        ? { OR: [{ receivedAt: { lt: cursor.createdAt } }, { receivedAt: cursor.createdAt, id: { lt: cursor.id } }] }
-        : {}),
+      ...afterCursor(page.cursor, 'receivedAt'),
     },
     orderBy: [{ receivedAt: 'desc' }, { id: 'desc' }],
     take: page.limit + 1,
