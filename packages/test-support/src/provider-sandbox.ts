@@ -61,8 +61,24 @@ export interface RunningProviderSandbox {
   stop(): Promise<void>;
 }
 
-/** Starts the provider sandbox process and waits until it answers. */
+/**
+ * Starts the provider sandbox process and waits until it answers. A free port found beforehand can be
+ * taken by another process before the sandbox binds it: without a port of its own, a sandbox that
+ * exits before answering is started again on another one (three tries).
+ */
 export async function startProviderSandbox(settings: ProviderSandboxSettings): Promise<RunningProviderSandbox> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(settings);
+    } catch (error) {
+      if (settings.port !== undefined || attempt >= 3 || !(error instanceof SandboxExited)) throw error;
+    }
+  }
+}
+
+class SandboxExited extends Error {}
+
+async function startOnce(settings: ProviderSandboxSettings): Promise<RunningProviderSandbox> {
   const port = settings.port ?? (await freePort());
   const child: ChildProcess = spawn(process.execPath, tsEntryArgs(MAIN), {
     env: { ...process.env, ...providerSandboxEnv({ ...settings, port }), LOG_LEVEL: 'error', NODE_OPTIONS: '' },
@@ -71,7 +87,7 @@ export async function startProviderSandbox(settings: ProviderSandboxSettings): P
   const url = `http://127.0.0.1:${port}`;
   const client = new ProviderSandboxClient(url);
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the provider sandbox exited (${child.exitCode})`);
+    if (child.exitCode !== null) throw new SandboxExited(`the provider sandbox exited (${child.exitCode})`);
     if (await client.healthy()) break;
     if (i > 300) throw new Error('the provider sandbox did not start');
     await new Promise((r) => setTimeout(r, 100));
