@@ -1,10 +1,10 @@
 import { productionEmisorProblems, SANDBOX_EMISOR, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
-import { withSecretFiles } from '@timbra/settings';
+import { SANDBOX_PAC, withSecretFiles } from '@timbra/settings';
 import { redisConfigProblems } from '@timbra/db/redis';
 import { schema, type WorkerConfig } from './config-schema.ts';
 
-export { loadOpsConfig, retentionPolicy, WORKER_VARIABLES, type WorkerConfig } from './config-schema.ts';
+export { loadOpsConfig, retentionPolicy, type WorkerConfig } from './config-schema.ts';
 
 export interface PacConfig {
   name: 'primary' | 'backup';
@@ -16,11 +16,7 @@ export interface PacConfig {
 
 /** What the sandbox profile fills in: the local sandbox PAC (its default account) and the SAT test emisor. */
 const SANDBOX_DEFAULTS = {
-  PAC_PRIMARY_KIND: 'sw',
-  PAC_PRIMARY_URL: 'http://127.0.0.1:4010',
-  PAC_PRIMARY_USER: 'timbra',
-  PAC_PRIMARY_PASSWORD: 'timbra-sandbox',
-  SAT_STATUS_URL: 'http://127.0.0.1:4010/ConsultaCFDIService.svc',
+  ...SANDBOX_PAC,
   EMISOR_RFC: SANDBOX_EMISOR.EMISOR_RFC,
   EMAIL_FROM: 'Facturación <facturas@timbra.test>',
 };
