@@ -11,7 +11,7 @@ import { walkInvoiceTo } from '@timbra/db/testing';
 import { createPaymentSchema } from '../src/payments/payment-routes.ts';
 import { createInstallmentSchema, createRefundSchema } from '../src/refunds-installments/refund-routes.ts';
 import { cancelInvoiceSchema } from '../src/invoices/cancellation-routes.ts';
-import { customerSchema, productSchema } from '../src/payments/sale.ts';
+import { customerSchema, productSchema } from '../src/catalog/catalog-schemas.ts';
 import { KEYS, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 /**

@@ -12,7 +12,7 @@ import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import { listParams, pageOf } from '../http/lists.ts';
-import { customerProblems, customerSchema } from '../payments/sale.ts';
+import { customerProblems, customerSchema } from './catalog-schemas.ts';
 import { parse, type CatalogRoutesDeps } from './product-routes.ts';
 
 export function customerView(c: CustomerRow) {

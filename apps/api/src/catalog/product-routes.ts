@@ -19,7 +19,7 @@ import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { claveProdServProblem, productPatchSchema, productSchema, taxesSchema } from '../payments/sale.ts';
+import { claveProdServProblem, productPatchSchema, productSchema, taxesSchema } from './catalog-schemas.ts';
 import { listParams, pageOf, validation } from '../http/lists.ts';
 
 export interface CatalogRoutesDeps {

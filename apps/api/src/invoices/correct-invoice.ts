@@ -4,7 +4,6 @@ import {
   instantOf,
   STAMP_WINDOW_MS,
   timeZoneForCodigoPostal,
-  withRelatedUuid,
   type InvoiceRequestInput,
   type SaleLine,
   type ValidationIssue,
@@ -14,26 +13,16 @@ import {
   freezeVersion,
   holdStampRow,
   insertCorrection,
-  insertInvoices,
-  takeFolio,
   lockCorrectableInvoice,
   pacsThatReceived,
-  recordReplacement,
-  replacementOf,
-  standingRelatedCount,
   type CorrectableInvoice,
   type CorrectionPayload,
 } from '@timbra/db/invoices';
-import { paymentById } from '@timbra/db/payments';
-import {
-  buildIngresoRequest,
-  storedPaymentFacts,
-  type PaymentFacts,
-  type ReceptorInput,
-} from '../payments/build-ingreso.ts';
+import type { ReceptorInput } from '../payments/build-ingreso.ts';
 import { DomainError } from '../domain-errors.ts';
-import { saleLines, type LineInput } from '../payments/sale.ts';
+import type { LineInput } from '../payments/sale.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
+import { correctedRequest } from './corrected-request.ts';
 
 /** What a correction may change (PATCH /v1/invoices/:id): all optional, at least one. */
 export interface CorrectionInput {
@@ -145,81 +134,6 @@ export async function correctInvoice(
   return { kind: 'applied', correctionId, version };
 }
 
-export type ReplacementResult =
-  { kind: 'rejected'; problems: ValidationIssue[] } | { kind: 'created'; invoiceId: string };
-
-/**
- * Replaces a stamped Ingreso whose data was wrong: a new invoice with the next folio of the serie,
- * built from the payment with the corrections, related to the original with TipoRelacion 04 and
- * frozen now; the worker stamps it, then cancels the original with motivo 01 and FolioSustitucion =
- * its UUID, exactly once (if the receptor rejects that cancellation both stand, and the original's
- * view says so). A rule broken refuses it with nothing written (the folio is given back).
- *
- * @throws DomainError not_found, not_replaceable, validation_failed
- */
-export async function replaceInvoice(
-  tx: Tx,
-  deps: CorrectInvoiceDeps & { emisorId: string },
-  originalId: string,
-  input: CorrectionInput,
-  requestedBy: string,
-  now = new Date(),
-): Promise<ReplacementResult> {
-  const original = await lockCorrectableInvoice(tx, originalId);
-  if (!original) throw new DomainError('not_found');
-  if (original.kind !== 'I' || original.status !== 'stamped' || !original.uuid)
-    throw new DomainError(
-      'not_replaceable',
-      `only a stamped Ingreso is replaced; this is a ${original.kind} ${original.status}`,
-    );
-  const earlier = await replacementOf(tx, original.id);
-  if (earlier) throw new DomainError('not_replaceable', `already replaced by invoice ${earlier}`);
-  const related = await standingRelatedCount(tx, original.id);
-  if (related > 0)
-    throw new DomainError(
-      'not_replaceable',
-      `${related} document(s) (Egresos, Pagos) relate to it: the SAT would not cancel it while they stand`,
-    );
-  const serie = deps.payments.serieIngreso;
-  const folio = await takeFolio(tx, deps.emisorId, serie);
-  const stored = await correctedRequest(tx, deps, { ...original, serie, folio }, input, now);
-  const request: InvoiceRequestInput = {
-    ...stored.request!,
-    // Its own business event: the replacement of that invoice (one per invoice: a unique index).
-    sourceId: `replacement:${original.id}`,
-    cfdiRelacionados: [{ tipoRelacion: '04', uuids: [original.uuid] }],
-  };
-  const { frozen, problems } = tryFreeze(request, deps.payments.csd, deps.payments.catalogs);
-  if (!frozen) return { kind: 'rejected', problems };
-  const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
-    {
-      kind: 'I',
-      serie,
-      folio,
-      paymentId: original.paymentId,
-      stampKey: frozen.stampKey,
-      moneda: frozen.moneda,
-      status: 'pending',
-      frozen,
-      totals: frozen,
-    },
-  ]);
-  await recordReplacement(tx, {
-    original,
-    replacementId: invoiceId!,
-    changes: { ...input },
-    reason: input.reason?.trim() || 'replaced',
-    requestedBy,
-    detail: `replaced by invoice ${invoiceId!} (${serie}-${folio}, TipoRelacion 04); cancelled with motivo 01 once it is stamped`,
-    payment: stored.payment && {
-      id: stored.payment.id,
-      receptor: stored.payment.receptor ? { ...stored.payment.receptor } : undefined,
-      formaPago: stored.payment.formaPago,
-    },
-  });
-  return { kind: 'created', invoiceId: invoiceId! };
-}
-
 function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps, now: Date): void {
   switch (invoice.status) {
     case 'needs_data':
@@ -248,142 +162,4 @@ function assertCorrectable(invoice: CorrectableInvoice, deps: CorrectInvoiceDeps
 
 function lugarOf(xml: string | null): string | undefined {
   return xml ? /LugarExpedicion="(\d{5})"/.exec(xml)?.[1] : undefined;
-}
-
-async function correctedRequest(
-  tx: Tx,
-  deps: CorrectInvoiceDeps,
-  invoice: CorrectableInvoice,
-  input: CorrectionInput,
-  now: Date,
-): Promise<StoredCorrection> {
-  // A factura global (no payment: its tickets') is rebuilt from its stored request, as an Egreso is.
-  if (invoice.kind === 'I' && !invoice.paymentId && invoice.request) {
-    if (input.receptor || input.concepto || input.conceptos)
-      throw new DomainError('validation_failed', undefined, [
-        {
-          path: input.receptor ? 'receptor' : 'conceptos',
-          message: 'a factura global is to público en general, one concepto per ticket: only formaPago can change',
-        },
-      ]);
-  } else if (invoice.kind === 'I') {
-    if (!invoice.paymentId) throw new DomainError('not_correctable', 'this Ingreso has no payment to rebuild it from');
-    const payment = await paymentById(tx, invoice.paymentId);
-    const receptor = input.receptor
-      ? completeReceptor({ ...((payment.receptor as Partial<ReceptorInput> | null) ?? {}), ...input.receptor })
-      : ((payment.receptor as ReceptorInput | null) ?? null);
-    const formaPago = input.formaPago ?? payment.formaPago ?? deps.defaultFormaPago;
-    if (input.formaPago && payment.paymentTerms === 'installments')
-      throw new DomainError('validation_failed', undefined, [
-        { path: 'formaPago', message: 'a sale in installments says 99 on its Ingreso' },
-      ]);
-    if (input.concepto && input.conceptos)
-      throw new DomainError('validation_failed', undefined, [
-        { path: 'concepto', message: 'either concepto (a sale of one line) or conceptos (all the lines), not both' },
-      ]);
-    const corrected = input.conceptos ? await correctedLines(tx, deps, input.conceptos, payment) : undefined;
-    const lines = corrected ?? (Array.isArray(payment.lines) ? (payment.lines as unknown as SaleLine[]) : null);
-    if (input.concepto && lines && lines.length > 1)
-      throw new DomainError('validation_failed', undefined, [
-        {
-          path: 'concepto',
-          message: `this sale has ${lines.length} lines: a concepto correction applies to a sale of one`,
-        },
-      ]);
-    const facts: PaymentFacts = {
-      ...storedPaymentFacts(payment, deps.defaultFormaPago),
-      receptor,
-      formaPago,
-      lines,
-      ...(input.tipoCambio ? { tipoCambio: { rate: input.tipoCambio, source: 'correction' } } : {}),
-    };
-    const built = buildIngresoRequest(facts, invoice.serie, invoice.folio, deps.payments.settings, now);
-    if (!built.request) throw new DomainError('validation_failed', undefined, built.problems);
-    const request: InvoiceRequestInput = {
-      ...built.request,
-      ...(input.concepto
-        ? { conceptos: (built.request.conceptos ?? []).map((c) => ({ ...c, ...input.concepto })) }
-        : {}),
-    };
-    return {
-      request,
-      payment: {
-        id: payment.id,
-        ...(input.receptor && receptor ? { receptor } : {}),
-        ...(input.formaPago ? { formaPago: input.formaPago } : {}),
-        ...(input.tipoCambio && payment.currency !== 'MXN' ? { tipoCambio: input.tipoCambio } : {}),
-        ...(corrected ? { lines: corrected } : {}),
-      },
-    };
-  }
-  if (!invoice.request)
-    throw new DomainError('not_correctable', 'this document was recorded without its request and cannot be rebuilt');
-  if (input.concepto || input.conceptos)
-    throw new DomainError('validation_failed', undefined, [
-      { path: input.concepto ? 'concepto' : 'conceptos', message: 'only an Ingreso’s conceptos can be corrected' },
-    ]);
-  if (input.formaPago && invoice.kind === 'P')
-    throw new DomainError('validation_failed', undefined, [
-      { path: 'formaPago', message: 'a Pago’s forma de pago is its installment’s' },
-    ]);
-  let request = { ...(invoice.request as InvoiceRequestInput), issuedAt: now.toISOString() };
-  if (input.receptor) {
-    const r = request.receptor;
-    const merged = completeReceptor({
-      rfc: r.rfc,
-      nombre: r.nombre,
-      codigoPostal: r.domicilioFiscalReceptor,
-      regimenFiscal: r.regimenFiscalReceptor,
-      usoCfdi: r.usoCFDI,
-      ...input.receptor,
-    });
-    request = {
-      ...request,
-      receptor: {
-        ...r,
-        rfc: merged.rfc,
-        nombre: merged.nombre,
-        domicilioFiscalReceptor: merged.codigoPostal,
-        regimenFiscalReceptor: merged.regimenFiscal,
-        usoCFDI: merged.usoCfdi,
-      },
-    };
-  }
-  if (input.formaPago) request = { ...request, formaPago: input.formaPago };
-  if (input.tipoCambio) request = { ...request, tipoCambio: input.tipoCambio };
-  if (invoice.relatedUuid) request = withRelatedUuid(request, invoice.relatedUuid, invoice.relatedXml ?? undefined);
-  return { request };
-}
-
-const RECEPTOR_FIELDS = ['rfc', 'nombre', 'codigoPostal', 'regimenFiscal', 'usoCfdi'] as const;
-
-function completeReceptor(r: Partial<ReceptorInput>): ReceptorInput {
-  const missing = RECEPTOR_FIELDS.filter((f) => !r[f]);
-  if (missing.length > 0)
-    throw new DomainError(
-      'validation_failed',
-      undefined,
-      missing.map((f) => ({ path: `receptor.${f}`, message: 'is required (the payment has none to keep)' })),
-    );
-  return {
-    rfc: r.rfc!.trim().toUpperCase(),
-    nombre: r.nombre!.trim(),
-    codigoPostal: r.codigoPostal!,
-    regimenFiscal: r.regimenFiscal!,
-    usoCfdi: r.usoCfdi!,
-  };
-}
-
-/**
- * The lines a correction gives an Ingreso, resolved as a REST payment's are (products, defaults) and
- * checked to add up to what was paid — refused with the same codes.
- */
-async function correctedLines(
-  tx: Tx,
-  deps: CorrectInvoiceDeps,
-  conceptos: readonly LineInput[],
-  payment: { amount: { toFixed(d: number): string }; currency: string },
-): Promise<SaleLine[]> {
-  const sale = { amount: payment.amount.toFixed(2), currency: payment.currency };
-  return (await saleLines({ prisma: tx, settings: deps.payments.settings }, sale, conceptos, 'strict')).lines;
 }

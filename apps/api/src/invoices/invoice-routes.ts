@@ -14,8 +14,9 @@ import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { listParams, pageOf, validation } from '../http/lists.ts';
-import { lineSchema } from '../payments/sale.ts';
-import { correctInvoice, replaceInvoice, type CorrectInvoiceDeps } from './correct-invoice.ts';
+import { lineSchema } from '../catalog/catalog-schemas.ts';
+import { correctInvoice, type CorrectInvoiceDeps } from './correct-invoice.ts';
+import { replaceInvoice } from './replace-invoice.ts';
 import { correctionView, invoiceSummary, invoiceView, problemView, versionsView } from '../http/views.ts';
 
 export const correctInvoiceSchema = z

@@ -12,7 +12,8 @@ import { ingresoProblems, recordPayment, type RecordPaymentDeps } from './record
 import { namedReceptor, type PaymentFacts, type ReceptorInput } from './build-ingreso.ts';
 import { isTicketSale } from '../tickets/record-tickets.ts';
 import type { ExchangeRateSource } from './exchange-rates.ts';
-import { lineSchema, prepareSale, rfcCheckDigitProblem } from './sale.ts';
+import { lineSchema, rfcCheckDigitProblem } from '../catalog/catalog-schemas.ts';
+import { prepareSale } from './sale.ts';
 import { paymentView, problemView } from '../http/views.ts';
 import { listParams, pageOf, validation } from '../http/lists.ts';
 
