@@ -1,18 +1,16 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
-import { pino } from 'pino';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { csdExpiry, csdExpiryWarning, loadCsd, type Csd, type PacClient } from '@timbra/cfdi-core';
-import { dejavuFonts, FinkokClient, SwClient } from '@timbra/cfdi-node';
+import { readFileSync } from 'node:fs';
+import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
+import { dejavuFonts } from '@timbra/cfdi-node';
 import { createPrisma, pingDatabase } from '@timbra/db';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
-import { loadConfig, retentionPolicy } from './config.ts';
+import { retentionPolicy } from './config.ts';
+import { fatal, loadConfigOrExit, pacClients, readEmisorCsd, workerLogger } from './start-up.ts';
 import { deadLetterAlert } from './operations/alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth, listenHealth, waitFor, type Readiness } from './operations/health.ts';
 import { createWorkerMetrics } from './operations/metrics.ts';
-import type { CsdCredentials } from './invoices/cancel-processor.ts';
 import { PacChain } from './stamping/pac-chain.ts';
 import { runRelay } from './stamping/relay.ts';
 import { runSweeper } from './stamping/sweeper.ts';
@@ -21,42 +19,8 @@ import { runCorrections } from './invoices/corrections.ts';
 import { createEmailSender } from './deliveries/email.ts';
 import { Dispatcher, runDispatcher } from './deliveries/dispatcher.ts';
 
-// Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
-const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
-  logger.fatal({ err: error }, message);
-  process.exit(1);
-};
-const { config, pacs, catalogs } = (() => {
-  try {
-    return loadConfig(process.env);
-  } catch (error) {
-    // What is missing or wrong, one problem an item, and no stack: a configuration mistake, not a bug.
-    const [title, ...problems] = (error as Error).message.split('\n');
-    pino({ name: 'worker' }).fatal({ problems: problems.map((p) => p.trim()) }, title);
-    return process.exit(1);
-  }
-})();
-// Nothing logs these today; redacted anyway, so a future `logger.info({ pac })` cannot leak them.
-const logger = pino({
-  level: config.LOG_LEVEL,
-  name: 'worker',
-  redact: {
-    paths: [
-      'password',
-      '*.password',
-      'smtpUrl',
-      '*.smtpUrl',
-      'secret',
-      '*.secret',
-      'csd',
-      '*.csd',
-      'authorization',
-      '*.authorization',
-      '*.headers.authorization',
-    ],
-    censor: '[redacted]',
-  },
-});
+const { config, pacs, catalogs } = loadConfigOrExit();
+const logger = workerLogger(config.LOG_LEVEL);
 process.on('uncaughtException', (error) => fatal(logger, error, 'uncaught exception'));
 process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled rejection'));
 const roles = new Set(config.WORKER_ROLES.split(',').map((r) => r.trim()));
@@ -109,44 +73,11 @@ if (policy !== 'noeviction') {
 }
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
 logRedisOutages(redis, logger);
-const timeouts = { connectMs: config.PAC_CONNECT_TIMEOUT_MS, responseMs: config.PAC_RESPONSE_TIMEOUT_MS };
-const clients: PacClient[] = pacs.map((p) =>
-  p.kind === 'sw'
-    ? new SwClient({
-        name: p.name,
-        baseUrl: p.url,
-        user: p.user,
-        password: p.password,
-        satStatusUrl: config.SAT_STATUS_URL,
-        timeouts,
-      })
-    : new FinkokClient({
-        name: p.name,
-        baseUrl: p.url,
-        username: p.user,
-        password: p.password,
-        satStatusUrl: config.SAT_STATUS_URL,
-        timeouts,
-      }),
-);
+const clients = pacClients(pacs, config);
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 await waitFor('postgres', logger, startup, () => pingDatabase(prisma));
 
-// The CSD freezes dependent documents and signs cancellations. Without one (and no test CSD for
-// EMISOR_RFC) dependents stay waiting and cancellations fail.
-function readCsd(): { csd: Csd; credentials: CsdCredentials } | undefined {
-  const cer = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
-  const key = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
-  const passwordFile = config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`);
-  if (!existsSync(cer) || !existsSync(key) || (!config.CSD_PASSWORD && !existsSync(passwordFile))) return undefined;
-  const credentials = {
-    cer: readFileSync(cer),
-    key: readFileSync(key),
-    password: config.CSD_PASSWORD ?? readFileSync(passwordFile, 'utf8').trim(),
-  };
-  return { csd: loadCsd(credentials.cer, credentials.key, credentials.password), credentials };
-}
-const emisorCsd = readCsd();
+const emisorCsd = readEmisorCsd(config);
 const csd = emisorCsd?.csd;
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
 const csdWarning = csd ? csdExpiryWarning(csdExpiry(csd, new Date())) : undefined;
