@@ -1,16 +1,15 @@
 /**
  * Deliveries: the customer's emails and the merchant's webhooks (migration 20261213000000). Events
  * and their deliveries are written by triggers in the transaction of the change they report; this
- * module owns everything after that: claiming due deliveries, recording each attempt (the only
- * writer of a delivery's status and of an endpoint's failure streak), replays and resends, the
- * webhook endpoints, and the figures the metrics read.
+ * module owns what the dispatchers do after that: claiming due deliveries and recording each attempt
+ * (the only writer of a delivery's status and of an endpoint's failure streak). Replays, resends and
+ * endpoint changes are operator-actions.ts; the metrics' figures, figures.ts.
  *
  *   pending ──claim──▶ sending ──2xx / 250──▶ delivered
  *      ▲                  │  └──permanent, or out of time──▶ dead ──replay──▶ (a new pending delivery)
  *      └──failed, retry at─┘
  *   A `sending` row whose lease expired (its worker died mid-send) is claimed again: at least once.
  */
-import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from '../generated/client.ts';
 import { col, execute, queryRows, type Db } from '../sql.ts';
@@ -241,7 +240,7 @@ export async function releaseDeliveryClaim(db: Db, delivery: { id: string; attem
 }
 
 /** The pending deliveries of a disabled endpoint become dead (replayable once it is enabled again). */
-async function buryPendingDeliveries(tx: Db, endpointId: string, reason: string): Promise<void> {
+export async function buryPendingDeliveries(tx: Db, endpointId: string, reason: string): Promise<void> {
   await execute(
     tx,
     Prisma.sql`UPDATE deliveries SET status = 'dead', last_error = ${reason}, lease_until = NULL, updated_at = now()
@@ -260,179 +259,3 @@ export function deliveryBackoffMs(
 }
 
 // ——— Replays and resends ———
-
-/**
- * A new delivery of the same event to the same endpoint or address (a replay; an email's resend),
- * whatever became of the first. For a webhook, the endpoint must be enabled.
- *
- * @returns the new delivery's id, or `endpoint_disabled`.
- */
-export async function replayDelivery(
-  db: Db,
-  deliveryId: string,
-  by: string,
-): Promise<{ id: string } | { refused: 'endpoint_disabled' } | undefined> {
-  const [original] = await queryRows(
-    db,
-    originalRow,
-    Prisma.sql`SELECT d.event_id, w.status AS endpoint_status FROM deliveries d
-      LEFT JOIN webhook_endpoints w ON w.id = d.endpoint_id WHERE d.id = ${deliveryId}::uuid`,
-  );
-  if (!original) return undefined;
-  if (original.endpoint_status === 'disabled') return { refused: 'endpoint_disabled' };
-  const [replay] = await queryRows(
-    db,
-    idRow,
-    Prisma.sql`INSERT INTO deliveries (channel, event_id, endpoint_id, recipient, replay_of, requested_by)
-      SELECT channel, event_id, endpoint_id, recipient, id, ${by} FROM deliveries WHERE id = ${deliveryId}::uuid
-      RETURNING id`,
-  );
-  await notifyDeliveries(db, original.event_id);
-  return { id: replay!.id };
-}
-
-const resendEventRow = z.object({ id: col.uuid, type: z.enum(EVENT_TYPES), email: col.text.nullable() });
-const originalRow = z.object({ event_id: col.uuid, endpoint_status: col.text.nullable() });
-const idRow = z.object({ id: col.uuid });
-const notifiedRow = z.object({ n: col.bigint });
-const countRow = z.object({ n: col.int });
-
-/** Wakes the dispatchers (delivered at the caller's commit). */
-async function notifyDeliveries(db: Db, eventId: string): Promise<void> {
-  await queryRows(db, notifiedRow, Prisma.sql`SELECT count(pg_notify(${DELIVERY_CHANNEL}, ${eventId})) AS n`);
-}
-
-/**
- * Emails an invoice's latest stamped or cancelled event again, to `to` or to its payment's address.
- * @returns the new delivery's id; `no_event` when the invoice was never stamped; `no_address` when
- * neither `to` nor the payment has one.
- */
-export async function resendInvoiceEmail(
-  db: Db,
-  invoiceId: string,
-  options: { to?: string; by: string },
-): Promise<{ id: string; recipient: string; eventType: EventType } | { refused: 'no_event' | 'no_address' }> {
-  const [event] = await queryRows(
-    db,
-    resendEventRow,
-    Prisma.sql`
-      SELECT e.id, e.type, p.email FROM events e
-      JOIN invoices i ON i.id = e.invoice_id LEFT JOIN payments p ON p.id = i.payment_id
-      WHERE e.invoice_id = ${invoiceId}::uuid AND e.type IN ('invoice.stamped', 'invoice.cancelled')
-      ORDER BY e.created_at DESC, e.type = 'invoice.cancelled' DESC LIMIT 1`,
-  );
-  if (!event) return { refused: 'no_event' };
-  const recipient = options.to ?? event.email;
-  if (!recipient) return { refused: 'no_address' };
-  const [first] = await queryRows(
-    db,
-    idRow,
-    Prisma.sql`SELECT id FROM deliveries WHERE event_id = ${event.id}::uuid AND channel = 'email' AND replay_of IS NULL
-      ORDER BY created_at LIMIT 1`,
-  );
-  const [row] = await queryRows(
-    db,
-    idRow,
-    Prisma.sql`INSERT INTO deliveries (channel, event_id, recipient, replay_of, requested_by)
-      VALUES ('email', ${event.id}::uuid, ${recipient}, ${first?.id ?? null}::uuid, ${options.by}) RETURNING id`,
-  );
-  await notifyDeliveries(db, event.id);
-  return { id: row!.id, recipient, eventType: event.type };
-}
-
-// ——— Webhook endpoints ———
-
-/** A new endpoint secret: `whsec_` and 32 random bytes (base64url). */
-export function newEndpointSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
-}
-
-/**
- * A new secret for an endpoint; the old one keeps signing (a second `v1`) for `graceMs`, so
- * receivers can switch without refusing a delivery. @returns the new secret, or undefined (no such endpoint).
- */
-/**
- * A new secret for an endpoint; the old one keeps signing beside it for `graceMs`. The grace is on the
- * application's clock, as the API shows it and the dispatcher reads it (one clock for one rule).
- */
-export async function rotateEndpointSecret(db: Db, endpointId: string, graceMs: number): Promise<string | undefined> {
-  const secret = newEndpointSecret();
-  const n = await execute(
-    db,
-    Prisma.sql`UPDATE webhook_endpoints SET previous_secret = secret, secret = ${secret},
-        previous_secret_expires_at = ${new Date(Date.now() + graceMs)}, updated_at = now()
-      WHERE id = ${endpointId}::uuid`,
-  );
-  return n > 0 ? secret : undefined;
-}
-
-/** Enables or disables an endpoint; disabling buries its pending deliveries, enabling clears the streak. */
-export async function setEndpointStatus(
-  prisma: PrismaClient,
-  endpointId: string,
-  status: 'enabled' | 'disabled',
-  reason: string,
-): Promise<boolean> {
-  return prisma.$transaction(async (tx) => {
-    const n =
-      status === 'enabled'
-        ? await execute(
-            tx,
-            Prisma.sql`UPDATE webhook_endpoints SET status = 'enabled', disabled_at = NULL, disabled_reason = NULL,
-              consecutive_failures = 0, failing_since = NULL, updated_at = now() WHERE id = ${endpointId}::uuid`,
-          )
-        : await execute(
-            tx,
-            Prisma.sql`UPDATE webhook_endpoints SET status = 'disabled', disabled_at = coalesce(disabled_at, now()),
-              disabled_reason = ${reason}, updated_at = now() WHERE id = ${endpointId}::uuid`,
-          );
-    if (n > 0 && status === 'disabled') await buryPendingDeliveries(tx, endpointId, reason);
-    return n > 0;
-  });
-}
-
-// ——— Figures ———
-
-const backlogRow = z.object({
-  channel: z.enum(['email', 'webhook']),
-  pending: col.int,
-  oldest: z.number(),
-  dead: col.int,
-});
-
-/**
- * Per channel: deliveries not delivered yet (pending or sending), the age in seconds of the oldest of
- * them, and the dead ones no replay has delivered since (what waits for a person).
- */
-export async function deliveryBacklog(
-  db: Db,
-): Promise<Record<DeliveryChannel, { pending: number; oldestAgeSeconds: number; dead: number }>> {
-  const rows = await queryRows(
-    db,
-    backlogRow,
-    Prisma.sql`
-      SELECT c.channel,
-        (SELECT count(*)::int FROM deliveries d WHERE d.channel = c.channel AND d.status IN ('pending', 'sending')) AS pending,
-        coalesce((SELECT EXTRACT(EPOCH FROM now() - min(d.created_at))::float8 FROM deliveries d
-                  WHERE d.channel = c.channel AND d.status IN ('pending', 'sending')), 0) AS oldest,
-        (SELECT count(*)::int FROM deliveries d WHERE d.channel = c.channel AND d.status = 'dead'
-           AND NOT EXISTS (SELECT 1 FROM deliveries r WHERE r.replay_of = d.id AND r.status IN ('delivered', 'pending', 'sending'))) AS dead
-      FROM (VALUES ('email'), ('webhook')) AS c(channel)`,
-  );
-  const out = {
-    email: { pending: 0, oldestAgeSeconds: 0, dead: 0 },
-    webhook: { pending: 0, oldestAgeSeconds: 0, dead: 0 },
-  };
-  for (const r of rows) out[r.channel] = { pending: r.pending, oldestAgeSeconds: r.oldest, dead: r.dead };
-  return out;
-}
-
-/** Endpoints disabled after a failure streak (an operator's own disabling is not counted). */
-export async function endpointsDisabledByFailures(db: Db): Promise<number> {
-  const [row] = await queryRows(
-    db,
-    countRow,
-    Prisma.sql`SELECT count(*)::int AS n FROM webhook_endpoints WHERE status = 'disabled' AND disabled_reason LIKE 'failing since %'`,
-  );
-  return row?.n ?? 0;
-}

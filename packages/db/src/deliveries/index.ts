@@ -2,23 +2,24 @@
 export {
   claimDueDeliveries,
   DELIVERY_CHANNEL,
-  deliveryBacklog,
   deliveryBackoffMs,
-  endpointsDisabledByFailures,
   EVENT_TYPES,
-  newEndpointSecret,
   recordDeliveryAttempt,
   releaseDeliveryClaim,
-  replayDelivery,
-  resendInvoiceEmail,
-  rotateEndpointSecret,
-  setEndpointStatus,
   type AttemptOutcome,
   type ClaimedDelivery,
   type DeliveryChannel,
   type DisablePolicy,
   type EventType,
 } from './deliveries.ts';
+export {
+  newEndpointSecret,
+  replayDelivery,
+  resendInvoiceEmail,
+  rotateEndpointSecret,
+  setEndpointStatus,
+} from './operator-actions.ts';
+export { deliveryBacklog, endpointsDisabledByFailures } from './figures.ts';
 export {
   addressProblem,
   allowedAddressesFor,

@@ -1,6 +1,6 @@
 /**
  * Webhook endpoints and deliveries as the API shows them, and the endpoint's own fields (its URL,
- * events, description). Its status and secret change through deliveries.ts (a disable is logged, a
+ * events, description). Its status and secret change through operator-actions.ts (a disable is logged, a
  * rotation keeps the old secret for its grace).
  */
 import type { Db } from '../sql.ts';

@@ -1,7 +1,7 @@
 /**
  * Invoice rows: the set-wise insert (with the outbox rows of the ones ready to stamp, in the same
- * statement), the locks the use cases take, and the status writes of freezing. Statuses follow
- * invoice-status.ts; the database refuses anything else.
+ * statement), the locks the use cases take, and the status writes of freezing (dependent documents:
+ * dependents.ts). Statuses follow invoice-status.ts; the database refuses anything else.
  */
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
@@ -17,14 +17,8 @@ import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
+
 const standingRelatedCountRow = z.object({ n: col.int });
-const originalStateColumns = z.object({
-  uuid: z.string().nullable(),
-  status: col.text,
-  frozen_xml: z.string().nullable(),
-});
-const waitingDependentColumns = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
-const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
 
 export type InvoiceKind = 'I' | 'E' | 'P';
 
@@ -143,24 +137,6 @@ export async function lockInvoiceShared(tx: RawDb, invoiceId: string): Promise<I
   return row;
 }
 
-const waitingRow = z.object({ id: col.uuid, waiting: col.bool });
-
-/**
- * Whether documents (Egresos, Pagos) wait for each invoice to be stamped, in one statement (the
- * stamper's concurrent jobs, as its other statements); in the order asked.
- */
-export async function dependentsWaitingForEach(db: RawDb, invoiceIds: readonly string[]): Promise<boolean[]> {
-  const rows = await queryRows(
-    db,
-    waitingRow,
-    Prisma.sql`
-      SELECT i.id, EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = i.id AND w.status = 'waiting') AS waiting
-      FROM unnest(${invoiceIds}::uuid[]) AS i(id)`,
-  );
-  const waiting = new Map(rows.map((r) => [r.id, r.waiting]));
-  return invoiceIds.map((id) => waiting.get(id.toLowerCase()) ?? false);
-}
-
 /** Locks an invoice's row until commit (FOR UPDATE) and returns its state, or undefined. */
 export async function lockInvoice(tx: RawDb, invoiceId: string): Promise<InvoiceState | undefined> {
   const [row] = await queryRows(
@@ -217,81 +193,6 @@ export async function markCancelRequested(tx: RawDb, invoiceId: string): Promise
                  WHERE id = ${invoiceId}::uuid AND ${CANCEL_REQUESTED}`,
     )) === 1
   );
-}
-
-// --- Dependent documents (Egreso, Pago) waiting for their invoice's UUID ------------------------------
-
-/** A dependent document waiting for its invoice to be stamped. */
-export interface WaitingDependent {
-  id: string;
-  request: unknown;
-  stampKey: string;
-}
-
-/**
- * The documents waiting for `originalId`, locked (FOR UPDATE SKIP LOCKED: two workers never freeze
- * the same one), with the original's UUID — none unless the original is stamped.
- */
-export async function lockWaitingDependents(
-  tx: RawDb,
-  originalId: string,
-): Promise<{ originalUuid: string; originalXml: string | null; dependents: WaitingDependent[] } | undefined> {
-  const [original] = await queryRows(
-    tx,
-    originalStateColumns,
-    Prisma.sql`SELECT uuid, status::text, frozen_xml FROM invoices WHERE id = ${originalId}::uuid`,
-  );
-  if (!original?.uuid || original.status !== 'stamped') return undefined;
-  const rows = await queryRows(
-    tx,
-    waitingDependentColumns,
-    Prisma.sql`
-      SELECT id, request, stamp_key FROM invoices
-      WHERE related_invoice_id = ${originalId}::uuid AND status = 'waiting'
-      FOR UPDATE SKIP LOCKED`,
-  );
-  return {
-    originalUuid: original.uuid,
-    originalXml: original.frozen_xml,
-    dependents: rows.map((r) => ({ id: r.id, request: r.request, stampKey: r.stamp_key })),
-  };
-}
-
-const FROZEN_LATE = statusGuard(['waiting'], 'pending');
-const NEEDS_DATA_LATE = statusGuard(['waiting'], 'needs_data');
-
-/** waiting → pending with its frozen document. @returns whether it moved. */
-export async function markDependentFrozen(tx: RawDb, invoiceId: string, frozen: FrozenDocument): Promise<boolean> {
-  return (
-    (await execute(
-      tx,
-      Prisma.sql`
-        UPDATE invoices SET frozen_xml = ${frozen.xml}, cadena_original = ${frozen.cadenaOriginal}, fecha = ${frozen.fecha},
-               sub_total = ${frozen.subTotal}::numeric, total = ${frozen.total}::numeric, status = 'pending', updated_at = now()
-        WHERE id = ${invoiceId}::uuid AND ${FROZEN_LATE}`,
-    )) === 1
-  );
-}
-
-/** waiting → needs_data with the reasons. */
-export async function markDependentNeedsData(tx: RawDb, invoiceId: string, problems: unknown): Promise<void> {
-  await execute(
-    tx,
-    Prisma.sql`UPDATE invoices SET status = 'needs_data', problems = ${JSON.stringify(problems)}::jsonb, updated_at = now()
-               WHERE id = ${invoiceId}::uuid AND ${NEEDS_DATA_LATE}`,
-  );
-}
-
-/** Invoices that are stamped while documents that relate to them still wait (the sweeper's safety net). */
-export async function invoicesWithOverdueDependents(db: RawDb, limit: number): Promise<string[]> {
-  const rows = await queryRows(
-    db,
-    invoicesWithOverdueDependentsRow,
-    Prisma.sql`
-      SELECT DISTINCT o.id FROM invoices d JOIN invoices o ON o.id = d.related_invoice_id
-      WHERE d.status = 'waiting' AND o.status = 'stamped' LIMIT ${limit}`,
-  );
-  return rows.map((r) => r.id);
 }
 
 const needsDataRow = z.object({ n: col.int, age: z.number() });

@@ -2,9 +2,13 @@
  * The dead-letter truth is Postgres: an outbox row in status `failed` is a dead letter, and nothing
  * else is. The `stamp-dlq` queue is a view of it for the dashboard — a letter job per failure — and
  * is kept true here: a letter whose row was re-driven (or is no longer failed) is settled, i.e. sent
- * back to the queue's consumer, which completes it with what became of the row.
+ * back to the queue's consumer, which completes it with what became of the row. An outbox row
+ * becomes one here too (`deadLetterOutboxRow`, the stamp processor's last failure).
  */
-import type { PrismaClient } from '../generated/client.ts';
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { statusGuard } from '../invoices/invoice-status.ts';
+import { queryRows } from '../sql.ts';
 import { JOBS } from './queues.ts';
 import { redriveOutboxRow, type RedriveBy, type RedriveResult } from './redrive.ts';
 
@@ -147,4 +151,35 @@ export function outboxRowWithRedrives(db: PrismaClient, id: string) {
 /** Every dead letter's outbox id. */
 export async function deadLetterIds(db: PrismaClient): Promise<string[]> {
   return (await db.outboxRow.findMany({ where: { status: 'failed' }, select: { id: true } })).map((r) => r.id);
+}
+
+const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
+
+const deadLetteredRow = z.object({ failed_at: z.date() });
+
+/**
+ * Dead-letters an outbox row: the row `failed` (from pending or enqueued: a row a correction holds
+ * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns when it failed
+ * by the database's clock (the clock of the re-drives a letter is settled against) and how many
+ * documents wait for this invoice (blocked with it), or undefined when the row was not dead-lettered
+ * (a correction holds it, or it is done).
+ */
+export async function deadLetterOutboxRow(
+  prisma: PrismaClient,
+  row: { outboxId: string; invoiceId: string },
+  lastError: string,
+): Promise<{ failedAt: Date; waitingDependents: number } | undefined> {
+  return prisma.$transaction(async (tx) => {
+    const [failed] = await queryRows(
+      tx,
+      deadLetteredRow,
+      Prisma.sql`UPDATE outbox SET status = 'failed', last_error = ${lastError.slice(0, 2000)}, updated_at = now()
+        WHERE id = ${row.outboxId}::uuid AND status IN ('pending', 'enqueued')
+        RETURNING now() AS failed_at`,
+    );
+    if (!failed) return undefined;
+    await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
+    const waitingDependents = await tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
+    return { failedAt: failed.failed_at, waitingDependents };
+  });
 }

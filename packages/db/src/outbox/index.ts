@@ -22,7 +22,6 @@ export {
   persistStamp,
   persistStamps,
   recordFailedAttempt,
-  deadLetterOutboxRow,
   type StampRow,
   type PacCallRecord,
   type PersistedStamp,
@@ -33,6 +32,7 @@ export { redriveOutboxRow, refusedForGood, type RedriveBy, type RedriveResult } 
 export {
   deadLetterCount,
   deadLetterIds,
+  deadLetterOutboxRow,
   deadLetterRows,
   outboxRowWithRedrives,
   recentRedrives,

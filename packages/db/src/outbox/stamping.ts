@@ -1,7 +1,7 @@
 /**
  * The stamp processor's statements: load an outbox row with its frozen bytes and PAC history, the
  * write-ahead record of each PAC call, and the two endings — the stamp persisted with the row done and
- * the ledger in one statement (so one transaction), or the failure recorded / dead-lettered.
+ * the ledger in one statement (so one transaction), or the failure recorded (dead-lettering: dead-letters.ts).
  */
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from '../generated/client.ts';
@@ -19,7 +19,9 @@ const stampRowColumns = z.object({
   version: col.int,
   history: z.array(z.object({ pac: col.text, outcome: col.text })),
 });
+
 const persistStampRow = z.object({ n: col.int, written: col.bool, waiting: col.bool, replaces: col.bool });
+
 const idRow = z.object({ id: col.uuid });
 
 /** An outbox row of kind stamp, with what stamping it needs. */
@@ -288,35 +290,4 @@ export async function recordFailedAttempt(
       data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },
     }),
   ]);
-}
-
-const DEAD_LETTERED = statusGuard(['pending'], 'stamp_failed');
-
-const deadLetteredRow = z.object({ failed_at: z.date() });
-
-/**
- * Dead-letters an outbox row: the row `failed` (from pending or enqueued: a row a correction holds
- * stays held), its invoice `stamp_failed` (from pending), in one transaction. @returns when it failed
- * by the database's clock (the clock of the re-drives a letter is settled against) and how many
- * documents wait for this invoice (blocked with it), or undefined when the row was not dead-lettered
- * (a correction holds it, or it is done).
- */
-export async function deadLetterOutboxRow(
-  prisma: PrismaClient,
-  row: { outboxId: string; invoiceId: string },
-  lastError: string,
-): Promise<{ failedAt: Date; waitingDependents: number } | undefined> {
-  return prisma.$transaction(async (tx) => {
-    const [failed] = await queryRows(
-      tx,
-      deadLetteredRow,
-      Prisma.sql`UPDATE outbox SET status = 'failed', last_error = ${lastError.slice(0, 2000)}, updated_at = now()
-        WHERE id = ${row.outboxId}::uuid AND status IN ('pending', 'enqueued')
-        RETURNING now() AS failed_at`,
-    );
-    if (!failed) return undefined;
-    await tx.$executeRaw`UPDATE invoices SET status = 'stamp_failed', updated_at = now() WHERE id = ${row.invoiceId}::uuid AND ${DEAD_LETTERED}`;
-    const waitingDependents = await tx.invoice.count({ where: { relatedInvoiceId: row.invoiceId, status: 'waiting' } });
-    return { failedAt: failed.failed_at, waitingDependents };
-  });
 }

@@ -3,19 +3,21 @@ export {
   insertPaymentsTakingFolios,
   insertPaymentsWithoutFolios,
   lockPayment,
-  refundedTotal,
-  reverseRefund,
   setPaymentReceptor,
-  reversedRefundsStanding,
-  insertRefund,
   knownPayments,
-  refundByProviderId,
-  standingRefundLines,
   type NewPayment,
   type InsertedPayment,
   type KnownPayment,
   type LockedPayment,
 } from './payments.ts';
+export {
+  refundedTotal,
+  reverseRefund,
+  reversedRefundsStanding,
+  insertRefund,
+  refundByProviderId,
+  standingRefundLines,
+} from './refunds.ts';
 export {
   lockInvoiceForInstallment,
   installmentAmounts,

@@ -1,4 +1,4 @@
-/** Payments and refunds: the set-wise payment insert that takes the folios, and the refund rows. */
+/** Payments: the set-wise insert that takes the folios, the known ones, and the payment's lock (refunds: refunds.ts). */
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
 import { SerieNotConfiguredError, takeFoliosSql } from '../invoices/folios.ts';
@@ -6,6 +6,7 @@ import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const insertPaymentsTakingFoliosRow = z.object({ id: col.uuid, ord: col.bigint, folio: col.int.nullable() });
+
 const lockPaymentRow = z.object({
   id: col.uuid,
   amount: col.text,
@@ -15,8 +16,7 @@ const lockPaymentRow = z.object({
   lines: col.json,
   tipo_cambio: z.string().nullable(),
 });
-const refundedTotalRow = z.object({ refunded: col.text });
-const insertRefundRow = z.object({ id: col.uuid });
+
 const knownPaymentRow = z.object({
   id: col.uuid,
   provider: col.text,
@@ -27,14 +27,6 @@ const knownPaymentRow = z.object({
   ticket_period_starts_on: col.text.nullable(),
   ticket_invoice_id: col.uuid.nullable(),
 });
-const refundByProviderIdRow = z.object({
-  id: col.uuid,
-  payment_id: col.uuid,
-  amount: col.text,
-  egreso_id: col.uuid.nullable(),
-  egreso_status: col.text.nullable(),
-});
-const refundLinesRow = z.object({ lines: col.json });
 
 export interface NewPayment {
   provider: string;
@@ -179,41 +171,6 @@ export async function knownPayments(
   }));
 }
 
-/** A refund as recorded, found by the provider's id, with its Egreso if it has one. */
-export async function refundByProviderId(
-  db: RawDb,
-  refund: { provider: string; externalId: string },
-): Promise<
-  { id: string; paymentId: string; amount: string; egreso: { id: string; status: string } | null } | undefined
-> {
-  const [row] = await queryRows(
-    db,
-    refundByProviderIdRow,
-    Prisma.sql`
-      SELECT r.id, r.payment_id, r.amount::text, e.id AS egreso_id, e.status::text AS egreso_status
-      FROM refunds r LEFT JOIN invoices e ON e.refund_id = r.id
-      WHERE r.provider = ${refund.provider} AND r.external_id = ${refund.externalId}`,
-  );
-  return (
-    row && {
-      id: row.id,
-      paymentId: row.payment_id,
-      amount: row.amount,
-      egreso: row.egreso_id && row.egreso_status ? { id: row.egreso_id, status: row.egreso_status } : null,
-    }
-  );
-}
-
-/** The `lines` of a payment's refunds that stand (not reversed): what each gave back of which line, or null. */
-export async function standingRefundLines(db: RawDb, paymentId: string): Promise<unknown[]> {
-  const rows = await queryRows(
-    db,
-    refundLinesRow,
-    Prisma.sql`SELECT lines FROM refunds WHERE payment_id = ${paymentId}::uuid AND status = 'succeeded' ORDER BY id`,
-  );
-  return rows.map((r) => r.lines);
-}
-
 /** A payment locked for a refund: what the Egreso needs. */
 export interface LockedPayment {
   id: string;
@@ -260,88 +217,6 @@ export async function lockPayment(
       tipoCambio: row.tipo_cambio,
     }
   );
-}
-
-/** What was refunded of a payment so far (decimal string): the refunds that stand (not reversed). */
-export async function refundedTotal(tx: RawDb, paymentId: string): Promise<string> {
-  const [row] = await queryRows(
-    tx,
-    refundedTotalRow,
-    Prisma.sql`SELECT COALESCE(sum(amount), 0)::text AS refunded FROM refunds WHERE payment_id = ${paymentId}::uuid AND status = 'succeeded'`,
-  );
-  return row!.refunded;
-}
-
-/** Inserts a refund row. @returns its id. */
-export async function insertRefund(
-  tx: RawDb,
-  refund: {
-    paymentId: string;
-    provider: string;
-    externalId: string;
-    amount: string;
-    occurredAt: Date;
-    /** The payment's lines it is for ([{ line, amount }]), when it names them. */
-    lines?: unknown;
-  },
-): Promise<string> {
-  const [row] = await queryRows(
-    tx,
-    insertRefundRow,
-    Prisma.sql`
-      INSERT INTO refunds (id, payment_id, provider, external_id, amount, occurred_at, lines)
-      VALUES (timbra_uuid7(), ${refund.paymentId}::uuid, ${refund.provider}, ${refund.externalId}, ${refund.amount}::numeric,
-              ${refund.occurredAt}, ${refund.lines ? JSON.stringify(refund.lines) : null}::jsonb)
-      RETURNING id`,
-  );
-  return row!.id;
-}
-
-const reverseRefundRow = z.object({ id: col.uuid, egreso_id: col.uuid.nullable(), egreso_status: col.text.nullable() });
-
-/**
- * Marks a refund `reversed` (the provider reported it failed or canceled after it had succeeded):
- * it no longer counts against its payment. Only a `succeeded` refund moves.
- * @returns the refund and its Egreso (id, status) when this call reversed it; undefined when the
- *   refund is unknown or was reversed before.
- */
-export async function reverseRefund(
-  tx: RawDb,
-  refund: { provider: string; externalId: string },
-): Promise<{ id: string; egreso: { id: string; status: string } | undefined } | undefined> {
-  const [row] = await queryRows(
-    tx,
-    reverseRefundRow,
-    Prisma.sql`
-      UPDATE refunds r SET status = 'reversed', reversed_at = now()
-      WHERE r.provider = ${refund.provider} AND r.external_id = ${refund.externalId} AND r.status = 'succeeded'
-      RETURNING r.id,
-        (SELECT i.id FROM invoices i WHERE i.refund_id = r.id) AS egreso_id,
-        (SELECT i.status::text FROM invoices i WHERE i.refund_id = r.id) AS egreso_status`,
-  );
-  return (
-    row && {
-      id: row.id,
-      egreso: row.egreso_id && row.egreso_status ? { id: row.egreso_id, status: row.egreso_status } : undefined,
-    }
-  );
-}
-
-const reversedRefundsStandingRow = z.object({ n: col.int });
-
-/**
- * Refunds reversed at the provider whose Egreso still stands (not cancelled, no cancellation in
- * process): each waits for an operator to cancel that Egreso once it is stamped (docs/webhooks.md).
- */
-export async function reversedRefundsStanding(db: RawDb): Promise<number> {
-  const [row] = await queryRows(
-    db,
-    reversedRefundsStandingRow,
-    Prisma.sql`
-      SELECT count(*)::int AS n FROM refunds r JOIN invoices e ON e.refund_id = r.id
-      WHERE r.status = 'reversed' AND e.status NOT IN ('cancel_requested', 'cancelled')`,
-  );
-  return row!.n;
 }
 
 /**

@@ -1,7 +1,6 @@
 /** `@timbra/db/tickets`: sales in global mode and the periods their factura global covers. */
 export {
   TICKET_STATUSES,
-  globalBacklog,
   insertTickets,
   lockGlobalPeriod,
   lockOpenTickets,
@@ -18,6 +17,7 @@ export {
   type TicketStatus,
 } from './tickets.ts';
 export {
+  globalBacklog,
   globalPeriodsIssued,
   globalPeriodWithTickets,
   issuedGlobalPeriod,

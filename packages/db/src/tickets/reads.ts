@@ -1,5 +1,7 @@
-/** Tickets and global periods as the API shows them. Reads only; the writes are tickets.ts. */
-import type { Db } from '../sql.ts';
+/** Tickets and global periods as the API shows them, and the backlog the overdue alert reads. Reads only; the writes are tickets.ts. */
+import { z } from 'zod';
+import { Prisma } from '../generated/client.ts';
+import { queryRows, type Db, type RawDb } from '../sql.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
 import type { TicketStatus } from './tickets.ts';
 
@@ -79,4 +81,31 @@ export function openTicketsByPeriod(db: Db) {
     _count: { _all: true },
     orderBy: { periodStartsOn: 'asc' },
   });
+}
+
+const lateRow = z.object({ oldest_open: z.string().nullable(), unstamped_ends_at: z.date().nullable() });
+
+/**
+ * What the overdue alert needs: the first day of the oldest period with open tickets (its end is
+ * computed by the caller, who knows the periods), and the end of the oldest issued period whose
+ * globals are not all stamped.
+ */
+export async function globalBacklog(
+  db: RawDb,
+  emisorId: string,
+): Promise<{ oldestOpen: { periodicidad: string; startsOn: string } | null; oldestUnstampedEndsAt: Date | null }> {
+  const [row] = await queryRows(
+    db,
+    lateRow,
+    Prisma.sql`SELECT
+      (SELECT periodicidad || ' ' || period_starts_on::text FROM tickets WHERE status = 'open' AND emisor_id = ${emisorId}::uuid
+        ORDER BY period_starts_on LIMIT 1) AS oldest_open,
+      (SELECT min(gp.ends_at) FROM global_periods gp JOIN invoices i ON i.global_period_id = gp.id
+        WHERE gp.emisor_id = ${emisorId}::uuid AND i.status NOT IN ('stamped', 'cancel_requested', 'cancelled')) AS unstamped_ends_at`,
+  );
+  const [periodicidad, startsOn] = row?.oldest_open?.split(' ') ?? [];
+  return {
+    oldestOpen: periodicidad && startsOn ? { periodicidad, startsOn } : null,
+    oldestUnstampedEndsAt: row?.unstamped_ends_at ?? null,
+  };
 }

@@ -15,6 +15,7 @@ import { Prisma } from '../generated/client.ts';
 import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 export const TICKET_STATUSES = ['open', 'self_invoiced', 'in_global', 'refunded'] as const;
+
 export type TicketStatus = (typeof TICKET_STATUSES)[number];
 
 export interface PeriodKey {
@@ -25,6 +26,7 @@ export interface PeriodKey {
 }
 
 const existsRow = z.object({ exists: col.bool });
+
 const ticketRow = z.object({
   id: col.uuid,
   payment_id: col.uuid,
@@ -39,12 +41,14 @@ const ticketRow = z.object({
   invoice_id: z.string().nullable(),
   download_token: z.string().nullable(),
 });
+
 const openPeriodRow = z.object({
   emisor_id: col.uuid,
   periodicidad: col.text,
   period_starts_on: col.text,
   tickets: col.bigint,
 });
+
 const insertedTicketRow = z.object({ id: col.uuid, code: col.text });
 
 /** A ticket as the use cases see it (amounts as decimal strings, the day as YYYY-MM-DD). */
@@ -274,31 +278,4 @@ export async function refundOpenTicket(tx: RawDb, ticketId: string, amount: stri
   );
   if (!row) throw new Error(`ticket ${ticketId} is not open`);
   return row.status;
-}
-
-const lateRow = z.object({ oldest_open: z.string().nullable(), unstamped_ends_at: z.date().nullable() });
-
-/**
- * What the overdue alert needs: the first day of the oldest period with open tickets (its end is
- * computed by the caller, who knows the periods), and the end of the oldest issued period whose
- * globals are not all stamped.
- */
-export async function globalBacklog(
-  db: RawDb,
-  emisorId: string,
-): Promise<{ oldestOpen: { periodicidad: string; startsOn: string } | null; oldestUnstampedEndsAt: Date | null }> {
-  const [row] = await queryRows(
-    db,
-    lateRow,
-    Prisma.sql`SELECT
-      (SELECT periodicidad || ' ' || period_starts_on::text FROM tickets WHERE status = 'open' AND emisor_id = ${emisorId}::uuid
-        ORDER BY period_starts_on LIMIT 1) AS oldest_open,
-      (SELECT min(gp.ends_at) FROM global_periods gp JOIN invoices i ON i.global_period_id = gp.id
-        WHERE gp.emisor_id = ${emisorId}::uuid AND i.status NOT IN ('stamped', 'cancel_requested', 'cancelled')) AS unstamped_ends_at`,
-  );
-  const [periodicidad, startsOn] = row?.oldest_open?.split(' ') ?? [];
-  return {
-    oldestOpen: periodicidad && startsOn ? { periodicidad, startsOn } : null,
-    oldestUnstampedEndsAt: row?.unstamped_ends_at ?? null,
-  };
 }

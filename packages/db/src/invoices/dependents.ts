@@ -1,0 +1,114 @@
+/**
+ * Dependent documents (an Egreso or a Pago of an Ingreso not yet stamped): they wait in `waiting`
+ * until their Ingreso is stamped, then are frozen (`pending`) or found to lack data (`needs_data`).
+ * Whether any waits on each invoice, their locks, their freezing writes, and the overdue ones.
+ */
+import { z } from 'zod';
+import { Prisma } from '../generated/client.ts';
+import { statusGuard } from './invoice-status.ts';
+import type { FrozenDocument } from './invoices.ts';
+import { col, execute, queryRows, type RawDb } from '../sql.ts';
+
+const originalStateColumns = z.object({
+  uuid: z.string().nullable(),
+  status: col.text,
+  frozen_xml: z.string().nullable(),
+});
+
+const waitingDependentColumns = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
+
+const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
+
+const waitingRow = z.object({ id: col.uuid, waiting: col.bool });
+
+/**
+ * Whether documents (Egresos, Pagos) wait for each invoice to be stamped, in one statement (the
+ * stamper's concurrent jobs, as its other statements); in the order asked.
+ */
+export async function dependentsWaitingForEach(db: RawDb, invoiceIds: readonly string[]): Promise<boolean[]> {
+  const rows = await queryRows(
+    db,
+    waitingRow,
+    Prisma.sql`
+      SELECT i.id, EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = i.id AND w.status = 'waiting') AS waiting
+      FROM unnest(${invoiceIds}::uuid[]) AS i(id)`,
+  );
+  const waiting = new Map(rows.map((r) => [r.id, r.waiting]));
+  return invoiceIds.map((id) => waiting.get(id.toLowerCase()) ?? false);
+}
+
+// --- Dependent documents (Egreso, Pago) waiting for their invoice's UUID ------------------------------
+
+/** A dependent document waiting for its invoice to be stamped. */
+export interface WaitingDependent {
+  id: string;
+  request: unknown;
+  stampKey: string;
+}
+
+/**
+ * The documents waiting for `originalId`, locked (FOR UPDATE SKIP LOCKED: two workers never freeze
+ * the same one), with the original's UUID — none unless the original is stamped.
+ */
+export async function lockWaitingDependents(
+  tx: RawDb,
+  originalId: string,
+): Promise<{ originalUuid: string; originalXml: string | null; dependents: WaitingDependent[] } | undefined> {
+  const [original] = await queryRows(
+    tx,
+    originalStateColumns,
+    Prisma.sql`SELECT uuid, status::text, frozen_xml FROM invoices WHERE id = ${originalId}::uuid`,
+  );
+  if (!original?.uuid || original.status !== 'stamped') return undefined;
+  const rows = await queryRows(
+    tx,
+    waitingDependentColumns,
+    Prisma.sql`
+      SELECT id, request, stamp_key FROM invoices
+      WHERE related_invoice_id = ${originalId}::uuid AND status = 'waiting'
+      FOR UPDATE SKIP LOCKED`,
+  );
+  return {
+    originalUuid: original.uuid,
+    originalXml: original.frozen_xml,
+    dependents: rows.map((r) => ({ id: r.id, request: r.request, stampKey: r.stamp_key })),
+  };
+}
+
+const FROZEN_LATE = statusGuard(['waiting'], 'pending');
+
+const NEEDS_DATA_LATE = statusGuard(['waiting'], 'needs_data');
+
+/** waiting → pending with its frozen document. @returns whether it moved. */
+export async function markDependentFrozen(tx: RawDb, invoiceId: string, frozen: FrozenDocument): Promise<boolean> {
+  return (
+    (await execute(
+      tx,
+      Prisma.sql`
+        UPDATE invoices SET frozen_xml = ${frozen.xml}, cadena_original = ${frozen.cadenaOriginal}, fecha = ${frozen.fecha},
+               sub_total = ${frozen.subTotal}::numeric, total = ${frozen.total}::numeric, status = 'pending', updated_at = now()
+        WHERE id = ${invoiceId}::uuid AND ${FROZEN_LATE}`,
+    )) === 1
+  );
+}
+
+/** waiting → needs_data with the reasons. */
+export async function markDependentNeedsData(tx: RawDb, invoiceId: string, problems: unknown): Promise<void> {
+  await execute(
+    tx,
+    Prisma.sql`UPDATE invoices SET status = 'needs_data', problems = ${JSON.stringify(problems)}::jsonb, updated_at = now()
+               WHERE id = ${invoiceId}::uuid AND ${NEEDS_DATA_LATE}`,
+  );
+}
+
+/** Invoices that are stamped while documents that relate to them still wait (the sweeper's safety net). */
+export async function invoicesWithOverdueDependents(db: RawDb, limit: number): Promise<string[]> {
+  const rows = await queryRows(
+    db,
+    invoicesWithOverdueDependentsRow,
+    Prisma.sql`
+      SELECT DISTINCT o.id FROM invoices d JOIN invoices o ON o.id = d.related_invoice_id
+      WHERE d.status = 'waiting' AND o.status = 'stamped' LIMIT ${limit}`,
+  );
+  return rows.map((r) => r.id);
+}
