@@ -17,12 +17,12 @@ export {
 export { withRelatedUuid, relatedTaxes } from './build/related.ts';
 export {
   conceptosForSale,
-  conceptoOf,
   type SaleLine,
   type LineTaxes,
   type SalePlan,
   type LinesMismatch,
 } from './build/sale-lines.ts';
+export { conceptoOf } from './build/sale-bases.ts';
 export {
   invoiceRequestSchema,
   type InvoiceRequest,

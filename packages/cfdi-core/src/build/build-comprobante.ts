@@ -2,6 +2,7 @@ import type { InvoiceRequest } from '../validate/request-schema.ts';
 import { el, NS, SCHEMA_LOCATION, type XmlElement } from '../xml/xml-node.ts';
 import type { ComprobanteAmounts, TrasladoAmounts } from './compute-totals.ts';
 import type { PagoAmounts } from './compute-pagos.ts';
+import { conceptoPago, pagos } from './build-pagos.ts';
 
 /** What the builder needs besides the request: computed values and the certificate. */
 export interface BuildInput {
@@ -16,7 +17,6 @@ export interface BuildInput {
 }
 
 const C = NS.cfdi;
-const P = NS.pago20;
 
 /**
  * Builds the CFDI 4.0 tree with `Sello` empty; the caller computes the cadena from this tree, signs
@@ -199,159 +199,5 @@ function impuestos(i: NonNullable<ComprobanteAmounts['impuestos']>): XmlElement 
       ['TotalImpuestosTrasladados', i.totalImpuestosTrasladados],
     ],
     children,
-  );
-}
-
-/** The fixed concepto of a Pago comprobante (Guía de llenado del complemento para recepción de pagos). */
-function conceptoPago(): XmlElement {
-  return el(
-    C,
-    'cfdi:Conceptos',
-    [],
-    [
-      el(C, 'cfdi:Concepto', [
-        ['ClaveProdServ', '84111506'],
-        ['Cantidad', '1'],
-        ['ClaveUnidad', 'ACT'],
-        ['Descripcion', 'Pago'],
-        ['ValorUnitario', '0'],
-        ['Importe', '0'],
-        ['ObjetoImp', '01'],
-      ]),
-    ],
-  );
-}
-
-function pagos(p: PagoAmounts, fechaPago: string, r: InvoiceRequest): XmlElement {
-  const pago = r.pago;
-  if (!pago) throw new Error('pagos() needs request.pago');
-  const doctos = p.doctos.map((d) => {
-    const retencionesDR: XmlElement[] =
-      d.retencionesDR.length > 0
-        ? [
-            el(
-              P,
-              'pago20:RetencionesDR',
-              [],
-              d.retencionesDR.map((t) =>
-                el(P, 'pago20:RetencionDR', [
-                  ['BaseDR', t.base],
-                  ['ImpuestoDR', t.impuesto],
-                  ['TipoFactorDR', t.tipoFactor],
-                  ['TasaOCuotaDR', t.tasaOCuota],
-                  ['ImporteDR', t.importe],
-                ]),
-              ),
-            ),
-          ]
-        : [];
-    const impuestosDR: XmlElement[] =
-      d.trasladosDR.length + d.retencionesDR.length > 0
-        ? [
-            el(
-              P,
-              'pago20:ImpuestosDR',
-              [],
-              [
-                ...retencionesDR,
-                ...(d.trasladosDR.length > 0
-                  ? [
-                      el(
-                        P,
-                        'pago20:TrasladosDR',
-                        [],
-                        d.trasladosDR.map((t) =>
-                          el(P, 'pago20:TrasladoDR', [
-                            ['BaseDR', t.base],
-                            ['ImpuestoDR', t.impuesto],
-                            ['TipoFactorDR', t.tipoFactor],
-                            ['TasaOCuotaDR', t.tasaOCuota],
-                            ['ImporteDR', t.importe],
-                          ]),
-                        ),
-                      ),
-                    ]
-                  : []),
-              ],
-            ),
-          ]
-        : [];
-    return el(
-      P,
-      'pago20:DoctoRelacionado',
-      [
-        ['IdDocumento', d.source.idDocumento.toUpperCase()],
-        ['Serie', d.source.serie],
-        ['Folio', d.source.folio],
-        ['MonedaDR', d.source.monedaDR],
-        ['EquivalenciaDR', d.equivalenciaDR],
-        ['NumParcialidad', String(d.source.numParcialidad)],
-        ['ImpSaldoAnt', d.impSaldoAnt],
-        ['ImpPagado', d.impPagado],
-        ['ImpSaldoInsoluto', d.impSaldoInsoluto],
-        ['ObjetoImpDR', d.objetoImpDR],
-      ],
-      impuestosDR,
-    );
-  });
-  const retencionesP: XmlElement[] =
-    p.retencionesP.length > 0
-      ? [
-          el(
-            P,
-            'pago20:RetencionesP',
-            [],
-            p.retencionesP.map((r) =>
-              el(P, 'pago20:RetencionP', [
-                ['ImpuestoP', r.impuesto],
-                ['ImporteP', r.importe],
-              ]),
-            ),
-          ),
-        ]
-      : [];
-  const trasladosP: XmlElement[] =
-    p.trasladosP.length > 0
-      ? [
-          el(
-            P,
-            'pago20:TrasladosP',
-            [],
-            p.trasladosP.map((t) =>
-              el(P, 'pago20:TrasladoP', [
-                ['BaseP', t.base],
-                ['ImpuestoP', t.impuesto],
-                ['TipoFactorP', t.tipoFactor],
-                ['TasaOCuotaP', t.tasaOCuota],
-                ['ImporteP', t.importe],
-              ]),
-            ),
-          ),
-        ]
-      : [];
-  const impuestosP: XmlElement[] =
-    retencionesP.length + trasladosP.length > 0
-      ? [el(P, 'pago20:ImpuestosP', [], [...retencionesP, ...trasladosP])]
-      : [];
-  return el(
-    P,
-    'pago20:Pagos',
-    [['Version', '2.0']],
-    [
-      el(P, 'pago20:Totales', p.totales),
-      el(
-        P,
-        'pago20:Pago',
-        [
-          ['FechaPago', fechaPago],
-          ['FormaDePagoP', pago.formaDePagoP],
-          ['MonedaP', pago.monedaP],
-          ['TipoCambioP', p.tipoCambioP],
-          ['Monto', p.monto],
-          ['NumOperacion', pago.numOperacion],
-        ],
-        [...doctos, ...impuestosP],
-      ),
-    ],
   );
 }
