@@ -9,7 +9,7 @@ import {
   type PacTimeouts,
 } from './http.ts';
 import { SatStatusClient } from './sat-status-client.ts';
-import { sanitized } from './sw-client.ts';
+import { sanitized } from './sw-session.ts';
 import {
   findElement,
   findElements,

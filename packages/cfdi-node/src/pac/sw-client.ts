@@ -1,15 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import {
-  DEFAULT_TIMEOUTS,
-  failureError,
-  networkFailure,
-  PacHttp,
-  type PacHttpResponse,
-  type PacTimeouts,
-} from './http.ts';
+import { DEFAULT_TIMEOUTS, failureError, PacHttp, type PacTimeouts } from './http.ts';
 import { SatStatusClient } from './sat-status-client.ts';
+import { parseSwBody, SwSession, swRejection } from './sw-session.ts';
 import {
-  normalizeCode,
   PacError,
   PacErrorCode,
   parseTfd,
@@ -43,16 +36,7 @@ export interface SwClientConfig {
   now?: () => number;
 }
 
-/** SW's JSON envelope: `{ status, data, message, messageDetail }`. */
-interface SwBody {
-  status?: string;
-  message?: string;
-  messageDetail?: string;
-  data?: Record<string, unknown> & { token?: string; expires_in?: number; tfd?: string; cfdi?: string };
-}
-
 const STAMP_PATH = 'v4/cfdi33/stamp/v4';
-const AUTH_PATH = 'v2/security/authenticate';
 const CANCEL_CSD_PATH = 'cfdi33/cancel/csd';
 const LOOKUP_PATH = 'datawarehouse/v1/live';
 
@@ -65,23 +49,25 @@ export class SwClient implements PacClient {
   readonly name: string;
   private readonly http: PacHttp;
   private readonly sat: SatStatusClient;
-  private readonly now: () => number;
-  private readonly renewBeforeMs: number;
-  private token: { value: string; expiresAt: number } | undefined;
-  private tokenRequest: Promise<string> | undefined;
+  private readonly session: SwSession;
 
-  constructor(private readonly config: SwClientConfig) {
+  constructor(config: SwClientConfig) {
     this.name = config.name;
     const timeouts = config.timeouts ?? DEFAULT_TIMEOUTS;
     this.http = new PacHttp(config.baseUrl, timeouts);
     this.sat = new SatStatusClient(config.satStatusUrl, config.name, timeouts);
-    this.now = config.now ?? Date.now;
-    this.renewBeforeMs = config.renewBeforeMs ?? 5 * 60_000;
+    this.session = new SwSession(
+      config.name,
+      this.http,
+      config,
+      config.now ?? Date.now,
+      config.renewBeforeMs ?? 5 * 60_000,
+    );
   }
 
   async stamp(frozenXml: string, options: StampOptions): Promise<StampResult> {
     const { body, contentType } = multipartXml(frozenXml);
-    const response = await this.authorized(
+    const response = await this.session.authorized(
       (token) =>
         this.http.post(STAMP_PATH, {
           body,
@@ -133,7 +119,7 @@ export class SwClient implements PacClient {
   ): Promise<StampResult> {
     if (options.uuid === undefined) return this.stamp(frozenXml, options);
     const uuid = options.uuid;
-    const response = await this.authorized(
+    const response = await this.session.authorized(
       (token) =>
         this.http.get(`${LOOKUP_PATH}/${encodeURIComponent(uuid)}`, {
           headers: { authorization: `Bearer ${token}` },
@@ -151,9 +137,9 @@ export class SwClient implements PacClient {
         httpStatus: 404,
       });
     }
-    const body = this.parse(response, 'lookup');
+    const body = parseSwBody(this.name, response, 'lookup');
     const cfdi = body.data?.cfdi;
-    if (body.status !== 'success' || typeof cfdi !== 'string') throw this.rejection(response, body, 'lookup');
+    if (body.status !== 'success' || typeof cfdi !== 'string') throw swRejection(this.name, response, body, 'lookup');
     return stampResultFromTfd(this.name, frozenXml, this.tfdFrom(cfdi), { code: 'LOOKUP' }, cfdi);
   }
 
@@ -172,7 +158,7 @@ export class SwClient implements PacClient {
         if (!(error instanceof PacError && error.code === PacErrorCode.NotFound)) throw error;
       }
     }
-    const response = await this.authorized(
+    const response = await this.session.authorized(
       (token) =>
         this.http.get(`${LOOKUP_PATH}/customid/${encodeURIComponent(options.idempotencyKey)}`, {
           headers: { authorization: `Bearer ${token}` },
@@ -181,9 +167,9 @@ export class SwClient implements PacClient {
       'lookup',
     );
     if (response.statusCode === 404) return undefined;
-    const body = this.parse(response, 'lookup');
+    const body = parseSwBody(this.name, response, 'lookup');
     const cfdi = body.data?.cfdi;
-    if (body.status !== 'success' || typeof cfdi !== 'string') throw this.rejection(response, body, 'lookup');
+    if (body.status !== 'success' || typeof cfdi !== 'string') throw swRejection(this.name, response, body, 'lookup');
     return stampResultFromTfd(this.name, frozenXml, this.tfdFrom(cfdi), { code: 'LOOKUP' }, cfdi);
   }
 
@@ -197,7 +183,7 @@ export class SwClient implements PacClient {
       b64Cer: Buffer.from(request.csd.cer).toString('base64'),
       b64Key: Buffer.from(request.csd.key).toString('base64'),
     };
-    const response = await this.authorized(
+    const response = await this.session.authorized(
       (token) =>
         this.http.post(CANCEL_CSD_PATH, {
           body: JSON.stringify(payload),
@@ -205,84 +191,17 @@ export class SwClient implements PacClient {
         }),
       'cancel',
     );
-    const body = this.parse(response, 'cancel');
+    const body = parseSwBody(this.name, response, 'cancel');
     const acuse = body.data?.acuse;
     const codes = body.data?.uuid as Record<string, string> | undefined;
     if (body.status !== 'success' || typeof acuse !== 'string' || !codes)
-      throw this.rejection(response, body, 'cancel');
+      throw swRejection(this.name, response, body, 'cancel');
     const uuidCode = Object.entries(codes).find(([u]) => u.toUpperCase() === request.uuid.toUpperCase())?.[1] ?? '';
     return { pac: this.name, uuid: request.uuid, uuidCode, acuse };
   }
 
   status(request: StatusRequest): Promise<StatusResult> {
     return this.sat.status(request);
-  }
-
-  /** Runs a request with a valid token; on a 401 renews the token once and runs it again. */
-  private async authorized(send: (token: string) => Promise<PacHttpResponse>, what: string): Promise<PacHttpResponse> {
-    for (let attempt = 0; ; attempt++) {
-      const token = await this.validToken();
-      let response: PacHttpResponse;
-      try {
-        response = await send(token);
-      } catch (error) {
-        throw failureError(this.name, networkFailure(error), `${what} request failed`, sanitized(error));
-      }
-      if (response.statusCode !== 401 || attempt > 0) return response;
-      this.token = undefined;
-    }
-  }
-
-  private async validToken(): Promise<string> {
-    if (this.token && this.now() < this.token.expiresAt - this.renewBeforeMs) return this.token.value;
-    // One authentication at a time: concurrent stamps share it.
-    this.tokenRequest ??= this.authenticate().finally(() => {
-      this.tokenRequest = undefined;
-    });
-    return this.tokenRequest;
-  }
-
-  private async authenticate(): Promise<string> {
-    let response: PacHttpResponse;
-    try {
-      response = await this.http.post(AUTH_PATH, {
-        body: JSON.stringify({ user: this.config.user, password: this.config.password }),
-        headers: { 'content-type': 'application/json' },
-      });
-    } catch (error) {
-      throw failureError(this.name, networkFailure(error), 'authentication failed', sanitized(error));
-    }
-    const body = this.parse(response, 'authenticate');
-    const token = body.data?.token;
-    if (body.status !== 'success' || typeof token !== 'string') throw this.rejection(response, body, 'authenticate');
-    // expires_in: seconds from now, or (some SW deployments) an epoch in seconds.
-    const expiresIn = Number(body.data?.expires_in ?? 7200);
-    const expiresAt = expiresIn > 1e9 ? expiresIn * 1000 : this.now() + expiresIn * 1000;
-    this.token = { value: token, expiresAt };
-    return token;
-  }
-
-  private parse(response: PacHttpResponse, what: string): SwBody {
-    try {
-      return JSON.parse(response.body) as SwBody;
-    } catch {
-      // A 2xx we cannot read may be a stamp; any other status is refused with no readable code.
-      const failure =
-        response.statusCode < 300
-          ? { type: 'unreadable' as const, status: response.statusCode }
-          : { type: 'http' as const, status: response.statusCode };
-      throw failureError(this.name, failure, `unreadable ${what} answer`);
-    }
-  }
-
-  private rejection(response: PacHttpResponse, body: SwBody, what: string): PacError {
-    const code = body.message ? normalizeCode(body.message) : undefined;
-    const status = response.statusCode < 300 ? 400 : response.statusCode;
-    return failureError(
-      this.name,
-      { type: 'http', status, ...(code ? { pacCode: code } : {}) },
-      `${what}: ${body.message ?? 'no message'}${body.messageDetail ? ` — ${body.messageDetail}` : ''}`,
-    );
   }
 
   private tfdFrom(cfdi: string): string {
@@ -314,13 +233,4 @@ export function multipartXml(xml: string): { body: Buffer; contentType: string }
     Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8'),
   ]);
   return { body, contentType: `multipart/form-data; boundary=${boundary}` };
-}
-
-/**
- * Only a transport error's code and message may travel as a cause: nothing of the request (the
- * bearer token, the password in a body) is ever copied into it.
- */
-export function sanitized(error: unknown): Error {
-  const e = error as { code?: string; message?: string };
-  return new Error(`${e.code ?? 'ERROR'}: ${e.message ?? String(error)}`);
 }
