@@ -13,200 +13,39 @@
  *   `refund.updated` and `charge.refund.updated` (and `refund.failed` when it failed, or
  *   `charge.refunded` when it succeeded).
  */
-import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
+import {
+  chargeOf,
+  checkoutItem,
+  checkoutSessionOf,
+  FakeError,
+  id,
+  invoiceLine,
+  invoiceOf,
+  invoicePaymentOf,
+  now,
+  paymentIntentOf,
+} from './stripe-objects.ts';
+import {
+  type FakeBalanceTransaction,
+  type FakeCharge,
+  type FakeCheckoutSession,
+  type FakeEvent,
+  type FakeInvoice,
+  type FakeInvoiceLineItem,
+  type FakeInvoicePayment,
+  type FakeLineItem,
+  type FakePaymentIntent,
+  type FakeProduct,
+  type FakeRefund,
+  type NewCheckoutLine,
+  type NewStripePayment,
+} from './stripe-types.ts';
 
-/** The fields of Stripe's objects this fake fills in: each must exist in Stripe's type, with its type. */
-export type FakeCharge = Pick<
-  Stripe.Charge,
-  | 'id'
-  | 'object'
-  | 'amount'
-  | 'amount_captured'
-  | 'amount_refunded'
-  | 'balance_transaction'
-  | 'captured'
-  | 'created'
-  | 'currency'
-  | 'description'
-  | 'receipt_email'
-  | 'livemode'
-  | 'metadata'
-  | 'paid'
-  | 'payment_intent'
-  | 'payment_method'
-  | 'payment_method_details'
-  | 'refunded'
-  | 'status'
->;
-export type FakePaymentIntent = Pick<
-  Stripe.PaymentIntent,
-  | 'id'
-  | 'object'
-  | 'amount'
-  | 'amount_capturable'
-  | 'amount_received'
-  | 'capture_method'
-  | 'created'
-  | 'currency'
-  | 'customer'
-  | 'description'
-  | 'receipt_email'
-  | 'latest_charge'
-  | 'livemode'
-  | 'metadata'
-  | 'payment_method'
-  | 'payment_method_types'
-  | 'status'
->;
-export type FakeRefund = Pick<
-  Stripe.Refund,
-  'id' | 'object' | 'amount' | 'charge' | 'created' | 'currency' | 'metadata' | 'payment_intent' | 'reason' | 'status'
-> & { failure_reason?: Stripe.Refund['failure_reason'] };
-export type FakeBalanceTransaction = Pick<
-  Stripe.BalanceTransaction,
-  'id' | 'object' | 'amount' | 'created' | 'currency' | 'exchange_rate' | 'fee' | 'net' | 'source' | 'status' | 'type'
->;
-export type FakeProduct = Pick<Stripe.Product, 'id' | 'object' | 'name' | 'metadata' | 'active'>;
-export type FakeLineItem = Pick<
-  Stripe.LineItem,
-  | 'id'
-  | 'object'
-  | 'amount_discount'
-  | 'amount_subtotal'
-  | 'amount_tax'
-  | 'amount_total'
-  | 'currency'
-  | 'description'
-  | 'quantity'
-> & {
-  price: Pick<Stripe.Price, 'id' | 'object' | 'currency' | 'unit_amount' | 'type'> & { product: string };
-};
-export type FakeCheckoutSession = Pick<
-  Stripe.Checkout.Session,
-  | 'id'
-  | 'object'
-  | 'amount_subtotal'
-  | 'amount_total'
-  | 'created'
-  | 'currency'
-  | 'customer'
-  | 'livemode'
-  | 'metadata'
-  | 'mode'
-  | 'payment_intent'
-  | 'payment_status'
-  | 'status'
->;
-export type FakeInvoice = Pick<
-  Stripe.Invoice,
-  | 'id'
-  | 'object'
-  | 'amount_due'
-  | 'amount_paid'
-  | 'created'
-  | 'currency'
-  | 'customer'
-  | 'livemode'
-  | 'metadata'
-  | 'status'
-  | 'total'
->;
-export type FakeInvoiceLineItem = Pick<
-  Stripe.InvoiceLineItem,
-  | 'id'
-  | 'object'
-  | 'amount'
-  | 'currency'
-  | 'description'
-  | 'discount_amounts'
-  | 'invoice'
-  | 'livemode'
-  | 'metadata'
-  | 'quantity'
-  | 'subtotal'
-  | 'taxes'
-> & {
-  pricing: { type: 'price_details'; price_details: { price: string; product: string }; unit_amount_decimal: string };
-};
-export type FakeInvoicePayment = Pick<
-  Stripe.InvoicePayment,
-  | 'id'
-  | 'object'
-  | 'amount_paid'
-  | 'amount_requested'
-  | 'created'
-  | 'currency'
-  | 'invoice'
-  | 'is_default'
-  | 'livemode'
-  | 'status'
-> & { payment: { type: 'payment_intent'; payment_intent: string } };
-export type FakeEvent = Pick<
-  Stripe.Event,
-  'id' | 'object' | 'api_version' | 'created' | 'livemode' | 'pending_webhooks' | 'request' | 'type'
-> & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession | FakeInvoice } };
+export { FakeError } from './stripe-objects.ts';
+export { STRIPE_METHODS, type FakeEvent, type StripeMethod } from './stripe-types.ts';
 
-/** How the customer paid, as a test card or method (what decides the CFDI's FormaPago). */
-export const STRIPE_METHODS = [
-  'card_credit',
-  'card_debit',
-  'card_prepaid',
-  'card_unknown',
-  'oxxo',
-  'customer_balance',
-] as const;
-export type StripeMethod = (typeof STRIPE_METHODS)[number];
-
-export interface NewStripePayment {
-  /** Minor units (centavos). */
-  amount: number;
-  currency: string;
-  method: StripeMethod;
-  capture: 'automatic' | 'manual';
-  metadata: Record<string, string>;
-  description: string | null;
-  /** Unix seconds; default now (an older time makes old events, as a backfill does). */
-  created?: number;
-  /** The Stripe customer (cus_…) paying. */
-  customer?: string | undefined;
-  /** Where Stripe sends the receipt (PaymentIntent and Charge `receipt_email`). */
-  receiptEmail?: string | undefined;
-  /**
-   * Money in another currency settled in pesos: the charge's balance transaction is in MXN with
-   * this `exchange_rate` (pesos per unit). Default: settled in the charge's own currency.
-   */
-  settlementExchangeRate?: number | undefined;
-}
-
-/** A line of a Checkout Session: a product (with its metadata), a quantity and a unit price in minor units. */
-export interface NewCheckoutLine {
-  name: string;
-  quantity: number;
-  unitAmount: number;
-  metadata: Record<string, string>;
-}
-
-const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
-const now = () => Math.floor(Date.now() / 1000);
-
-function methodDetails(method: StripeMethod): Stripe.Charge.PaymentMethodDetails {
-  if (method === 'oxxo') return { type: 'oxxo', oxxo: { number: '12345678901234657890123456789012' } };
-  if (method === 'customer_balance') return { type: 'customer_balance', customer_balance: {} };
-  const funding = method.slice('card_'.length);
-  return {
-    type: 'card',
-    card: {
-      brand: 'visa',
-      country: 'MX',
-      exp_month: 12,
-      exp_year: 2030,
-      funding,
-      last4: funding === 'debit' ? '5556' : '4242',
-    } as Stripe.Charge.PaymentMethodDetails.Card,
-  };
-}
-
+/** Stripe's payments, as a merchant's account holds them; every change returns the events Stripe sends. */
 export class StripeFake {
   readonly charges = new Map<string, FakeCharge>();
   readonly paymentIntents = new Map<string, FakePaymentIntent>();
@@ -234,57 +73,11 @@ export class StripeFake {
   } {
     const currency = input.currency.toLowerCase();
     const invoiceId = id('in');
-    const lines: FakeInvoiceLineItem[] = input.lines.map((line) => {
-      const product = this.product(line);
-      const amount = line.unitAmount * line.quantity;
-      return {
-        id: id('il'),
-        object: 'line_item',
-        amount,
-        currency,
-        description: line.name,
-        discount_amounts: [],
-        invoice: invoiceId,
-        livemode: false,
-        metadata: {},
-        quantity: line.quantity,
-        subtotal: amount,
-        taxes: [],
-        pricing: {
-          type: 'price_details',
-          price_details: { price: id('price'), product: product.id },
-          unit_amount_decimal: String(line.unitAmount),
-        },
-      };
-    });
+    const lines = input.lines.map((line) => invoiceLine(line, invoiceId, this.product(line).id, currency));
     const amount = lines.reduce((sum, line) => sum + line.amount, 0);
     const made = this.createPayment({ ...input, amount, capture: 'automatic' });
-    const invoice: FakeInvoice = {
-      id: invoiceId,
-      object: 'invoice',
-      amount_due: amount,
-      amount_paid: amount,
-      created: made.paymentIntent.created,
-      currency,
-      customer: input.customer ?? null,
-      livemode: false,
-      metadata: input.metadata,
-      status: 'paid',
-      total: amount,
-    };
-    const payment: FakeInvoicePayment = {
-      id: id('inpay'),
-      object: 'invoice_payment',
-      amount_paid: amount,
-      amount_requested: amount,
-      created: invoice.created,
-      currency,
-      invoice: invoiceId,
-      is_default: true,
-      livemode: false,
-      status: 'paid',
-      payment: { type: 'payment_intent', payment_intent: made.paymentIntent.id },
-    };
+    const invoice = invoiceOf(invoiceId, amount, currency, made.paymentIntent.created, input);
+    const payment = invoicePaymentOf(invoice, made.paymentIntent.id);
     this.invoices.set(invoice.id, invoice);
     this.invoiceLines.set(invoice.id, lines);
     this.invoicePayments.set(payment.id, payment);
@@ -308,46 +101,10 @@ export class StripeFake {
     events: FakeEvent[];
   } {
     const currency = input.currency.toLowerCase();
-    const items: FakeLineItem[] = input.lines.map((line) => {
-      const product = this.product(line);
-      const total = line.unitAmount * line.quantity;
-      return {
-        id: id('li'),
-        object: 'item',
-        amount_discount: 0,
-        amount_subtotal: total,
-        amount_tax: 0,
-        amount_total: total,
-        currency,
-        description: line.name,
-        quantity: line.quantity,
-        price: {
-          id: id('price'),
-          object: 'price',
-          currency,
-          unit_amount: line.unitAmount,
-          type: 'one_time',
-          product: product.id,
-        },
-      };
-    });
+    const items = input.lines.map((line) => checkoutItem(line, this.product(line).id, currency));
     const amount = items.reduce((sum, item) => sum + item.amount_total, 0);
     const made = this.createPayment({ ...input, amount, capture: 'automatic' });
-    const session: FakeCheckoutSession = {
-      id: id('cs_test'),
-      object: 'checkout.session',
-      amount_subtotal: amount,
-      amount_total: amount,
-      created: made.paymentIntent.created,
-      currency,
-      customer: input.customer ?? null,
-      livemode: false,
-      metadata: input.metadata,
-      mode: 'payment',
-      payment_intent: made.paymentIntent.id,
-      payment_status: 'paid',
-      status: 'complete',
-    };
+    const session = checkoutSessionOf(amount, currency, made.paymentIntent, input);
     this.checkoutSessions.set(session.id, session);
     this.lineItems.set(session.id, items);
     return {
@@ -367,46 +124,8 @@ export class StripeFake {
     const created = input.created ?? now();
     const captured = input.capture === 'automatic';
     const paymentMethod = id('pm');
-    const pi: FakePaymentIntent = {
-      id: id('pi'),
-      object: 'payment_intent',
-      amount: input.amount,
-      amount_capturable: captured ? 0 : input.amount,
-      amount_received: captured ? input.amount : 0,
-      capture_method: input.capture,
-      created,
-      currency: input.currency.toLowerCase(),
-      customer: input.customer ?? null,
-      description: input.description,
-      receipt_email: input.receiptEmail ?? null,
-      latest_charge: null,
-      livemode: false,
-      metadata: input.metadata,
-      payment_method: paymentMethod,
-      payment_method_types: [input.method.startsWith('card') ? 'card' : input.method],
-      status: captured ? 'succeeded' : 'requires_capture',
-    };
-    const charge: FakeCharge = {
-      id: id('ch'),
-      object: 'charge',
-      amount: input.amount,
-      amount_captured: captured ? input.amount : 0,
-      amount_refunded: 0,
-      balance_transaction: null,
-      captured,
-      created,
-      currency: pi.currency,
-      description: input.description,
-      receipt_email: input.receiptEmail ?? null,
-      livemode: false,
-      metadata: input.metadata,
-      paid: true,
-      payment_intent: pi.id,
-      payment_method: paymentMethod,
-      payment_method_details: methodDetails(input.method),
-      refunded: false,
-      status: 'succeeded',
-    };
+    const pi = paymentIntentOf(input, paymentMethod, created);
+    const charge = chargeOf(input, pi, paymentMethod, created);
     pi.latest_charge = charge.id;
     this.settlementRates.set(pi.id, input.settlementExchangeRate);
     if (captured) charge.balance_transaction = this.settle(charge, input.settlementExchangeRate);
@@ -549,19 +268,5 @@ export class StripeFake {
       request: { id: null, idempotency_key: null },
       type: type as Stripe.Event['type'],
     };
-  }
-}
-
-/** An error as Stripe's API answers it: `{ error: { type, code, message } }` with its status. */
-export class FakeError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-  body() {
-    return { error: { type: 'invalid_request_error', code: this.code, message: this.message } };
   }
 }

@@ -1,0 +1,103 @@
+/**
+ * Stripe's API as the sandbox serves it under `/v1`: the read endpoints Timbra calls (charges,
+ * PaymentIntents with `expand`, balance transactions, Checkout Sessions and their line items, Stripe
+ * Invoices, their lines and InvoicePayments, products, refunds with auto-pagination), Bearer the
+ * configured secret key, answering as Stripe does when a key or an object is wrong.
+ */
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { FakeError } from './stripe-objects.ts';
+import type { StripeFake } from './stripe-fake.ts';
+
+/** The router to mount at `/v1`. */
+export function stripeApiRouter(stripe: StripeFake, secretKey: string): Router {
+  const router = Router();
+  const stripeAuth = bearer(secretKey, () => ({
+    error: { type: 'invalid_request_error', message: 'Invalid API Key provided' },
+  }));
+  router.get('/charges/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.charges.get(String(req.params.id)), 'charge', req.params.id));
+  });
+  router.get('/payment_intents/:id', stripeAuth, (req, res) => {
+    const pi = found(stripe.paymentIntents.get(String(req.params.id)), 'payment_intent', req.params.id);
+    // stripe-node sends `expand[0]=latest_charge`; curl users `expand[]=…`.
+    const expand = Object.entries(req.query).flatMap(([k, v]) => (/^expand(\[\d*\])?$/.test(k) ? [v].flat() : []));
+    res.json(
+      expand.includes('latest_charge') ? { ...pi, latest_charge: stripe.charges.get(pi.latest_charge as string) } : pi,
+    );
+  });
+  router.get('/balance_transactions/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.balanceTransactions.get(String(req.params.id)), 'balance_transaction', req.params.id));
+  });
+  router.get('/checkout/sessions', stripeAuth, (req, res) => {
+    const pi = req.query.payment_intent;
+    const data = [...stripe.checkoutSessions.values()].filter((s) => pi === undefined || s.payment_intent === pi);
+    res.json({ object: 'list', data, has_more: false, url: '/v1/checkout/sessions' });
+  });
+  router.get('/checkout/sessions/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.checkoutSessions.get(String(req.params.id)), 'checkout.session', req.params.id));
+  });
+  router.get('/checkout/sessions/:id/line_items', stripeAuth, (req, res) => {
+    const items = found(stripe.lineItems.get(String(req.params.id)), 'checkout.session', req.params.id);
+    const expand = Object.entries(req.query).flatMap(([k, v]) => (/^expand(\[\d*\])?$/.test(k) ? [v].flat() : []));
+    const data = expand.includes('data.price.product')
+      ? items.map((item) => ({
+          ...item,
+          price: { ...item.price, product: stripe.products.get(item.price.product) },
+        }))
+      : items;
+    res.json({
+      object: 'list',
+      data,
+      has_more: false,
+      url: `/v1/checkout/sessions/${String(req.params.id)}/line_items`,
+    });
+  });
+  router.get('/invoice_payments', stripeAuth, (req, res) => {
+    // stripe-node sends `payment[type]=…&payment[payment_intent]=…` (kept as flat keys by Express 5).
+    const pi = req.query['payment[payment_intent]'];
+    const invoice = req.query.invoice;
+    const data = [...stripe.invoicePayments.values()].filter(
+      (p) => (pi === undefined || p.payment.payment_intent === pi) && (invoice === undefined || p.invoice === invoice),
+    );
+    res.json({ object: 'list', data, has_more: false, url: '/v1/invoice_payments' });
+  });
+  router.get('/invoices/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.invoices.get(String(req.params.id)), 'invoice', req.params.id));
+  });
+  router.get('/invoices/:id/lines', stripeAuth, (req, res) => {
+    const data = found(stripe.invoiceLines.get(String(req.params.id)), 'invoice', req.params.id);
+    res.json({ object: 'list', data, has_more: false, url: `/v1/invoices/${String(req.params.id)}/lines` });
+  });
+  router.get('/products/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.products.get(String(req.params.id)), 'product', req.params.id));
+  });
+  router.get('/refunds/:id', stripeAuth, (req, res) => {
+    res.json(found(stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
+  });
+  router.get('/refunds', stripeAuth, (req, res) => {
+    const { charge, payment_intent: pi } = req.query;
+    const data = [...stripe.refunds.values()]
+      .filter((r) => (charge === undefined || r.charge === charge) && (pi === undefined || r.payment_intent === pi))
+      .sort((a, b) => b.created - a.created);
+    // Newest first, pages of `limit` after `starting_after` (how the library's auto-pagination asks).
+    const after = typeof req.query.starting_after === 'string' ? req.query.starting_after : undefined;
+    const rest = after === undefined ? data : data.slice(data.findIndex((r) => r.id === after) + 1);
+    const limit = Math.min(Number(req.query.limit ?? 10) || 10, 100);
+    res.json({ object: 'list', data: rest.slice(0, limit), has_more: rest.length > limit, url: '/v1/refunds' });
+  });
+  return router;
+}
+
+/** Refuses a request without `Authorization: Bearer <expected>`, with the provider's own answer. */
+export function bearer(expected: string, refusal: () => unknown) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (req.get('authorization') !== `Bearer ${expected}`) return void res.status(401).json(refusal());
+    next();
+  };
+}
+
+/** The object, or Stripe's 404 for it. */
+function found<T>(value: T | undefined, kind: string, id: unknown): T {
+  if (value === undefined) throw new FakeError(404, 'resource_missing', `No such ${kind}: '${String(id)}'`);
+  return value;
+}
