@@ -17,6 +17,7 @@ COPY packages/cfdi-core/package.json packages/cfdi-core/
 COPY packages/cfdi-node/package.json packages/cfdi-node/
 COPY packages/settings/package.json packages/settings/
 COPY packages/db/package.json packages/db/
+COPY packages/globals/package.json packages/globals/
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/
 COPY apps/pac-sandbox/package.json apps/pac-sandbox/
@@ -38,7 +39,7 @@ RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
  && cp -a package.json package-lock.json prisma node_modules /prod/ \
  && cp -a scripts/healthcheck.mjs /prod/scripts/ \
  && cp -a apps/api apps/worker /prod/apps/ \
- && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/provider-client /prod/packages/ \
+ && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/globals packages/provider-client /prod/packages/ \
  && cp -a sat/README.md sat/catalogos sat/cfd /prod/sat/ \
  && rm -rf /prod/node_modules/@timbra/pac-sandbox /prod/node_modules/@timbra/provider-sandbox \
       /prod/node_modules/@timbra/test-support /prod/node_modules/libxmljs2

@@ -38,7 +38,7 @@
  * invoice never stamped, every signature verifies, no delivery dead or left open.
  *
  * Público en general in global mode (#20): a second API over the same database runs with
- * PUBLICO_GENERAL_MODE=global and its close timer every second. ~N/10 sales at its till without the
+ * PUBLICO_GENERAL_MODE=global, and the workers' close timer runs every second. ~N/10 sales at its till without the
  * customer (tickets) are dated one to three days back, so their periods have ended and their globals
  * are issued within a second; ~40% are self-invoiced on /facturar (form and CSRF cookie, as a browser)
  * 0–1.5 s later, racing the close, and ~20% refunded 0–3 s later, in part or in full, before or after
@@ -233,8 +233,8 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   LOG_LEVEL: 'warn',
 });
 // Público en general in global mode (#20), on a second API over the same database: the till's sales
-// without the customer are tickets; its close timer issues each ended period's factura global every
-// second, racing the customers' self-invoicing and the tickets' refunds.
+// without the customer are tickets; the workers' close timer (sweeper role) issues each ended period's
+// factura global every second, racing the customers' self-invoicing and the tickets' refunds.
 const tillUrl = `http://127.0.0.1:${tillPort}`;
 const apiGlobal = Proc.app('api-global', 'apps/api/src/main.ts', {
   ...csdEnv,
@@ -246,8 +246,6 @@ const apiGlobal = Proc.app('api-global', 'apps/api/src/main.ts', {
   API_KEYS: apiKeys,
   RATE_LIMIT_PER_MINUTE: '10000000',
   PUBLICO_GENERAL_MODE: 'global',
-  GLOBAL_CLOSE_DELAY_MINUTES: '0',
-  GLOBAL_CLOSE_POLL_SECONDS: '1',
   SELF_INVOICE_REQUESTS_PER_MINUTE: '10000000',
   SELF_INVOICE_FAILURES_PER_MINUTE: '10000000',
   LOG_LEVEL: 'warn',
@@ -284,6 +282,8 @@ const workerEnv = (roles: string) => ({
   STAMP_BACKOFF_MAX_MS: '3000',
   STAMP_ATTEMPTS: '50',
   SWEEPER_INTERVAL_MS: '1000',
+  GLOBAL_CLOSE_DELAY_MINUTES: '0',
+  GLOBAL_CLOSE_POLL_SECONDS: '1',
   CANCEL_POLL_BASE_MS: '300',
   CANCEL_POLL_MAX_MS: '2000',
   SWEEPER_STALE_MS: '4000',

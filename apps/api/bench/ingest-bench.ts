@@ -138,8 +138,6 @@ for (let i = 0; i < instances; i++) {
           ? {
               PUBLICO_GENERAL_MODE: 'global',
               API_KEYS: `bench:${adminKey}:admin`,
-              // The period is closed by the benchmark, not by the API's timer.
-              GLOBAL_CLOSE_POLL_SECONDS: '86400',
             }
           : {}),
       },

@@ -18,7 +18,6 @@ import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './provider-webhooks/providers.ts';
 import { BanxicoRates } from './payments/exchange-rates.ts';
 import type { RecordPaymentDeps } from './payments/record-payment.ts';
-import { globalLag, issueDueGlobals } from './tickets/issue-global.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
@@ -146,7 +145,6 @@ const payments: RecordPaymentDeps = {
     ? {
         global: {
           maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,
-          closeDelayMs: config.GLOBAL_CLOSE_DELAY_MINUTES * 60_000,
         },
       }
     : {}),
@@ -212,41 +210,6 @@ const metricsServer =
       )
     : undefined;
 if (metricsServer) logger.info({ host: config.METRICS_HOST, port: config.METRICS_PORT }, 'metrics listening');
-// Global mode: each instance looks for closed periods and issues their globals (exactly once across
-// instances: tickets.ts), and reports how far behind the SAT's 72 hours the oldest one is.
-const globalDeps = payments.global ? { ...payments, global: payments.global } : undefined;
-const closeGlobals = async (): Promise<void> => {
-  if (!globalDeps) return;
-  for (const issued of await issueDueGlobals(prisma, globalDeps)) {
-    if (!issued.created) continue;
-    metrics.globalsIssued.inc({ by: 'schedule' });
-    logger.info(
-      {
-        globalId: issued.periodId,
-        period: issued.startsOn,
-        tickets: issued.tickets,
-        total: issued.total,
-        invoices: issued.invoiceIds,
-      },
-      'factura global issued',
-    );
-  }
-  const lag = await globalLag(prisma, globalDeps);
-  metrics.globalLag.set(lag.oldestUnstampedSeconds);
-  if (lag.oldestUnstampedSeconds > lag.deadlineSeconds - 24 * 3600)
-    logger.warn(
-      { alert: 'global_period_late', lagSeconds: Math.round(lag.oldestUnstampedSeconds) },
-      'a closed period has no stamped factura global and the SAT deadline (72 h after its close) is near or past',
-    );
-};
-const globalTimer = globalDeps
-  ? setInterval(
-      () => void closeGlobals().catch((error: unknown) => logger.warn({ err: error }, 'closing global periods failed')),
-      config.GLOBAL_CLOSE_POLL_SECONDS * 1000,
-    )
-  : undefined;
-globalTimer?.unref();
-void closeGlobals().catch((error: unknown) => logger.warn({ err: error }, 'closing global periods failed'));
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -254,7 +217,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
-    clearInterval(globalTimer);
     metricsServer?.close();
     server.close(() => {
       Promise.allSettled([prisma.$disconnect(), board?.close(), dlq.close()])

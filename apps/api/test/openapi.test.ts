@@ -579,7 +579,7 @@ describe('openapi.yaml', () => {
 
     // Público en general: per-payment mode answers 409; global mode, the tickets and their globals.
     conforms('/v1/tickets', 'get', await request('get', '/v1/tickets', { headers: auth }));
-    const global = await startApi({ global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 } });
+    const global = await startApi({ global: { maxConceptosPerGlobal: 100 } });
     try {
       const on = (method: 'get' | 'post', url: string, options: OptionsOfTextResponseBody = {}) =>
         got(`${global.url}${url}`, { ...options, method, throwHttpErrors: false });

@@ -14,9 +14,9 @@ import { jsonPoster, stampAsWorker, startApi, type TestApi } from './helpers.ts'
 let api: TestApi;
 let limited: TestApi;
 beforeAll(async () => {
-  api = await startApi({ global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 } });
+  api = await startApi({ global: { maxConceptosPerGlobal: 100 } });
   limited = await startApi({
-    global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 },
+    global: { maxConceptosPerGlobal: 100 },
     selfInvoice: { requestsPerMinute: 1000, failuresPerMinute: 3 },
   });
 });
@@ -248,7 +248,7 @@ describe('/facturar (self-invoicing page)', () => {
     const proxied = await startApi({
       database: api.db,
       trustProxy: true,
-      global: { maxConceptosPerGlobal: 100, closeDelayMs: 0 },
+      global: { maxConceptosPerGlobal: 100 },
     });
     try {
       const behindTls = await got.get(`${proxied.url}/facturar`, { headers: { 'x-forwarded-proto': 'https' } });

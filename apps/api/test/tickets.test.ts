@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { globalPeriodOf, parseXml } from '@timbra/cfdi-core';
 import { loadTestCsd, SchemaValidator } from '@timbra/test-support';
-import { globalLag, issueDueGlobals, issueGlobal } from '../src/tickets/issue-global.ts';
+import { globalLag, issueDueGlobals, issueGlobal } from '@timbra/globals';
+import { globalIssuer } from '../src/tickets/record-tickets.ts';
 import { selfInvoice } from '../src/tickets/self-invoice.ts';
 import { recordRefund } from '../src/refunds-installments/record-refund.ts';
 import { DomainError } from '../src/domain-errors.ts';
@@ -12,7 +13,7 @@ import { jsonPoster, KEYS, stampAsWorker, startApi, type TestApi } from './helpe
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ global: { maxConceptosPerGlobal: 3, closeDelayMs: 0 } });
+  api = await startApi({ global: { maxConceptosPerGlobal: 3 } });
 });
 afterAll(() => api.close());
 
@@ -52,8 +53,8 @@ async function sale(amount = '116.00', occurredAt = new Date(Date.now() - 60_000
 const issue = (at: Date, issuedBy = 'test') =>
   issueGlobal(
     api.prisma,
-    { ...api.payments, global: api.payments.global! },
-    globalPeriodOf(at, '01', ZONE).startsOn,
+    globalIssuer({ ...api.payments, global: api.payments.global! }),
+    { periodicidad: '01', startsOn: globalPeriodOf(at, '01', ZONE).startsOn },
     issuedBy,
   );
 
@@ -345,8 +346,8 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
     // Issued with a CSD that is not the emisor's (as after a CSD mix-up): the global cannot be sealed.
     const issued = await issueGlobal(
       api.prisma,
-      { ...api.payments, csd: loadTestCsd('CACX7605101P8'), global: api.payments.global! },
-      globalPeriodOf(day, '01', ZONE).startsOn,
+      globalIssuer({ ...api.payments, csd: loadTestCsd('CACX7605101P8'), global: api.payments.global! }),
+      { periodicidad: '01', startsOn: globalPeriodOf(day, '01', ZONE).startsOn },
       'test',
     );
     const id = issued.invoiceIds[0]!;
@@ -370,23 +371,24 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
   });
 
   it("the close timer's call issues every ended period (after the delay), not the one still open; the lag gauge says how late", async () => {
-    const timer = { ...api.payments, global: { maxConceptosPerGlobal: 1000, closeDelayMs: 60 * 60_000 } };
+    const timer = globalIssuer({ ...api.payments, global: { maxConceptosPerGlobal: 1000 } });
+    const closeDelayMs = 60 * 60_000;
     // Far in the past: every earlier test's periods are issued, so the lag is this one's.
     const old = new Date(Date.now() - 40 * 86_400_000);
     await sale('10.00', old);
     const today = await sale('20.00');
-    const lagBefore = await globalLag(api.prisma, api.payments);
+    const lagBefore = await globalLag(api.prisma, timer);
     expect(lagBefore.deadlineSeconds).toBe(72 * 3600);
     expect(lagBefore.oldestUnstampedSeconds).toBeGreaterThan(39 * 86_400);
     // An hour after today's period ends is not yet: only the old one is due.
-    const issued = await issueDueGlobals(api.prisma, timer);
+    const issued = await issueDueGlobals(api.prisma, timer, closeDelayMs);
     expect(issued.map((i) => i.startsOn)).toContain(globalPeriodOf(old, '01', ZONE).startsOn);
     expect(issued.map((i) => i.startsOn)).not.toContain(today.ticket.period);
     expect(await api.prisma.ticket.findUniqueOrThrow({ where: { id: today.ticket.id } })).toMatchObject({
       status: 'open',
     });
     // Issued but not stamped: still late; stamped: the lag is today's open period's (not ended: 0).
-    expect((await globalLag(api.prisma, api.payments)).oldestUnstampedSeconds).toBeGreaterThan(39 * 86_400);
+    expect((await globalLag(api.prisma, timer)).oldestUnstampedSeconds).toBeGreaterThan(39 * 86_400);
     for (const i of issued)
       for (const id of i.invoiceIds) await stampAsWorker(api.prisma, id, randomUUID().toUpperCase());
     const unstampedLeft = await api.prisma.invoice.findMany({
@@ -394,10 +396,12 @@ describe('tickets (PUBLICO_GENERAL_MODE=global)', () => {
       select: { id: true },
     });
     for (const { id } of unstampedLeft) await stampAsWorker(api.prisma, id, randomUUID().toUpperCase());
-    expect((await globalLag(api.prisma, api.payments)).oldestUnstampedSeconds).toBe(0);
+    expect((await globalLag(api.prisma, timer)).oldestUnstampedSeconds).toBe(0);
     // Once today's period has ended and the delay passed, it is due too.
     const tomorrow = new Date(Date.now() + 2 * 86_400_000);
-    expect((await issueDueGlobals(api.prisma, timer, tomorrow)).map((i) => i.startsOn)).toContain(today.ticket.period);
+    expect((await issueDueGlobals(api.prisma, timer, closeDelayMs, tomorrow)).map((i) => i.startsOn)).toContain(
+      today.ticket.period,
+    );
   });
 
   it('a refund racing the close: the refund is either in the global (reduced) or an Egreso of it, never both or neither', async () => {

@@ -16,6 +16,7 @@ import { runRelay } from './stamping/relay.ts';
 import { runSweeper } from './stamping/sweeper.ts';
 import { runRetention } from './operations/retention.ts';
 import { runCorrections } from './invoices/corrections.ts';
+import { globalCloserMetrics, runGlobalCloser } from './globals/close-globals.ts';
 import { createEmailSender } from './deliveries/email.ts';
 import { Dispatcher, runDispatcher } from './deliveries/dispatcher.ts';
 
@@ -142,6 +143,23 @@ const corrections =
   roles.has('sweeper') && w.corrections
     ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
     : undefined;
+// Facturas globales: every due period issued (exactly once across workers) and the lag measured.
+const globals = roles.has('sweeper')
+  ? runGlobalCloser(
+      {
+        prisma,
+        emisorRfc: config.EMISOR_RFC,
+        csd,
+        catalogs,
+        serieIngreso: config.SERIE_INGRESO,
+        maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,
+        closeDelayMs: config.GLOBAL_CLOSE_DELAY_MINUTES * 60_000,
+        logger,
+      },
+      globalCloserMetrics(workerMetrics.registry),
+      { intervalMs: config.GLOBAL_CLOSE_POLL_SECONDS * 1000 },
+    )
+  : undefined;
 // Emails and webhooks: without SMTP_URL the emails wait (timbra_deliveries_pending says so).
 const email =
   roles.has('deliverer') && config.SMTP_URL && config.EMAIL_FROM
@@ -224,6 +242,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       sweeper?.stop();
       retention?.stop();
       corrections?.stop();
+      waitingOn = 'the facturas globales being issued';
+      await globals?.stop();
+      waitingOn = 'the relay';
       await relay?.stop();
       waitingOn = 'the deliveries';
       await deliverer?.stop();

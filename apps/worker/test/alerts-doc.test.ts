@@ -2,12 +2,17 @@ import { describe, expect, it } from '@jest/globals';
 import type { PrismaClient } from '@timbra/db';
 import { alertDrift, alertRules, exportedSeries } from '@timbra/test-support';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
+import { globalCloserMetrics } from '../src/globals/close-globals.ts';
 
-const registry = () =>
-  createWorkerMetrics({
+/** The worker's registry as main.ts makes it: its metrics and the close timer's. */
+const registry = () => {
+  const { registry } = createWorkerMetrics({
     prisma: {} as PrismaClient,
     chain: { breakers: new Map() } as unknown as Parameters<typeof createWorkerMetrics>[0]['chain'],
-  }).registry;
+  });
+  globalCloserMetrics(registry);
+  return registry;
+};
 
 describe('docs/alerts.md, the worker’s rules', () => {
   it('has rules labelled component: worker', () => {

@@ -51,12 +51,8 @@ export const API_FISCAL = section(
       'required; sandbox: `ESCUELA KEMPER URGATE`, `601`, `42501`',
     ),
     entry(
-      {
-        SERIE_INGRESO: z.string().default('A'),
-        SERIE_EGRESO: z.string().default('NC'),
-        SERIE_PAGO: z.string().default('P'),
-      },
-      "the series of sales' Ingresos, refunds' Egresos and installments' Pagos; created at start-up, each with its gapless folio",
+      { SERIE_EGRESO: z.string().default('NC'), SERIE_PAGO: z.string().default('P') },
+      "the series of refunds' Egresos and installments' Pagos (the sales' Ingresos: `SERIE_INGRESO`, read by both apps); created at start-up, each with its gapless folio",
     ),
     entry(
       {
@@ -93,7 +89,7 @@ export const API_FISCAL = section(
   ].join(' '),
 );
 
-export const API_PUBLICO_GENERAL = section('Público en general and facturas globales', [
+export const API_PUBLICO_GENERAL = section('Público en general', [
   entry(
     { PUBLICO_GENERAL_PERIODICIDAD: z.enum(['01', '02', '03', '04', '05']).optional() },
     'InformacionGlobal of público en general invoices (05, bimestral, only with régimen 621; its Meses are then bimesters 13–18)',
@@ -102,25 +98,6 @@ export const API_PUBLICO_GENERAL = section('Público en general and facturas glo
   entry(
     { PUBLICO_GENERAL_MODE: z.enum(['per-payment', 'global']).default('per-payment') },
     "`per-payment`: a sale without the customer's data gets its own CFDI to público en general. `global`: it is a **ticket** (a code printed for the customer), invoiced in its period's factura global unless self-invoiced first on `/facturar` ([publico-general.md](publico-general.md))",
-  ),
-  entry(
-    { GLOBAL_MAX_CONCEPTOS: z.coerce.number().int().min(1).max(1000).default(1000) },
-    "conceptos per factura global (one per ticket, one per tax profile of a ticket with several); a period with more is split in parts, each its own CFDI, folio and stamp. At most 1000 (the request schema's limit; 1000 conceptos ≈ 354 KiB of XML)",
-  ),
-  entry(
-    {
-      GLOBAL_CLOSE_DELAY_MINUTES: z.coerce
-        .number()
-        .int()
-        .min(0)
-        .max(24 * 60)
-        .default(60),
-    },
-    'how long after a period ends its global is issued, so late webhooks of its sales still join it (the SAT allows 72 h)',
-  ),
-  entry(
-    { GLOBAL_CLOSE_POLL_SECONDS: z.coerce.number().int().positive().default(60) },
-    'how often each API instance looks for periods to close (several instances: still one global per period)',
   ),
   entry(
     { SELF_INVOICE_REQUESTS_PER_MINUTE: perMinute(20), SELF_INVOICE_FAILURES_PER_MINUTE: perMinute(5) },

@@ -1,9 +1,16 @@
 import { z } from 'zod';
 import { API_FISCAL, API_HTTP, API_OPERATOR, API_PROVIDERS, API_PUBLICO_GENERAL } from './api.ts';
-import { DATA, EMISOR, OUTBOUND, PROCESS } from './shared.ts';
-import { WORKER_CORRECTIONS, WORKER_DELIVERIES, WORKER_PROCESS, WORKER_RETENTION, WORKER_STAMPING } from './worker.ts';
+import { DATA, EMISOR, INVOICING, OUTBOUND, PROCESS } from './shared.ts';
+import {
+  WORKER_CORRECTIONS,
+  WORKER_DELIVERIES,
+  WORKER_GLOBALS,
+  WORKER_PROCESS,
+  WORKER_RETENTION,
+  WORKER_STAMPING,
+} from './worker.ts';
 
-const shared = { ...DATA.shape, ...PROCESS.shape, ...EMISOR.shape, ...OUTBOUND.shape };
+const shared = { ...DATA.shape, ...PROCESS.shape, ...EMISOR.shape, ...INVOICING.shape, ...OUTBOUND.shape };
 
 /** Every setting the API reads: the shared sections and its own. */
 export const apiSettings = z.object({
@@ -21,6 +28,7 @@ export const workerSettings = z.object({
   ...WORKER_PROCESS.shape,
   ...WORKER_STAMPING.shape,
   ...WORKER_CORRECTIONS.shape,
+  ...WORKER_GLOBALS.shape,
   ...WORKER_RETENTION.shape,
   ...WORKER_DELIVERIES.shape,
 });

@@ -93,5 +93,16 @@ export const OUTBOUND = section('What goes out', [
   ),
 ]);
 
+export const INVOICING = section('Ingresos and facturas globales', [
+  entry(
+    { SERIE_INGRESO: z.string().default('A') },
+    "the serie of sales' Ingresos and of facturas globales, with its gapless folio (created by the API at start-up): the API takes a sale's folio from it, the worker a global's (its close timer) — give both apps the same",
+  ),
+  entry(
+    { GLOBAL_MAX_CONCEPTOS: z.coerce.number().int().min(1).max(1000).default(1000) },
+    "conceptos per factura global (one per ticket, one per tax profile of a ticket with several); a period with more is split in parts, each its own CFDI, folio and stamp. At most 1000 (the request schema's limit; 1000 conceptos ≈ 354 KiB of XML). The API's applies to `POST /v1/globals`, the worker's to its close timer",
+  ),
+]);
+
 /** What both apps read, section by section. */
-export const SHARED_SECTIONS = [DATA, PROCESS, EMISOR, OUTBOUND] as const;
+export const SHARED_SECTIONS = [DATA, PROCESS, EMISOR, INVOICING, OUTBOUND] as const;

@@ -115,6 +115,24 @@ export const WORKER_CORRECTIONS = section('Cancellations and corrections', [
   ),
 ]);
 
+export const WORKER_GLOBALS = section('Facturas globales', [
+  entry(
+    {
+      GLOBAL_CLOSE_DELAY_MINUTES: z.coerce
+        .number()
+        .int()
+        .min(0)
+        .max(24 * 60)
+        .default(60),
+    },
+    "how long after a period ends its factura global is issued, so late webhooks of its sales still join it (the SAT allows 72 h); the worker's sweeper role issues every period with open tickets that ended this long ago ([publico-general.md](publico-general.md))",
+  ),
+  entry(
+    { GLOBAL_CLOSE_POLL_SECONDS: z.coerce.number().int().positive().default(60) },
+    'how often the sweeper role looks for periods to close and sets `timbra_global_period_lag_seconds` (several workers: still one global per period)',
+  ),
+]);
+
 export const WORKER_RETENTION = section('Retention', [
   entry(
     {
@@ -180,6 +198,7 @@ export const WORKER_SECTIONS = [
   WORKER_PROCESS,
   WORKER_STAMPING,
   WORKER_CORRECTIONS,
+  WORKER_GLOBALS,
   WORKER_RETENTION,
   WORKER_DELIVERIES,
 ] as const;

@@ -40,18 +40,13 @@ export function createMetrics(options: { csd?: Pick<Csd, 'noCertificado' | 'rfc'
     }),
     globalsIssued: new Counter({
       name: 'timbra_global_periods_issued_total',
-      help: 'Periods whose factura global this instance issued, by who asked (schedule, admin)',
+      help: "Periods whose factura global this instance issued, by who asked (admin: POST /v1/globals; the worker counts its close timer's, schedule)",
       labelNames: ['by'] as const,
       registers: [registry],
     }),
     ticketsSelfInvoiced: new Counter({
       name: 'timbra_tickets_self_invoiced_total',
       help: 'Tickets self-invoiced on the /facturar page',
-      registers: [registry],
-    }),
-    globalLag: new Gauge({
-      name: 'timbra_global_period_lag_seconds',
-      help: 'Seconds since the end of the oldest period whose tickets are not all in a stamped factura global (0: none); the SAT allows 72 h',
       registers: [registry],
     }),
     idempotentReplays: new Counter({

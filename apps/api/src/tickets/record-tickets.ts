@@ -1,7 +1,7 @@
 /**
  * Público en general in global mode: a sale recorded as a ticket (its payment, its code for the
  * customer), and what the other ticket use cases share. The rows and their locks are
- * @timbra/db/tickets; the documents are cfdi-core's (global/); issue-global.ts issues a period's
+ * @timbra/db/tickets; the documents are cfdi-core's (global/); @timbra/globals issues a period's
  * factura global, self-invoice.ts lets the customer ask for their own CFDI.
  */
 import { randomBytes } from 'node:crypto';
@@ -15,6 +15,7 @@ import {
   type Periodicidad,
 } from '@timbra/cfdi-core';
 import type { RawDb } from '@timbra/db';
+import type { GlobalIssuer } from '@timbra/globals';
 import { insertPaymentsWithoutFolios, type NewPayment } from '@timbra/db/payments';
 import { insertTickets, lockGlobalPeriod } from '@timbra/db/tickets';
 import { linesOf, type InvoiceSettings, type PaymentFacts } from '../payments/build-ingreso.ts';
@@ -23,8 +24,6 @@ import type { RecordPaymentDeps } from '../payments/record-payment.ts';
 export interface GlobalSettings {
   /** Conceptos per factura global (≤ 1000, the schema's limit): a period with more is split in parts (GLOBAL_MAX_CONCEPTOS). */
   maxConceptosPerGlobal: number;
-  /** How long after a period ends its global is issued: late webhooks of its sales still join it (GLOBAL_CLOSE_DELAY_MINUTES). */
-  closeDelayMs: number;
 }
 
 export interface RecordedTicket {
@@ -116,6 +115,18 @@ export async function recordTickets(
     result[r.index] = { id: ids[n]!, paymentId: r.paymentId, code: r.code, periodStartsOn: r.periodStartsOn };
   });
   return result;
+}
+
+/** What issuing a global needs of the API's settings (@timbra/globals; the worker's close timer builds its own). */
+export function globalIssuer(deps: RecordPaymentDeps & { global: GlobalSettings }): GlobalIssuer {
+  return {
+    emisorId: deps.emisorId,
+    emisor: deps.settings.emisor,
+    serieIngreso: deps.serieIngreso,
+    maxConceptosPerGlobal: deps.global.maxConceptosPerGlobal,
+    csd: deps.csd,
+    catalogs: deps.catalogs,
+  };
 }
 
 /** A document frozen with the emisor's CSD and catalogues: the frozen bytes, or the problems. */

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { periodLabel } from '@timbra/cfdi-core';
+import { periodLabel, type Periodicidad } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import {
   globalPeriodWithTickets,
@@ -13,8 +13,8 @@ import { uuidParams } from '../http/ids.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../domain-errors.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
-import { issueGlobal } from './issue-global.ts';
-import type { GlobalSettings } from './record-tickets.ts';
+import { issueGlobal, NotAPeriodError } from '@timbra/globals';
+import { globalIssuer, type GlobalSettings } from './record-tickets.ts';
 import { listParams, pageOf } from '../http/lists.ts';
 
 type GlobalDeps = RecordPaymentDeps & { global?: GlobalSettings };
@@ -95,10 +95,18 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
         { path: 'startsOn', message: 'the first day of the period, YYYY-MM-DD' },
       ]);
     try {
-      const issued = await issueGlobal(prisma, globalDeps, body.startsOn, `admin:${req.client?.id ?? 'unknown'}`);
+      const period = { periodicidad: globalDeps.settings.periodicidad as Periodicidad, startsOn: body.startsOn };
+      const issued = await issueGlobal(
+        prisma,
+        globalIssuer(globalDeps),
+        period,
+        `admin:${req.client?.id ?? 'unknown'}`,
+      );
       if (issued.created) deps.metrics.globalsIssued.inc({ by: 'admin' });
       res.status(issued.created ? 201 : 200).json(issued);
     } catch (error) {
+      if (error instanceof NotAPeriodError)
+        throw new ApiError('validation_failed', undefined, [{ path: 'startsOn', message: error.message }]);
       if (error instanceof DomainError) throw fromDomainError(error);
       throw error;
     }

@@ -55,6 +55,18 @@ export async function ensureSeries(
   }
 }
 
+/** The emisor as the API last recorded it (`ensureEmisor`), by its RFC; undefined before the API's first start. */
+export async function emisorByRfc(
+  db: Db,
+  rfc: string,
+): Promise<{ id: string; rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string } | undefined> {
+  const row = await db.emisor.findUnique({
+    where: { rfc },
+    select: { id: true, rfc: true, nombre: true, regimenFiscal: true, lugarExpedicion: true },
+  });
+  return row ?? undefined;
+}
+
 /** The emisor's row, made or brought up to date from the configuration; returns its id. */
 export async function ensureEmisor(
   db: Db,

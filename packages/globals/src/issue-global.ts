@@ -1,6 +1,8 @@
 /**
  * A period's factura global: its open tickets locked, chunked, frozen and written with their folios
- * in one transaction (exactly once: the period's row), on its close timer or on request.
+ * in one transaction (exactly once: the period's row) — on request (the API's POST /v1/globals) or
+ * on the close timer (the worker, for every period that ended long enough ago) — and how late the
+ * periods are against the SAT's 72 hours.
  */
 import { randomUUID } from 'node:crypto';
 import { BigNumber } from 'bignumber.js';
@@ -15,6 +17,10 @@ import {
   type GlobalTicket,
   type Periodicidad,
   type TicketPart,
+  timeZoneForCodigoPostal,
+  tryFreeze,
+  type Csd,
+  type OperatorCatalogs,
 } from '@timbra/cfdi-core';
 import type { PrismaClient, Tx } from '@timbra/db';
 import { insertInvoices, takeFolio } from '@timbra/db/invoices';
@@ -27,9 +33,33 @@ import {
   recordGlobalPeriod,
   type TicketState,
 } from '@timbra/db/tickets';
-import { DomainError } from '../domain-errors.ts';
-import type { RecordPaymentDeps } from '../payments/record-payment.ts';
-import { zoneOf, freezeWith, type GlobalSettings } from './record-tickets.ts';
+
+/** Who issues the globals, and with what: the emisor, the serie their folios come from, the CSD. */
+export interface GlobalIssuer {
+  emisorId: string;
+  emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string };
+  /** The Ingreso serie (SERIE_INGRESO): each part takes its next folio. */
+  serieIngreso: string;
+  /** Conceptos per factura global (≤ 1000, GLOBAL_MAX_CONCEPTOS): a period with more is split in parts. */
+  maxConceptosPerGlobal: number;
+  /** Seals each part (the emisor's CSD). */
+  csd: Csd;
+  /** The operator's SAT catalogues, given to the SAT rules (absent: shape checks). */
+  catalogs?: OperatorCatalogs | undefined;
+}
+
+/** `startsOn` is not the first day of a period of that Periodicidad. */
+export class NotAPeriodError extends Error {
+  constructor(
+    readonly startsOn: string,
+    readonly periodicidad: string,
+  ) {
+    super(`${startsOn} does not start a period of Periodicidad ${periodicidad}`);
+  }
+}
+
+/** The emisor's zone (its LugarExpedicion's): the periods are in local time. */
+const zoneOf = (issuer: GlobalIssuer) => timeZoneForCodigoPostal(issuer.emisor.lugarExpedicion);
 
 export interface IssuedGlobal {
   periodId: string;
@@ -49,59 +79,56 @@ export interface IssuedGlobal {
  * of the Ingreso serie, frozen, with its outbox row — and its open tickets move into them, all in one
  * transaction. A period with no open ticket is recorded `empty`. Issuing an issued period returns it.
  *
- * @throws DomainError not_found when `startsOn` does not start a period of the emisor's periodicidad
+ * @throws NotAPeriodError when `startsOn` does not start a period of that periodicidad
  */
 export async function issueGlobal(
   prisma: PrismaClient,
-  deps: RecordPaymentDeps & { global: GlobalSettings },
-  startsOn: string,
+  issuer: GlobalIssuer,
+  { periodicidad, startsOn }: { periodicidad: Periodicidad; startsOn: string },
   issuedBy: string,
 ): Promise<IssuedGlobal> {
-  const zone = zoneOf(deps.settings);
-  const periodicidad = deps.settings.periodicidad as Periodicidad;
-  const period = globalPeriodByStart(startsOn, periodicidad, zone);
-  if (!period)
-    throw new DomainError('validation_failed', undefined, [
-      { path: 'startsOn', message: `${startsOn} does not start a period of Periodicidad ${periodicidad}` },
-    ]);
+  const period = globalPeriodByStart(startsOn, periodicidad, zoneOf(issuer));
+  if (!period) throw new NotAPeriodError(startsOn, periodicidad);
   return prisma.$transaction(
     async (tx) => {
-      const key = { emisorId: deps.emisorId, periodicidad, startsOn };
+      const key = { emisorId: issuer.emisorId, periodicidad, startsOn };
       if (await lockGlobalPeriod(tx, key, 'exclusive')) return issuedPeriod(tx, key);
       const tickets = await lockOpenTickets(tx, key);
       const issuedAt = new Date();
       const chunks = chunkTickets(
         tickets.map((t) => ({ row: t, ...globalTicket(t) })),
-        deps.global.maxConceptosPerGlobal,
+        issuer.maxConceptosPerGlobal,
       );
       const periodId = randomUUID();
       const invoices = [];
       const assignments: { ticketId: string; invoiceId: string }[] = [];
       for (const [n, chunk] of chunks.entries()) {
-        const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
+        const folio = await takeFolio(tx, issuer.emisorId, issuer.serieIngreso);
         const built = buildGlobalRequest({
-          emisor: deps.settings.emisor,
-          book: deps.emisorId,
+          emisor: issuer.emisor,
+          book: issuer.emisorId,
           period,
           part: n + 1,
           tickets: chunk,
-          serie: deps.serieIngreso,
+          serie: issuer.serieIngreso,
           folio,
           issuedAt,
         });
-        const { frozen, problems } = built.request ? freezeWith(deps, built.request) : { problems: built.problems };
+        const { frozen, problems } = built.request
+          ? tryFreeze(built.request, issuer.csd, issuer.catalogs)
+          : { problems: built.problems };
         const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
         invoices.push({ chunk, folio, frozen, problems, request: built.request, total });
       }
       const ids = await insertInvoices(
         tx,
-        deps.emisorId,
+        issuer.emisorId,
         invoices.map((i, n) => ({
           kind: 'I' as const,
-          serie: deps.serieIngreso,
+          serie: issuer.serieIngreso,
           folio: i.folio,
           paymentId: null,
-          stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', globalSourceId(deps.emisorId, period, n + 1)),
+          stampKey: stampKeyFor(issuer.emisor.rfc, 'I', globalSourceId(issuer.emisorId, period, n + 1)),
           moneda: 'MXN',
           status: i.frozen ? ('pending' as const) : ('needs_data' as const),
           frozen: i.frozen,
@@ -172,33 +199,36 @@ function globalTicket(t: TicketState): GlobalTicket {
 
 /**
  * The periods whose globals are due: they have open tickets and ended `closeDelayMs` ago or more.
- * Oldest first.
+ * Oldest first; each with the Periodicidad its tickets were recorded in.
  */
 export async function duePeriods(
   prisma: PrismaClient,
-  deps: RecordPaymentDeps & { global: GlobalSettings },
+  issuer: GlobalIssuer,
+  closeDelayMs: number,
   now: Date,
 ): Promise<GlobalPeriod[]> {
-  const zone = zoneOf(deps.settings);
-  const open = await periodsWithOpenTickets(prisma, deps.emisorId);
+  const zone = zoneOf(issuer);
+  const open = await periodsWithOpenTickets(prisma, issuer.emisorId);
   return open
     .map((p) => globalPeriodByStart(p.startsOn, p.periodicidad as Periodicidad, zone))
-    .filter(
-      (p): p is GlobalPeriod => p !== undefined && p.endsAt.getTime() + deps.global.closeDelayMs <= now.getTime(),
-    );
+    .filter((p): p is GlobalPeriod => p !== undefined && p.endsAt.getTime() + closeDelayMs <= now.getTime());
 }
 
-/** Freezes with the process's CSD and the operator's catalogues (both in `deps`). */
-
-/** Issues every due period's global (the API's close timer; several instances may run it: exactly once). */
+/**
+ * Issues every due period's global: the close timer (the worker's; several may run it at once:
+ * still one global per period).
+ */
 export async function issueDueGlobals(
   prisma: PrismaClient,
-  deps: RecordPaymentDeps & { global: GlobalSettings },
+  issuer: GlobalIssuer,
+  closeDelayMs: number,
   now = new Date(),
 ): Promise<IssuedGlobal[]> {
   const issued = [];
-  for (const period of await duePeriods(prisma, deps, now))
-    issued.push(await issueGlobal(prisma, deps, period.startsOn, 'schedule'));
+  for (const period of await duePeriods(prisma, issuer, closeDelayMs, now))
+    issued.push(
+      await issueGlobal(prisma, issuer, { periodicidad: period.periodicidad, startsOn: period.startsOn }, 'schedule'),
+    );
   return issued;
 }
 
@@ -208,11 +238,11 @@ export async function issueDueGlobals(
  */
 export async function globalLag(
   prisma: PrismaClient,
-  deps: RecordPaymentDeps,
+  issuer: Pick<GlobalIssuer, 'emisorId' | 'emisor'>,
   now = new Date(),
 ): Promise<{ oldestUnstampedSeconds: number; deadlineSeconds: number }> {
-  const backlog = await globalBacklog(prisma, deps.emisorId);
-  const zone = zoneOf(deps.settings);
+  const backlog = await globalBacklog(prisma, issuer.emisorId);
+  const zone = timeZoneForCodigoPostal(issuer.emisor.lugarExpedicion);
   const ends: number[] = [];
   if (backlog.oldestOpen) {
     const p = globalPeriodByStart(backlog.oldestOpen.startsOn, backlog.oldestOpen.periodicidad as Periodicidad, zone);
