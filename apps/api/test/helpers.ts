@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { Router } from 'express';
 import got from 'got';
 import { Redis } from 'ioredis';
@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import Stripe from 'stripe';
 import { insertTfd, parseStampedCfdi, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { dejavuFonts } from '@timbra/cfdi-node';
-import { freePort, loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
+import { loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -86,7 +86,23 @@ export async function startApi(
     webhookAllowedAddresses?: readonly string[];
   } = {},
 ): Promise<TestApi> {
-  const providerUrl = `http://127.0.0.1:${await freePort()}`;
+  // The API's address comes first: the provider sandbox sends its webhooks there, and the API calls
+  // the sandbox's address, which it learns when the sandbox has bound its own port.
+  const server: Server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sandbox = options.providers
+    ? await startProviderSandbox({
+        stripeWebhookUrl: `${url}/webhooks/stripe`,
+        mercadoPagoWebhookUrl: `${url}/webhooks/mercadopago`,
+        stripeWebhookSecret: STRIPE_SECRET,
+        mercadoPagoWebhookSecret: MP_SECRET,
+        stripeSecretKey: STRIPE_KEY,
+        mercadoPagoAccessToken: MP_TOKEN,
+      })
+    : undefined;
+  // Without a sandbox nothing answers there (hand-built events only).
+  const providerUrl = sandbox?.url ?? 'http://127.0.0.1:9';
   const db = options.database ?? (await createTestDatabase());
   const prisma = createPrisma(db.url, { poolSize: 10 });
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
@@ -163,22 +179,8 @@ export async function startApi(
       fetchPayment: mercadoPagoPayments(`${providerUrl}/mercadopago`, MP_TOKEN),
     },
   });
-  const server: Server = await new Promise((r) => {
-    const s = app.listen(0, '127.0.0.1', () => r(s));
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  server.on('request', app);
   const metricsServer = await listenMetrics(metrics, 0, '127.0.0.1');
-  const sandbox = options.providers
-    ? await startProviderSandbox({
-        port: Number(new URL(providerUrl).port),
-        stripeWebhookUrl: `${url}/webhooks/stripe`,
-        mercadoPagoWebhookUrl: `${url}/webhooks/mercadopago`,
-        stripeWebhookSecret: STRIPE_SECRET,
-        mercadoPagoWebhookSecret: MP_SECRET,
-        stripeSecretKey: STRIPE_KEY,
-        mercadoPagoAccessToken: MP_TOKEN,
-      })
-    : undefined;
   return {
     url,
     metricsUrl: `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`,

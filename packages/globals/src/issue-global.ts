@@ -93,55 +93,11 @@ export async function issueGlobal(
     async (tx) => {
       const key = { emisorId: issuer.emisorId, periodicidad, startsOn };
       if (await lockGlobalPeriod(tx, key, 'exclusive')) return issuedPeriod(tx, key);
-      const tickets = await lockOpenTickets(tx, key);
-      const issuedAt = new Date();
-      const chunks = chunkTickets(
-        tickets.map((t) => ({ row: t, ...globalTicket(t) })),
-        issuer.maxConceptosPerGlobal,
-      );
+      const parts = await writeParts(tx, issuer, period, await lockOpenTickets(tx, key), new Date());
       const periodId = randomUUID();
-      const invoices = [];
-      const assignments: { ticketId: string; invoiceId: string }[] = [];
-      for (const [n, chunk] of chunks.entries()) {
-        const folio = await takeFolio(tx, issuer.emisorId, issuer.serieIngreso);
-        const built = buildGlobalRequest({
-          emisor: issuer.emisor,
-          book: issuer.emisorId,
-          period,
-          part: n + 1,
-          tickets: chunk,
-          serie: issuer.serieIngreso,
-          folio,
-          issuedAt,
-        });
-        const { frozen, problems } = built.request
-          ? tryFreeze(built.request, issuer.csd, issuer.catalogs)
-          : { problems: built.problems };
-        const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
-        invoices.push({ chunk, folio, frozen, problems, request: built.request, total });
-      }
-      const ids = await insertInvoices(
-        tx,
-        issuer.emisorId,
-        invoices.map((i, n) => ({
-          kind: 'I' as const,
-          serie: issuer.serieIngreso,
-          folio: i.folio,
-          paymentId: null,
-          stampKey: stampKeyFor(issuer.emisor.rfc, 'I', globalSourceId(issuer.emisorId, period, n + 1)),
-          moneda: 'MXN',
-          status: i.frozen ? ('pending' as const) : ('needs_data' as const),
-          frozen: i.frozen,
-          totals: i.frozen
-            ? { subTotal: i.frozen.subTotal, total: i.frozen.total }
-            : { subTotal: i.total, total: i.total },
-          problems: i.problems,
-          // Kept: a global in needs_data is corrected (re-frozen) from it.
-          request: i.request,
-        })),
-      );
-      invoices.forEach((i, n) => i.chunk.forEach((t) => assignments.push({ ticketId: t.row.id, invoiceId: ids[n]! })));
-      const total = invoices.reduce((sum, i) => sum.plus(i.total), new BigNumber(0)).toFixed(2);
+      const ids = parts.map((p) => p.invoiceId);
+      const assignments = parts.flatMap((p) => p.ticketIds.map((ticketId) => ({ ticketId, invoiceId: p.invoiceId })));
+      const total = parts.reduce((sum, p) => sum.plus(p.total), new BigNumber(0)).toFixed(2);
       await recordGlobalPeriod(
         tx,
         {
@@ -173,6 +129,62 @@ export async function issueGlobal(
     },
     { timeout: 120_000, maxWait: 30_000 },
   );
+}
+
+/**
+ * The parts of a period's global, written: its tickets chunked at `maxConceptosPerGlobal` conceptos,
+ * each part with the next folio of the Ingreso serie, frozen (or `needs_data` with the problems, its
+ * request kept to be corrected from) and inserted with its outbox row.
+ */
+async function writeParts(
+  tx: Tx,
+  issuer: GlobalIssuer,
+  period: GlobalPeriod,
+  tickets: readonly TicketState[],
+  issuedAt: Date,
+): Promise<{ invoiceId: string; ticketIds: string[]; total: string }[]> {
+  const chunks = chunkTickets(
+    tickets.map((t) => ({ row: t, ...globalTicket(t) })),
+    issuer.maxConceptosPerGlobal,
+  );
+  const parts = [];
+  for (const [n, chunk] of chunks.entries()) {
+    const folio = await takeFolio(tx, issuer.emisorId, issuer.serieIngreso);
+    const built = buildGlobalRequest({
+      emisor: issuer.emisor,
+      book: issuer.emisorId,
+      period,
+      part: n + 1,
+      tickets: chunk,
+      serie: issuer.serieIngreso,
+      folio,
+      issuedAt,
+    });
+    const { frozen, problems } = built.request
+      ? tryFreeze(built.request, issuer.csd, issuer.catalogs)
+      : { problems: built.problems };
+    const total = chunk.reduce((sum, t) => sum.plus(t.total).minus(t.refunded), new BigNumber(0)).toFixed(2);
+    parts.push({ chunk, folio, frozen, problems, request: built.request, total });
+  }
+  const ids = await insertInvoices(
+    tx,
+    issuer.emisorId,
+    parts.map((p, n) => ({
+      kind: 'I' as const,
+      serie: issuer.serieIngreso,
+      folio: p.folio,
+      paymentId: null,
+      stampKey: stampKeyFor(issuer.emisor.rfc, 'I', globalSourceId(issuer.emisorId, period, n + 1)),
+      moneda: 'MXN',
+      status: p.frozen ? ('pending' as const) : ('needs_data' as const),
+      frozen: p.frozen,
+      totals: p.frozen ? { subTotal: p.frozen.subTotal, total: p.frozen.total } : { subTotal: p.total, total: p.total },
+      problems: p.problems,
+      // Kept: a global in needs_data is corrected (re-frozen) from it.
+      request: p.request,
+    })),
+  );
+  return parts.map((p, n) => ({ invoiceId: ids[n]!, ticketIds: p.chunk.map((t) => t.row.id), total: p.total }));
 }
 
 async function issuedPeriod(

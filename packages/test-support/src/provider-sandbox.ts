@@ -8,7 +8,7 @@ import { createHmac } from 'node:crypto';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProviderSandboxClient } from '@timbra/provider-client';
-import { freePort, tsEntryArgs } from './system.ts';
+import { tsEntryArgs } from './system.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MAIN = resolve(here, '../../../apps/provider-sandbox/src/main.ts');
@@ -62,32 +62,31 @@ export interface RunningProviderSandbox {
 }
 
 /**
- * Starts the provider sandbox process and waits until it answers. A free port found beforehand can be
- * taken by another process before the sandbox binds it: without a port of its own, a sandbox that
- * exits before answering is started again on another one (three tries).
+ * Starts the provider sandbox process and waits until it answers. Without a port of its own it binds
+ * port 0 and says which it got (its `ready` line): a port found free beforehand could be taken by
+ * another process before the sandbox bound it.
  */
 export async function startProviderSandbox(settings: ProviderSandboxSettings): Promise<RunningProviderSandbox> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce(settings);
-    } catch (error) {
-      if (settings.port !== undefined || attempt >= 3 || !(error instanceof SandboxExited)) throw error;
-    }
-  }
-}
-
-class SandboxExited extends Error {}
-
-async function startOnce(settings: ProviderSandboxSettings): Promise<RunningProviderSandbox> {
-  const port = settings.port ?? (await freePort());
+  const fixed = settings.port;
   const child: ChildProcess = spawn(process.execPath, tsEntryArgs(MAIN), {
-    env: { ...process.env, ...providerSandboxEnv({ ...settings, port }), LOG_LEVEL: 'error', NODE_OPTIONS: '' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      ...providerSandboxEnv({ ...settings, port: fixed ?? 0 }),
+      // The `ready` line (info) carries the port it bound; the rest of stdout is read and dropped.
+      LOG_LEVEL: fixed === undefined ? 'info' : 'error',
+      NODE_OPTIONS: '',
+    },
+    stdio: ['ignore', fixed === undefined ? 'pipe' : 'ignore', 'inherit'],
   });
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`the provider sandbox exited (${code})`))),
+  );
+  exited.catch(() => undefined); // observed below, or the sandbox was stopped
+  const port = fixed ?? (await Promise.race([readyPort(child), exited]));
   const url = `http://127.0.0.1:${port}`;
   const client = new ProviderSandboxClient(url);
   for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new SandboxExited(`the provider sandbox exited (${child.exitCode})`);
+    if (child.exitCode !== null) throw new Error(`the provider sandbox exited (${child.exitCode})`);
     if (await client.healthy()) break;
     if (i > 300) throw new Error('the provider sandbox did not start');
     await new Promise((r) => setTimeout(r, 100));
@@ -101,6 +100,34 @@ async function startOnce(settings: ProviderSandboxSettings): Promise<RunningProv
       await new Promise((r) => child.once('exit', r));
     },
   };
+}
+
+/** The port in the sandbox's `ready` line; its stdout is drained for the rest of its life. */
+function readyPort(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    let pending = '';
+    let found = false;
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (found) return;
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        const entry = (() => {
+          try {
+            return JSON.parse(line) as { msg?: string; port?: number };
+          } catch {
+            return undefined;
+          }
+        })();
+        if (entry?.msg === 'ready' && typeof entry.port === 'number') {
+          found = true;
+          resolve(entry.port);
+          return;
+        }
+      }
+    });
+  });
 }
 
 /**

@@ -87,25 +87,54 @@ export async function recordPayments(
   const ticketIndexes = deps.global
     ? payments.flatMap((p, i) => (isTicketSale(p.facts, deps.settings) ? [i] : []))
     : [];
-  if (ticketIndexes.length > 0) {
-    const tickets = await recordTickets(
-      tx,
-      deps,
-      ticketIndexes.map((i) => ({ facts: payments[i]!.facts, payment: newPayment(payments[i]!) })),
-      issuedAt,
-    );
-    tickets.forEach((t, n) => {
-      if (t) results[ticketIndexes[n]!] = { paymentId: t.paymentId, invoiceId: null, created: true, ticket: t };
-    });
-  }
+  if (ticketIndexes.length > 0) await recordTicketSales(tx, deps, payments, ticketIndexes, results, issuedAt);
   const invoiceIndexes = payments.flatMap((_, i) => (ticketIndexes.includes(i) ? [] : [i]));
+  await recordInvoicedSales(tx, deps, payments, invoiceIndexes, results, issuedAt);
+  // Payments known before (or twice in this batch): their rows as they are.
+  await answerKnownPayments(tx, payments, results);
+  return results as RecordedPayment[];
+}
+
+/** The ticket sales of a batch (global mode), recorded: `results` gets each new one's ticket. */
+async function recordTicketSales(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  payments: readonly PaymentToRecord[],
+  indexes: readonly number[],
+  results: (RecordedPayment | undefined)[],
+  issuedAt: Date,
+): Promise<void> {
+  const tickets = await recordTickets(
+    tx,
+    deps,
+    indexes.map((i) => ({ facts: payments[i]!.facts, payment: newPayment(payments[i]!) })),
+    issuedAt,
+  );
+  tickets.forEach((t, n) => {
+    if (t) results[indexes[n]!] = { paymentId: t.paymentId, invoiceId: null, created: true, ticket: t };
+  });
+}
+
+/**
+ * The invoiced sales of a batch: the payments inserted taking their folios (set-wise), each Ingreso
+ * built and frozen — or `needs_data` with its problems — and inserted with its outbox row, in folio
+ * order. `results` gets each new payment's invoice; a payment known before gets nothing here.
+ */
+async function recordInvoicedSales(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  payments: readonly PaymentToRecord[],
+  indexes: readonly number[],
+  results: (RecordedPayment | undefined)[],
+  issuedAt: Date,
+): Promise<void> {
   const inserted = (
     await insertPaymentsTakingFolios(
       tx,
       { emisorId: deps.emisorId, serie: deps.serieIngreso },
-      invoiceIndexes.map((i) => newPayment(payments[i]!)),
+      indexes.map((i) => newPayment(payments[i]!)),
     )
-  ).map((p) => ({ ...p, index: invoiceIndexes[p.index]! }));
+  ).map((p) => ({ ...p, index: indexes[p.index]! }));
 
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
     const facts = payments[index]!.facts;
@@ -148,36 +177,40 @@ export async function recordPayments(
         ...(i.frozen ? {} : { problems: i.problems ?? [] }),
       }),
   );
+}
 
-  // Payments known before (or twice in this batch): their rows as they are.
+/** The payments of a batch known before (or twice in it): their rows as they are, in `results`. */
+async function answerKnownPayments(
+  tx: RawDb,
+  payments: readonly PaymentToRecord[],
+  results: (RecordedPayment | undefined)[],
+): Promise<void> {
   const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));
-  if (known.length > 0) {
-    const existing = await knownPayments(
-      tx,
-      known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })),
-    );
-    const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
-    for (const { p, index } of known) {
-      const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
-      if (!found) throw new Error('a conflicting payment was not found');
-      results[index] = {
-        paymentId: found.id,
-        invoiceId: found.ingresoId ?? found.ticket?.invoiceId ?? null,
-        created: false,
-        ...(found.ticket
-          ? {
-              ticket: {
-                id: found.ticket.id,
-                paymentId: found.id,
-                code: found.ticket.code,
-                periodStartsOn: found.ticket.periodStartsOn,
-              },
-            }
-          : {}),
-      };
-    }
+  if (known.length === 0) return;
+  const existing = await knownPayments(
+    tx,
+    known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })),
+  );
+  const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
+  for (const { p, index } of known) {
+    const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
+    if (!found) throw new Error('a conflicting payment was not found');
+    results[index] = {
+      paymentId: found.id,
+      invoiceId: found.ingresoId ?? found.ticket?.invoiceId ?? null,
+      created: false,
+      ...(found.ticket
+        ? {
+            ticket: {
+              id: found.ticket.id,
+              paymentId: found.id,
+              code: found.ticket.code,
+              periodStartsOn: found.ticket.periodStartsOn,
+            },
+          }
+        : {}),
+    };
   }
-  return results as RecordedPayment[];
 }
 
 /** The payment's row as recorded. */

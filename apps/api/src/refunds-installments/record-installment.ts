@@ -7,6 +7,7 @@ import {
   installmentAmounts,
   installmentsPaid,
   lockInvoiceForInstallment,
+  type InstallmentInvoice,
 } from '@timbra/db/payments';
 import type { ReceptorInput } from '../payments/build-ingreso.ts';
 import { buildPagoRequest, type InstallmentToRecord } from './build-pago.ts';
@@ -51,26 +52,9 @@ export async function recordInstallment(
     throw new DomainError('not_installments');
 
   const existing = await installmentByProviderId(tx, installment);
-  if (existing) {
-    if (existing.invoiceId !== invoice.id || !new BigNumber(existing.amount).isEqualTo(installment.amount))
-      throw new DomainError('installment_conflict');
-    if (!existing.pago) throw new Error(`installment ${existing.id} has no Pago`);
-    return {
-      installmentId: existing.id,
-      pagoId: existing.pago.id,
-      created: false,
-      ...(existing.pago.status === 'waiting' ? { waitingFor: waitingFor(invoice) } : {}),
-    };
-  }
+  if (existing) return recordedBefore(existing, invoice, installment);
 
-  const paid = await installmentsPaid(tx, invoice.id);
-  const saldoAnterior = new BigNumber(invoice.total).minus(paid.sum);
-  if (new BigNumber(installment.amount).isGreaterThan(saldoAnterior)) {
-    throw new DomainError('installment_exceeds_balance', undefined, [
-      { path: 'amount', message: `the invoice's balance is ${saldoAnterior.toFixed(2)} (total ${invoice.total})` },
-    ]);
-  }
-  const numParcialidad = paid.count + 1;
+  const { saldoAnterior, numParcialidad } = await balanceBefore(tx, invoice, installment.amount);
   const tipoCambioPDelDia =
     invoice.moneda === 'MXN' ? undefined : await paymentDayRate(deps, invoice.moneda, installment);
   // The installment that settles the invoice reports the bases the earlier ones left (cfdi-core).
@@ -129,6 +113,41 @@ export async function recordInstallment(
     created: true,
     ...(pago.status === 'waiting' ? { waitingFor: waitingFor(invoice) } : {}),
   };
+}
+
+/** An installment recorded before (same provider and external id): the same answer, or a conflict. */
+function recordedBefore(
+  existing: NonNullable<Awaited<ReturnType<typeof installmentByProviderId>>>,
+  invoice: InstallmentInvoice,
+  installment: InstallmentToRecord,
+): RecordedInstallment {
+  if (existing.invoiceId !== invoice.id || !new BigNumber(existing.amount).isEqualTo(installment.amount))
+    throw new DomainError('installment_conflict');
+  if (!existing.pago) throw new Error(`installment ${existing.id} has no Pago`);
+  return {
+    installmentId: existing.id,
+    pagoId: existing.pago.id,
+    created: false,
+    ...(existing.pago.status === 'waiting' ? { waitingFor: waitingFor(invoice) } : {}),
+  };
+}
+
+/**
+ * The invoice's balance before this installment and its number (parcialidad); refused when the
+ * installment is more than the balance.
+ */
+async function balanceBefore(
+  tx: RawDb,
+  invoice: InstallmentInvoice,
+  amount: string,
+): Promise<{ saldoAnterior: BigNumber; numParcialidad: number }> {
+  const paid = await installmentsPaid(tx, invoice.id);
+  const saldoAnterior = new BigNumber(invoice.total).minus(paid.sum);
+  if (new BigNumber(amount).isGreaterThan(saldoAnterior))
+    throw new DomainError('installment_exceeds_balance', undefined, [
+      { path: 'amount', message: `the invoice's balance is ${saldoAnterior.toFixed(2)} (total ${invoice.total})` },
+    ]);
+  return { saldoAnterior, numParcialidad: paid.count + 1 };
 }
 
 /**

@@ -1,7 +1,14 @@
 import { BigNumber } from 'bignumber.js';
 import type { RawDb } from '@timbra/db';
 import { ingresoOf, invoiceStateOf, takeFolio } from '@timbra/db/invoices';
-import { insertRefund, lockPayment, refundByProviderId, refundedTotal, standingRefundLines } from '@timbra/db/payments';
+import {
+  insertRefund,
+  lockPayment,
+  refundByProviderId,
+  refundedTotal,
+  standingRefundLines,
+  type LockedPayment,
+} from '@timbra/db/payments';
 import { lockTicket, refundOpenTicket } from '@timbra/db/tickets';
 import { conceptosForSale, type SaleLine } from '@timbra/cfdi-core';
 import { buildEgresoRequest, egresoTotals, type RefundedLine, type RefundFacts } from './build-egreso.ts';
@@ -62,21 +69,7 @@ export async function recordRefund(
     throw new Error(`payment ${payment.id} has no Ingreso`);
 
   const existing = await refundByProviderId(tx, refund);
-  if (existing) {
-    if (existing.paymentId !== payment.id || !new BigNumber(existing.amount).isEqualTo(refund.amount))
-      throw new DomainError('refund_conflict');
-    if (!existing.egreso) {
-      if (!ticket) throw new Error(`refund ${existing.id} has no Egreso`);
-      return { refundId: existing.id, paymentId: payment.id, egresoId: null, created: false };
-    }
-    return {
-      refundId: existing.id,
-      paymentId: payment.id,
-      egresoId: existing.egreso.id,
-      created: false,
-      ...(existing.egreso.status === 'waiting' && ingreso ? { waitingFor: waitingFor(ingreso) } : {}),
-    };
-  }
+  if (existing) return recordedBefore(existing, payment.id, refund, ticket !== undefined, ingreso);
 
   if (ticket && (ticket.status === 'open' || ticket.status === 'refunded'))
     return refundOpenTicketSale(tx, payment, ticket.id, refund);
@@ -91,25 +84,7 @@ export async function recordRefund(
 
   await assertRefundFits(tx, payment, refund.amount);
 
-  const sold = soldLines(payment, deps.settings);
-  const before = await standingRefundLines(tx, payment.id);
-  const refundedByLine = sold.grosses.map((_, line) =>
-    before
-      .flatMap((lines) => (Array.isArray(lines) ? (lines as RefundedLine[]) : []))
-      .filter((l) => l.line === line)
-      .reduce((total, l) => total.plus(l.amount), new BigNumber(0))
-      .toFixed(),
-  );
-  const refundedPayment = {
-    currency: payment.currency,
-    formaPago: payment.formaPago ?? undefined,
-    receptor: payment.receptor as ReceptorInput | null,
-    lines: sold.lines,
-    grosses: sold.grosses,
-    refundedByLine,
-    // The rate of the refund's day, as an Ingreso's is of the sale's (CFDI40118): not the sale's.
-    tipoCambio: payment.currency === 'MXN' ? payment.tipoCambio : await refundDayRate(deps, payment, refund),
-  };
+  const refundedPayment = await paymentAsRefunded(tx, deps, payment, refund);
   // Checked before any row or folio: lines this refund names that the payment cannot give back.
   const issuedAt = new Date();
   const built = buildEgresoRequest(refundedPayment, refund, deps.serieEgreso, 1, deps.settings, issuedAt);
@@ -137,6 +112,54 @@ export async function recordRefund(
     egresoId: egreso.id,
     created: true,
     ...(egreso.status === 'waiting' ? { waitingFor: waitingFor(ingreso) } : {}),
+  };
+}
+
+/** A refund recorded before (same provider and external id): the same answer, or a conflict. */
+function recordedBefore(
+  existing: NonNullable<Awaited<ReturnType<typeof refundByProviderId>>>,
+  paymentId: string,
+  refund: RefundToRecord,
+  isTicket: boolean,
+  ingreso: Awaited<ReturnType<typeof ingresoOf>>,
+): RecordedRefund {
+  if (existing.paymentId !== paymentId || !new BigNumber(existing.amount).isEqualTo(refund.amount))
+    throw new DomainError('refund_conflict');
+  if (!existing.egreso) {
+    if (!isTicket) throw new Error(`refund ${existing.id} has no Egreso`);
+    return { refundId: existing.id, paymentId, egresoId: null, created: false };
+  }
+  return {
+    refundId: existing.id,
+    paymentId,
+    egresoId: existing.egreso.id,
+    created: false,
+    ...(existing.egreso.status === 'waiting' && ingreso ? { waitingFor: waitingFor(ingreso) } : {}),
+  };
+}
+
+/**
+ * The payment as its Egreso sees it: what was sold, line by line with its gross, what earlier
+ * refunds gave back of each line, and the TipoCambio of the refund's day (CFDI40118: not the sale's).
+ */
+async function paymentAsRefunded(tx: RawDb, deps: RecordPaymentDeps, payment: LockedPayment, refund: RefundToRecord) {
+  const sold = soldLines(payment, deps.settings);
+  const before = await standingRefundLines(tx, payment.id);
+  const refundedByLine = sold.grosses.map((_, line) =>
+    before
+      .flatMap((lines) => (Array.isArray(lines) ? (lines as RefundedLine[]) : []))
+      .filter((l) => l.line === line)
+      .reduce((total, l) => total.plus(l.amount), new BigNumber(0))
+      .toFixed(),
+  );
+  return {
+    currency: payment.currency,
+    formaPago: payment.formaPago ?? undefined,
+    receptor: payment.receptor as ReceptorInput | null,
+    lines: sold.lines,
+    grosses: sold.grosses,
+    refundedByLine,
+    tipoCambio: payment.currency === 'MXN' ? payment.tipoCambio : await refundDayRate(deps, payment, refund),
   };
 }
 

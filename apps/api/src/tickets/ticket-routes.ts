@@ -88,30 +88,39 @@ export function ticketRoutes(deps: { prisma: PrismaClient; payments: GlobalDeps;
   });
 
   router.post('/globals', async (req, res) => {
-    const globalDeps = requireGlobal();
-    const body = (req.body ?? {}) as { startsOn?: unknown };
-    if (typeof body.startsOn !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(body.startsOn))
-      throw new ApiError('validation_failed', undefined, [
-        { path: 'startsOn', message: 'the first day of the period, YYYY-MM-DD' },
-      ]);
-    try {
-      const period = { periodicidad: globalDeps.settings.periodicidad as Periodicidad, startsOn: body.startsOn };
-      const issued = await issueGlobal(
-        prisma,
-        globalIssuer(globalDeps),
-        period,
-        `admin:${req.client?.id ?? 'unknown'}`,
-      );
-      if (issued.created) deps.metrics.globalsIssued.inc({ by: 'admin' });
-      res.status(issued.created ? 201 : 200).json(issued);
-    } catch (error) {
-      if (error instanceof NotAPeriodError)
-        throw new ApiError('validation_failed', undefined, [{ path: 'startsOn', message: error.message }]);
-      if (error instanceof DomainError) throw fromDomainError(error);
-      throw error;
-    }
+    const issued = await issueGlobalOnRequest(
+      prisma,
+      requireGlobal(),
+      req.body,
+      `admin:${req.client?.id ?? 'unknown'}`,
+    );
+    if (issued.created) deps.metrics.globalsIssued.inc({ by: 'admin' });
+    res.status(issued.created ? 201 : 200).json(issued);
   });
   return router;
+}
+
+/** `POST /v1/globals`: the period its body names (its first day), issued now with the API's settings. */
+async function issueGlobalOnRequest(
+  prisma: PrismaClient,
+  globalDeps: RecordPaymentDeps & { global: GlobalSettings },
+  body: unknown,
+  issuedBy: string,
+) {
+  const startsOn = (body as { startsOn?: unknown } | undefined)?.startsOn;
+  if (typeof startsOn !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(startsOn))
+    throw new ApiError('validation_failed', undefined, [
+      { path: 'startsOn', message: 'the first day of the period, YYYY-MM-DD' },
+    ]);
+  const periodicidad = globalDeps.settings.periodicidad as Periodicidad;
+  try {
+    return await issueGlobal(prisma, globalIssuer(globalDeps), { periodicidad, startsOn }, issuedBy);
+  } catch (error) {
+    if (error instanceof NotAPeriodError)
+      throw new ApiError('validation_failed', undefined, [{ path: 'startsOn', message: error.message }]);
+    if (error instanceof DomainError) throw fromDomainError(error);
+    throw error;
+  }
 }
 
 interface TicketRow {

@@ -1,12 +1,13 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { PacError, parseXml, type XmlElement } from '@timbra/cfdi-core';
+import { PacError, parseXml, type PacClient, type XmlElement } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import {
   finishCancellation,
   loadCancelRow,
   markCancellationAccepted,
   recordCancellationPoll,
+  type CancelRow,
 } from '@timbra/db/invoices';
 import { failureText } from '../errors.ts';
 import type { StampJobData } from '../stamping/jobs.ts';
@@ -61,54 +62,8 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
     const uuid = row.duplicateUuid ?? row.uuid;
 
     if (row.requestStatus === 'requested') {
-      let code: string;
-      let acuse: string;
-      try {
-        ({ uuidCode: code, acuse } = await client.cancel({
-          uuid,
-          rfcEmisor,
-          motivo: row.motivo,
-          ...(row.folioSustitucion ? { folioSustitucion: row.folioSustitucion } : {}),
-          csd: deps.csd,
-        }));
-      } catch (error) {
-        const pacError = error instanceof PacError ? error : undefined;
-        if (pacError?.outcome === 'permanent' || lastAttempt(job)) {
-          const reason = pacError ? `${pacError.pacCode}: ${pacError.message}` : String(error);
-          await finishCancellation(deps.prisma, row, 'failed', reason);
-          log.warn({ reason }, 'cancellation failed; the invoice stays stamped');
-          deps.onOutcome?.('failed');
-          return { status: 'failed' };
-        }
-        throw error;
-      }
-      if (code === '205') {
-        if (lastAttempt(job)) {
-          await finishCancellation(
-            deps.prisma,
-            row,
-            'failed',
-            failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'),
-          );
-          log.warn({ code }, 'cancellation failed: the SAT never found the UUID; the invoice stays stamped');
-          deps.onOutcome?.('failed');
-          return { status: 'failed', code };
-        }
-        throw new Error('205: the SAT does not know this UUID yet; asking again later');
-      }
-      if (code !== '201' && code !== '202') {
-        await finishCancellation(
-          deps.prisma,
-          row,
-          'failed',
-          failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`),
-        );
-        log.warn({ code }, 'cancellation refused by the PAC; the invoice stays stamped');
-        deps.onOutcome?.('failed');
-        return { status: 'failed', code };
-      }
-      await markCancellationAccepted(prisma, row.requestId, { uuidCode: code, acuse, pac: client.name });
-      log.info({ code, pac: client.name }, 'cancellation requested');
+      const refused = await requestAtPac(deps, job, row, client, { uuid, rfcEmisor }, log);
+      if (refused) return refused;
     }
 
     const status = await client.status({ uuid, rfcEmisor, rfcReceptor, total: row.total });
@@ -136,6 +91,66 @@ export function createCancelProcessor(deps: CancelProcessorDeps) {
     await job.moveToDelayed(Date.now() + delay, token);
     throw new DelayedError();
   };
+}
+
+/**
+ * Step 1: the cancellation asked of the PAC. Accepted (201, 202): recorded, and undefined is
+ * returned for step 2. Refused for good, or on the last attempt: the request `failed` and that is
+ * the answer. Otherwise (a transient failure, or 205: the SAT does not know the UUID yet) thrown,
+ * for BullMQ to ask again with backoff.
+ */
+async function requestAtPac(
+  deps: CancelProcessorDeps,
+  job: Job<StampJobData>,
+  row: CancelRow,
+  client: PacClient,
+  { uuid, rfcEmisor }: { uuid: string; rfcEmisor: string },
+  log: Logger,
+): Promise<{ status: 'failed'; code?: string } | undefined> {
+  let code: string;
+  let acuse: string;
+  try {
+    ({ uuidCode: code, acuse } = await client.cancel({
+      uuid,
+      rfcEmisor,
+      motivo: row.motivo,
+      ...(row.folioSustitucion ? { folioSustitucion: row.folioSustitucion } : {}),
+      csd: deps.csd,
+    }));
+  } catch (error) {
+    const pacError = error instanceof PacError ? error : undefined;
+    if (pacError?.outcome === 'permanent' || lastAttempt(job)) {
+      const reason = pacError ? `${pacError.pacCode}: ${pacError.message}` : String(error);
+      await finishCancellation(deps.prisma, row, 'failed', reason);
+      log.warn({ reason }, 'cancellation failed; the invoice stays stamped');
+      deps.onOutcome?.('failed');
+      return { status: 'failed' };
+    }
+    throw error;
+  }
+  if (code === '205') {
+    if (lastAttempt(job)) {
+      await finishCancellation(
+        deps.prisma,
+        row,
+        'failed',
+        failureText('SAT_UUID_NOT_FOUND', 'the SAT never found this UUID (205)'),
+      );
+      log.warn({ code }, 'cancellation failed: the SAT never found the UUID; the invoice stays stamped');
+      deps.onOutcome?.('failed');
+      return { status: 'failed', code };
+    }
+    throw new Error('205: the SAT does not know this UUID yet; asking again later');
+  }
+  if (code !== '201' && code !== '202') {
+    await finishCancellation(deps.prisma, row, 'failed', failureText('PAC_CANCEL_REFUSED', `the PAC answered ${code}`));
+    log.warn({ code }, 'cancellation refused by the PAC; the invoice stays stamped');
+    deps.onOutcome?.('failed');
+    return { status: 'failed', code };
+  }
+  await markCancellationAccepted(deps.prisma, row.requestId, { uuidCode: code, acuse, pac: client.name });
+  log.info({ code, pac: client.name }, 'cancellation requested');
+  return undefined;
 }
 
 const lastAttempt = (job: Job) => job.attemptsMade + 1 >= (job.opts.attempts ?? 1);

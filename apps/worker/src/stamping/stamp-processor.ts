@@ -33,7 +33,7 @@ export interface StampProcessorDeps {
  */
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
-    const { prisma, logger } = deps;
+    const { logger } = deps;
     const loaded = await deps.writes.load(job.data.outboxId);
     const row = loaded && { ...loaded, serieFolio: job.data.serieFolio };
     // `held`: a correction is proving this version was never stamped; it arms the row again after.
@@ -64,63 +64,96 @@ export function createStampProcessor(deps: StampProcessorDeps) {
       log.info('held for a correction: not sent');
       return { skipped: 'held' };
     }
-    const { result, error, attempts } = chained;
+    const { result, attempts } = chained;
     deps.onAttempts?.(attempts);
-    if (result?.sameDocument) {
-      const persisted = await deps.writes.persist({ row: ids, stamp: result, calls: attempts });
-      if (!persisted.written) {
-        // The invoice moved on (stamped by another job, or cancelled): nothing to write.
-        log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');
-        return { skipped: 'not_pending', uuid: result.uuid };
-      }
-      log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
-      // A follow-up step, idempotent on its own, only when documents wait for this one. The statement
-      // above saw those committed before it; one whose transaction held this invoice's share lock
-      // (lockInvoiceShared) committed while the stamp waited for it, and only a fresh look sees it —
-      // an indexed EXISTS. If the worker dies here, the sweeper does it.
-      const waiting = persisted.dependentsWaiting || (await deps.writes.dependentsWaiting(row.invoiceId));
-      const dependents = waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
-      if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
-      // Likewise: the replaced invoice's cancellation (the sweeper's net catches a crash here).
-      if (persisted.replaces && deps.cancelReplaced) {
-        const outcome = await deps.cancelReplaced(row.invoiceId);
-        log.info({ outcome }, 'replacement stamped: the replaced invoice’s cancellation (motivo 01)');
-      }
-      return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
-    }
-    await recordFailedAttempt(
-      prisma,
-      ids,
-      attempts,
-      error
-        ? failureText(error.pacCode, `${error.pac}: ${error.message}`)
-        : failureText(PacErrorCode.ForeignStamp, 'foreign stamp'),
-    );
-    if (result && !result.sameDocument) {
-      // The PAC holds a stamp for this key that belongs to another document: never recorded as this
-      // invoice's stamp automatically. Its UUID is in pac_attempts for reconciliation.
-      await deadLetter(
-        deps,
-        row,
-        `the PAC holds stamp ${result.uuid} of another document for this key`,
-        PacErrorCode.ForeignStamp,
-        result.pac,
-      );
-      throw new UnrecoverableError('foreign stamp');
-    }
-    const failure = error!;
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (failure.outcome === 'permanent' || lastAttempt) {
-      // Postgres first: it is the record; the DLQ queue is the view.
-      await deadLetter(deps, row, failure.message, failure.pacCode, failure.pac);
-      throw new UnrecoverableError(`${failure.pacCode}: ${failure.message}`);
-    }
-    log.warn(
-      { outcome: failure.outcome, code: failure.pacCode, pac: failure.pac, attempt: job.attemptsMade + 1 },
-      'stamp attempt failed; will retry',
-    );
-    throw new Error(`${failure.outcome}: ${failure.pacCode}`);
+    if (result?.sameDocument) return persistStamp(deps, row, ids, result, attempts, log);
+    return recordFailure(deps, job, row, ids, chained, log);
   };
+}
+
+type LoadedRow = NonNullable<Awaited<ReturnType<StampProcessorDeps['writes']['load']>>> & { serieFolio?: string };
+type Ids = { outboxId: string; invoiceId: string; version: number };
+type Chained = Awaited<ReturnType<PacChain['stamp']>>;
+
+/**
+ * The stamp of this very document, persisted with the row done and the PAC calls (one statement);
+ * then, when documents wait for it, their freezing, and a replacement's original cancelled.
+ */
+async function persistStamp(
+  deps: StampProcessorDeps,
+  row: LoadedRow,
+  ids: Ids,
+  result: NonNullable<Chained['result']>,
+  attempts: Chained['attempts'],
+  log: Logger,
+) {
+  const persisted = await deps.writes.persist({ row: ids, stamp: result, calls: attempts });
+  if (!persisted.written) {
+    // The invoice moved on (stamped by another job, or cancelled): nothing to write.
+    log.warn({ uuid: result.uuid }, 'stamp answered for an invoice that is no longer pending');
+    return { skipped: 'not_pending', uuid: result.uuid };
+  }
+  log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
+  // A follow-up step, idempotent on its own, only when documents wait for this one. The statement
+  // above saw those committed before it; one whose transaction held this invoice's share lock
+  // (lockInvoiceShared) committed while the stamp waited for it, and only a fresh look sees it —
+  // an indexed EXISTS. If the worker dies here, the sweeper does it.
+  const waiting = persisted.dependentsWaiting || (await deps.writes.dependentsWaiting(row.invoiceId));
+  const dependents = waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
+  if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
+  // Likewise: the replaced invoice's cancellation (the sweeper's net catches a crash here).
+  if (persisted.replaces && deps.cancelReplaced) {
+    const outcome = await deps.cancelReplaced(row.invoiceId);
+    log.info({ outcome }, 'replacement stamped: the replaced invoice’s cancellation (motivo 01)');
+  }
+  return { uuid: result.uuid, pac: result.pac, recovered: result.recovered, dependents };
+}
+
+/**
+ * A failed attempt recorded (its PAC calls and the error); dead-lettered when the PAC holds another
+ * document's stamp for this key, when the failure is permanent or on the last attempt; else thrown
+ * for BullMQ to retry with backoff.
+ */
+async function recordFailure(
+  deps: StampProcessorDeps,
+  job: Job<StampJobData>,
+  row: LoadedRow,
+  ids: Ids,
+  { result, error, attempts }: Chained,
+  log: Logger,
+): Promise<never> {
+  await recordFailedAttempt(
+    deps.prisma,
+    ids,
+    attempts,
+    error
+      ? failureText(error.pacCode, `${error.pac}: ${error.message}`)
+      : failureText(PacErrorCode.ForeignStamp, 'foreign stamp'),
+  );
+  if (result && !result.sameDocument) {
+    // The PAC holds a stamp for this key that belongs to another document: never recorded as this
+    // invoice's stamp automatically. Its UUID is in pac_attempts for reconciliation.
+    await deadLetter(
+      deps,
+      row,
+      `the PAC holds stamp ${result.uuid} of another document for this key`,
+      PacErrorCode.ForeignStamp,
+      result.pac,
+    );
+    throw new UnrecoverableError('foreign stamp');
+  }
+  const failure = error!;
+  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  if (failure.outcome === 'permanent' || lastAttempt) {
+    // Postgres first: it is the record; the DLQ queue is the view.
+    await deadLetter(deps, row, failure.message, failure.pacCode, failure.pac);
+    throw new UnrecoverableError(`${failure.pacCode}: ${failure.message}`);
+  }
+  log.warn(
+    { outcome: failure.outcome, code: failure.pacCode, pac: failure.pac, attempt: job.attemptsMade + 1 },
+    'stamp attempt failed; will retry',
+  );
+  throw new Error(`${failure.outcome}: ${failure.pacCode}`);
 }
 
 /** A correction took the row out of circulation between the load and a PAC call. */
