@@ -224,13 +224,29 @@ export function startWorkerProcess(
   });
 }
 
-/** The API as the real process it is in production (apps never import each other), on a free port. */
+/**
+ * The API as the real process it is in production (apps never import each other), on a free port. A
+ * port found free can be taken by another test process before the API binds it: an API that exits
+ * before answering is started again on another port (three tries).
+ */
 export async function startApiProcess(
   databaseUrl: string,
   apiKey: string,
   /** More settings (the dashboard's, a queue prefix…). */
   env: Record<string, string> = {},
 ): Promise<{ url: string; stop: () => Promise<void> }> {
+  for (let attempt = 1; ; attempt++) {
+    const started = await tryApiProcess(databaseUrl, apiKey, env);
+    if (started) return started;
+    if (attempt >= 3) throw new Error('the API exited before answering, three times');
+  }
+}
+
+async function tryApiProcess(
+  databaseUrl: string,
+  apiKey: string,
+  env: Record<string, string>,
+): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const api: ChildProcess = spawn(process.execPath, tsEntryArgs(resolve(here, '../../api/src/main.ts')), {
@@ -252,15 +268,20 @@ export async function startApiProcess(
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  let exited = false;
+  api.once('exit', () => (exited = true));
   await eventually(
     async () =>
+      exited ||
       (await got.get(`${url}/healthz`, { retry: { limit: 0 }, throwHttpErrors: false }).catch(() => undefined))
         ?.statusCode === 200,
     20_000,
   );
+  if (exited) return undefined;
   return {
     url,
     stop: async () => {
+      if (api.exitCode !== null) return;
       api.kill('SIGTERM');
       await new Promise((r) => api.once('exit', r));
     },
