@@ -1,4 +1,4 @@
-import { Queue, UnrecoverableError, Worker } from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
@@ -76,37 +76,8 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     logger: deps.logger,
   });
   const csd = deps.csd;
-  const sweeper = new Sweeper({
-    prisma: deps.prisma,
-    queue,
-    staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
-    batchSize: deps.relayBatchSize,
-    logger: deps.logger,
-    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd, deps.catalogs) } : {}),
-    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq),
-    cancelReplaced: async () => {
-      let n = 0;
-      for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
-        if ((await requestReplacedCancellation(deps.prisma, id)).requested) n++;
-      return n;
-    },
-  });
-  // Corrections freeze a new version: they need the CSD.
-  const corrections = csd
-    ? new CorrectionRunner({
-        prisma: deps.prisma,
-        chain: deps.chain,
-        csd,
-        ...(deps.catalogs ? { catalogs: deps.catalogs } : {}),
-        logger: deps.logger,
-        inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
-        retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
-        batchSize: deps.relayBatchSize,
-        ...(deps.corrections?.autoRefreezeLateMarginMs !== undefined
-          ? { autoRefreezeLateMarginMs: deps.corrections.autoRefreezeLateMarginMs }
-          : {}),
-      })
-    : undefined;
+  const sweeper = createSweeper(deps, queue, dlq);
+  const corrections = createCorrections(deps);
   const stamp = createStampProcessor({
     prisma: deps.prisma,
     writes: stampWrites(deps.prisma),
@@ -130,36 +101,15 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
         ...(deps.onCancellation ? { onOutcome: deps.onCancellation } : {}),
       })
     : undefined;
-  const worker = new Worker<StampJobData>(
-    STAMP_QUEUE,
-    async (job, token) => {
-      let parsed;
-      try {
-        parsed = parseStampJob(job.name, job.data);
-      } catch (error) {
-        // A job this worker cannot read fails now: retrying would not make it readable.
-        throw new UnrecoverableError(failureText('UNKNOWN_JOB', (error as Error).message));
-      }
-      switch (parsed.name) {
-        case 'stamp':
-          return stamp(job);
-        case 'cancel':
-          if (!cancel) throw new UnrecoverableError(failureText('NO_CSD', 'cancellations cannot be signed'));
-          return cancel(job, token);
-        default:
-          return assertNever(parsed.name);
-      }
-    },
-    {
-      connection,
-      prefix: deps.prefix,
-      concurrency: deps.concurrency,
-      autorun: options.autorun ?? true,
-      lockDuration: deps.lockMs ?? 30_000,
-      stalledInterval: Math.max(500, Math.round((deps.lockMs ?? 30_000) / 2)),
-      settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
-    },
-  );
+  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(stamp, cancel), {
+    connection,
+    prefix: deps.prefix,
+    concurrency: deps.concurrency,
+    autorun: options.autorun ?? true,
+    lockDuration: deps.lockMs ?? 30_000,
+    stalledInterval: Math.max(500, Math.round((deps.lockMs ?? 30_000) / 2)),
+    settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
+  });
   worker.on('error', bullmqErrorListener(deps.logger, 'worker error', 'error'));
   const deadLetters = createDeadLetterConsumer(
     { prisma: deps.prisma, redis: connection, prefix: deps.prefix, logger: deps.logger },
@@ -186,4 +136,69 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
 
 function assertNever(name: never): never {
   throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${String(name)}`));
+}
+
+/** The sweeper: enqueued rows Redis lost, overdue dependents, dead letters and replacements settled. */
+function createSweeper(deps: WorkerDeps, queue: Queue<StampJobData>, dlq: Queue<DeadLetterData>): Sweeper {
+  const csd = deps.csd;
+  return new Sweeper({
+    prisma: deps.prisma,
+    queue,
+    staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
+    batchSize: deps.relayBatchSize,
+    logger: deps.logger,
+    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd, deps.catalogs) } : {}),
+    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq),
+    cancelReplaced: async () => {
+      let n = 0;
+      for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
+        if ((await requestReplacedCancellation(deps.prisma, id)).requested) n++;
+      return n;
+    },
+  });
+}
+
+/** The corrections' runner (they freeze a new version: only with a CSD). */
+function createCorrections(deps: WorkerDeps): CorrectionRunner | undefined {
+  const csd = deps.csd;
+  return csd
+    ? new CorrectionRunner({
+        prisma: deps.prisma,
+        chain: deps.chain,
+        csd,
+        ...(deps.catalogs ? { catalogs: deps.catalogs } : {}),
+        logger: deps.logger,
+        inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
+        retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
+        batchSize: deps.relayBatchSize,
+        ...(deps.corrections?.autoRefreezeLateMarginMs !== undefined
+          ? { autoRefreezeLateMarginMs: deps.corrections.autoRefreezeLateMarginMs }
+          : {}),
+      })
+    : undefined;
+}
+
+/** What the worker does with a job of the stamp queue: stamp, or cancel (a job it cannot read fails now). */
+function jobHandler(
+  stamp: ReturnType<typeof createStampProcessor>,
+  cancel: ReturnType<typeof createCancelProcessor> | undefined,
+) {
+  return async (job: Job<StampJobData>, token?: string) => {
+    let parsed;
+    try {
+      parsed = parseStampJob(job.name, job.data);
+    } catch (error) {
+      // A job this worker cannot read fails now: retrying would not make it readable.
+      throw new UnrecoverableError(failureText('UNKNOWN_JOB', (error as Error).message));
+    }
+    switch (parsed.name) {
+      case 'stamp':
+        return stamp(job);
+      case 'cancel':
+        if (!cancel) throw new UnrecoverableError(failureText('NO_CSD', 'cancellations cannot be signed'));
+        return cancel(job, token);
+      default:
+        return assertNever(parsed.name);
+    }
+  };
 }
