@@ -181,49 +181,68 @@ export async function recordDeliveryAttempt(
                 ${error}, ${Math.round(result.durationMs)})`,
     );
     if (!row?.endpoint_id) return { outcome };
-    if (result.outcome === 'delivered') {
-      await execute(
-        tx,
-        Prisma.sql`UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, updated_at = now()
-          WHERE id = ${row.endpoint_id}::uuid AND (consecutive_failures > 0 OR failing_since IS NOT NULL)`,
-      );
-      return { outcome };
-    }
-    // Two statements: a row updated twice in one statement keeps only one of the changes.
-    await execute(
+    const disabled = await endpointAfterAttempt(
       tx,
-      Prisma.sql`UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,
-        failing_since = coalesce(failing_since, now()), updated_at = now() WHERE id = ${row.endpoint_id}::uuid`,
+      row.endpoint_id,
+      delivery.id,
+      result.outcome === 'delivered',
+      disable,
     );
-    const [disabled] = await queryRows(
-      tx,
-      disabledRow,
-      Prisma.sql`
-        UPDATE webhook_endpoints SET status = 'disabled', disabled_at = now(),
-          disabled_reason = 'failing since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-                            || ' (' || consecutive_failures || ' attempts in a row)'
-        WHERE id = ${row.endpoint_id}::uuid AND status = 'enabled' AND consecutive_failures >= ${disable.minFailures}
-          AND failing_since <= now() - make_interval(secs => ${disable.afterMs / 1000}::float8)
-        RETURNING id, url, consecutive_failures`,
-    );
-    if (!disabled) {
-      // Disabled while this attempt was in flight (by another attempt's streak, or an operator): no retry.
-      await execute(
-        tx,
-        Prisma.sql`UPDATE deliveries d SET status = 'dead', last_error = 'endpoint disabled: ' || coalesce(w.disabled_reason, ''),
-            updated_at = now()
-          FROM webhook_endpoints w
-          WHERE d.id = ${delivery.id}::uuid AND d.status = 'pending' AND w.id = d.endpoint_id AND w.status = 'disabled'`,
-      );
-      return { outcome };
-    }
-    await buryPendingDeliveries(tx, disabled.id, 'endpoint disabled after a failure streak');
-    return {
-      outcome,
-      disabled: { id: disabled.id, url: disabled.url, consecutiveFailures: disabled.consecutive_failures },
-    };
+    return disabled ? { outcome, disabled } : { outcome };
   };
   return prisma.$transaction(run);
+}
+
+/**
+ * The endpoint's streak after an attempt: a success clears it; a failure lengthens it and, past the
+ * policy, disables the endpoint (its pending deliveries buried). A delivery whose endpoint was
+ * disabled while it was in flight is dead, not retried. @returns the endpoint this attempt disabled.
+ */
+async function endpointAfterAttempt(
+  tx: Db,
+  endpointId: string,
+  deliveryId: string,
+  delivered: boolean,
+  disable: DisablePolicy,
+): Promise<{ id: string; url: string; consecutiveFailures: number } | undefined> {
+  if (delivered) {
+    await execute(
+      tx,
+      Prisma.sql`UPDATE webhook_endpoints SET consecutive_failures = 0, failing_since = NULL, updated_at = now()
+        WHERE id = ${endpointId}::uuid AND (consecutive_failures > 0 OR failing_since IS NOT NULL)`,
+    );
+    return undefined;
+  }
+  // Two statements: a row updated twice in one statement keeps only one of the changes.
+  await execute(
+    tx,
+    Prisma.sql`UPDATE webhook_endpoints SET consecutive_failures = consecutive_failures + 1,
+      failing_since = coalesce(failing_since, now()), updated_at = now() WHERE id = ${endpointId}::uuid`,
+  );
+  const [disabled] = await queryRows(
+    tx,
+    disabledRow,
+    Prisma.sql`
+      UPDATE webhook_endpoints SET status = 'disabled', disabled_at = now(),
+        disabled_reason = 'failing since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                          || ' (' || consecutive_failures || ' attempts in a row)'
+      WHERE id = ${endpointId}::uuid AND status = 'enabled' AND consecutive_failures >= ${disable.minFailures}
+        AND failing_since <= now() - make_interval(secs => ${disable.afterMs / 1000}::float8)
+      RETURNING id, url, consecutive_failures`,
+  );
+  if (!disabled) {
+    // Disabled while this attempt was in flight (by another attempt's streak, or an operator): no retry.
+    await execute(
+      tx,
+      Prisma.sql`UPDATE deliveries d SET status = 'dead', last_error = 'endpoint disabled: ' || coalesce(w.disabled_reason, ''),
+          updated_at = now()
+        FROM webhook_endpoints w
+        WHERE d.id = ${deliveryId}::uuid AND d.status = 'pending' AND w.id = d.endpoint_id AND w.status = 'disabled'`,
+    );
+    return undefined;
+  }
+  await buryPendingDeliveries(tx, disabled.id, 'endpoint disabled after a failure streak');
+  return { id: disabled.id, url: disabled.url, consecutiveFailures: disabled.consecutive_failures };
 }
 
 /**
