@@ -24,34 +24,10 @@ export function invoiceDocumentRoutes(deps: InvoiceRoutesDeps): Router {
   const respondOnce = idempotentResponder(deps);
   const find = (id: string) => findInvoice(prisma, id);
 
-  /** The stamped XML once stamped, else the frozen one; `X-Timbra-Xml` says which. */
-  router.get('/invoices/:id/xml', async (req, res) => {
-    const invoice = await find(String(req.params.id));
-    const xml = invoice.stampedXml ?? invoice.frozenXml;
-    if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
-    res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
-    // A download keeps the name the customer's copy has; a document not stamped yet says so in its name.
-    const name =
-      invoice.stampedXml && invoice.uuid
-        ? documentFileName({ serie: invoice.serie, folio: invoice.folio, uuid: invoice.uuid }, 'xml')
-        : `${invoice.serie}-${invoice.folio}-sin-timbrar.xml`;
-    res.set('Content-Disposition', `attachment; filename="${name}"`);
-    res.type('application/xml; charset=utf-8').send(xml);
-  });
+  router.get('/invoices/:id/xml', async (req, res) => sendXml(res, await find(String(req.params.id))));
 
   const pdfOptions = deps.pdf;
-  /** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
-  const stampedDocument = async (id: string): Promise<StampedDocument> => {
-    const invoice = await find(id);
-    if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
-    return {
-      serie: invoice.serie,
-      folio: invoice.folio,
-      uuid: invoice.uuid,
-      stampedXml: invoice.stampedXml,
-      cancelled: invoice.status === 'cancelled',
-    };
-  };
+  const stampedDocument = (id: string) => stampedDocumentOf(prisma, id);
 
   /**
    * The representación impresa of a stamped invoice (PDF, from its stamped XML alone), with
@@ -99,4 +75,31 @@ export function invoiceDocumentRoutes(deps: InvoiceRoutesDeps): Router {
   });
 
   return router;
+}
+
+/** The stamped XML once stamped, else the frozen one; `X-Timbra-Xml` says which. */
+function sendXml(res: Response, invoice: Awaited<ReturnType<typeof findInvoice>>): void {
+  const xml = invoice.stampedXml ?? invoice.frozenXml;
+  if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
+  res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
+  // A download keeps the name the customer's copy has; a document not stamped yet says so in its name.
+  const name =
+    invoice.stampedXml && invoice.uuid
+      ? documentFileName({ serie: invoice.serie, folio: invoice.folio, uuid: invoice.uuid }, 'xml')
+      : `${invoice.serie}-${invoice.folio}-sin-timbrar.xml`;
+  res.set('Content-Disposition', `attachment; filename="${name}"`);
+  res.type('application/xml; charset=utf-8').send(xml);
+}
+
+/** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
+async function stampedDocumentOf(prisma: InvoiceRoutesDeps['prisma'], id: string): Promise<StampedDocument> {
+  const invoice = await findInvoice(prisma, id);
+  if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
+  return {
+    serie: invoice.serie,
+    folio: invoice.folio,
+    uuid: invoice.uuid,
+    stampedXml: invoice.stampedXml,
+    cancelled: invoice.status === 'cancelled',
+  };
 }

@@ -83,11 +83,17 @@ export function refundInstallmentRoutes(deps: PaymentRoutesDeps): Router {
   uuidParams(router, 'id');
   const respondOnce = idempotentResponder(deps);
 
-  /**
-   * A refund of a payment (partial refunds allowed; never more than paid in all) and its Egreso,
-   * frozen now if the Ingreso is stamped, else once it is.
-   */
-  router.post('/payments/:id/refunds', async (req: Request, res: Response) => {
+  router.post('/payments/:id/refunds', postRefund(deps, respondOnce));
+  router.post('/invoices/:id/payments', postInstallment(deps, respondOnce));
+  return router;
+}
+
+/**
+ * A refund of a payment (partial refunds allowed; never more than paid in all) and its Egreso,
+ * frozen now if the Ingreso is stamped, else once it is.
+ */
+function postRefund(deps: PaymentRoutesDeps, respondOnce: ReturnType<typeof idempotentResponder>) {
+  return async (req: Request, res: Response) => {
     const client = req.client!;
     const paymentId = String(req.params.id);
     const parsed = createRefundSchema.safeParse(req.body);
@@ -117,13 +123,15 @@ export function refundInstallmentRoutes(deps: PaymentRoutesDeps): Router {
       };
     };
     await respondOnce(req, res, `/v1/payments/${paymentId}/refunds`, input, create);
-  });
+  };
+}
 
-  /**
-   * An amount received against a PPD Ingreso (sold in installments) and its Pago (complemento de
-   * pago 2.0), frozen now if the Ingreso is stamped, else once it is.
-   */
-  router.post('/invoices/:id/payments', async (req: Request, res: Response) => {
+/**
+ * An amount received against a PPD Ingreso (sold in installments) and its Pago (complemento de
+ * pago 2.0), frozen now if the Ingreso is stamped, else once it is.
+ */
+function postInstallment(deps: PaymentRoutesDeps, respondOnce: ReturnType<typeof idempotentResponder>) {
+  return async (req: Request, res: Response) => {
     const client = req.client!;
     const invoiceId = String(req.params.id);
     const parsed = createInstallmentSchema.safeParse(req.body);
@@ -159,7 +167,5 @@ export function refundInstallmentRoutes(deps: PaymentRoutesDeps): Router {
       };
     };
     await respondOnce(req, res, `/v1/invoices/${invoiceId}/payments`, input, create);
-  });
-
-  return router;
+  };
 }
