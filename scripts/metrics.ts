@@ -15,7 +15,7 @@
  * - README words, the sizes of the longest docs, commit subject lengths.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -160,6 +160,23 @@ function storyFiles(entries: string[]): string[] {
   return [...seen].map(rel).sort();
 }
 
+/**
+ * The doors a story goes through: its app files, and each package entry it reaches counted once
+ * (`@timbra/db/outbox`, `@timbra/cfdi-core`…) — how a reader who opens the use cases and reads the
+ * packages' calls by name sees it. Printed beside the file count, without a target of its own.
+ */
+function storyDoors(files: readonly string[]): string[] {
+  const doors = new Set<string>();
+  for (const f of files) {
+    const m = /^packages\/([^/]+)\/src\/(?:([^/]+)\/)?/.exec(f);
+    if (!m) doors.add(f);
+    else if (m[1] === 'db' && m[2] && existsSync(join(ROOT, 'packages/db/src', m[2], 'index.ts')))
+      doors.add(`@timbra/db/${m[2]}`);
+    else doors.add(`@timbra/${m[1]}`);
+  }
+  return [...doors].sort();
+}
+
 // ---- text counts -------------------------------------------------------------------------------------
 
 const PRISMA_CALL =
@@ -264,7 +281,15 @@ const figures: Figure[] = [
     target: 0,
     detail: longOnes.map((f) => `${f.lines} ${f.name} (${f.where})`),
   },
-  ...stories.map((s) => ({ figure: `files in ${s.name}`, value: s.files.length, target: 12, detail: s.files })),
+  ...stories.flatMap((s) => [
+    { figure: `files in ${s.name}`, value: s.files.length, target: 12, detail: s.files },
+    {
+      figure: `  its app files and package entries`,
+      value: storyDoors(s.files).length,
+      target: Infinity,
+      detail: storyDoors(s.files),
+    },
+  ]),
   {
     figure: 'Prisma calls in the apps',
     value: [...prisma.values()].reduce((s, e) => s + e.calls, 0),
