@@ -103,113 +103,104 @@ export class PacHttp {
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
     const headers: Record<string, string | number> = { ...options.headers };
     if (body) headers['content-length'] = body.length;
-    const { connectMs, responseMs } = this.timeouts;
-    const secure = this.secure;
-
     return new Promise<PacHttpResponse>((resolve, reject) => {
-      let phase: PacHttpPhase = 'lookup';
-      let sent = false;
-      let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-
-      const arm = (next: PacHttpPhase, ms: number) => {
-        phase = next;
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          fail(
-            new PacTransportError({
-              code: 'ETIMEDOUT',
-              sent,
-              phase,
-              timedOut: true,
-              message: `timed out (${phase}, ${ms} ms)`,
-            }),
-          );
-        }, ms);
-      };
-      const fail = (error: PacTransportError) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        req.destroy();
-        reject(error);
-      };
-      const failWith = (error: unknown) => {
-        const e = error as { code?: string; name?: string; message?: string };
-        const code = e.name === 'AbortError' ? 'ABORT_ERR' : (e.code ?? 'EUNKNOWN');
-        fail(
-          new PacTransportError({
-            code,
-            sent,
-            phase,
-            timedOut: false,
-            message: `${code}: ${e.message ?? String(error)}`,
-          }),
-        );
-      };
-
       const req = this.request(url, {
         method,
         headers,
         agent: this.agent,
         ...(options.signal ? { signal: options.signal } : {}),
       });
-      arm('lookup', connectMs);
-
-      req.on('socket', (socket: Socket) => {
-        const connected = () => arm('send', responseMs);
-        // A kept-alive socket is connected already; a new one goes through lookup, connect and TLS.
-        if (!socket.connecting) return connected();
-        socket.once('lookup', () => arm('connect', connectMs));
-        if (secure) {
-          socket.once('connect', () => arm('secureConnect', connectMs));
-          socket.once('secureConnect', connected);
-        } else {
-          socket.once('connect', connected);
-        }
-      });
-      // 'finish': the whole request was handed to the operating system.
-      req.on('finish', () => {
-        sent = true;
-        arm('response', responseMs);
-      });
-      req.on('error', failWith);
-      req.on('response', (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > MAX_ANSWER_BYTES) {
-            fail(
-              new PacTransportError({
-                code: 'ETOOLARGE',
-                sent,
-                phase,
-                timedOut: false,
-                message: `answer over ${MAX_ANSWER_BYTES} bytes`,
-              }),
-            );
-            return;
-          }
-          chunks.push(chunk);
-        });
-        response.on('error', failWith);
-        response.on('close', () => {
-          if (!response.complete) failWith(Object.assign(new Error('answer cut short'), { code: 'ECONNRESET' }));
-        });
-        response.on('end', () => {
-          if (settled) return;
-          if (!response.complete) {
-            failWith(Object.assign(new Error('answer cut short'), { code: 'ECONNRESET' }));
-            return;
-          }
-          settled = true;
-          clearTimeout(timer);
-          resolve({ statusCode: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-        });
-      });
-      req.end(body);
+      new Exchange(req, this.timeouts, this.secure, resolve, reject).start(body);
     });
+  }
+}
+
+/**
+ * One request and its answer: which phase it is in, whether the request was fully written, the
+ * timer of the phase, and the one settlement (resolve or reject) it allows.
+ */
+class Exchange {
+  private phase: PacHttpPhase = 'lookup';
+  private sent = false;
+  private settled = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly req: http.ClientRequest,
+    private readonly timeouts: PacTimeouts,
+    private readonly secure: boolean,
+    private readonly resolve: (r: PacHttpResponse) => void,
+    private readonly reject: (e: PacTransportError) => void,
+  ) {}
+
+  start(body: Buffer | undefined): void {
+    const { req, timeouts } = this;
+    this.arm('lookup', timeouts.connectMs);
+    req.on('socket', (socket: Socket) => this.watch(socket));
+    // 'finish': the whole request was handed to the operating system.
+    req.on('finish', () => {
+      this.sent = true;
+      this.arm('response', timeouts.responseMs);
+    });
+    req.on('error', (e) => this.failWith(e));
+    req.on('response', (response) => this.read(response));
+    req.end(body);
+  }
+
+  /** A kept-alive socket is connected already; a new one goes through lookup, connect and TLS. */
+  private watch(socket: Socket): void {
+    const { connectMs, responseMs } = this.timeouts;
+    const connected = () => this.arm('send', responseMs);
+    if (!socket.connecting) return connected();
+    socket.once('lookup', () => this.arm('connect', connectMs));
+    if (this.secure) {
+      socket.once('connect', () => this.arm('secureConnect', connectMs));
+      socket.once('secureConnect', connected);
+    } else {
+      socket.once('connect', connected);
+    }
+  }
+
+  private read(response: http.IncomingMessage): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cutShort = () => this.failWith(Object.assign(new Error('answer cut short'), { code: 'ECONNRESET' }));
+    response.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_ANSWER_BYTES) return this.fail('ETOOLARGE', false, `answer over ${MAX_ANSWER_BYTES} bytes`);
+      chunks.push(chunk);
+    });
+    response.on('error', (e) => this.failWith(e));
+    response.on('close', () => {
+      if (!response.complete) cutShort();
+    });
+    response.on('end', () => {
+      if (this.settled) return;
+      if (!response.complete) return cutShort();
+      this.settled = true;
+      clearTimeout(this.timer);
+      this.resolve({ statusCode: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+    });
+  }
+
+  private arm(next: PacHttpPhase, ms: number): void {
+    this.phase = next;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.fail('ETIMEDOUT', true, `timed out (${this.phase}, ${ms} ms)`), ms);
+  }
+
+  private failWith(error: unknown): void {
+    const e = error as { code?: string; name?: string; message?: string };
+    const code = e.name === 'AbortError' ? 'ABORT_ERR' : (e.code ?? 'EUNKNOWN');
+    this.fail(code, false, `${code}: ${e.message ?? String(error)}`);
+  }
+
+  private fail(code: string, timedOut: boolean, message: string): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.req.destroy();
+    this.reject(new PacTransportError({ code, sent: this.sent, phase: this.phase, timedOut, message }));
   }
 }
 
