@@ -40,20 +40,34 @@ export function adminRoutes(deps: AdminDeps): Router {
     next();
   });
 
-  const pick = (req: Request, res: Response): PacInstance | undefined => {
-    const body = (req.body ?? {}) as { instance?: unknown };
-    const name =
-      (typeof req.query.instance === 'string' ? req.query.instance : undefined) ??
-      (typeof body.instance === 'string' ? body.instance : undefined) ??
-      deps.defaultInstance;
-    const instance = name ? deps.instances.get(name) : undefined;
-    if (!instance)
-      res
-        .status(404)
-        .json({ error: { code: 'unknown_instance', message: `instances: ${[...deps.instances.keys()].join(', ')}` } });
-    return instance;
-  };
+  faultRoutes(router, deps);
+  taxpayerRoutes(router, deps);
+  router.get('/ledger', (req, res) => res.json(ledger(deps, req)));
+  router.post('/reset', (_req, res) => {
+    reset(deps);
+    res.json({ ok: true });
+  });
+  return router;
+}
 
+/** The instance a request names (query or body), or the default; a 404 answered when none. */
+function pickInstance(deps: AdminDeps, req: Request, res: Response): PacInstance | undefined {
+  const body = (req.body ?? {}) as { instance?: unknown };
+  const name =
+    (typeof req.query.instance === 'string' ? req.query.instance : undefined) ??
+    (typeof body.instance === 'string' ? body.instance : undefined) ??
+    deps.defaultInstance;
+  const instance = name ? deps.instances.get(name) : undefined;
+  if (!instance)
+    res
+      .status(404)
+      .json({ error: { code: 'unknown_instance', message: `instances: ${[...deps.instances.keys()].join(', ')}` } });
+  return instance;
+}
+
+/** `/faults` and `/validation`: what each instance does to the requests it receives. */
+function faultRoutes(router: Router, deps: AdminDeps): void {
+  const pick = (req: Request, res: Response) => pickInstance(deps, req, res);
   router.get('/faults', (req, res) => {
     const instance = pick(req, res);
     if (instance) res.json({ instance: instance.name, faults: instance.faults });
@@ -103,7 +117,10 @@ export function adminRoutes(deps: AdminDeps): Router {
     instance.validation = parsed.data;
     res.json({ instance: instance.name, validation: instance.validation });
   });
+}
 
+/** `/taxpayers`: the sandbox's list of the SAT's taxpayers (RFC, name, regime, postal code). */
+function taxpayerRoutes(router: Router, deps: AdminDeps): void {
   router.get('/taxpayers', (_req, res) => {
     res.json({ data: deps.taxpayers.all() });
   });
@@ -129,36 +146,34 @@ export function adminRoutes(deps: AdminDeps): Router {
   router.delete('/taxpayers/:rfc', (req, res) => {
     res.json({ deleted: deps.taxpayers.delete(String(req.params.rfc)) });
   });
+}
 
-  router.get('/ledger', (req, res) => {
-    const since = typeof req.query.since === 'string' ? req.query.since : '';
-    const stamps = deps.registry.stamps
-      .filter((s) => s.stampedAt >= since)
-      .map(({ tfdXml: _t, stampedXml: _x, ...rest }) => rest);
-    const byCadena = new Map<string, string[]>();
-    for (const s of deps.registry.stamps) byCadena.set(s.cadenaHash, [...(byCadena.get(s.cadenaHash) ?? []), s.uuid]);
-    const duplicates = [...byCadena.entries()]
-      .filter(([, uuids]) => uuids.length > 1)
-      .map(([cadenaHash, uuids]) => ({ cadenaHash, uuids }));
-    const counts = Object.fromEntries([...deps.instances.values()].map((i) => [i.name, i.counts]));
-    const received = req.query.received === 'false' ? undefined : deps.registry.received.filter((r) => r.at >= since);
-    // `coversSince`: a window that starts before it is not all there (the sandbox restarted without a state file, or was reset).
-    res.json({ coversSince: deps.registry.coversSince, stamps, duplicates, counts, ...(received ? { received } : {}) });
-  });
+/** Every stamp since a moment (without their XML), the duplicates by cadena, counts, requests received. */
+function ledger(deps: AdminDeps, req: Request) {
+  const since = typeof req.query.since === 'string' ? req.query.since : '';
+  const stamps = deps.registry.stamps
+    .filter((s) => s.stampedAt >= since)
+    .map(({ tfdXml: _t, stampedXml: _x, ...rest }) => rest);
+  const byCadena = new Map<string, string[]>();
+  for (const s of deps.registry.stamps) byCadena.set(s.cadenaHash, [...(byCadena.get(s.cadenaHash) ?? []), s.uuid]);
+  const duplicates = [...byCadena.entries()]
+    .filter(([, uuids]) => uuids.length > 1)
+    .map(([cadenaHash, uuids]) => ({ cadenaHash, uuids }));
+  const counts = Object.fromEntries([...deps.instances.values()].map((i) => [i.name, i.counts]));
+  const received = req.query.received === 'false' ? undefined : deps.registry.received.filter((r) => r.at >= since);
+  // `coversSince`: a window that starts before it is not all there (the sandbox restarted without a state file, or was reset).
+  return { coversSince: deps.registry.coversSince, stamps, duplicates, counts, ...(received ? { received } : {}) };
+}
 
-  router.post('/reset', (_req, res) => {
-    deps.registry.clear();
-    for (const instance of deps.instances.values()) {
-      instance.memory.clear();
-      instance.faults = NO_FAULTS;
-      instance.counts = PacInstance.zeroCounts();
-      instance.validation = deps.validation;
-      deps.onFaultsChanged(instance);
-    }
-    deps.taxpayers.reset();
-    deps.onReset();
-    res.json({ ok: true });
-  });
-
-  return router;
+function reset(deps: AdminDeps): void {
+  deps.registry.clear();
+  for (const instance of deps.instances.values()) {
+    instance.memory.clear();
+    instance.faults = NO_FAULTS;
+    instance.counts = PacInstance.zeroCounts();
+    instance.validation = deps.validation;
+    deps.onFaultsChanged(instance);
+  }
+  deps.taxpayers.reset();
+  deps.onReset();
 }

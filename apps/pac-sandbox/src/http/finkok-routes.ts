@@ -99,12 +99,7 @@ function stampedResult(record: StampRecord, codEstatus: string, extra = ''): str
 
 /** Finkok SOAP 1.1: `stamp`, `quick_stamp`, `stamped` and `cancel`, errors as Incidencias. */
 export function finkokRoutes(deps: FinkokRoutesDeps): Router {
-  const { instance } = deps;
   const router = Router();
-  const authorized = (op: XmlElement) =>
-    textOf(findElement(op, 'username')) === deps.credentials.username &&
-    textOf(findElement(op, 'password')) === deps.credentials.password;
-
   // The WSDLs, as Finkok serves them (`…/stamp.wsdl` and `…/stamp?wsdl`), pointing at this server.
   for (const [service, wsdl] of [
     ['stamp', stampWsdl],
@@ -118,101 +113,107 @@ export function finkokRoutes(deps: FinkokRoutesDeps): Router {
       send(req, res);
     });
   }
-
-  router.post('/servicios/soap/stamp', async (req, res) => {
-    instance.counts.requests++;
-    let op: XmlElement;
-    try {
-      op = soapBody(String(req.body ?? ''));
-    } catch {
-      return soapFault(res, 'Invalid SOAP envelope');
-    }
-    const operation = op.local;
-    if (!['stamp', 'quick_stamp', 'stamped'].includes(operation))
-      return soapFault(res, `Unknown operation ${operation}`);
-    const ctx = { instance, now: deps.now() };
-    if (!authorized(op))
-      return soapResponse(res, STAMP_NS, operation, incidencias('300', 'Usuario o contraseña inválidos', ctx));
-    const xml = Buffer.from(textOf(findElement(op, 'xml')), 'base64').toString('utf8');
-    const about = { ...ctx, ...(emisorRfcOf(xml) ? { rfcEmisor: emisorRfcOf(xml)! } : {}) };
-
-    if (operation === 'stamped') {
-      const previous = instance.previousStamp(xml);
-      if (previous === undefined)
-        return soapResponse(
-          res,
-          STAMP_NS,
-          operation,
-          incidencias('603', 'El CFDI no contiene un timbre previo', about),
-        );
-      if ('code' in previous)
-        return soapResponse(res, STAMP_NS, operation, incidencias(previous.code, previous.message, about));
-      return soapResponse(res, STAMP_NS, operation, stampedResult(previous, 'Comprobante timbrado previamente'));
-    }
-
-    if (!(await beforeProcessing(instance, res))) return;
-    const outcome = await instance.stamp(xml, undefined, 'finkok');
-    if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
-    if (outcome.kind === 'rejected')
-      return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message, about));
-    if (outcome.kind === 'previous') {
-      const incidencia = incidencias('307', 'Comprobante timbrado previamente', {
-        ...about,
-        uuid: outcome.record.uuid,
-      });
-      // Finkok may answer 307 without the previous XML; the client then asks `stamped`.
-      const result = instance.faults.finkok307WithXml
-        ? stampedResult(outcome.record, 'Comprobante timbrado previamente', incidencia)
-        : incidencia;
-      return soapResponse(res, STAMP_NS, operation, result);
-    }
-    soapResponse(res, STAMP_NS, operation, stampedResult(outcome.record, 'Comprobante timbrado satisfactoriamente'));
-  });
-
-  router.post('/servicios/soap/cancel', (req, res) => {
-    let op: XmlElement;
-    try {
-      op = soapBody(String(req.body ?? ''));
-    } catch {
-      return soapFault(res, 'Invalid SOAP envelope');
-    }
-    if (op.local !== 'cancel') return soapFault(res, `Unknown operation ${op.local}`);
-    const result = (body: string) => soapResponse(res, CANCEL_NS, 'cancel', body);
-    if (!authorized(op)) return result(el('CodEstatus', '300 - Usuario o contraseña inválidos'));
-    const taxpayer = textOf(findElement(op, 'taxpayer_id'));
-    let certRfc: string;
-    try {
-      const cert = new X509Certificate(Buffer.from(textOf(findElement(op, 'cer')), 'base64'));
-      const key = createPrivateKey({
-        key: Buffer.from(textOf(findElement(op, 'key')), 'base64').toString('utf8'),
-        passphrase: deps.credentials.password,
-      });
-      if (!cert.checkPrivateKey(key)) throw new Error('key does not match');
-      certRfc = rfcOf(cert);
-    } catch {
-      return result(el('CodEstatus', '702 - Certificado o llave inválidos'));
-    }
-    if (certRfc !== taxpayer) return result(el('CodEstatus', '702 - El RFC no corresponde al certificado'));
-    const folio = findElement(op, 'UUID');
-    const uuid = (folio?.attrs.find(([k]) => k === 'UUID')?.[1] ?? '').toUpperCase();
-    const motivo = folio?.attrs.find(([k]) => k === 'Motivo')?.[1] ?? '';
-    const folioSustitucion = folio?.attrs.find(([k]) => k === 'FolioSustitucion')?.[1] ?? '';
-    const outcome = requestCancellation(
-      deps.registry,
-      { uuid, rfcEmisor: taxpayer, motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
-      deps.now().getTime(),
-      deps.policy,
-      instance.faults.rejectCancellationBy,
-    );
-    if ('error' in outcome) return result(el('CodEstatus', outcome.error));
-    if (dropAfterProcessing(instance, res)) return;
-    result(
-      `<s0:Folios><s0:Folio>${el('EstatusUUID', outcome.code)}${el('UUID', uuid)}${el('EstatusCancelacion', '')}</s0:Folio></s0:Folios>` +
-        el('Acuse', acuseXml(taxpayer, uuid, outcome.code, deps.now())) +
-        el('Fecha', formatFecha(deps.now(), DEFAULT_TIME_ZONE)) +
-        el('RfcEmisor', taxpayer),
-    );
-  });
-
+  router.post('/servicios/soap/stamp', (req, res) => stamp(deps, req, res));
+  router.post('/servicios/soap/cancel', (req, res) => cancel(deps, req, res));
   return router;
+}
+
+function authorized(deps: FinkokRoutesDeps, op: XmlElement): boolean {
+  return (
+    textOf(findElement(op, 'username')) === deps.credentials.username &&
+    textOf(findElement(op, 'password')) === deps.credentials.password
+  );
+}
+
+/** `stamp` and `quick_stamp` stamp; `stamped` answers what an earlier stamp of the same XML gave. */
+async function stamp(deps: FinkokRoutesDeps, req: Request, res: Response): Promise<void> {
+  const { instance } = deps;
+  instance.counts.requests++;
+  let op: XmlElement;
+  try {
+    op = soapBody(String(req.body ?? ''));
+  } catch {
+    return soapFault(res, 'Invalid SOAP envelope');
+  }
+  const operation = op.local;
+  if (!['stamp', 'quick_stamp', 'stamped'].includes(operation)) return soapFault(res, `Unknown operation ${operation}`);
+  const ctx = { instance, now: deps.now() };
+  if (!authorized(deps, op))
+    return soapResponse(res, STAMP_NS, operation, incidencias('300', 'Usuario o contraseña inválidos', ctx));
+  const xml = Buffer.from(textOf(findElement(op, 'xml')), 'base64').toString('utf8');
+  const about = { ...ctx, ...(emisorRfcOf(xml) ? { rfcEmisor: emisorRfcOf(xml)! } : {}) };
+
+  if (operation === 'stamped') {
+    const previous = instance.previousStamp(xml);
+    if (previous === undefined)
+      return soapResponse(res, STAMP_NS, operation, incidencias('603', 'El CFDI no contiene un timbre previo', about));
+    if ('code' in previous)
+      return soapResponse(res, STAMP_NS, operation, incidencias(previous.code, previous.message, about));
+    return soapResponse(res, STAMP_NS, operation, stampedResult(previous, 'Comprobante timbrado previamente'));
+  }
+
+  if (!(await beforeProcessing(instance, res))) return;
+  const outcome = await instance.stamp(xml, undefined, 'finkok');
+  if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
+  if (outcome.kind === 'rejected')
+    return soapResponse(res, STAMP_NS, operation, incidencias(outcome.code, outcome.message, about));
+  if (outcome.kind === 'previous') {
+    const incidencia = incidencias('307', 'Comprobante timbrado previamente', {
+      ...about,
+      uuid: outcome.record.uuid,
+    });
+    // Finkok may answer 307 without the previous XML; the client then asks `stamped`.
+    const result = instance.faults.finkok307WithXml
+      ? stampedResult(outcome.record, 'Comprobante timbrado previamente', incidencia)
+      : incidencia;
+    return soapResponse(res, STAMP_NS, operation, result);
+  }
+  soapResponse(res, STAMP_NS, operation, stampedResult(outcome.record, 'Comprobante timbrado satisfactoriamente'));
+}
+
+/** `cancel`: the certificate and key in the request prove the taxpayer. */
+function cancel(deps: FinkokRoutesDeps, req: Request, res: Response): void {
+  const { instance } = deps;
+  let op: XmlElement;
+  try {
+    op = soapBody(String(req.body ?? ''));
+  } catch {
+    return soapFault(res, 'Invalid SOAP envelope');
+  }
+  if (op.local !== 'cancel') return soapFault(res, `Unknown operation ${op.local}`);
+  const result = (body: string) => soapResponse(res, CANCEL_NS, 'cancel', body);
+  if (!authorized(deps, op)) return result(el('CodEstatus', '300 - Usuario o contraseña inválidos'));
+  const taxpayer = textOf(findElement(op, 'taxpayer_id'));
+  let certRfc: string;
+  try {
+    const cert = new X509Certificate(Buffer.from(textOf(findElement(op, 'cer')), 'base64'));
+    const key = createPrivateKey({
+      key: Buffer.from(textOf(findElement(op, 'key')), 'base64').toString('utf8'),
+      passphrase: deps.credentials.password,
+    });
+    if (!cert.checkPrivateKey(key)) throw new Error('key does not match');
+    certRfc = rfcOf(cert);
+  } catch {
+    return result(el('CodEstatus', '702 - Certificado o llave inválidos'));
+  }
+  if (certRfc !== taxpayer) return result(el('CodEstatus', '702 - El RFC no corresponde al certificado'));
+  const folio = findElement(op, 'UUID');
+  const uuid = (folio?.attrs.find(([k]) => k === 'UUID')?.[1] ?? '').toUpperCase();
+  const motivo = folio?.attrs.find(([k]) => k === 'Motivo')?.[1] ?? '';
+  const folioSustitucion = folio?.attrs.find(([k]) => k === 'FolioSustitucion')?.[1] ?? '';
+  const outcome = requestCancellation(
+    deps.registry,
+    { uuid, rfcEmisor: taxpayer, motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
+    deps.now().getTime(),
+    deps.policy,
+    instance.faults.rejectCancellationBy,
+  );
+  if ('error' in outcome) return result(el('CodEstatus', outcome.error));
+  if (dropAfterProcessing(instance, res)) return;
+  result(
+    `<s0:Folios><s0:Folio>${el('EstatusUUID', outcome.code)}${el('UUID', uuid)}${el('EstatusCancelacion', '')}</s0:Folio></s0:Folios>` +
+      el('Acuse', acuseXml(taxpayer, uuid, outcome.code, deps.now())) +
+      el('Fecha', formatFecha(deps.now(), DEFAULT_TIME_ZONE)) +
+      el('RfcEmisor', taxpayer),
+  );
 }

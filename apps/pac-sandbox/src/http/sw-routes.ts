@@ -28,55 +28,19 @@ function swError(res: Response, http: number, message: string, detail?: string, 
 export function swRoutes(deps: SwRoutesDeps): Router {
   const { instance } = deps;
   const router = Router();
-
-  const authenticate = (user: unknown, password: unknown, res: Response) => {
-    if (user !== deps.credentials.user || password !== deps.credentials.password) {
-      swError(res, 401, 'AU1001 - Usuario o contraseña inválidos.');
-      return;
-    }
-    const { token, expiresInS } = instance.issueToken();
-    res.json({ status: 'success', data: { token, expires_in: expiresInS, tokeny_type: 'bearer' } });
-  };
   router.post('/v2/security/authenticate', (req, res) => {
     const body = (req.body ?? {}) as { user?: unknown; password?: unknown };
-    authenticate(body.user, body.password, res);
+    authenticate(deps, body.user, body.password, res);
   });
-  router.post('/security/authenticate', (req, res) => authenticate(req.get('user'), req.get('password'), res));
+  router.post('/security/authenticate', (req, res) => authenticate(deps, req.get('user'), req.get('password'), res));
 
-  const requireToken = (req: Request, res: Response): boolean => {
-    const token = /^Bearer (.+)$/i.exec(req.get('authorization') ?? '')?.[1];
-    if (instance.tokenValid(token)) return true;
-    swError(res, 401, 'AU4101 - El token proporcionado no es válido o ha expirado.');
-    return false;
-  };
-
-  const stamp = (b64: boolean) => async (req: Request, res: Response) => {
-    instance.counts.requests++;
-    if (!requireToken(req, res)) return;
-    const version = String(req.params.version);
-    if (!['v1', 'v2', 'v3', 'v4'].includes(version)) return swError(res, 404, 'Versión de respuesta no soportada.');
-    if (!(await beforeProcessing(instance, res))) return;
-    let xml: string;
-    try {
-      const part = await readXmlPart(req);
-      xml = b64 ? Buffer.from(part, 'base64').toString('utf8') : part;
-    } catch (error) {
-      return swError(res, 400, '301. La estructura del comprobante es incorrecta.', (error as Error).message);
-    }
-    const customid = req.get('customid') || undefined;
-    const outcome = await instance.stamp(xml, customid, 'sw');
-    if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
-    // v4 carries the QR of the printed representation, as SW's does (a PNG, base64).
-    const qrCode = version === 'v4' && outcome.kind === 'stamped' ? await qrCodeOf(outcome.record) : '';
-    answerStamp(res, outcome, version, b64, qrCode);
-  };
   for (const prefix of ['/v4/cfdi33/stamp', '/cfdi33/stamp']) {
-    router.post(`${prefix}/:version`, stamp(false));
-    router.post(`${prefix}/:version/b64`, stamp(true));
+    router.post(`${prefix}/:version`, (req, res) => stamp(deps, false, req, res));
+    router.post(`${prefix}/:version/b64`, (req, res) => stamp(deps, true, req, res));
   }
 
   router.get('/datawarehouse/v1/live/:uuid', (req, res) => {
-    if (!requireToken(req, res)) return;
+    if (!requireToken(instance, req, res)) return;
     const record = deps.registry.get(String(req.params.uuid));
     if (!record || record.instance !== instance.name) return swError(res, 404, 'No se encontró el UUID.');
     res.json({ status: 'success', data: { uuid: record.uuid, cfdi: record.stampedXml, tfd: record.tfdXml } });
@@ -85,7 +49,7 @@ export function swRoutes(deps: SwRoutesDeps): Router {
   // What this instance stamped under a customid (the document the customid was first used for), or
   // 404: the proof a correction asks for before it replaces a version. Faults apply, as to a stamp.
   router.get('/datawarehouse/v1/live/customid/:customid', async (req, res) => {
-    if (!requireToken(req, res)) return;
+    if (!requireToken(instance, req, res)) return;
     if (!(await beforeProcessing(instance, res))) return;
     const cadena = instance.memory.customids.get(String(req.params.customid));
     const record = cadena === undefined ? undefined : instance.memory.byCadena.get(cadena);
@@ -93,46 +57,86 @@ export function swRoutes(deps: SwRoutesDeps): Router {
     res.json({ status: 'success', data: { uuid: record.uuid, cfdi: record.stampedXml, tfd: record.tfdXml } });
   });
 
-  router.post('/cfdi33/cancel/csd', (req, res) => {
-    if (!requireToken(req, res)) return;
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '');
-    let rfc: string;
-    try {
-      const csd = loadCsd(Buffer.from(str('b64Cer'), 'base64'), Buffer.from(str('b64Key'), 'base64'), str('password'));
-      rfc = csd.rfc;
-    } catch (error) {
-      return swError(
-        res,
-        400,
-        'CA1000 - El certificado, la llave o la contraseña son inválidos.',
-        error instanceof CfdiError ? error.code : undefined,
-      );
-    }
-    if (rfc !== str('rfc')) return swError(res, 400, 'CA1001 - El RFC no corresponde al certificado.');
-    const uuid = str('uuid').toUpperCase();
-    const result = requestCancellation(
-      deps.registry,
-      {
-        uuid,
-        rfcEmisor: rfc,
-        motivo: str('motivo'),
-        ...(str('folioSustitucion') ? { folioSustitucion: str('folioSustitucion') } : {}),
-      },
-      deps.now().getTime(),
-      deps.policy,
-      instance.faults.rejectCancellationBy,
-    );
-    if ('error' in result) return swError(res, 400, result.error);
-    // Recorded at the "SAT", then the answer lost (stamp-then-drop for cancellations).
-    if (dropAfterProcessing(instance, res)) return;
-    res.json({
-      status: 'success',
-      data: { acuse: acuseXml(rfc, uuid, result.code, deps.now()), uuid: { [uuid]: result.code } },
-    });
-  });
-
+  router.post('/cfdi33/cancel/csd', (req, res) => cancel(deps, req, res));
   return router;
+}
+
+function authenticate(deps: SwRoutesDeps, user: unknown, password: unknown, res: Response): void {
+  if (user !== deps.credentials.user || password !== deps.credentials.password)
+    return swError(res, 401, 'AU1001 - Usuario o contraseña inválidos.');
+  const { token, expiresInS } = deps.instance.issueToken();
+  res.json({ status: 'success', data: { token, expires_in: expiresInS, tokeny_type: 'bearer' } });
+}
+
+function requireToken(instance: PacInstance, req: Request, res: Response): boolean {
+  const token = /^Bearer (.+)$/i.exec(req.get('authorization') ?? '')?.[1];
+  if (instance.tokenValid(token)) return true;
+  swError(res, 401, 'AU4101 - El token proporcionado no es válido o ha expirado.');
+  return false;
+}
+
+/** Stamp v1–v4, the XML as a multipart part (`b64`: base64 in and out). */
+async function stamp(deps: SwRoutesDeps, b64: boolean, req: Request, res: Response): Promise<void> {
+  const { instance } = deps;
+  instance.counts.requests++;
+  if (!requireToken(instance, req, res)) return;
+  const version = String(req.params.version);
+  if (!['v1', 'v2', 'v3', 'v4'].includes(version)) return swError(res, 404, 'Versión de respuesta no soportada.');
+  if (!(await beforeProcessing(instance, res))) return;
+  let xml: string;
+  try {
+    const part = await readXmlPart(req);
+    xml = b64 ? Buffer.from(part, 'base64').toString('utf8') : part;
+  } catch (error) {
+    return swError(res, 400, '301. La estructura del comprobante es incorrecta.', (error as Error).message);
+  }
+  const customid = req.get('customid') || undefined;
+  const outcome = await instance.stamp(xml, customid, 'sw');
+  if (outcome.kind !== 'rejected' && dropAfterProcessing(instance, res)) return;
+  // v4 carries the QR of the printed representation, as SW's does (a PNG, base64).
+  const qrCode = version === 'v4' && outcome.kind === 'stamped' ? await qrCodeOf(outcome.record) : '';
+  answerStamp(res, outcome, version, b64, qrCode);
+}
+
+/** Cancellation by CSD: the certificate, key and password in the body prove the RFC. */
+function cancel(deps: SwRoutesDeps, req: Request, res: Response): void {
+  const { instance } = deps;
+  if (!requireToken(instance, req, res)) return;
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const str = (k: string) => (typeof body[k] === 'string' ? body[k] : '');
+  let rfc: string;
+  try {
+    const csd = loadCsd(Buffer.from(str('b64Cer'), 'base64'), Buffer.from(str('b64Key'), 'base64'), str('password'));
+    rfc = csd.rfc;
+  } catch (error) {
+    return swError(
+      res,
+      400,
+      'CA1000 - El certificado, la llave o la contraseña son inválidos.',
+      error instanceof CfdiError ? error.code : undefined,
+    );
+  }
+  if (rfc !== str('rfc')) return swError(res, 400, 'CA1001 - El RFC no corresponde al certificado.');
+  const uuid = str('uuid').toUpperCase();
+  const result = requestCancellation(
+    deps.registry,
+    {
+      uuid,
+      rfcEmisor: rfc,
+      motivo: str('motivo'),
+      ...(str('folioSustitucion') ? { folioSustitucion: str('folioSustitucion') } : {}),
+    },
+    deps.now().getTime(),
+    deps.policy,
+    instance.faults.rejectCancellationBy,
+  );
+  if ('error' in result) return swError(res, 400, result.error);
+  // Recorded at the "SAT", then the answer lost (stamp-then-drop for cancellations).
+  if (dropAfterProcessing(instance, res)) return;
+  res.json({
+    status: 'success',
+    data: { acuse: acuseXml(rfc, uuid, result.code, deps.now()), uuid: { [uuid]: result.code } },
+  });
 }
 
 /**
