@@ -7,18 +7,33 @@ import { deadLetterCount, oldestOpenOutboxAgeSeconds, outboxCountsByStatus } fro
 import { reversedRefundsStanding } from '@timbra/db/payments';
 import type { PacChain } from '../stamping/pac-chain.ts';
 
-/**
- * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
- * at scrape time from Postgres (the record).
- */
-export function createWorkerMetrics(deps: {
+type Deps = {
   prisma: PrismaClient;
   chain: PacChain;
   /** An invoice is late this long before its Fecha leaves the PACs' window (default 12 h). */
   lateMarginMs?: number;
-}) {
+};
+
+/**
+ * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
+ * at scrape time from Postgres (the record).
+ */
+export function createWorkerMetrics(deps: Deps) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const stamping = stampingMetrics(registry);
+  outboxGauges(registry, deps);
+  invoiceGauges(registry, deps);
+  circuitGauge(registry, deps);
+  const deliveries = deliveryMetrics(registry, deps);
+  const history = historyMetrics(registry);
+  return { registry, ...stamping, ...deliveries, ...history };
+}
+
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
+
+/** PAC calls: attempts by outcome, their duration, failovers. */
+function stampingMetrics(registry: Registry) {
   const attempts = new Counter({
     name: 'timbra_stamp_attempts_total',
     help: 'PAC calls by PAC and outcome (stamped, already_stamped, transient, ambiguous, permanent)',
@@ -37,6 +52,22 @@ export function createWorkerMetrics(deps: {
     help: 'Stamps that went to a PAC after a not-processed failure of an earlier one',
     registers: [registry],
   });
+  return {
+    /** Records the PAC calls of one job. */
+    record(calls: readonly { pac: string; outcome: string; durationMs: number }[]): void {
+      for (const c of calls) {
+        attempts.inc({ pac: c.pac, outcome: c.outcome });
+        if (c.durationMs > 0) latency.observe({ pac: c.pac }, c.durationMs / 1000);
+      }
+      const answered = calls.at(-1);
+      if (calls.length > 1 && answered && (answered.outcome === 'stamped' || answered.outcome === 'already_stamped'))
+        failovers.inc();
+    },
+  };
+}
+
+/** The outbox's backlog and its dead letters, read from Postgres at scrape time. */
+function outboxGauges(registry: Registry, deps: Deps): void {
   new Gauge({
     // Named for what it counts: every row not done, by status — `failed` (dead letters) included.
     name: 'timbra_outbox_rows',
@@ -57,6 +88,18 @@ export function createWorkerMetrics(deps: {
       this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
     },
   });
+  new Gauge({
+    name: 'timbra_dead_letters',
+    help: 'Dead letters: outbox rows in status failed (Postgres, the record; a re-drive lowers it at once)',
+    registers: [registry],
+    async collect() {
+      this.set(await deadLetterCount(deps.prisma));
+    },
+  });
+}
+
+/** Invoices that wait: for data, for the PACs' window, for a correction's proof, for an operator. */
+function invoiceGauges(registry: Registry, deps: Deps): void {
   // Both needs_data gauges from one query a scrape: a scrape starts collecting every metric in
   // registration order before awaiting any, so the age gauge takes the count gauge's query.
   let needsData: ReturnType<typeof invoicesNeedingData> | undefined;
@@ -115,14 +158,9 @@ export function createWorkerMetrics(deps: {
       this.set(await reversedRefundsStanding(deps.prisma));
     },
   });
-  new Gauge({
-    name: 'timbra_dead_letters',
-    help: 'Dead letters: outbox rows in status failed (Postgres, the record; a re-drive lowers it at once)',
-    registers: [registry],
-    async collect() {
-      this.set(await deadLetterCount(deps.prisma));
-    },
-  });
+}
+
+function circuitGauge(registry: Registry, deps: Deps): void {
   // One series per state, 1 for the state a PAC's circuit is in and 0 for the others (a state is not a
   // number: no 0.5 for half-open).
   const CIRCUIT_STATES = ['closed', 'half_open', 'open'] as const;
@@ -138,6 +176,10 @@ export function createWorkerMetrics(deps: {
       }
     },
   });
+}
+
+/** Emails and webhooks: the backlog (from Postgres) and each attempt. */
+function deliveryMetrics(registry: Registry, deps: Deps) {
   // The three delivery gauges from one query a scrape (see needsData above).
   let backlog: ReturnType<typeof deliveryBacklog> | undefined;
   const readBacklog = () =>
@@ -193,6 +235,17 @@ export function createWorkerMetrics(deps: {
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [registry],
   });
+  return {
+    /** Records one delivery attempt. */
+    recordDelivery(channel: string, outcome: string, durationMs: number): void {
+      deliveryAttempts.inc({ channel, outcome });
+      deliveryLatency.observe({ channel }, durationMs / 1000);
+    },
+  };
+}
+
+/** Retention passes and cancellations carried to their end. */
+function historyMetrics(registry: Registry) {
   const pruned = new Counter({
     name: 'timbra_history_pruned_total',
     help: 'Rows the retention rules deleted, by table (outbox, pac_attempts, webhook_events)',
@@ -211,7 +264,6 @@ export function createWorkerMetrics(deps: {
     registers: [registry],
   });
   return {
-    registry,
     /** Records a cancellation that reached its end. */
     recordCancellation(outcome: 'cancelled' | 'rejected' | 'failed'): void {
       cancellations.inc({ outcome });
@@ -221,22 +273,5 @@ export function createWorkerMetrics(deps: {
       for (const [table, n] of Object.entries(deleted)) pruned.inc({ table }, n);
       prunedAt.set(Date.now() / 1000);
     },
-    /** Records one delivery attempt. */
-    recordDelivery(channel: string, outcome: string, durationMs: number): void {
-      deliveryAttempts.inc({ channel, outcome });
-      deliveryLatency.observe({ channel }, durationMs / 1000);
-    },
-    /** Records the PAC calls of one job. */
-    record(calls: readonly { pac: string; outcome: string; durationMs: number }[]): void {
-      for (const c of calls) {
-        attempts.inc({ pac: c.pac, outcome: c.outcome });
-        if (c.durationMs > 0) latency.observe({ pac: c.pac }, c.durationMs / 1000);
-      }
-      const answered = calls.at(-1);
-      if (calls.length > 1 && answered && (answered.outcome === 'stamped' || answered.outcome === 'already_stamped'))
-        failovers.inc();
-    },
   };
 }
-
-export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
