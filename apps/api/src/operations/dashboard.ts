@@ -75,6 +75,43 @@ export function dashboard(options: DashboardOptions): { router: Router; close: (
   const queueOptions = { connection: options.redis, prefix: options.prefix };
   const stamp = new Queue(STAMP_QUEUE, queueOptions);
   stamp.on('error', (error) => options.onQueueError?.(error, STAMP_QUEUE));
+  const adapters = boardAdapters(options, stamp);
+  const serverAdapter = new ExpressAdapter().setBasePath(DASHBOARD_PATH);
+  createBullBoard({
+    queues: adapters,
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: 'Timbra queues',
+        miscLinks: [{ text: 'Dead letters', url: `${DASHBOARD_PATH}/${DEAD_LETTERS_PATH}` }],
+      },
+    },
+  });
+  const board = serverAdapter.getRouter() as Router;
+  const page = deadLettersPage({
+    prisma: options.prisma,
+    dlq: options.dlq,
+    allowRetry: options.allowDlqRetry,
+    secret: options.password,
+    base: `${DASHBOARD_PATH}/${DEAD_LETTERS_PATH}`,
+  });
+
+  const router = Router();
+  router.use((req, res, next) => basicAuth(options, req, res, next));
+  router.use(`/${DEAD_LETTERS_PATH}`, page);
+  router.use(board);
+
+  return {
+    router,
+    close: async () => {
+      // The queues share the API's Redis connection: closing them leaves it open (the DLQ is the caller's).
+      await stamp.close();
+    },
+  };
+}
+
+/** The two queues as bull-board shows them: read-only, jobs named by serie-folio, data redacted. */
+function boardAdapters(options: DashboardOptions, stamp: Queue): BullMQAdapter[] {
   const adapters = [
     new BullMQAdapter(stamp, {
       readOnlyMode: true,
@@ -101,57 +138,28 @@ export function dashboard(options: DashboardOptions): { router: Router; close: (
     adapter.setFormatter('returnValue', redactForDashboard);
     adapter.setFormatter('name', dashboardJobName);
   }
-  const serverAdapter = new ExpressAdapter().setBasePath(DASHBOARD_PATH);
-  createBullBoard({
-    queues: adapters,
-    serverAdapter,
-    options: {
-      uiConfig: {
-        boardTitle: 'Timbra queues',
-        miscLinks: [{ text: 'Dead letters', url: `${DASHBOARD_PATH}/${DEAD_LETTERS_PATH}` }],
-      },
-    },
-  });
-  const board = serverAdapter.getRouter() as Router;
-  const page = deadLettersPage({
-    prisma: options.prisma,
-    dlq: options.dlq,
-    allowRetry: options.allowDlqRetry,
-    secret: options.password,
-    base: `${DASHBOARD_PATH}/${DEAD_LETTERS_PATH}`,
-  });
+  return adapters;
+}
 
-  const router = Router();
-  router.use((req: Request, res: Response, next: NextFunction) => {
-    const [scheme, encoded] = (req.get('authorization') ?? '').split(' ');
-    const [user = '', ...rest] =
-      scheme?.toLowerCase() === 'basic'
-        ? Buffer.from(encoded ?? '', 'base64')
-            .toString('utf8')
-            .split(':')
-        : [];
-    // Both compared, always: no early exit that would tell a wrong user from a wrong password.
-    const userOk = sameSecret(user, options.user);
-    const passwordOk = sameSecret(rest.join(':'), options.password);
-    if (!userOk || !passwordOk) {
-      next(
-        new ApiError('unauthorized', 'Admin credentials are required.', undefined, {
-          'WWW-Authenticate': 'Basic realm="timbra queues", charset="UTF-8"',
-        }),
-      );
-      return;
-    }
-    res.locals.dashboardUser = user;
-    next();
-  });
-  router.use(`/${DEAD_LETTERS_PATH}`, page);
-  router.use(board);
-
-  return {
-    router,
-    close: async () => {
-      // The queues share the API's Redis connection: closing them leaves it open (the DLQ is the caller's).
-      await stamp.close();
-    },
-  };
+function basicAuth(options: DashboardOptions, req: Request, res: Response, next: NextFunction): void {
+  const [scheme, encoded] = (req.get('authorization') ?? '').split(' ');
+  const [user = '', ...rest] =
+    scheme?.toLowerCase() === 'basic'
+      ? Buffer.from(encoded ?? '', 'base64')
+          .toString('utf8')
+          .split(':')
+      : [];
+  // Both compared, always: no early exit that would tell a wrong user from a wrong password.
+  const userOk = sameSecret(user, options.user);
+  const passwordOk = sameSecret(rest.join(':'), options.password);
+  if (!userOk || !passwordOk) {
+    next(
+      new ApiError('unauthorized', 'Admin credentials are required.', undefined, {
+        'WWW-Authenticate': 'Basic realm="timbra queues", charset="UTF-8"',
+      }),
+    );
+    return;
+  }
+  res.locals.dashboardUser = user;
+  next();
 }

@@ -59,6 +59,9 @@ function formToken(secret: string, user: string, outboxId: string): string {
   return createHmac('sha256', secret).update(`redrive\0${user}\0${outboxId}`).digest('base64url');
 }
 
+const user = (res: Response) => String(res.locals.dashboardUser ?? 'unknown');
+type Send = (res: Response, status: number, title: string, body: string) => void;
+
 function sameToken(given: unknown, expected: string): boolean {
   const a = Buffer.from(typeof given === 'string' ? given : '');
   const b = Buffer.from(expected);
@@ -76,7 +79,6 @@ function crossSite(req: Request): boolean {
 export function deadLettersPage(options: DeadLettersPageOptions): Router {
   const { prisma } = options;
   const router = Router();
-  const user = (res: Response) => String(res.locals.dashboardUser ?? 'unknown');
   const home = options.base.slice(0, options.base.lastIndexOf('/'));
   const send = (res: Response, status: number, title: string, body: string): void =>
     void res
@@ -88,15 +90,74 @@ export function deadLettersPage(options: DeadLettersPageOptions): Router {
   router.get('/', async (_req, res) => {
     const rows = await deadLetterRows(prisma, 500);
     const recent = await recentRedrives(prisma, 20);
+    send(res, 200, `Dead letters (${rows.length})`, listHtml(options, rows, recent));
+  });
+
+  router.get('/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const row = isUuid(id) ? await outboxRowWithRedrives(prisma, id) : null;
+    if (!row) return send(res, 404, 'Not found', `<p>No outbox row ${escape(id)}.</p>`);
+    const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
+    const dead = row.status === 'failed';
+    // A PAC's permanent refusal: the same bytes get the same answer, so the page says to correct it.
+    const permanent = dead && (await refusedForGood(prisma, row.invoice.id));
+    const token = formToken(options.secret, user(res), row.id);
     send(
       res,
       200,
-      `Dead letters (${rows.length})`,
-      `<p>Outbox rows that failed for good, newest first: the record is Postgres, the <code>stamp-dlq</code> queue shows the same letters. ${
-        options.allowRetry
-          ? 'Open one to re-drive it: it goes back to the PAC with the same frozen bytes.'
-          : 'Retry from here is off (<code>DASHBOARD_ALLOW_DLQ_RETRY=false</code>): re-drive with <code>npm run ops -- dlq:retry &lt;outbox id&gt;</code>.'
-      }</p>
+      `${dead ? 'Dead letter' : 'Outbox row'} ${serieFolio}`,
+      rowHtml(options, row, { permanent, token, redriven: req.query.redriven === '1' }),
+    );
+  });
+
+  router.post('/:id/retry', express.urlencoded({ extended: false, limit: '8kb' }), (req, res) =>
+    retry(options, send, req, res),
+  );
+  return router;
+}
+
+/** A re-drive asked from a letter's page: the form's token checked, the row sent back to the PAC. */
+async function retry(options: DeadLettersPageOptions, send: Send, req: Request, res: Response): Promise<void> {
+  const { prisma } = options;
+  const id = String(req.params.id);
+  if (!options.allowRetry)
+    return send(res, 403, 'Retry is off', '<p>DASHBOARD_ALLOW_DLQ_RETRY is not true: nothing was changed.</p>');
+  const body = (req.body ?? {}) as { token?: unknown; reason?: unknown; force?: unknown };
+  if (!isUuid(id) || crossSite(req) || !sameToken(body.token, formToken(options.secret, user(res), id)))
+    return send(res, 403, 'Refused', '<p>The form was not this dashboard’s: nothing was changed.</p>');
+  const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim().slice(0, 500) : undefined;
+  const result = await redriveDeadLetter(
+    prisma,
+    id,
+    { by: `dashboard:${user(res)}`, reason, force: body.force === '1' },
+    options.dlq,
+  );
+  if (!result.ok)
+    return send(
+      res,
+      result.reason === 'not_found' ? 404 : 409,
+      'Not re-driven',
+      `<p>${
+        result.reason === 'not_found'
+          ? 'No such outbox row.'
+          : result.reason === 'permanent_rejection'
+            ? 'Permanent: the PAC refused these bytes for good, and would again. Correct the invoice (<code>PATCH /v1/invoices/:id</code> or <code>npm run ops -- invoice:correct</code>); to resend the same bytes anyway, <code>npm run ops -- dlq:retry --force</code>. Nothing was changed.'
+            : 'Not a dead letter (any more): nothing was changed.'
+      }</p><p><a href="${escape(`${options.base}/${id}`)}">Back</a></p>`,
+    );
+  res.redirect(303, `${options.base}/${id}?redriven=1`);
+}
+
+function listHtml(
+  options: DeadLettersPageOptions,
+  rows: Awaited<ReturnType<typeof deadLetterRows>>,
+  recent: Awaited<ReturnType<typeof recentRedrives>>,
+): string {
+  return `<p>Outbox rows that failed for good, newest first: the record is Postgres, the <code>stamp-dlq</code> queue shows the same letters. ${
+    options.allowRetry
+      ? 'Open one to re-drive it: it goes back to the PAC with the same frozen bytes.'
+      : 'Retry from here is off (<code>DASHBOARD_ALLOW_DLQ_RETRY=false</code>): re-drive with <code>npm run ops -- dlq:retry &lt;outbox id&gt;</code>.'
+  }</p>
 ${
   rows.length === 0
     ? '<p class="ok">No dead letters.</p>'
@@ -121,24 +182,17 @@ ${recent
   )
   .join('\n')}
 </tbody></table>`
-}`,
-    );
-  });
+}`;
+}
 
-  router.get('/:id', async (req, res) => {
-    const id = String(req.params.id);
-    const row = isUuid(id) ? await outboxRowWithRedrives(prisma, id) : null;
-    if (!row) return send(res, 404, 'Not found', `<p>No outbox row ${escape(id)}.</p>`);
-    const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
-    const dead = row.status === 'failed';
-    // A PAC's permanent refusal: the same bytes get the same answer, so the page says to correct it.
-    const permanent = dead && (await refusedForGood(prisma, row.invoice.id));
-    const token = formToken(options.secret, user(res), row.id);
-    send(
-      res,
-      200,
-      `${dead ? 'Dead letter' : 'Outbox row'} ${serieFolio}`,
-      `${req.query.redriven === '1' ? `<p class="done">Re-driven: ${escape(serieFolio)} is back to pending and goes to the PAC with the same frozen bytes.</p>` : ''}
+function rowHtml(
+  options: DeadLettersPageOptions,
+  row: NonNullable<Awaited<ReturnType<typeof outboxRowWithRedrives>>>,
+  { permanent, token, redriven }: { permanent: boolean; token: string; redriven: boolean },
+): string {
+  const serieFolio = `${row.invoice.serie}-${row.invoice.folio}`;
+  const dead = row.status === 'failed';
+  return `${redriven ? `<p class="done">Re-driven: ${escape(serieFolio)} is back to pending and goes to the PAC with the same frozen bytes.</p>` : ''}
 <table>
 <tr><th>Serie-folio</th><td class="${dead ? 'dead' : 'ok'}">${escape(serieFolio)}</td></tr>
 <tr><th>Document</th><td>${escape(row.kind)} of ${escape(KIND[row.invoice.kind] ?? row.invoice.kind)} · invoice ${escape(row.invoice.id)}</td></tr>
@@ -178,39 +232,5 @@ ${
       : '<p class="note">Retry from the dashboard is off (<code>DASHBOARD_ALLOW_DLQ_RETRY=false</code>): re-drive with <code>npm run ops -- dlq:retry ' +
         escape(row.id) +
         '</code>.</p>'
-}`,
-    );
-  });
-
-  router.post('/:id/retry', express.urlencoded({ extended: false, limit: '8kb' }), async (req, res) => {
-    const id = String(req.params.id);
-    if (!options.allowRetry)
-      return send(res, 403, 'Retry is off', '<p>DASHBOARD_ALLOW_DLQ_RETRY is not true: nothing was changed.</p>');
-    const body = (req.body ?? {}) as { token?: unknown; reason?: unknown; force?: unknown };
-    if (!isUuid(id) || crossSite(req) || !sameToken(body.token, formToken(options.secret, user(res), id)))
-      return send(res, 403, 'Refused', '<p>The form was not this dashboard’s: nothing was changed.</p>');
-    const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim().slice(0, 500) : undefined;
-    const result = await redriveDeadLetter(
-      prisma,
-      id,
-      { by: `dashboard:${user(res)}`, reason, force: body.force === '1' },
-      options.dlq,
-    );
-    if (!result.ok)
-      return send(
-        res,
-        result.reason === 'not_found' ? 404 : 409,
-        'Not re-driven',
-        `<p>${
-          result.reason === 'not_found'
-            ? 'No such outbox row.'
-            : result.reason === 'permanent_rejection'
-              ? 'Permanent: the PAC refused these bytes for good, and would again. Correct the invoice (<code>PATCH /v1/invoices/:id</code> or <code>npm run ops -- invoice:correct</code>); to resend the same bytes anyway, <code>npm run ops -- dlq:retry --force</code>. Nothing was changed.'
-              : 'Not a dead letter (any more): nothing was changed.'
-        }</p><p><a href="${escape(`${options.base}/${id}`)}">Back</a></p>`,
-      );
-    res.redirect(303, `${options.base}/${id}?redriven=1`);
-  });
-
-  return router;
+}`;
 }

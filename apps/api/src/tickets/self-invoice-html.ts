@@ -24,51 +24,17 @@ export function formPage(deps: SelfInvoicePageDeps, req: Request, res: Response,
   const usos = PAGE_USOS.filter(
     ([code]) => !persona || !regimenOk || usoCfdiAllowed(code, form.regimenFiscal, persona),
   );
-  const list = Object.entries(errors).filter(([, m]) => m);
-  const field = (f: Field, input: string, hint?: string) => {
-    const error = errors[f];
-    const describedBy = [hint ? `${f}-ayuda` : '', error ? `${f}-error` : ''].filter(Boolean).join(' ');
-    return `<div class="field${error ? ' invalid' : ''}">
-      <label for="${f}">${LABELS[f]}</label>
-      ${hint ? `<p class="hint" id="${f}-ayuda">${hint}</p>` : ''}
-      ${error ? `<p class="error" id="${f}-error">${esc(error)}</p>` : ''}
-      ${input.replace(
-        /^<(input|select)/,
-        `<$1 id="${f}" name="${f}"${error ? ' aria-invalid="true"' : ''}${describedBy ? ` aria-describedby="${describedBy}"` : ''}`,
-      )}
-    </div>`;
-  };
+  const field = (f: Field, input: string, hint?: string) => fieldHtml(f, errors[f], input, hint);
   const text = (f: Field, attrs = '') => `<input type="text" value="${esc(form[f])}" ${attrs}>`;
   const select = (f: Field, options: [string, { name: string }][], prompt: string) =>
-    `<select required>
-      <option value="">${prompt}</option>
-      ${options
-        .map(
-          ([code, o]) =>
-            `<option value="${code}"${form[f] === code ? ' selected' : ''}>${code} — ${esc(o.name)}</option>`,
-        )
-        .join('')}
-    </select>`;
+    selectHtml(form[f], options, prompt);
   return page(
     deps.merchant,
     'Factura tu compra',
     `<h1>Factura tu compra</h1>
     <p>Escribe el código y el total de tu ticket y tus datos tal como aparecen en tu constancia de situación fiscal.
     Puedes facturar mientras el periodo de tu compra siga abierto.</p>
-    ${
-      list.length > 0
-        ? `<div class="summary" role="alert" tabindex="-1">
-            <h2>Revisa ${list.length === 1 ? 'este dato' : 'estos datos'}</h2>
-            <ul>${list
-              .map(([f, m]) =>
-                f === 'general'
-                  ? `<li>${esc(m)}</li>`
-                  : `<li><a href="#${f}">${LABELS[f as Field]}</a>: ${esc(m)}</li>`,
-              )
-              .join('')}</ul>
-          </div>`
-        : ''
-    }
+    ${errorSummary(errors)}
     <form method="post" action="${esc(req.baseUrl || SELF_INVOICE_PATH)}" novalidate>
       <input type="hidden" name="_csrf" value="${esc(token)}">
       <fieldset>
@@ -100,6 +66,48 @@ export function formPage(deps: SelfInvoicePageDeps, req: Request, res: Response,
       <button type="submit">Generar factura</button>
     </form>`,
   );
+}
+
+/** A labelled field, its hint and its error tied to the input (aria-invalid, aria-describedby). */
+function fieldHtml(f: Field, error: string | undefined, input: string, hint?: string): string {
+  const describedBy = [hint ? `${f}-ayuda` : '', error ? `${f}-error` : ''].filter(Boolean).join(' ');
+  return `<div class="field${error ? ' invalid' : ''}">
+      <label for="${f}">${LABELS[f]}</label>
+      ${hint ? `<p class="hint" id="${f}-ayuda">${hint}</p>` : ''}
+      ${error ? `<p class="error" id="${f}-error">${esc(error)}</p>` : ''}
+      ${input.replace(
+        /^<(input|select)/,
+        `<$1 id="${f}" name="${f}"${error ? ' aria-invalid="true"' : ''}${describedBy ? ` aria-describedby="${describedBy}"` : ''}`,
+      )}
+    </div>`;
+}
+
+function selectHtml(value: string, options: [string, { name: string }][], prompt: string): string {
+  return `<select required>
+      <option value="">${prompt}</option>
+      ${options
+        .map(
+          ([code, o]) =>
+            `<option value="${code}"${value === code ? ' selected' : ''}>${code} — ${esc(o.name)}</option>`,
+        )
+        .join('')}
+    </select>`;
+}
+
+/** The errors listed at the top, each linked to its field. */
+function errorSummary(errors: Errors): string {
+  const list = Object.entries(errors).filter(([, m]) => m);
+  if (list.length === 0) return '';
+  return `<div class="summary" role="alert" tabindex="-1">
+            <h2>Revisa ${list.length === 1 ? 'este dato' : 'estos datos'}</h2>
+            <ul>${list
+              .map(([f, m]) =>
+                f === 'general'
+                  ? `<li>${esc(m)}</li>`
+                  : `<li><a href="#${f}">${LABELS[f as Field]}</a>: ${esc(m)}</li>`,
+              )
+              .join('')}</ul>
+          </div>`;
 }
 
 export function off(): string {

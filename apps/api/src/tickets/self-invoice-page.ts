@@ -54,165 +54,170 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
     res.type('html').send(formPage(deps, req, res, emptyForm(), {}));
   });
 
-  router.post(
-    '/',
-    limiter,
-    express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }),
-    async (req, res) => {
-      if (!deps.payments.global)
-        return void res
-          .status(404)
-          .type('html')
-          .send(page(deps.merchant, 'No disponible', off()));
-      const form = readForm(req.body as Record<string, unknown>);
-      if (!csrfOk(req)) {
-        return void res
-          .status(403)
-          .type('html')
-          .send(
-            formPage(deps, req, res, form, { general: 'El formulario caducó. Revisa tus datos y envíalo de nuevo.' }),
-          );
-      }
-      const address = req.ip ?? '0.0.0.0';
-      if (failures.blocked(address))
-        return void res
-          .status(429)
-          .type('html')
-          .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
-      const errors = checkForm(form);
-      if (Object.keys(errors).length > 0)
-        return void res
-          .status(422)
-          .type('html')
-          .send(formPage(deps, req, res, form, errors));
-      try {
-        const done = await deps.prisma.$transaction((tx) =>
-          selfInvoice(tx, deps.payments, {
-            code: form.codigo,
-            total: form.total,
-            receptor: {
-              rfc: form.rfc,
-              nombre: form.nombre,
-              codigoPostal: form.codigoPostal,
-              regimenFiscal: form.regimenFiscal,
-              usoCfdi: form.usoCfdi,
-            },
-            email: form.email || null,
-          }),
-        );
-        if (done.created) deps.metrics.ticketsSelfInvoiced.inc();
-        deps.logger.info(
-          { ticketId: done.ticketId, invoiceId: done.invoiceId, created: done.created, corrected: done.corrected },
-          done.created
-            ? 'ticket self-invoiced'
-            : done.corrected
-              ? 'self-invoice corrected by the customer: a new version'
-              : 'ticket self-invoiced before: the same invoice',
-        );
-        res.redirect(303, `${req.baseUrl}/ticket/${done.downloadToken}`);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        if (error.code === 'ticket_not_found' && failures.fail(address))
-          return void res
-            .status(429)
-            .type('html')
-            .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
-        const answer = refusal(deps, error);
-        res
-          .status(answer.status)
-          .type('html')
-          .send(formPage(deps, req, res, form, answer.errors));
-      }
-    },
+  router.post('/', limiter, express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 20 }), (req, res) =>
+    submit(deps, failures, req, res),
   );
+  router.get('/ticket/:token', (req, res) => ticketPage(deps, req, res));
+  router.get('/ticket/:token/factura.pdf', (req, res) => download(deps, 'pdf', req, res));
+  router.get('/ticket/:token/factura.xml', (req, res) => download(deps, 'xml', req, res));
+  return router;
+}
 
-  router.get('/ticket/:token', async (req, res) => {
-    const found = await invoiceOfToken(deps.prisma, req.params.token);
-    if (!found)
+/** The form sent: checked, then the customer's invoice frozen, and the browser sent to the ticket's page. */
+async function submit(deps: SelfInvoicePageDeps, failures: FailureLimiter, req: Request, res: Response): Promise<void> {
+  if (!deps.payments.global)
+    return void res
+      .status(404)
+      .type('html')
+      .send(page(deps.merchant, 'No disponible', off()));
+  const form = readForm(req.body as Record<string, unknown>);
+  if (!csrfOk(req)) {
+    return void res
+      .status(403)
+      .type('html')
+      .send(formPage(deps, req, res, form, { general: 'El formulario caducó. Revisa tus datos y envíalo de nuevo.' }));
+  }
+  const address = req.ip ?? '0.0.0.0';
+  if (failures.blocked(address))
+    return void res
+      .status(429)
+      .type('html')
+      .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
+  const errors = checkForm(form);
+  if (Object.keys(errors).length > 0)
+    return void res
+      .status(422)
+      .type('html')
+      .send(formPage(deps, req, res, form, errors));
+  try {
+    const done = await deps.prisma.$transaction((tx) =>
+      selfInvoice(tx, deps.payments, {
+        code: form.codigo,
+        total: form.total,
+        receptor: {
+          rfc: form.rfc,
+          nombre: form.nombre,
+          codigoPostal: form.codigoPostal,
+          regimenFiscal: form.regimenFiscal,
+          usoCfdi: form.usoCfdi,
+        },
+        email: form.email || null,
+      }),
+    );
+    if (done.created) deps.metrics.ticketsSelfInvoiced.inc();
+    deps.logger.info(
+      { ticketId: done.ticketId, invoiceId: done.invoiceId, created: done.created, corrected: done.corrected },
+      done.created
+        ? 'ticket self-invoiced'
+        : done.corrected
+          ? 'self-invoice corrected by the customer: a new version'
+          : 'ticket self-invoiced before: the same invoice',
+    );
+    res.redirect(303, `${req.baseUrl}/ticket/${done.downloadToken}`);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    if (error.code === 'ticket_not_found' && failures.fail(address))
       return void res
-        .status(404)
+        .status(429)
         .type('html')
-        .send(page(deps.merchant, 'No encontrado', notFound()));
-    const { invoice } = found;
-    const base = `${req.baseUrl}/ticket/${encodeURIComponent(req.params.token)}`;
-    if (invoice.status === 'stamped' || invoice.status === 'cancel_requested' || invoice.status === 'cancelled') {
-      res.type('html').send(
-        page(
-          deps.merchant,
-          'Tu factura está lista',
-          `<h1>Tu factura está lista</h1>
-          <p>Folio fiscal (UUID): <strong>${esc(invoice.uuid)}</strong></p>
-          <p>Serie y folio: ${esc(invoice.serie)}-${esc(invoice.folio)} · Total: ${esc(pesos(invoice.total.toFixed(2)))} MXN</p>
-          <ul class="downloads">
-            <li><a href="${esc(base)}/factura.pdf" download>Descargar PDF</a></li>
-            <li><a href="${esc(base)}/factura.xml" download>Descargar XML</a></li>
-          </ul>
-          ${found.email ? `<p>También la enviamos a <strong>${esc(found.email)}</strong>.</p>` : ''}`,
-        ),
-      );
-      return;
-    }
-    if (invoice.status === 'pending') {
-      // Stamping takes seconds: the page looks again by itself.
-      res.set('Refresh', '2');
-      res.type('html').send(
-        page(
-          deps.merchant,
-          'Timbrando tu factura',
-          `<h1>Estamos timbrando tu factura</h1>
-          <p role="status">Esto toma unos segundos; la página se actualiza sola.
-          Si no, <a href="${esc(base)}">vuelve a cargarla</a>.</p>`,
-        ),
-      );
-      return;
-    }
-    // needs_data / stamp_failed: an operator is alerted (invoice metrics); the customer is told why,
-    // and may correct their data: the form again, with the same code and total, makes a new version.
-    const rule = refusedRule(invoice);
+        .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
+    const answer = refusal(deps, error);
+    res
+      .status(answer.status)
+      .type('html')
+      .send(formPage(deps, req, res, form, answer.errors));
+  }
+}
+
+/** The ticket's page: its invoice ready, being stamped, or in review (and why). */
+async function ticketPage(deps: SelfInvoicePageDeps, req: Request<{ token: string }>, res: Response): Promise<void> {
+  const found = await invoiceOfToken(deps.prisma, req.params.token);
+  if (!found)
+    return void res
+      .status(404)
+      .type('html')
+      .send(page(deps.merchant, 'No encontrado', notFound()));
+  const { invoice } = found;
+  const base = `${req.baseUrl}/ticket/${encodeURIComponent(req.params.token)}`;
+  if (invoice.status === 'stamped' || invoice.status === 'cancel_requested' || invoice.status === 'cancelled') {
     res.type('html').send(
       page(
         deps.merchant,
-        'Tu factura está en revisión',
-        `<h1>Tu factura está en revisión</h1>
-        <p role="status">No pudimos timbrarla con los datos que nos diste${
-          rule ? `: el SAT indica <strong>${esc(rule.code)}</strong> — ${esc(rule.es)}` : '.'
-        }</p>
-        <p>Si algún dato está mal (tu RFC, nombre, código postal o régimen deben ser los de tu constancia de
-        situación fiscal), <a href="${esc(req.baseUrl)}">vuelve a enviar el formulario</a> con el mismo código y total
-        del ticket y tus datos corregidos. El comercio ya fue avisado; guarda esta dirección: aquí podrás
-        descargar tu factura en cuanto esté lista.</p>`,
+        'Tu factura está lista',
+        `<h1>Tu factura está lista</h1>
+        <p>Folio fiscal (UUID): <strong>${esc(invoice.uuid)}</strong></p>
+        <p>Serie y folio: ${esc(invoice.serie)}-${esc(invoice.folio)} · Total: ${esc(pesos(invoice.total.toFixed(2)))} MXN</p>
+        <ul class="downloads">
+          <li><a href="${esc(base)}/factura.pdf" download>Descargar PDF</a></li>
+          <li><a href="${esc(base)}/factura.xml" download>Descargar XML</a></li>
+        </ul>
+        ${found.email ? `<p>También la enviamos a <strong>${esc(found.email)}</strong>.</p>` : ''}`,
       ),
     );
-  });
-
-  const download = (format: 'pdf' | 'xml') => async (req: Request<{ token: string }>, res: Response) => {
-    const found = await invoiceOfToken(deps.prisma, req.params.token);
-    const invoice = found?.invoice;
-    if (!invoice?.stampedXml || !invoice.uuid)
-      return void res
-        .status(404)
-        .type('html')
-        .send(page(deps.merchant, 'No encontrado', notFound()));
-    const copy = await customerCopy(
-      {
-        serie: invoice.serie,
-        folio: invoice.folio,
-        uuid: invoice.uuid,
-        stampedXml: invoice.stampedXml,
-        cancelled: invoice.status === 'cancelled',
-      },
-      deps.pdf,
+    return;
+  }
+  if (invoice.status === 'pending') {
+    // Stamping takes seconds: the page looks again by itself.
+    res.set('Refresh', '2');
+    res.type('html').send(
+      page(
+        deps.merchant,
+        'Timbrando tu factura',
+        `<h1>Estamos timbrando tu factura</h1>
+        <p role="status">Esto toma unos segundos; la página se actualiza sola.
+        Si no, <a href="${esc(base)}">vuelve a cargarla</a>.</p>`,
+      ),
     );
-    const file = format === 'pdf' ? copy.pdf : copy.xml;
-    res
-      .type(format === 'pdf' ? 'application/pdf' : 'application/xml; charset=utf-8')
-      .set('Content-Disposition', `attachment; filename="${file.filename}"`)
-      .set('Cache-Control', 'private, no-store')
-      .send(file.content);
-  };
-  router.get('/ticket/:token/factura.pdf', download('pdf'));
-  router.get('/ticket/:token/factura.xml', download('xml'));
-  return router;
+    return;
+  }
+  // needs_data / stamp_failed: an operator is alerted (invoice metrics); the customer is told why,
+  // and may correct their data: the form again, with the same code and total, makes a new version.
+  const rule = refusedRule(invoice);
+  res.type('html').send(
+    page(
+      deps.merchant,
+      'Tu factura está en revisión',
+      `<h1>Tu factura está en revisión</h1>
+      <p role="status">No pudimos timbrarla con los datos que nos diste${
+        rule ? `: el SAT indica <strong>${esc(rule.code)}</strong> — ${esc(rule.es)}` : '.'
+      }</p>
+      <p>Si algún dato está mal (tu RFC, nombre, código postal o régimen deben ser los de tu constancia de
+      situación fiscal), <a href="${esc(req.baseUrl)}">vuelve a enviar el formulario</a> con el mismo código y total
+      del ticket y tus datos corregidos. El comercio ya fue avisado; guarda esta dirección: aquí podrás
+      descargar tu factura en cuanto esté lista.</p>`,
+    ),
+  );
+}
+
+async function download(
+  deps: SelfInvoicePageDeps,
+  format: 'pdf' | 'xml',
+  req: Request<{ token: string }>,
+  res: Response,
+): Promise<void> {
+  const found = await invoiceOfToken(deps.prisma, req.params.token);
+  const invoice = found?.invoice;
+  if (!invoice?.stampedXml || !invoice.uuid)
+    return void res
+      .status(404)
+      .type('html')
+      .send(page(deps.merchant, 'No encontrado', notFound()));
+  const copy = await customerCopy(
+    {
+      serie: invoice.serie,
+      folio: invoice.folio,
+      uuid: invoice.uuid,
+      stampedXml: invoice.stampedXml,
+      cancelled: invoice.status === 'cancelled',
+    },
+    deps.pdf,
+  );
+  const file = format === 'pdf' ? copy.pdf : copy.xml;
+  res
+    .type(format === 'pdf' ? 'application/pdf' : 'application/xml; charset=utf-8')
+    .set('Content-Disposition', `attachment; filename="${file.filename}"`)
+    .set('Cache-Control', 'private, no-store')
+    .send(file.content);
 }
 
 /** The SAT rule a refused self-invoice broke, from its problems or the PAC's last answer; undefined if none is named. */

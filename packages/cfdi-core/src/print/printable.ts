@@ -144,40 +144,30 @@ function optional<K extends string>(name: K, value: string | undefined): { [P in
   return (value === undefined ? {} : { [name]: value }) as { [P in K]?: string };
 }
 
-/**
- * The printable model of a stamped CFDI 4.0 (Ingreso, Egreso, Pago with Pagos 2.0, or a global).
- * @throws CfdiError when the document has no valid TFD (only stamped documents are printed).
- */
-export function printableCfdi(stampedXml: string): PrintableCfdi {
-  const stamped = parseStampedCfdi(stampedXml);
-  const c = stamped.comprobante;
-  const one = (parent: XmlElement, local: string, ns: string = NS.cfdi) => childElements(parent, ns, local)[0];
-  const a = (name: string) => attr(c, name);
-  const emisor = one(c, 'Emisor')!;
-  const receptor = one(c, 'Receptor')!;
-  const global = one(c, 'InformacionGlobal');
-  const conceptos = childElements(one(c, 'Conceptos')!, NS.cfdi, 'Concepto').map((k) => {
-    const impuestos = one(k, 'Impuestos');
-    return {
-      claveProdServ: attr(k, 'ClaveProdServ') ?? '',
-      ...optional('noIdentificacion', attr(k, 'NoIdentificacion')),
-      cantidad: attr(k, 'Cantidad') ?? '',
-      claveUnidad: attr(k, 'ClaveUnidad') ?? '',
-      ...optional('unidad', attr(k, 'Unidad')),
-      descripcion: attr(k, 'Descripcion') ?? '',
-      valorUnitario: attr(k, 'ValorUnitario') ?? '',
-      importe: attr(k, 'Importe') ?? '',
-      ...optional('descuento', attr(k, 'Descuento')),
-      objetoImp: keyed(C_OBJETO_IMP, attr(k, 'ObjetoImp')),
-      traslados: taxes(impuestos, 'Traslados'),
-      retenciones: taxes(impuestos, 'Retenciones'),
-    };
-  });
-  const impuestos = one(c, 'Impuestos');
-  const pagosElement = childElements(c, NS.cfdi, 'Complemento')
-    .flatMap((k) => childElements(k, NS.pago20, 'Pagos'))
-    .at(0);
-  const pagos = (pagosElement ? childElements(pagosElement, NS.pago20, 'Pago') : []).map((p) => ({
+function one(parent: XmlElement, local: string, ns: string = NS.cfdi): XmlElement | undefined {
+  return childElements(parent, ns, local)[0];
+}
+
+function conceptoOf(k: XmlElement) {
+  const impuestos = one(k, 'Impuestos');
+  return {
+    claveProdServ: attr(k, 'ClaveProdServ') ?? '',
+    ...optional('noIdentificacion', attr(k, 'NoIdentificacion')),
+    cantidad: attr(k, 'Cantidad') ?? '',
+    claveUnidad: attr(k, 'ClaveUnidad') ?? '',
+    ...optional('unidad', attr(k, 'Unidad')),
+    descripcion: attr(k, 'Descripcion') ?? '',
+    valorUnitario: attr(k, 'ValorUnitario') ?? '',
+    importe: attr(k, 'Importe') ?? '',
+    ...optional('descuento', attr(k, 'Descuento')),
+    objetoImp: keyed(C_OBJETO_IMP, attr(k, 'ObjetoImp')),
+    traslados: taxes(impuestos, 'Traslados'),
+    retenciones: taxes(impuestos, 'Retenciones'),
+  };
+}
+
+function pagoOf(p: XmlElement) {
+  return {
     fechaPago: attr(p, 'FechaPago') ?? '',
     formaDePagoP: keyed(C_FORMA_PAGO, attr(p, 'FormaDePagoP')),
     monedaP: attr(p, 'MonedaP') ?? '',
@@ -198,22 +188,55 @@ export function printableCfdi(stampedXml: string): PrintableCfdi {
       .flatMap((i) => childElements(i, NS.pago20, 'RetencionesP'))
       .flatMap((r) => childElements(r, NS.pago20, 'RetencionP'))
       .map((r) => ({ impuesto: keyed(C_IMPUESTO, attr(r, 'ImpuestoP')), importe: attr(r, 'ImporteP') ?? '' })),
-    documentos: childElements(p, NS.pago20, 'DoctoRelacionado').map((d) => {
-      const serie = attr(d, 'Serie');
-      const folio = attr(d, 'Folio');
-      return {
-        idDocumento: attr(d, 'IdDocumento') ?? '',
-        ...optional('serieFolio', serie || folio ? [serie, folio].filter(Boolean).join('-') : undefined),
-        monedaDR: attr(d, 'MonedaDR') ?? '',
-        ...optional('equivalenciaDR', attr(d, 'EquivalenciaDR')),
-        ...optional('numParcialidad', attr(d, 'NumParcialidad')),
-        ...optional('impSaldoAnt', attr(d, 'ImpSaldoAnt')),
-        ...optional('impPagado', attr(d, 'ImpPagado')),
-        ...optional('impSaldoInsoluto', attr(d, 'ImpSaldoInsoluto')),
-        objetoImpDR: keyed(C_OBJETO_IMP, attr(d, 'ObjetoImpDR')),
-      };
-    }),
-  }));
+    documentos: childElements(p, NS.pago20, 'DoctoRelacionado').map(doctoOf),
+  };
+}
+
+function doctoOf(d: XmlElement) {
+  const serie = attr(d, 'Serie');
+  const folio = attr(d, 'Folio');
+  return {
+    idDocumento: attr(d, 'IdDocumento') ?? '',
+    ...optional('serieFolio', serie || folio ? [serie, folio].filter(Boolean).join('-') : undefined),
+    monedaDR: attr(d, 'MonedaDR') ?? '',
+    ...optional('equivalenciaDR', attr(d, 'EquivalenciaDR')),
+    ...optional('numParcialidad', attr(d, 'NumParcialidad')),
+    ...optional('impSaldoAnt', attr(d, 'ImpSaldoAnt')),
+    ...optional('impPagado', attr(d, 'ImpPagado')),
+    ...optional('impSaldoInsoluto', attr(d, 'ImpSaldoInsoluto')),
+    objetoImpDR: keyed(C_OBJETO_IMP, attr(d, 'ObjetoImpDR')),
+  };
+}
+
+function timbreOf(stamped: ReturnType<typeof parseStampedCfdi>) {
+  return {
+    uuid: stamped.tfd.uuid.toUpperCase(),
+    fechaTimbrado: stamped.tfd.fechaTimbrado,
+    rfcProvCertif: stamped.tfd.rfcProvCertif,
+    noCertificadoSat: stamped.tfd.noCertificadoSAT,
+    sello: stamped.sello,
+    selloSat: stamped.tfd.selloSAT,
+    cadenaOriginalTfd: stamped.tfdCadenaOriginal,
+  };
+}
+
+/**
+ * The printable model of a stamped CFDI 4.0 (Ingreso, Egreso, Pago with Pagos 2.0, or a global).
+ * @throws CfdiError when the document has no valid TFD (only stamped documents are printed).
+ */
+export function printableCfdi(stampedXml: string): PrintableCfdi {
+  const stamped = parseStampedCfdi(stampedXml);
+  const c = stamped.comprobante;
+  const a = (name: string) => attr(c, name);
+  const emisor = one(c, 'Emisor')!;
+  const receptor = one(c, 'Receptor')!;
+  const global = one(c, 'InformacionGlobal');
+  const conceptos = childElements(one(c, 'Conceptos')!, NS.cfdi, 'Concepto').map(conceptoOf);
+  const impuestos = one(c, 'Impuestos');
+  const pagosElement = childElements(c, NS.cfdi, 'Complemento')
+    .flatMap((k) => childElements(k, NS.pago20, 'Pagos'))
+    .at(0);
+  const pagos = (pagosElement ? childElements(pagosElement, NS.pago20, 'Pago') : []).map(pagoOf);
   const totales = pagosElement && one(pagosElement, 'Totales', NS.pago20);
   const montoTotalPagos = totales && attr(totales, 'MontoTotalPagos');
   const total = a('Total') ?? '';
@@ -265,15 +288,7 @@ export function printableCfdi(stampedXml: string): PrintableCfdi {
     ...optional('totalImpuestosRetenidos', impuestos && attr(impuestos, 'TotalImpuestosRetenidos')),
     pagos,
     ...optional('montoTotalPagos', montoTotalPagos),
-    timbre: {
-      uuid: stamped.tfd.uuid.toUpperCase(),
-      fechaTimbrado: stamped.tfd.fechaTimbrado,
-      rfcProvCertif: stamped.tfd.rfcProvCertif,
-      noCertificadoSat: stamped.tfd.noCertificadoSAT,
-      sello: stamped.sello,
-      selloSat: stamped.tfd.selloSAT,
-      cadenaOriginalTfd: stamped.tfdCadenaOriginal,
-    },
+    timbre: timbreOf(stamped),
     verificationUrl: satVerificationUrl({
       uuid: stamped.tfd.uuid,
       rfcEmisor: attr(emisor, 'Rfc') ?? '',
