@@ -362,6 +362,17 @@ describe('a payment with lines (REST)', () => {
   });
 });
 
+/**
+ * Noon in Mexico City (18:00 UTC) `days` ago: its UTC date is its Mexico City date, the day the
+ * exchange rate is looked up for (at 04:00 UTC, Mexico City is still on the day before).
+ */
+function middayDaysAgo(days: number): Date {
+  const at = new Date();
+  at.setUTCHours(18, 0, 0, 0);
+  at.setUTCDate(at.getUTCDate() - days);
+  return at;
+}
+
 describe('currencies', () => {
   const usd = (extra: object) =>
     post('/v1/payments', {
@@ -383,7 +394,7 @@ describe('currencies', () => {
   });
 
   it('a Pago in dollars takes the rate of its FechaPago’s day, not the sale’s; a tipoCambioP given is checked against it', async () => {
-    const paidAt = new Date(Date.now() - 12 * 86_400_000);
+    const paidAt = middayDaysAgo(12);
     const dayBefore = new Date(paidAt.getTime() - 86_400_000).toISOString().slice(0, 10);
     await api.providers.banxicoRate({ date: dayBefore, dato: '18.4000' });
     const sale = await usd({ amount: '116.00', receptor: CUSTOMER, paymentTerms: 'installments' });
@@ -415,7 +426,7 @@ describe('currencies', () => {
 
   it('an Egreso in dollars takes the rate of the refund’s day, checked like an Ingreso’s, not the sale’s', async () => {
     // The day before the refund's has 18.40; the sale's days have the base rate, 17.2543.
-    const refundedAt = new Date(Date.now() - 12 * 86_400_000).toISOString();
+    const refundedAt = middayDaysAgo(12).toISOString();
     const dayBefore = new Date(Date.parse(refundedAt) - 86_400_000).toISOString().slice(0, 10);
     await api.providers.banxicoRate({ date: dayBefore, dato: '18.4000' });
     const sale = await usd({ amount: '116.00', occurredAt: new Date(Date.now() - 30 * 86_400_000).toISOString() });
