@@ -17,6 +17,10 @@ export const CfdiErrorCode = {
   CsdRfcMismatch: 'CSD_RFC_MISMATCH',
   /** The certificate or key bytes are not a DER X.509 certificate / PKCS#8 key. */
   CsdUnreadable: 'CSD_UNREADABLE',
+  /** The certificate is an e.firma (FIEL): CFDIs are sealed with a CSD. */
+  CsdIsEfirma: 'CSD_IS_EFIRMA',
+  /** The certificate does not chain to one of the CAs the deployment trusts as the SAT's. */
+  CsdUntrusted: 'CSD_UNTRUSTED',
   /** An XML document could not be parsed or is not the expected kind of document. */
   InvalidXml: 'CFDI_INVALID_XML',
   /** A TimbreFiscalDigital is missing or malformed. */

@@ -65,6 +65,13 @@ export {
   type Csd,
   type CsdExpiry,
 } from './csd/csd.ts';
+export {
+  checkCsdUpload,
+  chainsTo,
+  readCertificates,
+  satCertificateKind,
+  type CsdUploadCheck,
+} from './csd/csd-upload.ts';
 export { sellar, verificarSello } from './csd/sello.ts';
 export { stampKeyFor, type StampKind } from './stamp-key.ts';
 export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';

@@ -4,6 +4,8 @@ import {
   CfdiError,
   CfdiErrorCode,
   CfdiValidationError,
+  checkCsdUpload,
+  readCertificates,
   freezeComprobante,
   insertTfd,
   loadCsd,
@@ -11,6 +13,7 @@ import {
   parseTfd,
   parseXml,
 } from '../src/index.ts';
+import { certificateVariant, testCaPem } from '@timbra/test-support';
 import { ingresoRequest } from './helpers/requests.ts';
 import { csdBytes, loadTestCsd, satTestCsdFiles } from './helpers/sat.ts';
 
@@ -47,6 +50,22 @@ describe('every error code has a trigger', () => {
     ],
     [CfdiErrorCode.CsdRfcMismatch, () => freezeComprobante(ingresoRequest(), loadTestCsd('CACX7605101P8'))],
     [CfdiErrorCode.CsdUnreadable, () => loadCsd(Buffer.from('not a certificate'), eku.key, eku.password)],
+    [
+      CfdiErrorCode.CsdIsEfirma,
+      () =>
+        checkCsdUpload(
+          { ...eku, cer: certificateVariant(eku.cer, { dropBranch: true }) },
+          { rfc: 'EKU9003173C9', at: new Date() },
+        ),
+    ],
+    [
+      CfdiErrorCode.CsdUntrusted,
+      () =>
+        checkCsdUpload(
+          { ...eku, cer: certificateVariant(eku.cer, { by: 'other-ca' }) },
+          { rfc: 'EKU9003173C9', at: new Date(), trustedCas: readCertificates(Buffer.from(testCaPem())) },
+        ),
+    ],
     [CfdiErrorCode.InvalidXml, () => parseXml('<cfdi:Comprobante><unclosed></cfdi:Comprobante>')],
     [
       CfdiErrorCode.InvalidTfd,

@@ -18,6 +18,7 @@ export {
 } from './sat-files.ts';
 export { CLOCK_MARK, isClockMarked, requireClockMark } from './clock-mark.ts';
 export {
+  certificateVariant,
   forgeSatIssuedCertificate,
   reissueCertificate,
   testCaFile,

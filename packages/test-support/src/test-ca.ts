@@ -9,7 +9,7 @@
  * re-issued ones are built from it deterministically (fixed validity and serials; RSA PKCS#1 v1.5
  * signatures are deterministic), so every process of a run — and every run — makes the same bytes.
  */
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -88,6 +88,60 @@ function copySignedByTestCa(
   cert.setIssuer(issuer(original, caCert));
   cert.setExtensions(original.extensions);
   cert.sign(key, forge.md.sha256.create());
+  return Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
+}
+
+let otherCa: { key: forge.pki.rsa.PrivateKey; cert: forge.pki.Certificate } | undefined;
+
+/** A second CA, made afresh in each process and trusted by nothing: what an untrusted issuer is. */
+function anotherCa() {
+  if (otherCa) return otherCa;
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const key = forge.pki.privateKeyFromPem(privateKey.export({ format: 'pem', type: 'pkcs1' }).toString());
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.setRsaPublicKey(key.n, key.e);
+  cert.serialNumber = '02';
+  cert.validity.notBefore = new Date('2020-01-01T00:00:00Z');
+  cert.validity.notAfter = TEST_CERTIFICATE_END;
+  const name = [{ name: 'commonName', value: 'Some other CA (trusted by nothing)' }];
+  cert.setSubject(name);
+  cert.setIssuer(name);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true },
+    { name: 'keyUsage', keyCertSign: true },
+  ]);
+  cert.sign(key, forge.md.sha256.create());
+  otherCa = { key, cert };
+  return otherCa;
+}
+
+/**
+ * A variant of a certificate (DER) for the tests of what a CSD upload refuses: its key and serial,
+ * with its subject's OU dropped (an e.firma names no branch), another validity, or signed by a CA
+ * nothing trusts (`by: 'other-ca'`), perhaps naming the test CA as its issuer (`naming`).
+ */
+export function certificateVariant(
+  der: Buffer,
+  change: {
+    dropBranch?: boolean;
+    notBefore?: Date;
+    notAfter?: Date;
+    by?: 'test-ca' | 'other-ca';
+    /** The issuer it names, when not its signer: a forgery. */
+    naming?: 'test-ca';
+  },
+): Buffer {
+  const signer = change.by === 'other-ca' ? anotherCa() : testCa();
+  const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = original.publicKey;
+  cert.serialNumber = original.serialNumber;
+  cert.validity.notBefore = change.notBefore ?? original.validity.notBefore;
+  cert.validity.notAfter = change.notAfter ?? TEST_CERTIFICATE_END;
+  cert.setSubject(original.subject.attributes.filter((a) => !(change.dropBranch && a.shortName === 'OU')));
+  cert.setIssuer((change.naming === 'test-ca' ? testCa() : signer).cert.subject.attributes);
+  cert.setExtensions(original.extensions);
+  cert.sign(signer.key, forge.md.sha256.create());
   return Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary');
 }
 
