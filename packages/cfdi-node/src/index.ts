@@ -22,3 +22,13 @@ export { dejavuFonts } from './fonts.ts';
 export { readInvoiceLogo } from './invoice-logo.ts';
 export { catalogsFromSettings, loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
 export { schemaFiles } from './schema-files.ts';
+export {
+  LocalKeyVault,
+  VaultError,
+  openSecret,
+  sealSecret,
+  type KeyVault,
+  type SealedSecret,
+  type VaultErrorCode,
+  type WrappedKey,
+} from './vault.ts';
