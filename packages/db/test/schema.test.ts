@@ -21,6 +21,19 @@ describe('the migrated database matches the Prisma schema', () => {
       data: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
     });
     const serie = await prisma.serie.create({ data: { emisorId: emisor.id, serie: 'A', kind: 'I' } });
+    const csd = await prisma.csd.create({
+      data: {
+        emisorId: emisor.id,
+        noCertificado: '30001000000500003416',
+        rfc: 'EKU9003173C9',
+        validFrom: new Date('2023-05-18T11:43:51Z'),
+        validTo: new Date('2027-05-18T11:43:51Z'),
+        certificate: Buffer.from([0x30, 0x82]),
+        sealed: { v: 1 },
+        chain: 'unchecked',
+      },
+    });
+    expect(csd.activeFrom.getTime()).toBe(csd.uploadedAt.getTime());
     expect(serie.nextFolio).toBe(1);
     await prisma.webhookEvent.create({
       data: {

@@ -129,13 +129,18 @@ export function certificateVariant(
     by?: 'test-ca' | 'other-ca';
     /** The issuer it names, when not its signer: a forgery. */
     naming?: 'test-ca';
+    /** Another NoCertificado (20 digits): a renewed CSD of the same emisor. */
+    noCertificado?: string;
   },
 ): Buffer {
   const signer = change.by === 'other-ca' ? anotherCa() : testCa();
   const original = forge.pki.certificateFromAsn1(forge.asn1.fromDer(der.toString('binary')));
   const cert = forge.pki.createCertificate();
   cert.publicKey = original.publicKey;
-  cert.serialNumber = original.serialNumber;
+  // The SAT's serial is the NoCertificado's digits as ASCII bytes, in hex.
+  cert.serialNumber = change.noCertificado
+    ? Buffer.from(change.noCertificado, 'ascii').toString('hex')
+    : original.serialNumber;
   cert.validity.notBefore = change.notBefore ?? original.validity.notBefore;
   cert.validity.notAfter = change.notAfter ?? TEST_CERTIFICATE_END;
   cert.setSubject(original.subject.attributes.filter((a) => !(change.dropBranch && a.shortName === 'OU')));

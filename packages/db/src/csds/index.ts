@@ -1,0 +1,2 @@
+/** `@timbra/db/csds`: the emisor's CSDs, stored sealed, and the one that seals at a moment. */
+export { CsdAlreadyStored, activeCsd, chooseActive, listCsds, storeCsd, type CsdView, type StoredCsd } from './csds.ts';

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createPrisma, type PrismaClient } from '../src/index.ts';
+import { CsdAlreadyStored, activeCsd, chooseActive, listCsds, storeCsd } from '../src/csds/index.ts';
+import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+
+let db: TestDatabase;
+let prisma: PrismaClient;
+let emisorId: string;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  prisma = createPrisma(db.url, { poolSize: 2 });
+  emisorId = (
+    await prisma.emisor.create({
+      data: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
+    })
+  ).id;
+});
+afterAll(async () => {
+  await prisma.$disconnect();
+  await db.drop();
+});
+
+const day = 86_400_000;
+const t0 = new Date('2026-12-04T12:00:00Z');
+const at = (days: number) => new Date(t0.getTime() + days * day);
+const csd = (noCertificado: string, validFrom: Date, validTo: Date, activeFrom: Date) => ({
+  emisorId,
+  noCertificado,
+  rfc: 'EKU9003173C9',
+  validFrom,
+  validTo,
+  certificate: Buffer.from(`certificate ${noCertificado}`),
+  sealed: { v: 1, keyId: 'k', ciphertext: 'c' },
+  chain: 'verified' as const,
+  activeFrom,
+});
+
+describe('which CSD seals (chooseActive)', () => {
+  const old = { validFrom: at(-400), validTo: at(30), activeFrom: at(-400) };
+  const renewed = { validFrom: at(-1), validTo: at(1400), activeFrom: at(2) };
+
+  it('is the old one until the renewed one’s activeFrom, then the renewed one', () => {
+    expect(chooseActive([old, renewed], at(0))).toBe(old);
+    expect(chooseActive([old, renewed], at(2))).toBe(renewed);
+    expect(chooseActive([renewed, old], at(10))).toBe(renewed);
+  });
+
+  it('is never an expired or not-yet-valid CSD, even the newest activated', () => {
+    expect(chooseActive([old], at(30))).toBeUndefined();
+    const early = { validFrom: at(5), validTo: at(900), activeFrom: at(0) };
+    expect(chooseActive([old, early], at(1))).toBe(old);
+    const expiredNewest = { validFrom: at(-900), validTo: at(-1), activeFrom: at(-2) };
+    expect(chooseActive([old, expiredNewest], at(0))).toBe(old);
+  });
+});
+
+describe('the CSD store', () => {
+  it('stores, lists without the sealed bytes, and answers the one that seals at a moment', async () => {
+    await storeCsd(prisma, csd('30001000000500003416', at(-400), at(30), at(-400)));
+    await storeCsd(prisma, csd('30001000000500009999', at(-1), at(1400), at(2)));
+
+    expect((await activeCsd(prisma, emisorId, at(0)))?.noCertificado).toBe('30001000000500003416');
+    const later = await activeCsd(prisma, emisorId, at(3));
+    expect(later?.noCertificado).toBe('30001000000500009999');
+    expect(Buffer.from(later!.certificate).toString()).toBe('certificate 30001000000500009999');
+    expect(later?.sealed).toEqual({ v: 1, keyId: 'k', ciphertext: 'c' });
+    expect(await activeCsd(prisma, emisorId, at(1500))).toBeUndefined();
+
+    const listed = await listCsds(prisma, emisorId, at(0));
+    expect(listed.map((c) => [c.noCertificado, c.active])).toEqual([
+      ['30001000000500009999', false],
+      ['30001000000500003416', true],
+    ]);
+    expect(listed[0]).not.toHaveProperty('sealed');
+    expect(listed[0]).not.toHaveProperty('certificate');
+  });
+
+  it('refuses the same NoCertificado twice for an emisor', async () => {
+    await expect(storeCsd(prisma, csd('30001000000500003416', at(-400), at(30), at(0)))).rejects.toBeInstanceOf(
+      CsdAlreadyStored,
+    );
+  });
+
+  it('sees nothing of another emisor', async () => {
+    const other = await prisma.emisor.create({
+      data: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612', lugarExpedicion: '36257' },
+    });
+    expect(await activeCsd(prisma, other.id, at(0))).toBeUndefined();
+    expect(await listCsds(prisma, other.id, at(0))).toEqual([]);
+  });
+
+  it('refuses a row the database’s checks reject: a NoCertificado that is not 20 digits', async () => {
+    await expect(storeCsd(prisma, csd('3000', at(-1), at(10), at(0)))).rejects.toThrow(/no_certificado/);
+  });
+});
