@@ -1,10 +1,10 @@
 /** Composition root of the API: config, logger, Prisma, Redis, CSD, then the Express app. */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { csdExpiry, csdExpiryWarning, loadCsd, periodicidadFor } from '@timbra/cfdi-core';
-import { dejavuFonts } from '@timbra/cfdi-node';
+import { csdExpiry, csdExpiryWarning, periodicidadFor } from '@timbra/cfdi-core';
+import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
+import { activeCsd } from '@timbra/db/csds';
 import { createPrisma } from '@timbra/db';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
@@ -46,19 +46,6 @@ for (const [provider, secret] of [
       { provider },
       `${provider} webhooks are off: no ${provider === 'stripe' ? 'STRIPE' : 'MERCADOPAGO'}_WEBHOOK_SECRET (its deliveries get 503 webhook_not_configured)`,
     );
-
-const cerPath = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
-const keyPath = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
-const password =
-  config.CSD_PASSWORD ??
-  readFileSync(
-    config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`),
-    'utf8',
-  ).trim();
-const csd = loadCsd(readFileSync(cerPath), readFileSync(keyPath), password);
-// 30 days before the CSD's end: a warning now, and the metric's alert (TimbraCsdExpiring) until renewed.
-const csdWarning = csdExpiryWarning(csdExpiry(csd, new Date()));
-if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertificado }, csdWarning);
 
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), {
@@ -103,6 +90,26 @@ const { emisorId, revokedKeys } = await bootstrap(prisma, {
   apiKeys: parseApiKeys(config.API_KEYS),
 });
 if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no longer in API_KEYS were revoked');
+
+// The CSD it seals with: the stored one active now (VAULT_KEYS set and one uploaded with
+// `ops csd:upload`), else the CSD_* files. A stored CSD that does not open stops the API.
+const vault = vaultOf(config.VAULT_KEYS);
+const sealing = await emisorCsd({
+  stored: vault ? await activeCsd(prisma, emisorId, new Date()) : undefined,
+  vault,
+  files: readCsdFiles(config),
+}).catch((error: unknown) => fatal(logger, error, 'the stored CSD does not open under VAULT_KEYS'));
+if (!sealing)
+  fatal(
+    logger,
+    new Error('no CSD'),
+    'no CSD: set CSD_CER_PATH, CSD_KEY_PATH and CSD_PASSWORD(_FILE), or VAULT_KEYS with a CSD stored by `npm run ops -- csd:upload`',
+  );
+const { csd } = sealing!;
+logger.info({ noCertificado: csd.noCertificado, source: sealing!.source }, 'sealing with this CSD');
+// 30 days before the CSD's end: a warning now, and the metric's alert (TimbraCsdExpiring) until renewed.
+const csdWarning = csdExpiryWarning(csdExpiry(csd, new Date()));
+if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertificado }, csdWarning);
 
 const metrics = createMetrics({ csd });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).

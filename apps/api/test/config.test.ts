@@ -48,6 +48,25 @@ describe('configuration profiles', () => {
     expect(config).toMatchObject({ TIMBRA_PROFILE: 'production', EMISOR_RFC: 'AAA010101AAA' });
   });
 
+  it('production with the vault’s keys needs no CSD files (the stored CSD is checked at start)', () => {
+    const emisor = {
+      ...base,
+      EMISOR_RFC: 'AAA010101AAA',
+      EMISOR_NOMBRE: 'EMPRESA',
+      EMISOR_REGIMEN_FISCAL: '601',
+      EMISOR_LUGAR_EXPEDICION: '01000',
+    };
+    expect(() => loadConfig(emisor)).toThrow(/CSD_CER_PATH, CSD_KEY_PATH: the emisor's CSD is required/);
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-vault-'));
+    try {
+      writeFileSync(join(dir, 'keys'), `2026-12:${Buffer.alloc(32, 7).toString('base64')}\n`);
+      const config = loadConfig({ ...emisor, VAULT_KEYS_FILE: join(dir, 'keys') });
+      expect(config.VAULT_KEYS).toMatch(/^2026-12:/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the sandbox profile, chosen explicitly, is the SAT test emisor', () => {
     expect(loadConfig({ ...base, TIMBRA_PROFILE: 'sandbox' })).toMatchObject({
       TIMBRA_PROFILE: 'sandbox',

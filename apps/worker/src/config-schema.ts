@@ -38,6 +38,7 @@ export function loadOpsConfig(given: NodeJS.ProcessEnv) {
       RETENTION_PAC_ATTEMPTS_DAYS: true,
       RETENTION_WEBHOOK_EVENTS_DAYS: true,
       RETENTION_BATCH_SIZE: true,
+      VAULT_KEYS: true,
     })
     .safeParse(env);
   if (parsed.success)

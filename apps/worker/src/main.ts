@@ -1,12 +1,14 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
 import { readFileSync } from 'node:fs';
 import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
-import { dejavuFonts } from '@timbra/cfdi-node';
+import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { createPrisma, pingDatabase } from '@timbra/db';
+import { activeCsd } from '@timbra/db/csds';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
+import { emisorByRfc } from '@timbra/db/invoices';
 import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
 import { retentionPolicy } from './config.ts';
-import { fatal, loadConfigOrExit, pacClients, readEmisorCsd, workerLogger } from './start-up.ts';
+import { fatal, loadConfigOrExit, pacClients, workerLogger } from './start-up.ts';
 import { deadLetterAlert } from './operations/alerts.ts';
 import { createWorker } from './create-worker.ts';
 import { createHealth, listenHealth, waitFor, type Readiness } from './operations/health.ts';
@@ -78,9 +80,18 @@ const clients = pacClients(pacs, config);
 const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 await waitFor('postgres', logger, startup, () => pingDatabase(prisma));
 
-const emisorCsd = readEmisorCsd(config);
-const csd = emisorCsd?.csd;
+// The CSD it seals and cancels with, chosen as the API chooses it (cfdi-node's emisorCsd): the stored
+// one active now when VAULT_KEYS is set, else the CSD_* files. A stored CSD that does not open stops it.
+const vault = vaultOf(config.VAULT_KEYS);
+const emisorRow = vault ? await emisorByRfc(prisma, config.EMISOR_RFC) : undefined;
+const sealing = await emisorCsd({
+  stored: emisorRow ? await activeCsd(prisma, emisorRow.id, new Date()) : undefined,
+  vault,
+  files: readCsdFiles(config),
+}).catch((error: unknown) => fatal(logger, error, 'the stored CSD does not open under VAULT_KEYS'));
+const csd = sealing?.csd;
 if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) will wait; cancellations will fail');
+else logger.info({ noCertificado: csd.noCertificado, source: sealing.source }, 'sealing with this CSD');
 const csdWarning = csd ? csdExpiryWarning(csdExpiry(csd, new Date())) : undefined;
 if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd!.noCertificado }, csdWarning);
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
@@ -108,7 +119,7 @@ const w = createWorker(
     lockMs: config.STAMP_LOCK_MS,
     logger,
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
-    ...(emisorCsd ? { csd: emisorCsd.csd, csdCredentials: emisorCsd.credentials } : {}),
+    ...(sealing ? { csd: sealing.csd, csdCredentials: sealing.credentials } : {}),
     catalogs,
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
     corrections: {

@@ -1,14 +1,11 @@
 /**
  * What the worker's start needs before it composes anything: its configuration (or exit 1), its
- * logger, its PAC clients and its emisor's CSD.
+ * logger and its PAC clients (its CSD is chosen as the API's is: cfdi-node's emisorCsd).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadCsd, type Csd, type PacClient } from '@timbra/cfdi-core';
+import type { PacClient } from '@timbra/cfdi-core';
 import { FinkokClient, SwClient } from '@timbra/cfdi-node';
 import { loadConfig, type PacConfig, type WorkerConfig } from './config.ts';
-import type { CsdCredentials } from './invoices/cancel-processor.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 export const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
@@ -77,19 +74,4 @@ export function pacClients(pacs: readonly PacConfig[], config: WorkerConfig): Pa
           timeouts,
         }),
   );
-}
-
-// The CSD freezes dependent documents and signs cancellations. Without one (and no test CSD for
-// EMISOR_RFC) dependents stay waiting and cancellations fail.
-export function readEmisorCsd(config: WorkerConfig): { csd: Csd; credentials: CsdCredentials } | undefined {
-  const cer = config.CSD_CER_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.cer`);
-  const key = config.CSD_KEY_PATH ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.key`);
-  const passwordFile = config.CSD_PASSWORD_FILE ?? join(config.SAT_DIR, 'csd', `${config.EMISOR_RFC}.password.txt`);
-  if (!existsSync(cer) || !existsSync(key) || (!config.CSD_PASSWORD && !existsSync(passwordFile))) return undefined;
-  const credentials = {
-    cer: readFileSync(cer),
-    key: readFileSync(key),
-    password: config.CSD_PASSWORD ?? readFileSync(passwordFile, 'utf8').trim(),
-  };
-  return { csd: loadCsd(credentials.cer, credentials.key, credentials.password), credentials };
 }

@@ -47,15 +47,21 @@ export function productionEmisorProblems(
     CSD_KEY_PATH?: string | undefined;
     CSD_PASSWORD?: string | undefined;
     CSD_PASSWORD_FILE?: string | undefined;
+    VAULT_KEYS?: string | undefined;
   },
   required: readonly string[] = ['EMISOR_RFC'],
 ): string[] {
   const hint = '(TIMBRA_PROFILE=production; for a local try-out with the SAT test CSD, set TIMBRA_PROFILE=sandbox)';
   const values = c as Record<string, string | undefined>;
   const problems = required.filter((name) => !values[name]).map((name) => `  ${name}: required ${hint}`);
-  if (!c.CSD_CER_PATH || !c.CSD_KEY_PATH)
-    problems.push(`  CSD_CER_PATH, CSD_KEY_PATH: the emisor's CSD is required ${hint}`);
-  if (!c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE) problems.push(`  CSD_PASSWORD or CSD_PASSWORD_FILE: required ${hint}`);
+  // With the vault's keys the CSD may be one stored in the database (csd:upload): checked at start.
+  const filesRequired = !c.VAULT_KEYS;
+  if (filesRequired && (!c.CSD_CER_PATH || !c.CSD_KEY_PATH))
+    problems.push(
+      `  CSD_CER_PATH, CSD_KEY_PATH: the emisor's CSD is required (or VAULT_KEYS and a stored CSD) ${hint}`,
+    );
+  if (filesRequired && !c.CSD_PASSWORD && !c.CSD_PASSWORD_FILE)
+    problems.push(`  CSD_PASSWORD or CSD_PASSWORD_FILE: required ${hint}`);
   if (c.EMISOR_RFC && SAT_TEST_RFCS.includes(c.EMISOR_RFC.toUpperCase()))
     problems.push(`  EMISOR_RFC: ${c.EMISOR_RFC} is a SAT test RFC: its CFDIs are never valid ${hint}`);
   return problems;

@@ -22,6 +22,7 @@ export { dejavuFonts } from './fonts.ts';
 export { readInvoiceLogo } from './invoice-logo.ts';
 export { catalogsFromSettings, loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
 export { schemaFiles } from './schema-files.ts';
+export { emisorCsd, readCsdFiles, vaultOf, type EmisorCsd } from './emisor-csd.ts';
 export { csdContext, openCsd, sealCsd, type CsdFiles, type SealedCsd } from './csd-store.ts';
 export {
   LocalKeyVault,

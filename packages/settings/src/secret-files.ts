@@ -21,6 +21,7 @@ export const SECRET_SETTINGS = [
   'SMTP_URL',
   'ALERT_WEBHOOK_URL',
   'CSD_PASSWORD',
+  'VAULT_KEYS',
 ] as const;
 
 /**

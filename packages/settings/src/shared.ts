@@ -71,6 +71,11 @@ export const EMISOR = section("The emisor's CSD and the SAT's files", [
     "required; sandbox: the test CSD's password file",
   ),
   entry(
+    { VAULT_KEYS: z.string().optional() },
+    'the master keys that seal the CSDs stored in the database (`npm run ops -- csd:upload`; envelope encryption, [operations.md](operations.md#rotating-the-csd)): one `<id>:<base64 of 32 random bytes>` a line (`openssl rand -base64 32`), the current one first, older ones after it while anything sealed with them is kept — best given as a file (`VAULT_KEYS_FILE`). With it, both apps seal with the stored CSD active at start when there is one, and with the `CSD_*` files otherwise; a stored CSD that does not open under these keys stops the app',
+    'none: the `CSD_*` files only',
+  ),
+  entry(
     { SAT_CLAVE_PROD_SERV_FILE: z.string().optional(), SAT_CODIGO_POSTAL_FILE: z.string().optional() },
     "the SAT's c_ClaveProdServ / c_CodigoPostal as files (CSV or text, the key in the first column: the catCFDI sheet saved as CSV, or phpcfdi's export): product keys (CFDI40162) and postal codes (CFDI40126, CFDI40147) are then checked against them — at start-up (`CONCEPTO_CLAVE_PROD_SERV`, `EMISOR_LUGAR_EXPEDICION`), before a folio and whenever either app freezes; a file that cannot be read stops the app naming the variable",
     'shape checks',

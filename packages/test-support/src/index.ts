@@ -21,6 +21,7 @@ export {
   certificateVariant,
   forgeSatIssuedCertificate,
   reissueCertificate,
+  stableTempFile,
   testCaFile,
   testCaPem,
   TEST_CERTIFICATE_END,

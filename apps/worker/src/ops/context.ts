@@ -16,6 +16,7 @@ export const dbLib = {
   outbox: () => import('@timbra/db/outbox'),
   deliveries: () => import('@timbra/db/deliveries'),
   keys: () => import('@timbra/db/keys'),
+  csds: () => import('@timbra/db/csds'),
   invoices: () => import('@timbra/db/invoices'),
   retention: () => import('@timbra/db/retention'),
   tickets: () => import('@timbra/db/tickets'),
