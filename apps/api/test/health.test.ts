@@ -19,11 +19,11 @@ describe('health, readiness, metrics', () => {
   });
 
   it('is not ready when a migration is missing', async () => {
-    await markMigrationsRolledBack(api.prisma);
+    await markMigrationsRolledBack(api.db.url);
     // The readiness check caches the migration state for 10 s: a fresh API sees the change at once.
     const fresh = await startApi();
     try {
-      await markMigrationsRolledBack(fresh.prisma);
+      await markMigrationsRolledBack(fresh.db.url);
       const res = await got.get(`${fresh.url}/readyz`, { throwHttpErrors: false });
       expect(res.statusCode).toBe(503);
       expect(JSON.parse(res.body)).toMatchObject({ ok: false, checks: { migrations: 'pending' } });

@@ -22,7 +22,7 @@ const post = (body: unknown, key?: string) =>
 describe('one transaction per payment (or per batch of payments arriving together)', () => {
   it('leaves nothing behind when it fails after the invoice insert, gives the folio back, and stores no key', async () => {
     // A failure injected after the invoice row is written: the outbox insert raises.
-    const restoreOutbox = await failOutboxInserts(api.prisma);
+    const restoreOutbox = await failOutboxInserts(api.db.url);
     const before = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
     const body = { externalId: 'X-1', amount: '100.00', currency: 'MXN', occurredAt: recent() };
     const failed = await post(body, 'atomic-key');
@@ -92,7 +92,7 @@ describe('one transaction per payment (or per batch of payments arriving togethe
 
   it('a webhook delivery that fails after the invoice insert leaves nothing behind, not even its event: the retry records it', async () => {
     // The webhook path's transaction (the group commit, on node-postgres): the outbox insert raises.
-    const restoreOutbox = await failOutboxInserts(api.prisma);
+    const restoreOutbox = await failOutboxInserts(api.db.url);
     const before = await api.prisma.serie.findFirstOrThrow({ where: { serie: 'A' } });
     const delivery = stripeDelivery(paymentIntentSucceeded({ id: 'pi_atomic_webhook' }));
     let failed;

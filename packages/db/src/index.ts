@@ -8,6 +8,7 @@
  */
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import { organizationSession } from './organizations/session.ts';
 import { heardForLife, leanDbOver, plannedOnceSessionsBeside, registerLeanDb } from './lean.ts';
 import { PrismaClient } from './generated/client.ts';
 
@@ -51,13 +52,28 @@ export {
  * A Prisma client on the pg driver adapter. `poolSize` defaults to 10 connections. Its pool is ours,
  * shared with the lean runner of the hot path (`leanDb(prisma)`), which also has up to two sessions
  * of its own for the statements it plans once (`plannedOnce`); `$disconnect()` ends them all.
+ *
+ * With `organization`, every session works for that organization alone: it runs as the role
+ * timbra_app, which row-level security restricts to the rows of the organization named in app.org
+ * (migration 20261219000000). Without it, the client is the database owner's: migrations, the
+ * organizations' rows themselves (`@timbra/db/organizations`), tests' set-up.
  */
-export function createPrisma(databaseUrl: string, options: { poolSize?: number } = {}): PrismaClient {
+export function createPrisma(
+  databaseUrl: string,
+  options: { poolSize?: number; organization?: string } = {},
+): PrismaClient {
+  const sessionOptions = organizationSession(options.organization);
   // A connection that breaks (Postgres restarted) fails its holder's next statement and is dropped;
   // the next statement gets a new one. Unheard, the break would end the process.
-  const pool = heardForLife(new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 }));
+  const pool = heardForLife(
+    new pg.Pool({
+      connectionString: databaseUrl,
+      max: options.poolSize ?? 10,
+      ...(sessionOptions ? { options: sessionOptions } : {}),
+    }),
+  );
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-  registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl)));
+  registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl, sessionOptions)));
   // The adapter ends the pool only once Prisma itself has connected: a client used only through the
   // lean runner would keep its connections (and its process) alive after $disconnect.
   const disconnect = prisma.$disconnect.bind(prisma);

@@ -84,11 +84,12 @@ export function heardForLife(pool: pg.Pool): pg.Pool {
 
 /**
  * The sessions for statements `plannedOnce` marks: at most two connections beside `pool`, opened
- * when first used (only a stamping worker does) and ended with it.
+ * when first used (only a stamping worker does) and ended with it. `options`: the pool's own session
+ * settings (its organization), which they share.
  */
-export function plannedOnceSessionsBeside(pool: pg.Pool, connectionString: string): pg.Pool {
+export function plannedOnceSessionsBeside(pool: pg.Pool, connectionString: string, options = ''): pg.Pool {
   const sessions = heardForLife(
-    new pg.Pool({ connectionString, max: 2, options: '-c plan_cache_mode=force_generic_plan' }),
+    new pg.Pool({ connectionString, max: 2, options: `-c plan_cache_mode=force_generic_plan ${options}`.trim() }),
   );
   const endPool = pool.end.bind(pool);
   pool.end = async () => {

@@ -161,22 +161,33 @@ export async function databaseNow(prisma: PrismaClient): Promise<number> {
   return row!.now.getTime();
 }
 
+/** Runs `text` on a connection of the database's owner: what the apps' own role may not do (DDL, the migrations' record). */
+async function asOwner(databaseUrl: string, text: string): Promise<void> {
+  const owner = new pg.Client({ connectionString: databaseUrl });
+  await owner.connect();
+  try {
+    await owner.query(text);
+  } finally {
+    await owner.end();
+  }
+}
+
 /** Marks every applied migration rolled back, as if the schema were behind the code (readiness tests). */
-export async function markMigrationsRolledBack(prisma: PrismaClient): Promise<void> {
-  await prisma.$executeRawUnsafe(`UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
+export async function markMigrationsRolledBack(databaseUrl: string): Promise<void> {
+  await asOwner(databaseUrl, `UPDATE "_prisma_migrations" SET rolled_back_at = now()`);
 }
 
 /**
  * Makes every INSERT into the outbox fail (a trigger) until the returned function is called: proves
  * a payment's rows commit together or not at all.
  */
-export async function failOutboxInserts(prisma: PrismaClient): Promise<() => Promise<void>> {
-  await prisma.$executeRawUnsafe(`
-    CREATE FUNCTION fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END; $$;
-    CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION fail_outbox();`);
-  return async () => {
-    await prisma.$executeRawUnsafe('DROP TRIGGER fail_outbox ON outbox; DROP FUNCTION fail_outbox();');
-  };
+export async function failOutboxInserts(databaseUrl: string): Promise<() => Promise<void>> {
+  await asOwner(
+    databaseUrl,
+    `CREATE FUNCTION fail_outbox() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END; $$;
+     CREATE TRIGGER fail_outbox BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION fail_outbox();`,
+  );
+  return () => asOwner(databaseUrl, 'DROP TRIGGER fail_outbox ON outbox; DROP FUNCTION fail_outbox();');
 }
 
 /**
@@ -235,18 +246,20 @@ export async function walkInvoiceTo(prisma: PrismaClient, invoiceId: string, tar
 export const TEST_EMISOR_ID = '00000000-0000-4000-8000-000000000001';
 
 /**
- * A fresh migrated database holding the test emisor (EKU9003173C9), with a Prisma client and a plain
- * pg client for set-up SQL (rows back-dated or written as another process would). `close()` drops it.
+ * A fresh migrated database holding the test emisor (EKU9003173C9), with a Prisma client that works for
+ * its organization alone (as the apps' do) and a plain pg client of the database's owner for set-up
+ * SQL (rows back-dated or written as another process would). `close()` drops it.
  */
 export async function databaseWithEmisor(options: { poolSize?: number } = {}) {
   const db = await createTestDatabase();
-  const prisma = createPrisma(db.url, { poolSize: options.poolSize ?? 2 });
   const sql = new pg.Client({ connectionString: db.url });
   await sql.connect();
   await sql.query(
     `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES ($1, 'EKU9003173C9', 'E', '601', '42501')`,
     [TEST_EMISOR_ID],
   );
+  // As the apps work: row-level security holds the client to the emisor's organization.
+  const prisma = createPrisma(db.url, { poolSize: options.poolSize ?? 2, organization: TEST_EMISOR_ID });
   return {
     db,
     prisma,

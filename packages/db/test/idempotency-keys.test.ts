@@ -1,18 +1,17 @@
 /** @clock an Idempotency-Key's TTL (the application's clock) against what the database stored */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createPrisma, type PrismaClient } from '../src/index.ts';
+import type { PrismaClient } from '../src/index.ts';
 import { purgeExpiredIdempotencyKeys } from '../src/keys/index.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+import { databaseWithEmisor } from '../src/testing.ts';
 
-let db: TestDatabase;
+let db: Awaited<ReturnType<typeof databaseWithEmisor>>;
 let prisma: PrismaClient;
 beforeAll(async () => {
-  db = await createTestDatabase();
-  prisma = createPrisma(db.url, { poolSize: 2 });
+  db = await databaseWithEmisor();
+  prisma = db.prisma;
 });
 afterAll(async () => {
-  await prisma.$disconnect();
-  await db.drop();
+  await db.close();
 });
 
 describe('purgeExpiredIdempotencyKeys', () => {

@@ -1,19 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
+import type pg from 'pg';
+import { databaseWithEmisor } from '../src/testing.ts';
 
 // timbra_uuid7(): the ids Postgres gives the rows written on every payment, time-ordered.
 
-let db: TestDatabase;
+let db: Awaited<ReturnType<typeof databaseWithEmisor>>;
 let sql: pg.Client;
 beforeAll(async () => {
-  db = await createTestDatabase();
-  sql = new pg.Client({ connectionString: db.url });
-  await sql.connect();
+  db = await databaseWithEmisor();
+  sql = db.sql;
 });
 afterAll(async () => {
-  await sql.end();
-  await db.drop();
+  await db.close();
 });
 
 describe('timbra_uuid7', () => {

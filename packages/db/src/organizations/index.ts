@@ -1,0 +1,9 @@
+/**
+ * `@timbra/db/organizations`: platform mode's isolation. An organization is an emisor (its row in
+ * `emisores`); every tenant row names it, and row-level security holds a client made with
+ * `createPrisma(url, { organization })` to its rows. The apps open theirs here, and can check what
+ * the database makes of a client.
+ */
+export { APP_ROLE } from './session.ts';
+export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
+export { joinOrganization, openOrganization, type OrganizationClient, type OrganizationFacts } from './open.ts';

@@ -1,0 +1,67 @@
+import { createPrisma } from '../index.ts';
+import type { PrismaClient } from '../generated/client.ts';
+import { emisorByRfc, ensureEmisor } from '../invoices/folios.ts';
+import { assertIsolated } from './isolation.ts';
+
+/** An organization's facts as the configuration gives them (today's `EMISOR_*` settings). */
+export interface OrganizationFacts {
+  rfc: string;
+  nombre: string;
+  regimenFiscal: string;
+  lugarExpedicion: string;
+}
+
+/** A client held to one organization by row-level security, and that organization's id. */
+export interface OrganizationClient {
+  prisma: PrismaClient;
+  organizationId: string;
+}
+
+/** Runs `work` on a one-connection client of the database's owner, ended afterwards. */
+async function asOwner<T>(databaseUrl: string, work: (owner: PrismaClient) => Promise<T>): Promise<T> {
+  const owner = createPrisma(databaseUrl, { poolSize: 1 });
+  try {
+    return await work(owner);
+  } finally {
+    await owner.$disconnect();
+  }
+}
+
+async function scopedTo(databaseUrl: string, organizationId: string, poolSize?: number): Promise<PrismaClient> {
+  const prisma = createPrisma(databaseUrl, { poolSize, organization: organizationId });
+  try {
+    await assertIsolated(prisma, organizationId);
+  } catch (error) {
+    await prisma.$disconnect();
+    throw error;
+  }
+  return prisma;
+}
+
+/**
+ * The API's start: makes or brings up to date the organization's row from the configuration (as the
+ * database's owner: an organization cannot make itself), then returns a client that works for it
+ * alone. Refuses a database role that would not be held to it.
+ */
+export async function openOrganization(
+  databaseUrl: string,
+  facts: OrganizationFacts,
+  options: { poolSize?: number } = {},
+): Promise<OrganizationClient> {
+  const organizationId = await asOwner(databaseUrl, (owner) => ensureEmisor(owner, facts));
+  return { prisma: await scopedTo(databaseUrl, organizationId, options.poolSize), organizationId };
+}
+
+/**
+ * The worker's and the ops tools' start: the organization of `rfc` as the API recorded it, and a
+ * client that works for it alone; undefined before the API's first start made it.
+ */
+export async function joinOrganization(
+  databaseUrl: string,
+  rfc: string,
+  options: { poolSize?: number } = {},
+): Promise<OrganizationClient | undefined> {
+  const row = await asOwner(databaseUrl, (owner) => emisorByRfc(owner, rfc));
+  if (!row) return undefined;
+  return { prisma: await scopedTo(databaseUrl, row.id, options.poolSize), organizationId: row.id };
+}
