@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, periodicidadFor } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { activeCsd } from '@timbra/db/csds';
-import { createPrisma } from '@timbra/db';
+import { openOrganization } from '@timbra/db/organizations';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
 import { connectRedis, bullmqErrorListener, logRedisOutages, redisTarget } from '@timbra/db/redis';
@@ -47,7 +47,6 @@ for (const [provider, secret] of [
       `${provider} webhooks are off: no ${provider === 'stripe' ? 'STRIPE' : 'MERCADOPAGO'}_WEBHOOK_SECRET (its deliveries get 503 webhook_not_configured)`,
     );
 
-const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), {
   lazyConnect: true,
   maxRetriesPerRequest: 1,
@@ -80,8 +79,13 @@ const emisor = {
   regimenFiscal: config.EMISOR_REGIMEN_FISCAL,
   lugarExpedicion: config.EMISOR_LUGAR_EXPEDICION,
 };
-const { emisorId, revokedKeys } = await bootstrap(prisma, {
-  emisor,
+// The organization's row from EMISOR_*, then a client that works for it alone: row-level security
+// holds every statement the API sends to its rows (@timbra/db/organizations).
+const { prisma, organizationId: emisorId } = await openOrganization(config.DATABASE_URL, emisor, {
+  poolSize: config.DATABASE_POOL_SIZE,
+}).catch((error: unknown) => fatal(logger, error, 'the organization could not be opened'));
+const { revokedKeys } = await bootstrap(prisma, {
+  emisorId,
   series: [
     { serie: config.SERIE_INGRESO, kind: 'I' },
     { serie: config.SERIE_EGRESO, kind: 'E' },

@@ -8,8 +8,15 @@ import { pino } from 'pino';
 import Stripe from 'stripe';
 import { insertTfd, parseStampedCfdi, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { dejavuFonts } from '@timbra/cfdi-node';
-import { loadTestCsd, startProviderSandbox, testTfd, type ProviderSandboxClient } from '@timbra/test-support';
-import { createPrisma, type PrismaClient } from '@timbra/db';
+import {
+  loadTestCsd,
+  startProviderSandbox,
+  testTfd,
+  type ProviderSandboxClient,
+  type TestRfc,
+} from '@timbra/test-support';
+import type { PrismaClient } from '@timbra/db';
+import { openOrganization } from '@timbra/db/organizations';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { createApp } from '../src/app.ts';
@@ -30,7 +37,7 @@ export const KEYS = {
   other: 'other-key-0123456789abcdef',
   admin: 'admin-key-0123456789abcdef',
 };
-export const EMISOR = {
+export const EMISOR: { rfc: TestRfc; nombre: string; regimenFiscal: string; lugarExpedicion: string } = {
   rfc: 'EKU9003173C9',
   nombre: 'ESCUELA KEMPER URGATE',
   regimenFiscal: '601',
@@ -84,9 +91,26 @@ export async function startApi(
     trustProxy?: boolean;
     /** Non-public ranges endpoints may be at (default: loopback, as the sandbox profile allows). */
     webhookAllowedAddresses?: readonly string[];
+    /**
+     * Another organization than EMISOR's (with `database`, one beside it): its emisor, sealing with
+     * that RFC's SAT test CSD, and keys of its own, named with `keyPrefix`.
+     */
+    organization?: { emisor: typeof EMISOR; keys: typeof KEYS; keyPrefix: string };
   } = {},
 ): Promise<TestApi> {
-  // The API's address comes first: the provider sandbox sends its webhooks there, and the API calls
+  const db = options.database ?? (await createTestDatabase());
+  // As the API's main opens it: the organization's row, then a client row-level security holds to it.
+  // First, so that a refusal leaves no listener behind (an open server would keep Jest from exiting).
+  const emisor = options.organization?.emisor ?? EMISOR;
+  const keys = options.organization?.keys ?? KEYS;
+  const named = (name: string) => `${options.organization?.keyPrefix ?? ''}${name}`;
+  const { prisma, organizationId: emisorId } = await openOrganization(db.url, emisor, { poolSize: 10 }).catch(
+    async (error: unknown) => {
+      if (!options.database) await db.drop();
+      throw error;
+    },
+  );
+  // The API's address comes next: the provider sandbox sends its webhooks there, and the API calls
   // the sandbox's address, which it learns when the sandbox has bound its own port.
   const server: Server = createServer();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -103,25 +127,23 @@ export async function startApi(
     : undefined;
   // Without a sandbox nothing answers there (hand-built events only).
   const providerUrl = sandbox?.url ?? 'http://127.0.0.1:9';
-  const db = options.database ?? (await createTestDatabase());
-  const prisma = createPrisma(db.url, { poolSize: 10 });
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
     lazyConnect: true,
     maxRetriesPerRequest: 1,
   });
   await redis.connect();
-  const csd = loadTestCsd('EKU9003173C9');
-  const { emisorId } = await bootstrap(prisma, {
-    emisor: EMISOR,
+  const csd = loadTestCsd(emisor.rfc);
+  await bootstrap(prisma, {
+    emisorId,
     series: [
       { serie: 'A', kind: 'I' },
       { serie: 'NC', kind: 'E' },
       { serie: 'P', kind: 'P' },
     ],
     apiKeys: [
-      { name: 'pos', key: KEYS.pos, scopes: ['read', 'write', 'cancel'] },
-      { name: 'other', key: KEYS.other, scopes: ['read', 'write', 'cancel'] },
-      { name: 'ops', key: KEYS.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
+      { name: named('pos'), key: keys.pos, scopes: ['read', 'write', 'cancel'] },
+      { name: named('other'), key: keys.other, scopes: ['read', 'write', 'cancel'] },
+      { name: named('ops'), key: keys.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
     ],
   });
   const payments: RecordPaymentDeps = {
@@ -132,7 +154,7 @@ export async function startApi(
     serieEgreso: 'NC',
     seriePago: 'P',
     settings: {
-      emisor: EMISOR,
+      emisor,
       concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
       ivaTasa: '0.160000',
       periodicidad: options.periodicidad ?? '01',

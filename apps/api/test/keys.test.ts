@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { bootstrap } from '../src/bootstrap.ts';
-import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 let a: TestApi;
 let b: TestApi;
@@ -83,7 +83,7 @@ describe('API keys', () => {
 
   it('API_KEYS is the source of truth of the keys it made: one it no longer lists is revoked; keys made by an admin stay', async () => {
     const config = (keys: { name: string; key: string; scopes: ('read' | 'write' | 'cancel' | 'admin')[] }[]) =>
-      bootstrap(a.prisma, { emisor: EMISOR, series: [], apiKeys: keys });
+      bootstrap(a.prisma, { emisorId: a.payments.emisorId, series: [], apiKeys: keys });
     const alpha = { name: 'alpha', key: 'alpha-key-0123456789abcdef', scopes: ['read' as const] };
     const beta = { name: 'beta', key: 'beta-key-0123456789abcdef', scopes: ['read' as const] };
     const kept = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'kept' })).body as Made;

@@ -2,10 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
-import { createPrisma, pingDatabase } from '@timbra/db';
 import { activeCsd } from '@timbra/db/csds';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
-import { emisorByRfc } from '@timbra/db/invoices';
+import { joinOrganization, NotIsolatedError } from '@timbra/db/organizations';
 import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
 import { retentionPolicy } from './config.ts';
 import { fatal, loadConfigOrExit, pacClients, workerLogger } from './start-up.ts';
@@ -77,15 +76,25 @@ if (policy !== 'noeviction') {
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
 logRedisOutages(redis, logger);
 const clients = pacClients(pacs, config);
-const prisma = createPrisma(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
-await waitFor('postgres', logger, startup, () => pingDatabase(prisma));
+// The organization of EMISOR_RFC, which the API's first start makes, and a client that works for it
+// alone: row-level security holds every statement the worker sends (@timbra/db/organizations).
+const { prisma, organizationId } = await waitFor('organization', logger, startup, async () => {
+  const opened = await joinOrganization(config.DATABASE_URL, config.EMISOR_RFC, {
+    poolSize: config.DATABASE_POOL_SIZE,
+  }).catch((error: unknown) => {
+    if (error instanceof NotIsolatedError) fatal(logger, error, 'the database would not isolate the worker');
+    throw error;
+  });
+  if (!opened)
+    throw new Error(`no organization for EMISOR_RFC ${config.EMISOR_RFC} yet: the API makes it at its first start`);
+  return opened;
+});
 
 // The CSD it seals and cancels with, chosen as the API chooses it (cfdi-node's emisorCsd): the stored
 // one active now when VAULT_KEYS is set, else the CSD_* files. A stored CSD that does not open stops it.
 const vault = vaultOf(config.VAULT_KEYS);
-const emisorRow = vault ? await emisorByRfc(prisma, config.EMISOR_RFC) : undefined;
 const sealing = await emisorCsd({
-  stored: emisorRow ? await activeCsd(prisma, emisorRow.id, new Date()) : undefined,
+  stored: vault ? await activeCsd(prisma, organizationId, new Date()) : undefined,
   vault,
   files: readCsdFiles(config),
 }).catch((error: unknown) => fatal(logger, error, 'the stored CSD does not open under VAULT_KEYS'));

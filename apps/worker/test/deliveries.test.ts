@@ -31,6 +31,7 @@ import {
   pendingInvoice,
   redisFor,
   startSandboxProcess,
+  testEmisor,
   testWorker,
   type SandboxProcess,
 } from './helpers.ts';
@@ -77,6 +78,7 @@ async function startReceiver(): Promise<Receiver> {
 beforeAll(async () => {
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 6 });
+  await testEmisor(prisma);
   sandbox = await startSandboxProcess();
   mailbox = await startMailbox();
   receiver = await startReceiver();

@@ -123,6 +123,18 @@ export function redisFor(): Redis {
 
 let folio = 0;
 
+/**
+ * The tests' emisor, written once: every tenant row belongs to an organization, and while the
+ * database holds exactly one, rows the tests write as its owner default to it.
+ */
+export async function testEmisor(prisma: PrismaClient): Promise<{ id: string }> {
+  return prisma.emisor.upsert({
+    where: { rfc: 'EKU9003173C9' },
+    create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
+    update: {},
+  });
+}
+
 /** Writes an emisor (once), an invoice with a frozen CFDI issued a minute ago, and its pending outbox row. */
 export async function pendingInvoice(
   prisma: PrismaClient,
@@ -131,11 +143,7 @@ export async function pendingInvoice(
   options: { paymentId?: string } = {},
 ): Promise<{ invoiceId: string; outboxId: string; stampKey: string; frozenXml: string }> {
   folio++;
-  const emisor = await prisma.emisor.upsert({
-    where: { rfc: 'EKU9003173C9' },
-    create: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
-    update: {},
-  });
+  const emisor = await testEmisor(prisma);
   const frozen = freezeSample({
     sourceId: `${tag}-${folio}-${Date.now()}`,
     serie: 'W',

@@ -12,6 +12,7 @@ import {
   pendingInvoice,
   startSandboxProcess,
   startWorkerProcess,
+  testEmisor,
   type SandboxProcess,
 } from './helpers.ts';
 
@@ -132,6 +133,40 @@ describe('the worker process', () => {
       worker.kill('SIGTERM');
       await exited(worker);
       redis?.kill('SIGKILL');
+    }
+  });
+
+  it('before the API has made its organization: not ready and why, then runs once it exists', async () => {
+    const fresh = await createTestDatabase();
+    const owner = createPrisma(fresh.url, { poolSize: 1 });
+    const healthPort = await freePort();
+    const worker = startWorkerProcess(
+      { databaseUrl: fresh.url, sandbox },
+      `{o${randomBytes(4).toString('hex')}}`,
+      { WORKER_HTTP_PORT: String(healthPort), LOG_LEVEL: 'info' },
+      'pipe',
+    );
+    const lines = linesOf(worker);
+    try {
+      const readyz = () =>
+        got.get(`http://127.0.0.1:${healthPort}/readyz`, { throwHttpErrors: false, retry: { limit: 0 } });
+      await eventually(async () => (await readyz().catch(() => undefined))?.statusCode === 503, 20_000);
+      await eventually(async () => /no organization/.test((await readyz()).body), 20_000);
+      expect(JSON.parse((await readyz()).body)).toMatchObject({
+        ok: false,
+        checks: {
+          organization:
+            'unreachable: no organization for EMISOR_RFC EKU9003173C9 yet: the API makes it at its first start',
+        },
+      });
+      await testEmisor(owner);
+      await eventually(async () => (await readyz()).statusCode === 200, 60_000);
+      expect(lines.some((l) => /worker started/.test(l))).toBe(true);
+    } finally {
+      worker.kill('SIGTERM');
+      await exited(worker);
+      await owner.$disconnect();
+      await fresh.drop();
     }
   });
 

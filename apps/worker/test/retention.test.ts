@@ -7,7 +7,7 @@ import { DEFAULT_RETENTION, type RetentionTable } from '@timbra/db/retention';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { runRetention } from '../src/operations/retention.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
-import { eventually } from './helpers.ts';
+import { eventually, testEmisor } from './helpers.ts';
 
 // The sweeper role's retention timer as the worker runs it: a pass soon after start, what it deleted
 // logged as history_pruned and counted in the metrics.
@@ -17,6 +17,7 @@ let prisma: PrismaClient;
 beforeAll(async () => {
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 2 });
+  await testEmisor(prisma);
 });
 afterAll(async () => {
   await prisma.$disconnect();

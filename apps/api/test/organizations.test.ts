@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import got from 'got';
+import { parse } from 'yaml';
+import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
+
+// Two organizations in one database, each with its own API instance and keys, as a platform runs
+// them. The apps hold no organization filter of their own: what keeps each to its rows is row-level
+// security (migration 20261219000000), which these requests meet through every route of the spec.
+
+const OTHER_EMISOR = {
+  rfc: 'CACX7605101P8',
+  nombre: 'XOCHILT CASAS CHAVEZ',
+  regimenFiscal: '612',
+  lugarExpedicion: '36257',
+} as const;
+const OTHER_KEYS = {
+  pos: 'b-pos-key-0123456789abcdef',
+  other: 'b-other-key-0123456789abcdef',
+  admin: 'b-admin-key-0123456789abcdef',
+};
+
+let a: TestApi;
+let b: TestApi;
+/** Each organization's objects, made through its own API: what the other must never reach. */
+const made: Record<'a' | 'b', Record<string, string>> = { a: {}, b: {} };
+
+const call = (api: TestApi, key: string, method: string, path: string, body?: object) =>
+  got(`${api.url}${path}`, {
+    method: method.toUpperCase() as 'GET',
+    headers: { authorization: `Bearer ${key}`, 'idempotency-key': randomUUID() },
+    ...(body && method !== 'get' ? { json: body } : {}),
+    throwHttpErrors: false,
+    responseType: 'text',
+  });
+
+async function populate(api: TestApi, key: string, tag: 'a' | 'b', customerRfc: object): Promise<void> {
+  const created = async (path: string, body: object) => {
+    const res = await call(api, key, 'post', path, body);
+    expect({ path, status: res.statusCode }).toEqual({ path, status: 201 });
+    return JSON.parse(res.body) as { id: string; invoices?: { id: string }[] };
+  };
+  made[tag].customers = (await created('/v1/customers', customerRfc)).id;
+  made[tag].products = (
+    await created('/v1/products', {
+      reference: `${tag}-P1`,
+      descripcion: 'Audífonos',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+      unitPrice: '580',
+    })
+  ).id;
+  made[tag]['webhook-endpoints'] = (
+    await created('/v1/webhook-endpoints', { url: `https://${tag}.example.com/hook`, events: ['*'] })
+  ).id;
+  made[tag].keys = (await created('/v1/keys', { name: `${tag}-till-1` })).id;
+  const payment = await created('/v1/payments', {
+    externalId: `${tag}-ORG-1`,
+    amount: '116.00',
+    currency: 'MXN',
+    occurredAt: new Date(Date.now() - 60_000).toISOString(),
+  });
+  made[tag].payments = payment.id;
+  made[tag].invoices = payment.invoices![0]!.id;
+  const deliveries = JSON.parse((await call(api, key, 'get', '/v1/deliveries')).body) as { data: { id: string }[] };
+  made[tag].deliveries = deliveries.data[0]!.id;
+}
+
+/** Every row of organization `org`, table by table, as the database's owner reads them. */
+async function rowsOf(api: TestApi, org: string): Promise<Record<string, string>> {
+  const { default: pg } = await import('pg');
+  const owner = new pg.Client({ connectionString: api.db.url });
+  await owner.connect();
+  try {
+    const { rows: tables } = await owner.query<{ table: string; column: string }>(
+      `SELECT c.relname AS table,
+              CASE WHEN c.relname = 'emisores' THEN 'id'
+                   WHEN EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id')
+                   THEN 'organization_id' ELSE 'emisor_id' END AS column
+       FROM pg_class c
+       WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+         AND c.relname NOT IN ('_prisma_migrations', 'invoice_status_transitions')`,
+    );
+    const out: Record<string, string> = {};
+    for (const { table, column } of tables) {
+      const { rows } = await owner.query<{ digest: string | null }>(
+        `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM "${table}" t WHERE ${column} = $1`,
+        [org],
+      );
+      out[table] = rows[0]!.digest ?? '(none)';
+    }
+    return out;
+  } finally {
+    await owner.end();
+  }
+}
+
+beforeAll(async () => {
+  a = await startApi();
+  b = await startApi({
+    database: a.db,
+    organization: { emisor: OTHER_EMISOR, keys: OTHER_KEYS, keyPrefix: 'b-' },
+  });
+  await populate(a, KEYS.admin, 'a', {
+    rfc: 'CACX7605101P8',
+    nombre: 'XOCHILT CASAS CHAVEZ',
+    regimenFiscal: '612',
+    codigoPostal: '36257',
+    usoCfdi: 'G03',
+  });
+  await populate(b, OTHER_KEYS.admin, 'b', {
+    rfc: EMISOR.rfc,
+    nombre: EMISOR.nombre,
+    regimenFiscal: EMISOR.regimenFiscal,
+    codigoPostal: EMISOR.lugarExpedicion,
+    usoCfdi: 'G03',
+  });
+});
+afterAll(async () => {
+  await b?.close();
+  await a?.close();
+});
+
+/** The spec's operations: method and path template. */
+function operations(): { method: string; path: string }[] {
+  const spec = parse(readFileSync(new URL('../openapi.yaml', import.meta.url), 'utf8')) as {
+    paths: Record<string, Record<string, unknown>>;
+  };
+  return Object.entries(spec.paths).flatMap(([path, item]) =>
+    Object.keys(item)
+      .filter((m) => ['get', 'post', 'put', 'patch', 'delete'].includes(m))
+      .map((method) => ({ method, path })),
+  );
+}
+
+/** `path` with its ids taken from `tag`'s objects: `{id}` by the path's resource, others a fresh UUID. */
+function withIds(path: string, tag: 'a' | 'b'): string {
+  const resource = path.split('/')[2]!;
+  return path.replace('{id}', made[tag][resource] ?? randomUUID()).replace(/\{[a-zA-Z]+\}/g, randomUUID());
+}
+
+describe('two organizations in one deployment', () => {
+  it('every operation of the spec, called with one organization’s admin key, shows and changes nothing of the other’s', async () => {
+    const before = await rowsOf(a, b.payments.emisorId);
+    const secrets = Object.values(made.b);
+    let reached = 0;
+    for (const { method, path } of operations()) {
+      const ownIds = path.includes('{') ? withIds(path, 'a') : path;
+      const res = await call(a, KEYS.admin, method, path.includes('{') ? withIds(path, 'b') : path, {});
+      const leaked = secrets.filter((s) => res.body.includes(s));
+      expect({ method, path, leaked }).toEqual({ method, path, leaked: [] });
+      if (path.includes('{id}') && made.b[path.split('/')[2]!]) {
+        // Another's object is not found, whatever the operation, where the same call on one's own is.
+        const succeeded = res.statusCode >= 200 && res.statusCode < 300;
+        expect({ method, path, succeeded }).toEqual({ method, path, succeeded: false });
+        if (method === 'get' && (await call(a, KEYS.admin, method, ownIds)).statusCode === 200) reached++;
+      }
+    }
+    // Not vacuous: the reads that miss the other's objects find one's own.
+    expect(reached).toBeGreaterThanOrEqual(6);
+    expect(await rowsOf(a, b.payments.emisorId)).toEqual(before);
+  });
+
+  it('each list shows its own organization’s objects only', async () => {
+    for (const resource of [
+      'payments',
+      'invoices',
+      'customers',
+      'products',
+      'webhook-endpoints',
+      'keys',
+      'deliveries',
+    ]) {
+      for (const [api, key, own, other] of [
+        [a, KEYS.admin, 'a', 'b'],
+        [b, OTHER_KEYS.admin, 'b', 'a'],
+      ] as const) {
+        const res = await call(api, key, 'get', `/v1/${resource}`);
+        expect({ resource, status: res.statusCode }).toEqual({ resource, status: 200 });
+        expect({ resource, own: res.body.includes(made[own][resource]!) }).toEqual({ resource, own: true });
+        expect({ resource, other: res.body.includes(made[other][resource]!) }).toEqual({ resource, other: false });
+      }
+    }
+  });
+
+  it('a key of one organization is unknown to the other’s API', async () => {
+    expect((await call(a, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(200);
+    expect((await call(b, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(401);
+    expect((await call(a, OTHER_KEYS.pos, 'get', '/v1/payments')).statusCode).toBe(401);
+  });
+});
