@@ -17,6 +17,6 @@ export async function bootstrap(
   },
 ): Promise<{ revokedKeys: string[] }> {
   await ensureSeries(prisma, config.emisorId, config.series);
-  const revokedKeys = await syncConfiguredApiKeys(prisma, config.apiKeys);
+  const revokedKeys = await syncConfiguredApiKeys(prisma, config.emisorId, config.apiKeys);
   return { revokedKeys };
 }

@@ -93,9 +93,9 @@ export async function startApi(
     webhookAllowedAddresses?: readonly string[];
     /**
      * Another organization than EMISOR's (with `database`, one beside it): its emisor, sealing with
-     * that RFC's SAT test CSD, and keys of its own, named with `keyPrefix`.
+     * that RFC's SAT test CSD, and keys of its own (named as EMISOR's are).
      */
-    organization?: { emisor: typeof EMISOR; keys: typeof KEYS; keyPrefix: string };
+    organization?: { emisor: typeof EMISOR; keys: typeof KEYS };
   } = {},
 ): Promise<TestApi> {
   const db = options.database ?? (await createTestDatabase());
@@ -103,7 +103,6 @@ export async function startApi(
   // First, so that a refusal leaves no listener behind (an open server would keep Jest from exiting).
   const emisor = options.organization?.emisor ?? EMISOR;
   const keys = options.organization?.keys ?? KEYS;
-  const named = (name: string) => `${options.organization?.keyPrefix ?? ''}${name}`;
   const { prisma, organizationId: emisorId } = await openOrganization(db.url, emisor, { poolSize: 10 }).catch(
     async (error: unknown) => {
       if (!options.database) await db.drop();
@@ -141,9 +140,9 @@ export async function startApi(
       { serie: 'P', kind: 'P' },
     ],
     apiKeys: [
-      { name: named('pos'), key: keys.pos, scopes: ['read', 'write', 'cancel'] },
-      { name: named('other'), key: keys.other, scopes: ['read', 'write', 'cancel'] },
-      { name: named('ops'), key: keys.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
+      { name: 'pos', key: keys.pos, scopes: ['read', 'write', 'cancel'] },
+      { name: 'other', key: keys.other, scopes: ['read', 'write', 'cancel'] },
+      { name: 'ops', key: keys.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
     ],
   });
   const payments: RecordPaymentDeps = {

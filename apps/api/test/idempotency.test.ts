@@ -45,7 +45,7 @@ describe('Idempotency-Key', () => {
     // Hold the key's advisory lock as an in-flight request would.
     const client = new pg.Client({ connectionString: api.db.url });
     await client.connect();
-    const apiClient = await api.prisma.apiClient.findUniqueOrThrow({ where: { name: 'pos' } });
+    const apiClient = await api.prisma.apiClient.findFirstOrThrow({ where: { name: 'pos' } });
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${apiClient.id}:key-3`]);
     const body = { externalId: 'I-3', amount: '20.00', currency: 'MXN', occurredAt: recent() };

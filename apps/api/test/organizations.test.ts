@@ -6,7 +6,8 @@ import { parse } from 'yaml';
 import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
 
 // Two organizations in one database, each with its own API instance and keys, as a platform runs
-// them. The apps hold no organization filter of their own: what keeps each to its rows is row-level
+// them, and the same names for their own things (key names, a payment's externalId, a product's
+// reference). The apps hold no organization filter of their own: what keeps each to its rows is row-level
 // security (migration 20261219000000), which these requests meet through every route of the spec.
 
 const OTHER_EMISOR = {
@@ -44,7 +45,7 @@ async function populate(api: TestApi, key: string, tag: 'a' | 'b', customerRfc: 
   made[tag].customers = (await created('/v1/customers', customerRfc)).id;
   made[tag].products = (
     await created('/v1/products', {
-      reference: `${tag}-P1`,
+      reference: 'P1',
       descripcion: 'Audífonos',
       claveProdServ: '52161514',
       claveUnidad: 'H87',
@@ -54,9 +55,9 @@ async function populate(api: TestApi, key: string, tag: 'a' | 'b', customerRfc: 
   made[tag]['webhook-endpoints'] = (
     await created('/v1/webhook-endpoints', { url: `https://${tag}.example.com/hook`, events: ['*'] })
   ).id;
-  made[tag].keys = (await created('/v1/keys', { name: `${tag}-till-1` })).id;
+  made[tag].keys = (await created('/v1/keys', { name: 'till-1' })).id;
   const payment = await created('/v1/payments', {
-    externalId: `${tag}-ORG-1`,
+    externalId: 'ORG-1',
     amount: '116.00',
     currency: 'MXN',
     occurredAt: new Date(Date.now() - 60_000).toISOString(),
@@ -100,7 +101,7 @@ beforeAll(async () => {
   a = await startApi();
   b = await startApi({
     database: a.db,
-    organization: { emisor: OTHER_EMISOR, keys: OTHER_KEYS, keyPrefix: 'b-' },
+    organization: { emisor: OTHER_EMISOR, keys: OTHER_KEYS },
   });
   await populate(a, KEYS.admin, 'a', {
     rfc: 'CACX7605101P8',

@@ -35,8 +35,8 @@ const CUSTOMER = {
 };
 
 const paymentOf = (externalId: string) =>
-  api.prisma.payment.findUnique({
-    where: { provider_externalId: { provider: externalId.startsWith('pi_') ? 'stripe' : 'mercadopago', externalId } },
+  api.prisma.payment.findFirst({
+    where: { provider: externalId.startsWith('pi_') ? 'stripe' : 'mercadopago', externalId },
     include: { invoices: true, refunds: { include: { egreso: true }, orderBy: { createdAt: 'asc' } } },
   });
 

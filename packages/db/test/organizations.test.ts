@@ -180,6 +180,91 @@ describe('two organizations', () => {
   });
 });
 
+describe('keys chosen by a merchant or a provider', () => {
+  it('are unique within an organization: the other may use the same ones', async () => {
+    await b.apiClient.create({ data: { name: 'pos', keyHash: 'b'.repeat(64) } });
+    await b.payment.create({
+      data: { provider: 'api', externalId: 'A-1', amount: '1.00', currency: 'MXN', occurredAt: new Date() },
+    });
+    const product = {
+      reference: 'SKU-1',
+      descripcion: 'Audífonos',
+      claveProdServ: '52161514',
+      claveUnidad: 'H87',
+      taxes: { iva: 'default' },
+    };
+    await a.product.create({ data: { ...product, unitPrice: '580' } });
+    await b.product.create({ data: { ...product, unitPrice: '600' } });
+    const customer = {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      codigoPostal: '36257',
+      regimenFiscal: '612',
+      usoCfdi: 'G03',
+      stripeCustomerId: 'cus_1',
+    };
+    await a.customer.create({ data: customer });
+    await b.customer.create({ data: customer });
+    const event = {
+      provider: 'stripe',
+      eventId: 'evt_1',
+      type: 'payment_intent.succeeded',
+      result: 'accepted',
+      payload: {},
+    };
+    await a.webhookEvent.create({ data: event });
+    await b.webhookEvent.create({ data: event });
+    // Within one organization they stay unique.
+    await expect(a.product.create({ data: { ...product, unitPrice: '1' } })).rejects.toThrow(/Unique constraint/);
+    await expect(a.apiClient.create({ data: { name: 'pos', keyHash: 'c'.repeat(64) } })).rejects.toThrow(
+      /Unique constraint/,
+    );
+  });
+
+  it('every unique index includes the organization column, but the identifiers that are the deployment’s', async () => {
+    // Unique across the deployment on purpose: what names a thing before any organization is known
+    // (a key's hash, a ticket's token, the SAT's UUIDs, stamp keys made from the emisor's RFC, an RFC),
+    // and keys made of a row's own id, itself unique. Distributing by organization (Citus) needs the
+    // organization added to these too.
+    const deploymentWide = [
+      'api_clients(key_hash)',
+      'cancel_requests(duplicate_uuid)',
+      'deliveries(event_id, endpoint_id)',
+      'deliveries(event_id, recipient)',
+      'emisores(rfc)',
+      'idempotency_keys(client_id, key)',
+      'installments(invoice_id, num_parcialidad)',
+      'invoice_corrections(invoice_id)',
+      'invoice_versions(invoice_id, version)',
+      'invoices(installment_id)',
+      'invoices(refund_id)',
+      'invoices(replaces_invoice_id)',
+      'invoices(stamp_key)',
+      'invoices(uuid)',
+      'outbox(cancel_request_id)',
+      'outbox(stamp_key)',
+      'tickets(download_token)',
+      'tickets(payment_id)',
+    ];
+    const { rows } = await db.sql.query<{ table: string; columns: string }>(
+      `SELECT t.relname AS table, string_agg(a.attname, ', ' ORDER BY k.n) AS columns
+       FROM pg_index i
+       JOIN pg_class t ON t.oid = i.indrelid AND t.relnamespace = 'public'::regnamespace
+       JOIN pg_class x ON x.oid = i.indexrelid
+       CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
+       JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+       WHERE i.indisunique AND NOT i.indisprimary
+         AND t.relname NOT IN ('_prisma_migrations', 'invoice_status_transitions')
+       GROUP BY t.relname, x.relname`,
+    );
+    const withoutOrganization = rows
+      .filter((r) => !/\b(organization_id|emisor_id)\b/.test(r.columns))
+      .map((r) => `${r.table}(${r.columns})`)
+      .sort();
+    expect(withoutOrganization).toEqual(deploymentWide);
+  });
+});
+
 describe('what a client is held to', () => {
   it('reads the role and organization from Postgres, and refuses a client that is not held', async () => {
     expect(await isolationOf(a)).toEqual({

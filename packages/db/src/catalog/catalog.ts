@@ -31,7 +31,7 @@ const customerConflict = (error: unknown): CustomerConflict => {
 };
 
 export function productByReference(db: Db, reference: string): Promise<ProductRow | null> {
-  return db.product.findUnique({ where: { reference } });
+  return db.product.findFirst({ where: { reference } });
 }
 
 export function productById(db: Db, id: string): Promise<ProductRow | null> {
@@ -70,8 +70,8 @@ export type CustomerRef = { id: string } | { stripe: string } | { mercadopago: s
 
 export function findCustomer(db: Db, ref: CustomerRef): Promise<CustomerRow | null> {
   if ('id' in ref) return isUuid(ref.id) ? db.customer.findUnique({ where: { id: ref.id } }) : Promise.resolve(null);
-  if ('stripe' in ref) return db.customer.findUnique({ where: { stripeCustomerId: ref.stripe } });
-  return db.customer.findUnique({ where: { mercadoPagoPayerId: ref.mercadopago } });
+  if ('stripe' in ref) return db.customer.findFirst({ where: { stripeCustomerId: ref.stripe } });
+  return db.customer.findFirst({ where: { mercadoPagoPayerId: ref.mercadopago } });
 }
 
 export function insertCustomer(db: Db, customer: NewCustomer): Promise<CustomerRow | CustomerConflict> {

@@ -73,7 +73,7 @@ export async function createApiKey(
 ): Promise<{ key: string; apiKey: ApiKeyView }> {
   const key = `tk_${randomBytes(32).toString('base64url')}`;
   if (!isApiKeyName(name)) throw new RangeError(`an API key's name is ${API_KEY_NAME_RULE}`);
-  if (await prisma.apiClient.findUnique({ where: { name } })) throw new ApiKeyNameTaken(name);
+  if (await prisma.apiClient.findFirst({ where: { name } })) throw new ApiKeyNameTaken(name);
   const row = await prisma.apiClient.create({
     data: { name, keyHash: hashApiKey(key), prefix: keyPrefix(key), scopes: [...scopes], source: 'ops' },
   });
@@ -128,13 +128,14 @@ export async function touchApiKey(prisma: Pick<PrismaClient, 'apiClient'>, id: s
  */
 export async function syncConfiguredApiKeys(
   prisma: Pick<PrismaClient, 'apiClient'>,
+  organizationId: string,
   keys: readonly { name: string; key: string; scopes: readonly Scope[] }[],
 ): Promise<string[]> {
   for (const k of keys) {
     const data = { keyHash: hashApiKey(k.key), prefix: keyPrefix(k.key), scopes: [...k.scopes], revokedAt: null };
     await prisma.apiClient.upsert({
-      where: { name: k.name },
-      create: { name: k.name, source: 'config', ...data },
+      where: { organizationId_name: { organizationId, name: k.name } },
+      create: { organizationId, name: k.name, source: 'config', ...data },
       update: { source: 'config', ...data },
     });
   }

@@ -109,7 +109,7 @@ async function insertPaymentRows(
         SELECT timbra_uuid7(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
                forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email
         FROM input ORDER BY ord
-        ON CONFLICT (provider, external_id) DO NOTHING
+        ON CONFLICT (organization_id, provider, external_id) DO NOTHING
         RETURNING id, provider, external_id
       ), numbered AS (
         -- A payment named twice in the batch is inserted once: it takes the folio of its first mention.

@@ -37,7 +37,7 @@ export async function claimWebhookEvents(tx: RawDb, events: readonly ReceivedEve
                   ${events.map((e) => storableJson(e.payload))}::jsonb[]) WITH ORDINALITY
            AS e(provider, event_id, type, result, reason, payload, ord)
       ORDER BY ord
-      ON CONFLICT (provider, event_id) DO NOTHING
+      ON CONFLICT (organization_id, provider, event_id) DO NOTHING
       RETURNING provider, event_id`,
   );
   const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
