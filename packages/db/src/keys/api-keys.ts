@@ -134,7 +134,7 @@ export async function syncConfiguredApiKeys(
   for (const k of keys) {
     const data = { keyHash: hashApiKey(k.key), prefix: keyPrefix(k.key), scopes: [...k.scopes], revokedAt: null };
     await prisma.apiClient.upsert({
-      where: { organizationId_name: { organizationId, name: k.name } },
+      where: { name_organizationId: { name: k.name, organizationId } },
       create: { organizationId, name: k.name, source: 'config', ...data },
       update: { source: 'config', ...data },
     });
