@@ -17,10 +17,17 @@ $$;
 -- What a new tenant row's organization column defaults to: the organization named, else, while the
 -- deployment has exactly one, that one (what the owner's tools and older scripts write), else NULL,
 -- which the NOT NULL refuses. For timbra_app the policies' WITH CHECK still requires the named one.
-CREATE FUNCTION timbra_organization_or_sole() RETURNS uuid LANGUAGE sql STABLE PARALLEL SAFE AS $$
-  SELECT coalesce(timbra_organization(),
-                  (SELECT min(id::text)::uuid FROM emisores HAVING count(*) = 1))
-$$;
+-- PL/pgSQL, the named organization first: a SQL function with a subquery cannot be inlined, and would
+-- run through the SQL-function executor for every row the apps insert.
+CREATE FUNCTION timbra_organization_or_sole() RETURNS uuid LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+  named uuid := timbra_organization();
+BEGIN
+  IF named IS NOT NULL THEN
+    RETURN named;
+  END IF;
+  RETURN (SELECT min(id::text)::uuid FROM emisores HAVING count(*) = 1);
+END $$;
 
 -- The new columns: existing rows belong to the deployment's one organization, written as the column's
 -- stored default (no table rewrite, whatever the history's size). A database holding rows and not
