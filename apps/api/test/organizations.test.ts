@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import got from 'got';
+import pg from 'pg';
 import { parse } from 'yaml';
 import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
 
@@ -70,7 +71,6 @@ async function populate(api: TestApi, key: string, tag: 'a' | 'b', customerRfc: 
 
 /** Every row of organization `org`, table by table, as the database's owner reads them. */
 async function rowsOf(api: TestApi, org: string): Promise<Record<string, string>> {
-  const { default: pg } = await import('pg');
   const owner = new pg.Client({ connectionString: api.db.url });
   await owner.connect();
   try {
