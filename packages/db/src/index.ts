@@ -6,11 +6,11 @@
  * the hot path and how a database failure is read. The outbox write, the folio counter and each
  * status write exist once, in their group; apps never call Prisma's model methods (lint refuses it).
  */
-import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { organizationSession } from './organizations/session.ts';
-import { heardForLife, leanDbOver, plannedOnceSessionsBeside, registerLeanDb } from './lean.ts';
-import { PrismaClient } from './generated/client.ts';
+import { heardForLife, plannedOnceSessionsBeside } from './lean.ts';
+import { prismaOver } from './client.ts';
+import type { PrismaClient } from './generated/client.ts';
 
 export { PrismaClient, Prisma } from './generated/client.ts';
 
@@ -72,15 +72,6 @@ export function createPrisma(
       ...(sessionOptions ? { options: sessionOptions } : {}),
     }),
   );
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-  registerLeanDb(prisma, leanDbOver(pool, undefined, plannedOnceSessionsBeside(pool, databaseUrl, sessionOptions)));
-  // The adapter ends the pool only once Prisma itself has connected: a client used only through the
-  // lean runner would keep its connections (and its process) alive after $disconnect.
-  const disconnect = prisma.$disconnect.bind(prisma);
-  prisma.$disconnect = async () => {
-    await disconnect();
-    if (!pool.ending) await pool.end();
-  };
-  return prisma;
+  return prismaOver(pool, plannedOnceSessionsBeside(pool, databaseUrl, sessionOptions));
 }
 export { afterCursor, pageWindow, type Cursor, type PageQuery } from './pages.ts';

@@ -214,25 +214,23 @@ export async function finishCancellation(
   reason: string | null,
   estatusCancelacion?: string,
 ): Promise<void> {
-  await prisma.$transaction([
-    prisma.cancelRequest.update({
+  // Interactive, not a batch: an organization client runs no batch transaction (organizations/clients.ts).
+  await prisma.$transaction(async (tx) => {
+    await tx.cancelRequest.update({
       where: { id: row.requestId },
       data: { status: outcome, reason, ...(estatusCancelacion ? { estatusCancelacion } : {}) },
-    }),
-    ...(row.duplicateUuid
-      ? []
-      : [
-          prisma.invoice.updateMany({
-            where: { id: row.invoiceId, status: 'cancel_requested' },
-            data: { status: outcome === 'cancelled' ? 'cancelled' : 'stamped' },
-          }),
-        ]),
-    prisma.outboxRow.updateMany({
+    });
+    if (!row.duplicateUuid)
+      await tx.invoice.updateMany({
+        where: { id: row.invoiceId, status: 'cancel_requested' },
+        data: { status: outcome === 'cancelled' ? 'cancelled' : 'stamped' },
+      });
+    await tx.outboxRow.updateMany({
       where: { cancelRequestId: row.requestId },
       // Done either way: the request records how it ended; a new cancellation is a new request.
       data: { status: 'done', ...(reason ? { lastError: reason } : {}) },
-    }),
-  ]);
+    });
+  });
 }
 
 /** The PAC accepted the cancellation request: its code and acuse; the SAT's answer is followed next. */

@@ -4,7 +4,9 @@
  * authentication, its admin routes, the ops CLI and the start-up bootstrap all call here.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { PrismaClient } from '../generated/client.ts';
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { queryRows, type RawDb } from '../sql.ts';
 
 /** What a key may do. */
 export const SCOPES = ['read', 'write', 'cancel', 'admin'] as const;
@@ -113,6 +115,21 @@ export async function findApiKey(
   });
   if (!row || row.revokedAt) return undefined;
   return { id: row.id, name: row.name, scopes: row.scopes.filter(isScope) };
+}
+
+/**
+ * The organization an API key belongs to (not revoked), asked before any organization is named:
+ * platform mode routes a request by its key. Answered by the database function
+ * timbra_key_organization (migration 20261221000000), the one thing a session without an
+ * organization may learn of `api_clients`; the organization's own client then checks the key.
+ */
+export async function keyOrganization(db: RawDb, key: string): Promise<string | undefined> {
+  const [row] = await queryRows(
+    db,
+    z.object({ organization: z.string().nullable() }),
+    Prisma.sql`SELECT timbra_key_organization(${hashApiKey(key)})::text AS organization`,
+  );
+  return row?.organization ?? undefined;
 }
 
 /** Records that a key was used (callers throttle it: once a minute a key is enough). */

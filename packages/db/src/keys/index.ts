@@ -11,6 +11,7 @@ export {
   listApiKeys,
   revokeApiKey,
   findApiKey,
+  keyOrganization,
   touchApiKey,
   syncConfiguredApiKeys,
   ApiKeyNameTaken,

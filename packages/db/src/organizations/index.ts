@@ -5,5 +5,6 @@
  * the database makes of a client.
  */
 export { APP_ROLE } from './session.ts';
+export { OrganizationClients } from './clients.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
 export { joinOrganization, openOrganization, type OrganizationClient, type OrganizationFacts } from './open.ts';

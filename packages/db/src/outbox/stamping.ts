@@ -283,11 +283,12 @@ export async function recordFailedAttempt(
   calls: readonly PacCallRecord[],
   lastError: string,
 ): Promise<void> {
-  await prisma.$transaction([
-    prisma.$executeRaw`${ledgerUpsertSql(calls.map((c) => ({ ...c, invoiceId: row.invoiceId, version: row.version })))}`,
-    prisma.outboxRow.update({
+  // Interactive, not a batch: an organization client runs no batch transaction (organizations/clients.ts).
+  await prisma.$transaction(async (tx) => {
+    await tx.$executeRaw`${ledgerUpsertSql(calls.map((c) => ({ ...c, invoiceId: row.invoiceId, version: row.version })))}`;
+    await tx.outboxRow.update({
       where: { id: row.outboxId },
       data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },
-    }),
-  ]);
+    });
+  });
 }
