@@ -66,7 +66,9 @@ export interface AppDeps {
   /** The self-invoicing page's limits per address (global mode): POSTs and failed ticket lookups a minute. */
   selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
-  dashboard?: Router;
+  dashboard?: Router | undefined;
+  /** Failed authentications counted across organizations' APIs (platform mode shares one); default: this app's own. */
+  failures?: FailureLimiter;
   /** The stamp-dlq queue: a re-drive settles its letter there (else the worker's sweeper does). */
   deadLetters?: DeadLetterQueue;
   stripe: {
@@ -91,10 +93,12 @@ export function createApp(deps: AppDeps) {
   const ingest = webhookIngest(deps.prisma, payments, deps.logger, deps.ingest);
   requestPlumbing(app, deps);
   const sale = { prisma: deps.prisma, settings: payments.settings, rates: deps.rates };
-  const failures = new FailureLimiter({
-    perAddress: deps.authFailuresPerMinute ?? 30,
-    perPrefix: deps.authFailuresPerPrefixPerMinute ?? 10,
-  });
+  const failures =
+    deps.failures ??
+    new FailureLimiter({
+      perAddress: deps.authFailuresPerMinute ?? 30,
+      perPrefix: deps.authFailuresPerPrefixPerMinute ?? 10,
+    });
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });

@@ -4,12 +4,15 @@ import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning, periodicidadFor } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
+import { createPrisma } from '@timbra/db';
 import { activeCsd } from '@timbra/db/csds';
-import { openOrganization } from '@timbra/db/organizations';
+import { OrganizationClients, openOrganizationIn } from '@timbra/db/organizations';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
 import { connectRedis, bullmqErrorListener, logRedisOutages, redisTarget } from '@timbra/db/redis';
-import { createApp } from './app.ts';
+import { createApp, type AppDeps } from './app.ts';
+import { FailureLimiter } from './http/failure-limiter.ts';
+import { createPlatform, organizationApis } from './organizations/platform.ts';
 import { REDACT } from './http/log-redact.ts';
 import { bootstrap } from './bootstrap.ts';
 import { loadConfig, parseApiKeys } from './config.ts';
@@ -79,11 +82,14 @@ const emisor = {
   regimenFiscal: config.EMISOR_REGIMEN_FISCAL,
   lugarExpedicion: config.EMISOR_LUGAR_EXPEDICION,
 };
-// The organization's row from EMISOR_*, then a client that works for it alone: row-level security
-// holds every statement the API sends to its rows (@timbra/db/organizations).
-const { prisma, organizationId: emisorId } = await openOrganization(config.DATABASE_URL, emisor, {
-  poolSize: config.DATABASE_POOL_SIZE,
-}).catch((error: unknown) => fatal(logger, error, 'the organization could not be opened'));
+// Every organization's client over one pool: row-level security holds each to its organization's
+// rows (@timbra/db/organizations). The owner's client writes the organizations' own rows.
+const clients = new OrganizationClients(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
+const owner = createPrisma(config.DATABASE_URL, { poolSize: 2 });
+// The home organization's row from EMISOR_*, then its client.
+const { prisma, organizationId: emisorId } = await openOrganizationIn(clients, owner, emisor).catch((error: unknown) =>
+  fatal(logger, error, 'the organization could not be opened'),
+);
 const { revokedKeys } = await bootstrap(prisma, {
   emisorId,
   series: [
@@ -135,22 +141,22 @@ const board =
       })
     : undefined;
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');
-const payments: RecordPaymentDeps = {
-  csd,
+const paymentsOf = (organizationId: string, facts: typeof emisor, sealingCsd: typeof csd): RecordPaymentDeps => ({
+  csd: sealingCsd,
   catalogs: config.catalogs,
-  emisorId,
+  emisorId: organizationId,
   serieIngreso: config.SERIE_INGRESO,
   serieEgreso: config.SERIE_EGRESO,
   seriePago: config.SERIE_PAGO,
   settings: {
-    emisor,
+    emisor: facts,
     concepto: {
       claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
       claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
       descripcion: config.CONCEPTO_DESCRIPCION,
     },
     ivaTasa: config.IVA_TASA,
-    periodicidad: periodicidadFor(config.EMISOR_REGIMEN_FISCAL, config.PUBLICO_GENERAL_PERIODICIDAD),
+    periodicidad: periodicidadFor(facts.regimenFiscal, config.PUBLICO_GENERAL_PERIODICIDAD),
   },
   ...(config.PUBLICO_GENERAL_MODE === 'global'
     ? {
@@ -159,16 +165,21 @@ const payments: RecordPaymentDeps = {
         },
       }
     : {}),
-};
-const app = createApp({
+});
+const failures = new FailureLimiter({
+  perAddress: config.AUTH_FAILURES_PER_MINUTE,
+  perPrefix: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
+});
+const home: AppDeps = {
   prisma,
+  failures,
   redis,
   logger,
   ...(board ? { dashboard: board.router } : {}),
   deadLetters: dlq,
   metrics,
   databaseUrl: config.DATABASE_URL,
-  payments,
+  payments: paymentsOf(emisorId, emisor, csd),
   selfInvoice: {
     requestsPerMinute: config.SELF_INVOICE_REQUESTS_PER_MINUTE,
     failuresPerMinute: config.SELF_INVOICE_FAILURES_PER_MINUTE,
@@ -210,6 +221,31 @@ const app = createApp({
       ? mercadoPagoPayments(config.MERCADOPAGO_API_URL, config.MERCADOPAGO_ACCESS_TOKEN)
       : undefined,
   },
+};
+const app = createPlatform({
+  clients,
+  home: { organizationId: emisorId, app: createApp(home) },
+  build: organizationApis({ clients, vault, home, paymentsOf }),
+  routes: {
+    owner,
+    platformKey: config.PLATFORM_KEY,
+    series: [
+      { serie: config.SERIE_INGRESO, kind: 'I' },
+      { serie: config.SERIE_EGRESO, kind: 'E' },
+      { serie: config.SERIE_PAGO, kind: 'P' },
+    ],
+    fiscal: {
+      claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
+      claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
+      catalogs: config.catalogs,
+    },
+    vault,
+    failures,
+    bodyLimit: config.BODY_LIMIT,
+  },
+  logger,
+  metrics,
+  trustProxy: config.TRUST_PROXY,
 });
 
 const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
@@ -230,7 +266,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     logger.info({ signal }, 'stopping: no new requests, finishing in-flight ones');
     metricsServer?.close();
     server.close(() => {
-      Promise.allSettled([prisma.$disconnect(), board?.close(), dlq.close()])
+      Promise.allSettled([clients.close(), owner.$disconnect(), board?.close(), dlq.close()])
         .then(() => redis.quit())
         .then(
           () => process.exit(0),

@@ -15,13 +15,16 @@ import {
   type ProviderSandboxClient,
   type TestRfc,
 } from '@timbra/test-support';
-import type { PrismaClient } from '@timbra/db';
-import { openOrganization } from '@timbra/db/organizations';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { OrganizationClients, openOrganization, openOrganizationIn } from '@timbra/db/organizations';
+import type { KeyVault } from '@timbra/cfdi-node';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { createApp } from '../src/app.ts';
+import { createApp, type AppDeps } from '../src/app.ts';
+import { createPlatform, organizationApis } from '../src/organizations/platform.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { REDACT } from '../src/http/log-redact.ts';
+import { FailureLimiter } from '../src/http/failure-limiter.ts';
 import { BanxicoRates } from '../src/payments/exchange-rates.ts';
 import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
 import type { RecordPaymentDeps } from '../src/payments/record-payment.ts';
@@ -96,6 +99,8 @@ export async function startApi(
      * that RFC's SAT test CSD, and keys of its own (named as EMISOR's are).
      */
     organization?: { emisor: typeof EMISOR; keys: typeof KEYS };
+    /** Platform mode, as main runs it: every organization over one pool, `/v1/organizations` for `key`. */
+    platform?: { key: string; vault: KeyVault };
   } = {},
 ): Promise<TestApi> {
   const db = options.database ?? (await createTestDatabase());
@@ -103,12 +108,16 @@ export async function startApi(
   // First, so that a refusal leaves no listener behind (an open server would keep Jest from exiting).
   const emisor = options.organization?.emisor ?? EMISOR;
   const keys = options.organization?.keys ?? KEYS;
-  const { prisma, organizationId: emisorId } = await openOrganization(db.url, emisor, { poolSize: 10 }).catch(
-    async (error: unknown) => {
-      if (!options.database) await db.drop();
-      throw error;
-    },
-  );
+  const clients = options.platform ? new OrganizationClients(db.url, { poolSize: 10 }) : undefined;
+  const owner = clients ? createPrisma(db.url, { poolSize: 2 }) : undefined;
+  const { prisma, organizationId: emisorId } = await (
+    clients ? openOrganizationIn(clients, owner!, emisor) : openOrganization(db.url, emisor, { poolSize: 10 })
+  ).catch(async (error: unknown) => {
+    await clients?.close();
+    await owner?.$disconnect();
+    if (!options.database) await db.drop();
+    throw error;
+  });
   // The API's address comes next: the provider sandbox sends its webhooks there, and the API calls
   // the sandbox's address, which it learns when the sandbox has bound its own port.
   const server: Server = createServer();
@@ -145,23 +154,24 @@ export async function startApi(
       { name: 'ops', key: keys.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
     ],
   });
-  const payments: RecordPaymentDeps = {
-    csd,
+  const paymentsOf = (id: string, facts: typeof emisor, sealing: typeof csd): RecordPaymentDeps => ({
+    csd: sealing,
     ...(options.catalogs ? { catalogs: options.catalogs } : {}),
-    emisorId,
+    emisorId: id,
     serieIngreso: 'A',
     serieEgreso: 'NC',
     seriePago: 'P',
     settings: {
-      emisor,
+      emisor: facts,
       concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
       ivaTasa: '0.160000',
       periodicidad: options.periodicidad ?? '01',
     },
     ...(options.global ? { global: options.global } : {}),
-  };
+  });
+  const payments = paymentsOf(emisorId, emisor, csd);
   const metrics = createMetrics();
-  const app = createApp({
+  const home: AppDeps = {
     prisma,
     redis,
     logger: options.logs
@@ -199,7 +209,35 @@ export async function startApi(
       toleranceSeconds: 300,
       fetchPayment: mercadoPagoPayments(`${providerUrl}/mercadopago`, MP_TOKEN),
     },
-  });
+  };
+  const app = clients
+    ? createPlatform({
+        clients,
+        home: { organizationId: emisorId, app: createApp(home) },
+        build: organizationApis({
+          clients,
+          vault: options.platform!.vault,
+          home,
+          paymentsOf: (id, facts, sealing) => paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing),
+        }),
+        routes: {
+          owner: owner!,
+          platformKey: options.platform!.key,
+          series: [
+            { serie: 'A', kind: 'I' },
+            { serie: 'NC', kind: 'E' },
+            { serie: 'P', kind: 'P' },
+          ],
+          fiscal: { claveProdServ: '01010101', claveUnidad: 'ACT' },
+          vault: options.platform!.vault,
+          failures: new FailureLimiter({ perAddress: 100_000, perPrefix: 100_000 }),
+          bodyLimit: '64kb',
+        },
+        logger: home.logger,
+        metrics,
+        trustProxy: false,
+      })
+    : createApp(home);
   server.on('request', app);
   const metricsServer = await listenMetrics(metrics, 0, '127.0.0.1');
   return {
@@ -218,6 +256,8 @@ export async function startApi(
       await new Promise((r) => server.close(r));
       await new Promise((r) => metricsServer.close(r));
       await prisma.$disconnect();
+      await clients?.close();
+      await owner?.$disconnect();
       await redis.quit();
       if (!options.database) await db.drop();
     },

@@ -160,6 +160,11 @@ export const API_OPERATOR = section("Merchants' webhooks and the queue dashboard
     'the queue dashboard (bull-board) at `/admin/queues`, HTTP Basic; without both the route does not exist; password ≥ 12 characters',
   ),
   entry(
+    { PLATFORM_KEY: z.string().min(32).optional() },
+    'platform mode: the key that makes and manages organizations through `/v1/organizations` (each its own emisor, API keys and CSD; [organizations.md](organizations.md#platform-mode)); at least 32 characters, best given as a file (`PLATFORM_KEY_FILE`)',
+    'off: the home organization (`EMISOR_*`) only',
+  ),
+  entry(
     { DASHBOARD_ALLOW_DLQ_RETRY: bool.default(false) },
     "offer Retry (a re-drive, with a reason, recorded as `dashboard:<user>`) on the dashboard's dead-letters page, `/admin/queues/dead-letters`; the board itself is always read-only (bull-board cannot offer Retry without Delete, Edit, Add, Empty and Obliterate)",
   ),

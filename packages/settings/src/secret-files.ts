@@ -22,6 +22,7 @@ export const SECRET_SETTINGS = [
   'ALERT_WEBHOOK_URL',
   'CSD_PASSWORD',
   'VAULT_KEYS',
+  'PLATFORM_KEY',
 ] as const;
 
 /**

@@ -27,6 +27,10 @@ export const API_ERRORS = {
   invalid_signature: { status: 401, message: 'The webhook signature is missing, invalid or too old.' },
   forbidden: { status: 403, message: 'This API key may not do that.' },
   not_found: { status: 404, message: 'Not found.' },
+  platform_mode_off: {
+    status: 404,
+    message: 'Organizations are managed in platform mode only: this deployment has no PLATFORM_KEY.',
+  },
   ticket_not_found: { status: 404, message: 'No ticket has this code and total.' },
   idempotency_key_reused: { status: 409, message: 'This Idempotency-Key was used with a different request.' },
   idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still being processed.' },
@@ -101,6 +105,20 @@ export const API_ERRORS = {
   },
   product_reference_taken: { status: 409, message: 'A product with this reference exists.' },
   key_name_taken: { status: 409, message: 'An API key with this name exists.' },
+  organization_exists: {
+    status: 409,
+    message: 'An organization with this RFC exists with other facts; details name it.',
+  },
+  organization_without_csd: {
+    status: 409,
+    message:
+      'This organization has no CSD to seal with yet: the platform uploads one (POST /v1/organizations/:id/csds).',
+  },
+  csd_already_stored: { status: 409, message: 'This CSD (its NoCertificado) is stored already.' },
+  csd_rejected: {
+    status: 422,
+    message: 'The CSD does not pass its checks (details: which one); nothing was stored.',
+  },
   customer_conflict: { status: 409, message: 'Another customer has this Stripe or Mercado Pago id.' },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },
@@ -110,6 +128,10 @@ export const API_ERRORS = {
   },
   rate_limited: { status: 429, message: 'Too many requests.' },
   webhook_not_configured: { status: 503, message: 'This webhook is not configured.' },
+  vault_not_configured: {
+    status: 503,
+    message: 'CSDs are stored sealed by the master keys (VAULT_KEYS), which this deployment has not set.',
+  },
   unavailable: { status: 503, message: 'A dependency is unavailable.' },
   exchange_rate_source_down: {
     status: 503,

@@ -7,4 +7,11 @@
 export { APP_ROLE } from './session.ts';
 export { OrganizationClients } from './clients.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
-export { joinOrganization, openOrganization, type OrganizationClient, type OrganizationFacts } from './open.ts';
+export {
+  joinOrganization,
+  openOrganization,
+  openOrganizationIn,
+  type OrganizationClient,
+  type OrganizationFacts,
+} from './open.ts';
+export { createOrganization, listOrganizations, organizationById, type Organization } from './registry.ts';

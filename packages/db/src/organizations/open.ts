@@ -2,6 +2,7 @@ import { createPrisma } from '../index.ts';
 import type { PrismaClient } from '../generated/client.ts';
 import { emisorByRfc, ensureEmisor } from '../invoices/folios.ts';
 import { assertIsolated } from './isolation.ts';
+import type { OrganizationClients } from './clients.ts';
 
 /** An organization's facts as the configuration gives them (today's `EMISOR_*` settings). */
 export interface OrganizationFacts {
@@ -64,4 +65,19 @@ export async function joinOrganization(
   const row = await asOwner(databaseUrl, (owner) => emisorByRfc(owner, rfc));
   if (!row) return undefined;
   return { prisma: await scopedTo(databaseUrl, row.id, options.poolSize), organizationId: row.id };
+}
+
+/**
+ * As `openOrganization`, for a process serving many organizations over `clients` (platform mode's
+ * API): the organization's row made or brought up to date by `owner`, then its client, checked.
+ */
+export async function openOrganizationIn(
+  clients: OrganizationClients,
+  owner: PrismaClient,
+  facts: OrganizationFacts,
+): Promise<OrganizationClient> {
+  const organizationId = await ensureEmisor(owner, facts);
+  const prisma = clients.for(organizationId);
+  await assertIsolated(prisma, organizationId);
+  return { prisma, organizationId };
 }

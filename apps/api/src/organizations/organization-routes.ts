@@ -1,0 +1,215 @@
+/**
+ * `/v1/organizations`: platform mode's management API, for the platform key alone (PLATFORM_KEY):
+ * make an organization (an emisor: RFC, name, régimen, LugarExpedicion), list and read them, give
+ * one its first API keys, store its CSD. Everything else an organization does, its own keys do
+ * (docs/organizations.md).
+ */
+import type { X509Certificate } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { CfdiError, fiscalSettingsProblems, type OperatorCatalogs } from '@timbra/cfdi-core';
+import { sealCsd, type KeyVault } from '@timbra/cfdi-node';
+import type { PrismaClient } from '@timbra/db';
+import { CsdAlreadyStored, listCsds, storeCsd } from '@timbra/db/csds';
+import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES } from '@timbra/db/keys';
+import {
+  createOrganization,
+  listOrganizations,
+  organizationById,
+  type Organization,
+  type OrganizationClients,
+} from '@timbra/db/organizations';
+import { ApiError } from '../http/errors.ts';
+import { uuidParams } from '../http/ids.ts';
+import { listParams, pageOf, validation } from '../http/lists.ts';
+import type { FailureLimiter } from '../http/failure-limiter.ts';
+import { createKeySchema, keyView } from '../keys/key-routes.ts';
+
+export interface OrganizationRoutesDeps {
+  /** The database owner's client: organizations' rows are the owner's to write. */
+  owner: PrismaClient;
+  clients: OrganizationClients;
+  /** PLATFORM_KEY; undefined: platform mode is off (every route answers 404 platform_mode_off). */
+  platformKey: string | undefined;
+  /** The series a new organization takes its folios in (SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO). */
+  series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[];
+  /** What every organization's documents carry besides its own facts (checked with them). */
+  fiscal: { claveProdServ: string; claveUnidad: string; catalogs?: OperatorCatalogs | undefined };
+  vault: KeyVault | undefined;
+  /** The SAT's CA certificates an uploaded CSD must chain to; undefined: the chain is not checked. */
+  trustedCas?: readonly X509Certificate[] | undefined;
+  failures: FailureLimiter;
+  bodyLimit: string;
+  /** Called when an organization's CSD changes: its API is rebuilt with the CSD active now. */
+  changed: (organizationId: string) => void;
+}
+
+const FACTS = z
+  .object({
+    rfc: z.string().min(12).max(13),
+    nombre: z.string().min(1).max(254),
+    regimenFiscal: z.string().regex(/^\d{3}$/),
+    lugarExpedicion: z.string().regex(/^\d{5}$/),
+  })
+  .strict();
+
+const CSD_UPLOAD = z
+  .object({
+    certificate: z.string().base64().min(1),
+    privateKey: z.string().base64().min(1),
+    password: z.string().min(1).max(256),
+    activeFrom: z.string().datetime({ offset: true }).optional(),
+  })
+  .strict();
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** 404 when platform mode is off; 401 (counted as a failed authentication) for any other key. */
+function platformKeyOnly(deps: OrganizationRoutesDeps) {
+  const wanted = deps.platformKey === undefined ? undefined : sha256(deps.platformKey);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (!wanted) return next(new ApiError('platform_mode_off'));
+    const address = req.ip ?? 'unknown';
+    if (deps.failures.blocked(address))
+      return next(new ApiError('rate_limited', 'Too many failed authentications from this address.'));
+    const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
+    if (key && key.length <= 512 && timingSafeEqual(sha256(key), wanted)) return next();
+    if (deps.failures.fail(address, key ? key.slice(0, 8) : undefined))
+      return next(new ApiError('rate_limited', 'Too many failed authentications.'));
+    next(new ApiError('unauthorized', 'The platform key (PLATFORM_KEY) manages organizations; no other key does.'));
+  };
+}
+
+function organizationView(o: Organization, csds: Awaited<ReturnType<typeof listCsds>>) {
+  return {
+    id: o.id,
+    rfc: o.rfc,
+    nombre: o.nombre,
+    regimenFiscal: o.regimenFiscal,
+    lugarExpedicion: o.lugarExpedicion,
+    createdAt: o.createdAt.toISOString(),
+    csds: csds.map((c) => ({
+      noCertificado: c.noCertificado,
+      validFrom: c.validFrom.toISOString(),
+      validTo: c.validTo.toISOString(),
+      activeFrom: c.activeFrom.toISOString(),
+      sealing: c.active,
+      chain: c.chain,
+    })),
+  };
+}
+
+/** The facts' problems against the SAT's rules (cfdi-core's one owner), as 422 details. */
+function factsProblems(
+  facts: z.infer<typeof FACTS>,
+  deps: OrganizationRoutesDeps,
+): { path: string; message: string }[] {
+  const problems = fiscalSettingsProblems(
+    {
+      emisorRfc: facts.rfc,
+      regimenFiscal: facts.regimenFiscal,
+      lugarExpedicion: facts.lugarExpedicion,
+      claveProdServ: deps.fiscal.claveProdServ,
+      claveUnidad: deps.fiscal.claveUnidad,
+      periodicidad: undefined,
+    },
+    {
+      emisorRfc: 'rfc',
+      regimenFiscal: 'regimenFiscal',
+      lugarExpedicion: 'lugarExpedicion',
+      claveProdServ: 'CONCEPTO_CLAVE_PROD_SERV',
+      claveUnidad: 'CONCEPTO_CLAVE_UNIDAD',
+      periodicidad: 'PUBLICO_GENERAL_PERIODICIDAD',
+      series: 'series',
+    },
+    deps.fiscal.catalogs,
+  );
+  return problems.map((line) => ({ path: /^(\w+)/.exec(line)?.[1] ?? 'body', message: line }));
+}
+
+export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
+  const router = Router();
+  router.use(platformKeyOnly(deps));
+  router.use(express.json({ limit: deps.bodyLimit, strict: true }));
+  uuidParams(router, 'id');
+  const found = async (id: string) => {
+    const organization = await organizationById(deps.owner, id);
+    if (!organization) throw new ApiError('not_found');
+    return organization;
+  };
+
+  router.post('/', async (req: Request, res: Response) => {
+    const parsed = FACTS.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    const facts = { ...parsed.data, rfc: parsed.data.rfc.toUpperCase() };
+    const problems = factsProblems(facts, deps);
+    if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems);
+    const made = await createOrganization(deps.owner, facts, deps.series);
+    if (made.conflict)
+      throw new ApiError('organization_exists', undefined, [
+        { path: 'rfc', message: `organization ${made.organization.id} has this RFC` },
+      ]);
+    // The same facts again are the same organization: a retried POST answers as the first did.
+    res.status(made.created ? 201 : 200).json(organizationView(made.organization, []));
+  });
+
+  router.get('/', async (req: Request, res: Response) => {
+    const page = listParams(req);
+    const rows = await listOrganizations(deps.owner, page);
+    const now = new Date();
+    const csds = await Promise.all(rows.slice(0, page.limit).map((o) => listCsds(deps.owner, o.id, now)));
+    res.json(pageOf(rows, page.limit, (o) => organizationView(o, csds[rows.indexOf(o)] ?? [])));
+  });
+
+  router.get('/:id', async (req: Request, res: Response) => {
+    const organization = await found(String(req.params.id));
+    res.json(organizationView(organization, await listCsds(deps.owner, organization.id, new Date())));
+  });
+
+  // The organization's keys are made on its own client: row-level security writes them in its name.
+  router.post('/:id/keys', async (req: Request, res: Response) => {
+    const organization = await found(String(req.params.id));
+    const parsed = createKeySchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    try {
+      const made = await createApiKey(deps.clients.for(organization.id), parsed.data.name, [
+        ...new Set(parsed.data.scopes ?? DEFAULT_SCOPES),
+      ]);
+      res.status(201).json({ key: made.key, organization: organization.id, ...keyView(made.apiKey) });
+    } catch (error) {
+      if (error instanceof ApiKeyNameTaken) throw new ApiError('key_name_taken');
+      throw error;
+    }
+  });
+
+  router.post('/:id/csds', async (req: Request, res: Response) => {
+    const organization = await found(String(req.params.id));
+    const parsed = CSD_UPLOAD.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    if (!deps.vault) throw new ApiError('vault_not_configured');
+    const files = {
+      cer: Buffer.from(parsed.data.certificate, 'base64'),
+      key: Buffer.from(parsed.data.privateKey, 'base64'),
+      password: parsed.data.password,
+    };
+    try {
+      const { stored } = await sealCsd(files, organization, {
+        vault: deps.vault,
+        at: new Date(),
+        ...(deps.trustedCas ? { trustedCas: deps.trustedCas } : {}),
+      });
+      const activeFrom = parsed.data.activeFrom ? { activeFrom: new Date(parsed.data.activeFrom) } : {};
+      await storeCsd(deps.clients.for(organization.id), { ...stored, ...activeFrom });
+    } catch (error) {
+      if (error instanceof CfdiError)
+        throw new ApiError('csd_rejected', undefined, [{ path: error.code, message: error.message }]);
+      if (error instanceof CsdAlreadyStored) throw new ApiError('csd_already_stored');
+      throw error;
+    }
+    deps.changed(organization.id);
+    res.status(201).json(organizationView(organization, await listCsds(deps.owner, organization.id, new Date())));
+  });
+
+  return router;
+}

@@ -1,0 +1,164 @@
+/**
+ * Platform mode: one API process for many organizations. Each organization has its own API — the
+ * app `createApp` builds, on its own client held to it by row-level security — and a request reaches
+ * the one its API key belongs to (the database says which: `keyOrganization`). The home
+ * organization (EMISOR_*) answers everything else: requests with no key or an unknown one (401),
+ * the providers' webhooks, `/facturar`, the dashboard, health. `/v1/organizations` is the platform
+ * key's (organization-routes.ts).
+ */
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from 'pino';
+import type { Csd } from '@timbra/cfdi-core';
+import { emisorCsd, type KeyVault } from '@timbra/cfdi-node';
+import { activeCsd } from '@timbra/db/csds';
+import { hashApiKey, keyOrganization } from '@timbra/db/keys';
+import { organizationById, type OrganizationClients, type OrganizationFacts } from '@timbra/db/organizations';
+import { createApp, type AppDeps } from '../app.ts';
+import type { RecordPaymentDeps } from '../payments/record-payment.ts';
+import { ApiError } from '../http/errors.ts';
+import { errorHandler } from '../http/error-handler.ts';
+import type { Metrics } from '../http/metrics.ts';
+import { requestPlumbing } from '../http/plumbing.ts';
+import { organizationRoutes, type OrganizationRoutesDeps } from './organization-routes.ts';
+
+export interface PlatformDeps {
+  clients: OrganizationClients;
+  /** The home organization (EMISOR_*) and its API. */
+  home: { organizationId: string; app: RequestHandler };
+  /**
+   * Another organization's API, built when its first request comes (and again after
+   * `refreshMs`, or when its CSD changes): rejects with an ApiError when it cannot serve (no CSD).
+   */
+  build: (organizationId: string) => Promise<RequestHandler>;
+  /** How long an organization's API is kept before it is built again (its CSD read again). */
+  refreshMs?: number;
+  routes: Omit<OrganizationRoutesDeps, 'changed' | 'clients'>;
+  logger: Logger;
+  metrics: Metrics;
+  trustProxy: boolean;
+}
+
+/** Which organization a key belongs to, remembered a minute (the organization's API checks the key itself). */
+class KeyRoutes {
+  private readonly known = new Map<string, { organization: string | undefined; at: number }>();
+  constructor(private readonly clients: OrganizationClients) {}
+
+  async organizationOf(key: string): Promise<string | undefined> {
+    const hash = hashApiKey(key);
+    const hit = this.known.get(hash);
+    if (hit && Date.now() - hit.at < 60_000) return hit.organization;
+    const organization = await keyOrganization(this.clients.unscoped, key);
+    // Unknown keys are not remembered: a flood of them must not push the known ones out.
+    if (organization) {
+      if (this.known.size >= 10_000) this.known.delete(this.known.keys().next().value!);
+      this.known.set(hash, { organization, at: Date.now() });
+    }
+    return organization;
+  }
+}
+
+/** The organizations' APIs, each built once and kept `refreshMs`. */
+class OrganizationApps {
+  private readonly apps = new Map<string, { app: Promise<RequestHandler>; at: number }>();
+  constructor(
+    private readonly build: (organizationId: string) => Promise<RequestHandler>,
+    private readonly refreshMs: number,
+  ) {}
+
+  get(organizationId: string): Promise<RequestHandler> {
+    const kept = this.apps.get(organizationId);
+    if (kept && Date.now() - kept.at < this.refreshMs) return kept.app;
+    const app = this.build(organizationId);
+    this.apps.set(organizationId, { app, at: Date.now() });
+    // A failed build is not kept: the next request tries again (its CSD may have come).
+    app.catch(() => this.apps.delete(organizationId));
+    return app;
+  }
+
+  forget(organizationId: string): void {
+    this.apps.delete(organizationId);
+  }
+}
+
+/**
+ * How another organization's API is built: the home API's dependencies, on the organization's
+ * client, with its facts and the stored CSD active now (409 organization_without_csd before it has
+ * one). The providers' webhooks, /facturar and the dashboard stay the home organization's.
+ */
+export function organizationApis(options: {
+  clients: OrganizationClients;
+  vault: KeyVault | undefined;
+  home: AppDeps;
+  paymentsOf: (organizationId: string, facts: OrganizationFacts, csd: Csd) => RecordPaymentDeps;
+}): (organizationId: string) => Promise<RequestHandler> {
+  return async (organizationId) => {
+    const client = options.clients.for(organizationId);
+    const facts = await organizationById(client, organizationId);
+    const stored = options.vault && facts ? await activeCsd(client, organizationId, new Date()) : undefined;
+    if (!facts || !stored) throw new ApiError('organization_without_csd');
+    const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
+    return createApp({
+      ...options.home,
+      prisma: client,
+      payments: options.paymentsOf(organizationId, facts, opened!.csd),
+      dashboard: undefined,
+      stripe: { ...options.home.stripe, secret: undefined, api: undefined },
+      mercadoPago: { ...options.home.mercadoPago, secret: undefined, fetchPayment: undefined },
+    });
+  };
+}
+
+export function createPlatform(deps: PlatformDeps): Express {
+  const keys = new KeyRoutes(deps.clients);
+  const apps = new OrganizationApps(deps.build, deps.refreshMs ?? 300_000);
+
+  // The platform key's routes, with the request plumbing and errors every API answer has.
+  const manage = express();
+  requestPlumbing(manage, deps);
+  manage.use(
+    '/v1/organizations',
+    organizationRoutes({ ...deps.routes, clients: deps.clients, changed: (id) => apps.forget(id) }),
+  );
+  manage.use(errorHandler(deps.logger));
+  const failed = express();
+  requestPlumbing(failed, deps);
+  failed.use((req: Request, _res: Response, next: NextFunction) => next(req.routeError));
+  failed.use(errorHandler(deps.logger));
+
+  const app = express();
+  app.disable('x-powered-by');
+  const route = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
+    const organization = key && key.length <= 512 ? await keys.organizationOf(key) : undefined;
+    // No key, an unknown one, or the home organization's: the home API answers (401 for the first two).
+    if (!organization || organization === deps.home.organizationId) {
+      await deps.home.app(req, res, next);
+      return;
+    }
+    const handler = await apps.get(organization);
+    await handler(req, res, next);
+  };
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.path === '/v1/organizations' || req.path.startsWith('/v1/organizations/')) {
+      manage(req, res, next);
+      return;
+    }
+    if (!req.path.startsWith('/v1/')) {
+      void deps.home.app(req, res, next);
+      return;
+    }
+    route(req, res, next).catch((error: unknown) => {
+      req.routeError = error instanceof ApiError ? error : new ApiError('unavailable');
+      if (!(error instanceof ApiError)) deps.logger.error({ err: error }, 'an organization could not be served');
+      failed(req, res, next);
+    });
+  });
+  return app;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Why platform mode could not route this request to its organization's API. */
+    routeError?: ApiError;
+  }
+}

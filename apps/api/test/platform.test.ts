@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes, randomUUID } from 'node:crypto';
+import got from 'got';
+import { LocalKeyVault } from '@timbra/cfdi-node';
+import { testCsdFiles } from '@timbra/test-support';
+import { KEYS, startApi, type TestApi } from './helpers.ts';
+
+// Platform mode, as main runs it: one API process, every organization over one pool, and the
+// platform key making a second organization (its keys, its CSD) beside the home one (EMISOR_*).
+// Then each organization's keys reach its own API and rows only.
+
+const PLATFORM_KEY = `tk_platform_${randomBytes(24).toString('base64url')}`;
+const vault = LocalKeyVault.fromFile(`test:${randomBytes(32).toString('base64')}`);
+const CACX = { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612', lugarExpedicion: '36257' };
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi({ platform: { key: PLATFORM_KEY, vault } });
+});
+afterAll(async () => {
+  await api.close();
+});
+
+const call = async (key: string | undefined, method: 'GET' | 'POST', path: string, body?: object) => {
+  const res = await got(`${api.url}${path}`, {
+    method,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'idempotency-key': randomUUID() },
+    ...(body ? { json: body } : {}),
+    throwHttpErrors: false,
+    responseType: 'json',
+  });
+  const answer = res.body as Record<string, unknown> & { error?: { code: string; details?: unknown } };
+  return { status: res.statusCode, body: answer, code: answer.error?.code };
+};
+const files = (rfc: 'EKU9003173C9' | 'CACX7605101P8') => {
+  const f = testCsdFiles(rfc);
+  return {
+    certificate: Buffer.from(f.cer).toString('base64'),
+    privateKey: Buffer.from(f.key).toString('base64'),
+    password: f.password,
+  };
+};
+const sale = { amount: '116.00', currency: 'MXN', occurredAt: new Date(Date.now() - 60_000).toISOString() };
+
+describe('platform mode: organizations made through /v1/organizations', () => {
+  let id: string;
+  let orgKey: string;
+
+  it('answers the platform key alone', async () => {
+    expect((await call(undefined, 'GET', '/v1/organizations')).status).toBe(401);
+    expect((await call(KEYS.admin, 'GET', '/v1/organizations')).code).toBe('unauthorized');
+    const list = await call(PLATFORM_KEY, 'GET', '/v1/organizations');
+    expect(list.status).toBe(200);
+    expect((list.body.data as { rfc: string }[]).map((o) => o.rfc)).toEqual(['EKU9003173C9']);
+  });
+
+  it("refuses facts the SAT's rules refuse, then makes the organization once", async () => {
+    const moral = await call(PLATFORM_KEY, 'POST', '/v1/organizations', { ...CACX, regimenFiscal: '601' });
+    expect([moral.status, moral.code]).toEqual([422, 'fiscal_rules_failed']);
+    expect(JSON.stringify(moral.body.error?.details)).toMatch(/regimenFiscal/);
+    const shape = await call(PLATFORM_KEY, 'POST', '/v1/organizations', { ...CACX, lugarExpedicion: 'x' });
+    expect([shape.status, shape.code]).toEqual([422, 'validation_failed']);
+
+    const made = await call(PLATFORM_KEY, 'POST', '/v1/organizations', CACX);
+    expect(made.status).toBe(201);
+    id = made.body.id as string;
+    expect(made.body).toMatchObject({ ...CACX, csds: [] });
+    // A retry is the same organization; other facts for its RFC are a conflict.
+    const again = await call(PLATFORM_KEY, 'POST', '/v1/organizations', CACX);
+    expect([again.status, again.body.id]).toEqual([200, id]);
+    const other = await call(PLATFORM_KEY, 'POST', '/v1/organizations', { ...CACX, nombre: 'OTRA' });
+    expect([other.status, other.code]).toEqual([409, 'organization_exists']);
+    expect((await call(PLATFORM_KEY, 'GET', `/v1/organizations/${id}`)).body).toMatchObject({ id, rfc: CACX.rfc });
+    expect((await call(PLATFORM_KEY, 'GET', `/v1/organizations/${randomUUID()}`)).status).toBe(404);
+  });
+
+  it('gives the organization a key, which works once it has a CSD', async () => {
+    const key = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/keys`, {
+      name: 'pos',
+      scopes: ['read', 'write'],
+    });
+    expect(key.status).toBe(201);
+    orgKey = key.body.key as string;
+    const early = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'P-1' });
+    expect([early.status, early.code]).toEqual([409, 'organization_without_csd']);
+
+    const wrong = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('EKU9003173C9'));
+    expect([wrong.status, wrong.code]).toEqual([422, 'csd_rejected']);
+    const stored = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('CACX7605101P8'));
+    expect(stored.status).toBe(201);
+    expect(stored.body.csds).toEqual([expect.objectContaining({ sealing: true })]);
+    const twice = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('CACX7605101P8'));
+    expect(twice.code).toBe('csd_already_stored');
+    // Nothing of the CSD's secrets comes back.
+    expect(JSON.stringify(stored.body)).not.toMatch(/password|privateKey|BEGIN/i);
+  });
+
+  it("keeps each organization's keys to its own API and rows", async () => {
+    const theirs = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'SAME-1' });
+    expect(theirs.status).toBe(201);
+    const ours = await call(KEYS.pos, 'POST', '/v1/payments', { ...sale, externalId: 'SAME-1' });
+    expect(ours.status).toBe(201);
+    const theirInvoice = (theirs.body.invoices as { id: string }[])[0]!.id;
+    const ourInvoice = (ours.body.invoices as { id: string }[])[0]!.id;
+
+    // Sealed by its own emisor, in its own series.
+    const xml = await got(`${api.url}/v1/invoices/${theirInvoice}/xml`, {
+      headers: { authorization: `Bearer ${orgKey}` },
+      throwHttpErrors: false,
+    });
+    expect(xml.statusCode).toBe(200);
+    expect(xml.body).toMatch(/<cfdi:Emisor Rfc="CACX7605101P8"/);
+    expect(xml.body).toMatch(/Serie="A" Folio="1"/);
+
+    const listed = async (key: string) =>
+      ((await call(key, 'GET', '/v1/invoices')).body.data as { id: string }[]).map((i) => i.id);
+    expect(await listed(orgKey)).toEqual([theirInvoice]);
+    expect(await listed(KEYS.pos)).toEqual([ourInvoice]);
+    expect((await call(orgKey, 'GET', `/v1/invoices/${ourInvoice}`)).status).toBe(404);
+    expect((await call(KEYS.pos, 'GET', `/v1/invoices/${theirInvoice}`)).status).toBe(404);
+    // The key's scopes are its organization's to enforce: no admin scope, no key list.
+    expect((await call(orgKey, 'GET', '/v1/keys')).status).toBe(403);
+  });
+});

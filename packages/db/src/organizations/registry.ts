@@ -1,0 +1,51 @@
+/**
+ * The organizations themselves, as platform mode's `/v1/organizations` manages them: rows of
+ * `emisores`, which only the database's owner writes (an organization cannot make itself).
+ */
+import type { PrismaClient } from '../generated/client.ts';
+import { ensureSeries } from '../invoices/folios.ts';
+import type { OrganizationFacts } from './open.ts';
+import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
+
+/** An organization as the platform sees it. */
+export interface Organization extends OrganizationFacts {
+  id: string;
+  createdAt: Date;
+}
+
+const FIELDS = { id: true, rfc: true, nombre: true, regimenFiscal: true, lugarExpedicion: true, createdAt: true };
+
+/**
+ * Makes the organization of `facts.rfc` with its `series`, on the owner's client. An RFC already
+ * made with the same facts is the same organization (`created: false`: a retried request); with
+ * other facts, `conflict` holds the one there is.
+ */
+export async function createOrganization(
+  owner: PrismaClient,
+  facts: OrganizationFacts,
+  series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[],
+): Promise<{ organization: Organization; created: boolean; conflict: boolean }> {
+  return owner.$transaction(async (tx) => {
+    const existing = await tx.emisor.findUnique({ where: { rfc: facts.rfc }, select: FIELDS });
+    if (existing) {
+      const same = (Object.keys(facts) as (keyof OrganizationFacts)[]).every((k) => existing[k] === facts[k]);
+      return { organization: existing, created: false, conflict: !same };
+    }
+    const organization = await tx.emisor.create({ data: facts, select: FIELDS });
+    await ensureSeries(tx, organization.id, series);
+    return { organization, created: true, conflict: false };
+  });
+}
+
+/** One organization by id; undefined when there is none. */
+export async function organizationById(
+  db: Pick<PrismaClient, 'emisor'>,
+  id: string,
+): Promise<Organization | undefined> {
+  return (await db.emisor.findUnique({ where: { id }, select: FIELDS })) ?? undefined;
+}
+
+/** A page of organizations, newest first (the API's cursor pagination). */
+export async function listOrganizations(owner: Pick<PrismaClient, 'emisor'>, page: PageQuery): Promise<Organization[]> {
+  return owner.emisor.findMany({ select: FIELDS, where: afterCursor(page.cursor), ...pageWindow(page) });
+}
