@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { replacementsAwaitingCancellation, requestReplacedCancellation } from '@timbra/db/invoices';
-import { parseStampJob, settleDeadLetters } from '@timbra/db/outbox';
+import { parseStampJob, settleDeadLetters, type LetterOwner } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './invoices/freeze-dependents.ts';
@@ -23,6 +23,7 @@ import { stampWrites } from './stamping/stamp-writes.ts';
 import { Sweeper } from './stamping/sweeper.ts';
 import { CorrectionRunner } from './invoices/corrections.ts';
 import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
+import { AcrossOrganizations } from './organizations/across.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -52,6 +53,17 @@ export interface WorkerDeps {
   csdCredentials?: CsdCredentials;
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
   cancelPoll?: { baseMs: number; maxMs: number };
+  /**
+   * Platform mode: the organization `prisma` works for (the home one), and how the others' clients
+   * and CSDs are opened, for their jobs and rows (organizations/across.ts). Absent: the home
+   * organization alone. Corrections run for the home organization only.
+   */
+  organizations?: {
+    home: string;
+    open: (organizationId: string) => Promise<{ prisma: PrismaClient; csd?: Csd; csdCredentials?: CsdCredentials }>;
+    ids: () => Promise<string[]>;
+    pending: () => Promise<string[]>;
+  };
   /** Corrections' proof: the in-flight grace and the retry delays (defaults: 2 min; 5 s doubling to 10 min). */
   corrections?: {
     inFlightGraceMs: number;
@@ -68,40 +80,24 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
   for (const q of [queue, dlq])
     q.on('error', bullmqErrorListener(deps.logger, 'queue error', 'warn', { queue: q.name }));
-  const relay = new Relay({
-    prisma: deps.prisma,
-    queue,
-    retry: deps.retry,
-    batchSize: deps.relayBatchSize,
-    logger: deps.logger,
-  });
-  const csd = deps.csd;
-  const sweeper = createSweeper(deps, queue, dlq);
-  const corrections = createCorrections(deps);
-  const stamp = createStampProcessor({
-    prisma: deps.prisma,
-    writes: stampWrites(deps.prisma),
-    chain: deps.chain,
-    dlq,
-    logger: deps.logger,
-    alert: deps.alert ?? (() => undefined),
-    ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
-    ...(csd
-      ? { freezeDependents: (invoiceId: string) => freezeDependents(deps.prisma, csd, invoiceId, deps.catalogs) }
-      : {}),
-    cancelReplaced: (replacementId: string) => requestReplacedCancellation(deps.prisma, replacementId),
-  });
-  const cancel = deps.csdCredentials
-    ? createCancelProcessor({
-        prisma: deps.prisma,
-        chain: deps.chain,
-        csd: deps.csdCredentials,
+  const home = organizationParts(deps, queue, dlq);
+  const across = deps.organizations
+    ? new AcrossOrganizations({
+        home: { id: deps.organizations.home, parts: home },
+        build: async (id) => {
+          // Its own client and CSD only: never the home organization's.
+          const { csd: _csd, csdCredentials: _credentials, ...shared } = deps;
+          return organizationParts({ ...shared, ...(await deps.organizations!.open(id)) }, queue, dlq, id);
+        },
+        ids: deps.organizations.ids,
+        pending: deps.organizations.pending,
+        batchSize: deps.relayBatchSize,
         logger: deps.logger,
-        poll: deps.cancelPoll ?? { baseMs: 5_000, maxMs: 3_600_000 },
-        ...(deps.onCancellation ? { onOutcome: deps.onCancellation } : {}),
       })
     : undefined;
-  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(stamp, cancel), {
+  const partsOf = (organization: string | undefined) => (across ? across.partsOf(organization) : Promise.resolve(home));
+  const corrections = createCorrections(deps);
+  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(partsOf), {
     connection,
     prefix: deps.prefix,
     concurrency: deps.concurrency,
@@ -112,14 +108,20 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   });
   worker.on('error', bullmqErrorListener(deps.logger, 'worker error', 'error'));
   const deadLetters = createDeadLetterConsumer(
-    { prisma: deps.prisma, redis: connection, prefix: deps.prefix, logger: deps.logger },
+    {
+      prismaFor: async (organization) => (await partsOf(organization)).prisma,
+      redis: connection,
+      prefix: deps.prefix,
+      logger: deps.logger,
+    },
     { autorun: options.autorun ?? true },
   );
   return {
     queue,
     dlq,
-    relay,
-    sweeper,
+    /** Platform mode: every organization's pending rows, in turn; else the home organization's. */
+    relay: across ?? home.relay,
+    sweeper: across ?? home.sweeper,
     corrections,
     worker,
     /** The consumer of stamp-dlq (dead-letters.ts); runs with `worker`. */
@@ -138,8 +140,58 @@ function assertNever(name: never): never {
   throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${String(name)}`));
 }
 
+/** One organization's relay, sweeper and processors, on its client and with its CSD. */
+function organizationParts(
+  deps: WorkerDeps,
+  queue: Queue<StampJobData>,
+  dlq: Queue<DeadLetterData>,
+  organizationId?: string,
+) {
+  const { prisma, csd } = deps;
+  const org = organizationId ? { organizationId } : {};
+  const relay = new Relay({
+    prisma,
+    queue,
+    retry: deps.retry,
+    batchSize: deps.relayBatchSize,
+    logger: deps.logger,
+    ...org,
+  });
+  const stamp = createStampProcessor({
+    prisma,
+    writes: stampWrites(prisma),
+    chain: deps.chain,
+    dlq,
+    logger: deps.logger,
+    alert: deps.alert ?? (() => undefined),
+    ...org,
+    ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
+    ...(csd
+      ? { freezeDependents: (invoiceId: string) => freezeDependents(prisma, csd, invoiceId, deps.catalogs) }
+      : {}),
+    cancelReplaced: (replacementId: string) => requestReplacedCancellation(prisma, replacementId),
+  });
+  const cancel = deps.csdCredentials
+    ? createCancelProcessor({
+        prisma,
+        chain: deps.chain,
+        csd: deps.csdCredentials,
+        logger: deps.logger,
+        poll: deps.cancelPoll ?? { baseMs: 5_000, maxMs: 3_600_000 },
+        ...(deps.onCancellation ? { onOutcome: deps.onCancellation } : {}),
+      })
+    : undefined;
+  const owner = { organization: organizationId ?? deps.organizations?.home ?? '', home: !organizationId };
+  return { prisma, relay, stamp, cancel, sweeper: createSweeper(deps, queue, dlq, owner) };
+}
+
 /** The sweeper: enqueued rows Redis lost, overdue dependents, dead letters and replacements settled. */
-function createSweeper(deps: WorkerDeps, queue: Queue<StampJobData>, dlq: Queue<DeadLetterData>): Sweeper {
+function createSweeper(
+  deps: WorkerDeps,
+  queue: Queue<StampJobData>,
+  dlq: Queue<DeadLetterData>,
+  owner: LetterOwner,
+): Sweeper {
   const csd = deps.csd;
   return new Sweeper({
     prisma: deps.prisma,
@@ -148,7 +200,8 @@ function createSweeper(deps: WorkerDeps, queue: Queue<StampJobData>, dlq: Queue<
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
     ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd, deps.catalogs) } : {}),
-    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq),
+    // Only its organization's letters: another's row is out of this client's sight, not gone.
+    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq, undefined, deps.organizations ? owner : undefined),
     cancelReplaced: async () => {
       let n = 0;
       for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
@@ -178,11 +231,8 @@ function createCorrections(deps: WorkerDeps): CorrectionRunner | undefined {
     : undefined;
 }
 
-/** What the worker does with a job of the stamp queue: stamp, or cancel (a job it cannot read fails now). */
-function jobHandler(
-  stamp: ReturnType<typeof createStampProcessor>,
-  cancel: ReturnType<typeof createCancelProcessor> | undefined,
-) {
+/** What the worker does with a job of the stamp queue: stamp, or cancel, for the job's organization (a job it cannot read fails now). */
+function jobHandler(partsOf: (organization: string | undefined) => Promise<ReturnType<typeof organizationParts>>) {
   return async (job: Job<StampJobData>, token?: string) => {
     let parsed;
     try {
@@ -191,6 +241,7 @@ function jobHandler(
       // A job this worker cannot read fails now: retrying would not make it readable.
       throw new UnrecoverableError(failureText('UNKNOWN_JOB', (error as Error).message));
     }
+    const { stamp, cancel } = await partsOf(parsed.data.org);
     switch (parsed.name) {
       case 'stamp':
         return stamp(job);

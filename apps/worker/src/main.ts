@@ -4,7 +4,13 @@ import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { activeCsd } from '@timbra/db/csds';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
-import { joinOrganization, NotIsolatedError } from '@timbra/db/organizations';
+import {
+  joinOrganizationIn,
+  NotIsolatedError,
+  OrganizationClients,
+  organizationIds,
+  pendingOrganizations,
+} from '@timbra/db/organizations';
 import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
 import { retentionPolicy } from './config.ts';
 import { fatal, loadConfigOrExit, pacClients, workerLogger } from './start-up.ts';
@@ -76,15 +82,17 @@ if (policy !== 'noeviction') {
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), { maxRetriesPerRequest: null });
 logRedisOutages(redis, logger);
 const clients = pacClients(pacs, config);
-// The organization of EMISOR_RFC, which the API's first start makes, and a client that works for it
-// alone: row-level security holds every statement the worker sends (@timbra/db/organizations).
+// Every organization's client over one pool: row-level security holds each to its organization's
+// rows (@timbra/db/organizations). The home organization is EMISOR_RFC's, which the API's first
+// start makes; the others' jobs and rows are served on their own clients (organizations/across.ts).
+const orgClients = new OrganizationClients(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const { prisma, organizationId } = await waitFor('organization', logger, startup, async () => {
-  const opened = await joinOrganization(config.DATABASE_URL, config.EMISOR_RFC, {
-    poolSize: config.DATABASE_POOL_SIZE,
-  }).catch((error: unknown) => {
-    if (error instanceof NotIsolatedError) fatal(logger, error, 'the database would not isolate the worker');
-    throw error;
-  });
+  const opened = await joinOrganizationIn(orgClients, config.DATABASE_URL, config.EMISOR_RFC).catch(
+    (error: unknown) => {
+      if (error instanceof NotIsolatedError) fatal(logger, error, 'the database would not isolate the worker');
+      throw error;
+    },
+  );
   if (!opened)
     throw new Error(`no organization for EMISOR_RFC ${config.EMISOR_RFC} yet: the API makes it at its first start`);
   return opened;
@@ -130,6 +138,18 @@ const w = createWorker(
     alert: deadLetterAlert(config.ALERT_WEBHOOK_URL, logger),
     ...(sealing ? { csd: sealing.csd, csdCredentials: sealing.credentials } : {}),
     catalogs,
+    organizations: {
+      home: organizationId,
+      // Another organization's client and the stored CSD active now (its dependents and cancellations).
+      open: async (id: string) => {
+        const client = orgClients.for(id);
+        const stored = vault ? await activeCsd(client, id, new Date()) : undefined;
+        const opened = stored ? await emisorCsd({ stored, vault, files: undefined }) : undefined;
+        return { prisma: client, ...(opened ? { csd: opened.csd, csdCredentials: opened.credentials } : {}) };
+      },
+      ids: () => organizationIds(orgClients.unscoped),
+      pending: () => pendingOrganizations(orgClients.unscoped),
+    },
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
     corrections: {
       inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
@@ -272,7 +292,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       waitingOn = "BullMQ's close of the worker and its queues";
       await w.close();
       waitingOn = "Postgres's disconnect";
-      await prisma.$disconnect();
+      await orgClients.close();
       waitingOn = "Redis's quit";
       await redis.quit();
     })().then(

@@ -209,7 +209,7 @@ describe('dlq:retry', () => {
     // The letter as the worker leaves it: in the failed set of stamp-dlq, held there by its consumer.
     const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix });
     const consumer = createDeadLetterConsumer(
-      { prisma, redis, prefix, logger: pino({ level: 'silent' }) },
+      { prismaFor: () => Promise.resolve(prisma), redis, prefix, logger: pino({ level: 'silent' }) },
       { autorun: true },
     );
     try {

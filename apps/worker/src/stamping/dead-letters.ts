@@ -14,7 +14,13 @@ import { failureText } from '../errors.ts';
  * a worker on the queue: none means this process is not running.
  */
 export function createDeadLetterConsumer(
-  deps: { prisma: PrismaClient; redis: RedisConnection; prefix: string; logger: Logger },
+  deps: {
+    /** The client of the letter's organization (`org`; absent: the home organization's). */
+    prismaFor: (organization: string | undefined) => Promise<PrismaClient>;
+    redis: RedisConnection;
+    prefix: string;
+    logger: Logger;
+  },
   options: { autorun: boolean },
 ): Worker<DeadLetterData> {
   const consumer = new Worker<DeadLetterData>(
@@ -23,7 +29,7 @@ export function createDeadLetterConsumer(
       const parsed = JOBS.deadLetter.data.safeParse(job.data);
       if (!parsed.success) throw new UnrecoverableError(failureText('UNKNOWN_JOB', 'not a dead letter Timbra reads'));
       const letter = parsed.data;
-      const state = await deadLetterState(deps.prisma, letter);
+      const state = await deadLetterState(await deps.prismaFor(letter.org), letter);
       // Letters of rows published before serie-folio travelled with the job: named now.
       if (!letter.serieFolio) await job.updateData({ ...job.data, serieFolio: state.serieFolio });
       if (state.dead) throw new UnrecoverableError(failureText(letter.code, letter.reason));

@@ -11,6 +11,8 @@ export interface RelayDeps {
   retry: RetryPolicy;
   batchSize: number;
   logger: Logger;
+  /** The organization `prisma` works for, written on each job (platform mode; absent: the home one). */
+  organizationId?: string;
 }
 
 /**
@@ -37,7 +39,13 @@ export class Relay {
         rows.map((r) => ({
           // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
           name: JOBS[r.kind].name,
-          data: { v: JOBS[r.kind].version, outboxId: r.id, stampKey: r.stampKey, serieFolio: r.serieFolio },
+          data: {
+            v: JOBS[r.kind].version,
+            outboxId: r.id,
+            stampKey: r.stampKey,
+            serieFolio: r.serieFolio,
+            ...(this.deps.organizationId ? { org: this.deps.organizationId } : {}),
+          },
           opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
         })),
       );
@@ -65,6 +73,9 @@ export class Relay {
  * Runs a relay: drains on every NOTIFY (a hint only) and every `pollMs` as the fallback. `stop()`
  * ends the loop and waits for the round in progress.
  */
-export function runRelay(relay: Relay, options: { databaseUrl: string; pollMs: number; logger: Logger }) {
+export function runRelay(
+  relay: Pick<Relay, 'drainAll'>,
+  options: { databaseUrl: string; pollMs: number; logger: Logger },
+) {
   return runOnNotify(() => relay.drainAll(), { ...options, what: 'relay' });
 }

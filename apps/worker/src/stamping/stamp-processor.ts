@@ -24,6 +24,8 @@ export interface StampProcessorDeps {
   onAttempts?: (attempts: readonly AttemptRecord[]) => void;
   /** Called with every dead letter (logs an alert; optionally POSTs it). */
   alert: (letter: DeadLetterData) => Promise<void> | void;
+  /** The organization `prisma` works for, written on its dead letters (platform mode; absent: the home one). */
+  organizationId?: string;
 }
 
 /**
@@ -193,6 +195,7 @@ async function deadLetter(
     ...(pac ? { pac } : {}),
     failedAt: deadLettered.failedAt.toISOString(),
     ...(deadLettered.waitingDependents > 0 ? { waitingDependents: deadLettered.waitingDependents } : {}),
+    ...(deps.organizationId ? { org: deps.organizationId } : {}),
   };
   await deps.dlq.add(JOBS.deadLetter.name, letter, {
     jobId: `${row.stampKey}-${Date.now()}`,

@@ -71,7 +71,7 @@ export class Sweeper {
 }
 
 /** Runs the sweeper every `intervalMs` until stopped. */
-export function runSweeper(sweeper: Sweeper, options: { intervalMs: number; logger: Logger }) {
+export function runSweeper(sweeper: Pick<Sweeper, 'sweepOnce'>, options: { intervalMs: number; logger: Logger }) {
   const timer = setInterval(() => {
     sweeper.sweepOnce().catch((error: unknown) => options.logger.error({ err: error }, 'sweep failed'));
   }, options.intervalMs);

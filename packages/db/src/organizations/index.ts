@@ -9,9 +9,17 @@ export { OrganizationClients } from './clients.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
 export {
   joinOrganization,
+  joinOrganizationIn,
   openOrganization,
   openOrganizationIn,
   type OrganizationClient,
   type OrganizationFacts,
 } from './open.ts';
-export { createOrganization, listOrganizations, organizationById, type Organization } from './registry.ts';
+export {
+  createOrganization,
+  listOrganizations,
+  organizationById,
+  organizationIds,
+  pendingOrganizations,
+  type Organization,
+} from './registry.ts';

@@ -81,3 +81,20 @@ export async function openOrganizationIn(
   await assertIsolated(prisma, organizationId);
   return { prisma, organizationId };
 }
+
+/**
+ * As `joinOrganization`, for a process serving many organizations over `clients` (platform mode's
+ * worker): the organization of `rfc` as the API recorded it, and its client, checked; undefined
+ * before the API's first start made it.
+ */
+export async function joinOrganizationIn(
+  clients: OrganizationClients,
+  databaseUrl: string,
+  rfc: string,
+): Promise<OrganizationClient | undefined> {
+  const row = await asOwner(databaseUrl, (owner) => emisorByRfc(owner, rfc));
+  if (!row) return undefined;
+  const prisma = clients.for(row.id);
+  await assertIsolated(prisma, row.id);
+  return { prisma, organizationId: row.id };
+}

@@ -2,7 +2,9 @@
  * The organizations themselves, as platform mode's `/v1/organizations` manages them: rows of
  * `emisores`, which only the database's owner writes (an organization cannot make itself).
  */
-import type { PrismaClient } from '../generated/client.ts';
+import { z } from 'zod';
+import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { queryRows, type RawDb } from '../sql.ts';
 import { ensureSeries } from '../invoices/folios.ts';
 import type { OrganizationFacts } from './open.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
@@ -48,4 +50,23 @@ export async function organizationById(
 /** A page of organizations, newest first (the API's cursor pagination). */
 export async function listOrganizations(owner: Pick<PrismaClient, 'emisor'>, page: PageQuery): Promise<Organization[]> {
   return owner.emisor.findMany({ select: FIELDS, where: afterCursor(page.cursor), ...pageWindow(page) });
+}
+
+const idRow = z.object({ id: z.string() });
+
+/**
+ * Every organization's id, asked by a session that names none (the worker's, before it works for
+ * each): the database function timbra_organizations (migration 20261222000000).
+ */
+export async function organizationIds(db: RawDb): Promise<string[]> {
+  return (await queryRows(db, idRow, Prisma.sql`SELECT id::text AS id FROM timbra_organizations() AS id`)).map(
+    (r) => r.id,
+  );
+}
+
+/** The organizations with outbox rows waiting to be relayed (timbra_pending_organizations: one index probe each). */
+export async function pendingOrganizations(db: RawDb): Promise<string[]> {
+  return (await queryRows(db, idRow, Prisma.sql`SELECT id::text AS id FROM timbra_pending_organizations() AS id`)).map(
+    (r) => r.id,
+  );
 }

@@ -80,6 +80,7 @@ export async function settleDeadLetters(
   prisma: PrismaClient,
   dlq: DeadLetterQueue,
   outboxIds?: readonly string[],
+  owner?: LetterOwner,
 ): Promise<number> {
   const only = outboxIds ? new Set(outboxIds) : undefined;
   let settled = 0;
@@ -87,11 +88,26 @@ export async function settleDeadLetters(
     if (!job) continue;
     const parsed = JOBS.deadLetter.data.safeParse(job.data);
     if (!parsed.success || (only && !only.has(parsed.data.outboxId))) continue;
+    // Another organization's letter: its row is out of this client's sight, not gone.
+    if (owner && !ownsLetter(owner, parsed.data)) continue;
     if ((await deadLetterState(prisma, parsed.data)).dead) continue;
     await job.retry('failed');
     settled++;
   }
   return settled;
+}
+
+/**
+ * Whose letters a client settles: its organization's (`org`), and when it is the home organization,
+ * the letters that name none (published before letters carried it, or by a one-organization worker).
+ */
+export interface LetterOwner {
+  organization: string;
+  home: boolean;
+}
+
+export function ownsLetter(owner: LetterOwner, letter: { org?: string | undefined }): boolean {
+  return letter.org === undefined ? owner.home : letter.org === owner.organization;
 }
 
 /**

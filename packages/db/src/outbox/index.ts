@@ -39,6 +39,8 @@ export {
   deadLetterState,
   redriveDeadLetter,
   settleDeadLetters,
+  ownsLetter,
+  type LetterOwner,
   type DeadLetterQueue,
   type DeadLetterState,
 } from './dead-letters.ts';

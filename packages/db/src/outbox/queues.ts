@@ -16,6 +16,8 @@ const outboxJob = z.object({
   stampKey: z.string().min(1),
   /** The invoice's serie-folio, for the people reading the dashboard (never read by a processor). */
   serieFolio: z.string().optional(),
+  /** The row's organization (platform mode); absent: the worker's home organization. */
+  org: z.uuid().optional(),
 });
 
 const deadLetter = z.object({
@@ -32,6 +34,8 @@ const deadLetter = z.object({
   waitingDependents: z.number().int().positive().optional(),
   /** The invoice's serie-folio, for the people reading the dashboard. */
   serieFolio: z.string().optional(),
+  /** The row's organization (platform mode); absent: the worker's home organization. */
+  org: z.uuid().optional(),
 });
 
 /**

@@ -1,0 +1,87 @@
+/**
+ * Platform mode's worker: one process for every organization. What works on rows — the relay, the
+ * sweeper, the stamp and cancel processors — is built an organization, on its own client (row-level
+ * security holds it to its rows) with its own CSD, when its first job or row comes; the queues and
+ * their consumers are the deployment's, and a job names its organization (`org`). The relay goes
+ * round the organizations with pending rows, a batch each in turn, so one organization's backlog
+ * does not hold another's row back at the relay.
+ */
+import type { Logger } from 'pino';
+
+/** What the worker does for one organization. */
+export interface OrganizationParts {
+  relay: { drainOnce(): Promise<number> };
+  sweeper: { sweepOnce(): Promise<number> };
+}
+
+/** Where the organizations and their parts come from. */
+export interface Organizations<P extends OrganizationParts> {
+  /** The home organization (EMISOR_RFC): jobs and letters that name none are its. */
+  home: { id: string; parts: P };
+  /** Another organization's parts (its client and CSD); built once, kept. */
+  build: (organizationId: string) => Promise<P>;
+  /** Every organization's id (the sweeper's rounds). */
+  ids: () => Promise<string[]>;
+  /** The organizations with outbox rows waiting to be relayed (the relay's rounds). */
+  pending: () => Promise<string[]>;
+  /** The relay's batch: an organization whose batch came back full has more. */
+  batchSize: number;
+  logger: Logger;
+}
+
+export class AcrossOrganizations<P extends OrganizationParts> {
+  private readonly built = new Map<string, Promise<P>>();
+  constructor(private readonly organizations: Organizations<P>) {}
+
+  /** The parts of `organizationId` (absent: the home organization's). */
+  partsOf(organizationId: string | undefined): Promise<P> {
+    const { home } = this.organizations;
+    if (organizationId === undefined || organizationId === home.id) return Promise.resolve(home.parts);
+    let parts = this.built.get(organizationId);
+    if (!parts) {
+      parts = this.organizations.build(organizationId);
+      this.built.set(organizationId, parts);
+      // A failed build (no CSD yet, a vault that does not open it) is tried again next time.
+      parts.catch(() => this.built.delete(organizationId));
+    }
+    return parts;
+  }
+
+  /**
+   * Drains every organization's pending rows: rounds of one batch an organization, in turn, each
+   * going on while its batches come back full (as a relay alone drains); returns how many rows were
+   * published.
+   */
+  async drainAll(): Promise<number> {
+    let total = 0;
+    let due = await this.organizations.pending();
+    while (due.length > 0) {
+      const more: string[] = [];
+      for (const id of due) {
+        try {
+          const n = await (await this.partsOf(id)).relay.drainOnce();
+          total += n;
+          if (n >= this.organizations.batchSize) more.push(id);
+        } catch (error) {
+          // One organization that cannot be relayed does not stop the others.
+          this.organizations.logger.error({ err: error, organization: id }, 'relay round failed for an organization');
+        }
+      }
+      due = more;
+    }
+    return total;
+  }
+
+  /** One sweep of every organization; returns what they put back. */
+  async sweepOnce(): Promise<number> {
+    let total = 0;
+    for (const id of await this.organizations.ids()) {
+      try {
+        total += await (await this.partsOf(id)).sweeper.sweepOnce();
+      } catch (error) {
+        this.organizations.logger.error({ err: error, organization: id }, 'sweep failed for an organization');
+      }
+    }
+    return total;
+  }
+}
