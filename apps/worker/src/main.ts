@@ -1,13 +1,12 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
-import { readFileSync } from 'node:fs';
 import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
-import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
+import { emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { activeCsd } from '@timbra/db/csds';
-import { allowedAddressesFor } from '@timbra/db/deliveries';
 import {
   joinOrganizationIn,
   NotIsolatedError,
   OrganizationClients,
+  deliveryOrganizations,
   organizationIds,
   pendingOrganizations,
 } from '@timbra/db/organizations';
@@ -24,8 +23,7 @@ import { runSweeper } from './stamping/sweeper.ts';
 import { runRetention } from './operations/retention.ts';
 import { runCorrections } from './invoices/corrections.ts';
 import { globalCloserMetrics, runGlobalCloser } from './globals/close-globals.ts';
-import { createEmailSender } from './deliveries/email.ts';
-import { Dispatcher, runDispatcher } from './deliveries/dispatcher.ts';
+import { startDeliverer } from './deliveries/deliverer.ts';
 
 const { config, pacs, catalogs } = loadConfigOrExit();
 const logger = workerLogger(config.LOG_LEVEL);
@@ -200,53 +198,14 @@ const globals = roles.has('sweeper')
       { intervalMs: config.GLOBAL_CLOSE_POLL_SECONDS * 1000 },
     )
   : undefined;
-// Emails and webhooks: without SMTP_URL the emails wait (timbra_deliveries_pending says so).
-const email =
-  roles.has('deliverer') && config.SMTP_URL && config.EMAIL_FROM
-    ? createEmailSender(prisma, {
-        smtpUrl: config.SMTP_URL,
-        from: config.EMAIL_FROM,
-        ...(config.EMAIL_REPLY_TO ? { replyTo: config.EMAIL_REPLY_TO } : {}),
-        timeoutMs: config.EMAIL_TIMEOUT_MS,
-        pdf: {
-          fonts: dejavuFonts(),
-          ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
-        },
-      })
-    : undefined;
-if (roles.has('deliverer') && !email)
-  logger.warn("no SMTP_URL: customers' emails wait (pending) until a worker with SMTP sends them");
+// Emails and webhooks, every organization's: without SMTP_URL the emails wait (timbra_deliveries_pending says so).
 const deliverer = roles.has('deliverer')
-  ? runDispatcher(
-      new Dispatcher({
-        prisma,
-        logger,
-        ...(email ? { email } : {}),
-        webhook: {
-          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-          retry: {
-            baseMs: config.WEBHOOK_RETRY_BASE_MS,
-            maxMs: config.WEBHOOK_RETRY_MAX_MS,
-            forMs: config.WEBHOOK_RETRY_FOR_HOURS * 3_600_000,
-          },
-          disable: {
-            afterMs: config.WEBHOOK_DISABLE_AFTER_HOURS * 3_600_000,
-            minFailures: config.WEBHOOK_DISABLE_MIN_FAILURES,
-          },
-          allowedAddresses: allowedAddressesFor(config.WEBHOOK_ALLOWED_ADDRESSES, config.TIMBRA_PROFILE),
-        },
-        emailRetry: {
-          baseMs: config.EMAIL_RETRY_BASE_MS,
-          maxMs: config.EMAIL_RETRY_MAX_MS,
-          forMs: config.EMAIL_RETRY_FOR_HOURS * 3_600_000,
-        },
-        concurrency: config.DELIVERY_CONCURRENCY,
-        pollMs: config.DELIVERY_POLL_MS,
-        leaseMs: config.DELIVERY_LEASE_MS,
-        onAttempt: (channel, outcome, ms) => workerMetrics.recordDelivery(channel, outcome, ms),
-      }),
-      { databaseUrl: config.DATABASE_URL, pollMs: config.DELIVERY_POLL_MS, logger },
-    )
+  ? startDeliverer(config, {
+      clientOf: (id) => orgClients.for(id),
+      due: () => deliveryOrganizations(orgClients.unscoped),
+      logger,
+      onAttempt: (channel, outcome, ms) => workerMetrics.recordDelivery(channel, outcome, ms),
+    })
   : undefined;
 const health = createHealth({
   prisma,
@@ -288,7 +247,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       await relay?.stop();
       waitingOn = 'the deliveries';
       await deliverer?.stop();
-      email?.close();
       waitingOn = "BullMQ's close of the worker and its queues";
       await w.close();
       waitingOn = "Postgres's disconnect";

@@ -1,12 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { LOOPBACK_RANGES, newEndpointSecret } from '@timbra/db/deliveries';
 import { type PrismaClient } from '@timbra/db';
 import { insertInvoices } from '@timbra/db/invoices';
-import { OrganizationClients, organizationIds, pendingOrganizations } from '@timbra/db/organizations';
+import {
+  deliveryOrganizations,
+  OrganizationClients,
+  organizationIds,
+  pendingOrganizations,
+} from '@timbra/db/organizations';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
+import { Dispatcher } from '../src/deliveries/dispatcher.ts';
+import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import { eventually, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
 
 // Platform mode's worker: one process stamping for two organizations, each on its own client (row-
@@ -23,6 +34,10 @@ let db: TestDatabase;
 let clients: OrganizationClients;
 let sandbox: SandboxProcess;
 const redis = redisFor();
+/** The merchants' endpoints: one path an organization; what each received. */
+let receiver: Server;
+let receiverUrl: string;
+const received: { path: string; body: { type: string; data: { object: { id: string } } } }[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -36,8 +51,24 @@ beforeAll(async () => {
   await owner.end();
   clients = new OrganizationClients(db.url, { poolSize: 4 });
   sandbox = await startSandboxProcess();
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ path: req.url ?? '', body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as never });
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  // Each organization's webhook endpoint, made through its own client.
+  for (const [name, o] of Object.entries(ORGS))
+    await clients.for(o.id).webhookEndpoint.create({
+      data: { url: `${receiverUrl}/${name}`, events: ['*'], secret: newEndpointSecret() },
+    });
 });
 afterAll(async () => {
+  await new Promise((r) => receiver.close(r));
   await sandbox.stop();
   await clients.close();
   await redis.quit();
@@ -136,5 +167,43 @@ describe('one worker for every organization', () => {
     } finally {
       await w.close();
     }
+  });
+
+  it("sends each organization's webhooks to its own endpoints, each on its own dispatcher", async () => {
+    const due = await deliveryOrganizations(clients.unscoped);
+    expect(due.sort()).toEqual([ORGS.home.id, ORGS.other.id].sort());
+    const built: string[] = [];
+    const across = new DeliveriesAcross({
+      due: () => deliveryOrganizations(clients.unscoped),
+      build: (id) => {
+        built.push(id);
+        return new Dispatcher({
+          prisma: clients.for(id),
+          logger: pino({ level: 'silent' }),
+          webhook: {
+            timeoutMs: 2_000,
+            retry: { baseMs: 40, maxMs: 200, forMs: 60_000 },
+            disable: { afterMs: 3_600_000, minFailures: 1000 },
+            allowedAddresses: LOOPBACK_RANGES,
+          },
+          emailRetry: { baseMs: 40, maxMs: 200, forMs: 60_000 },
+          concurrency: 4,
+          leaseMs: 60_000,
+        });
+      },
+      logger: pino({ level: 'silent' }),
+    });
+    await eventually(async () => {
+      await across.drainAll();
+      return (await deliveryOrganizations(clients.unscoped)).length === 0;
+    }, 15_000);
+    expect(built.sort()).toEqual([ORGS.home.id, ORGS.other.id].sort());
+    // Every invoice.stamped event went to its own organization's endpoint, and only there.
+    const stampedTo = (path: string) =>
+      received.filter((r) => r.path === path && r.body.type === 'invoice.stamped').map((r) => r.body.data.object.id);
+    const invoicesOf = async (org: Org) =>
+      (await clients.for(org.id).invoice.findMany({ select: { id: true } })).map((i) => i.id).sort();
+    expect(stampedTo('/home').sort()).toEqual(await invoicesOf(ORGS.home));
+    expect(stampedTo('/other').sort()).toEqual(await invoicesOf(ORGS.other));
   });
 });

@@ -189,7 +189,7 @@ export const WORKER_DELIVERIES = section("Customers' emails and merchants' webho
       DELIVERY_POLL_MS: ms(1000),
       DELIVERY_LEASE_MS: ms(120_000),
     },
-    "deliveries in flight at once per worker (a slot is refilled as soon as a send ends: a slow endpoint holds one), how often to look for due ones, and a claim's lease (a worker that died mid-send loses it after this)",
+    "deliveries in flight at once per worker and organization (a slot is refilled as soon as a send ends: a slow endpoint holds one; each organization has its own), how often to look for due ones, and a claim's lease (a worker that died mid-send loses it after this)",
   ),
 ]);
 

@@ -182,7 +182,7 @@ export class Dispatcher {
  * up retries as they come due. `stop()` ends the loop after the round in progress.
  */
 export function runDispatcher(
-  dispatcher: Dispatcher,
+  dispatcher: Pick<Dispatcher, 'drainAll'>,
   options: { databaseUrl: string; pollMs: number; logger: Logger },
 ) {
   return runOnNotify(() => dispatcher.drainAll(), { ...options, channel: DELIVERY_CHANNEL, what: 'delivery' });

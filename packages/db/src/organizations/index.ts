@@ -17,6 +17,7 @@ export {
 } from './open.ts';
 export {
   createOrganization,
+  deliveryOrganizations,
   listOrganizations,
   organizationById,
   organizationIds,
