@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import got from 'got';
 import pg from 'pg';
 import { parse } from 'yaml';
+import { LocalKeyVault } from '@timbra/cfdi-node';
+import { testCsdFiles } from '@timbra/test-support';
 import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
 
-// Two organizations in one database, each with its own API instance and keys, as a platform runs
-// them, and the same names for their own things (key names, a payment's externalId, a product's
+// Two organizations in one database — each with its own API process, and both served by one process
+// in platform mode (the other made through /v1/organizations) — with their own keys and the same
+// names for their own things (key names, a payment's externalId, a product's
 // reference). The apps hold no organization filter of their own: what keeps each to its rows is row-level
 // security (migration 20261219000000), which these requests meet through every route of the spec.
 
@@ -24,11 +27,14 @@ const OTHER_KEYS = {
 };
 
 let a: TestApi;
-let b: TestApi;
+/** The other organization's API: its own process, or (platform mode) the same one as `a`'s. */
+let b: Pick<TestApi, 'url'> & { payments: { emisorId: string }; close: () => Promise<void> };
+/** The other organization's keys (platform mode: made through /v1/organizations). */
+let otherKeys: typeof OTHER_KEYS;
 /** Each organization's objects, made through its own API: what the other must never reach. */
 const made: Record<'a' | 'b', Record<string, string>> = { a: {}, b: {} };
 
-const call = (api: TestApi, key: string, method: string, path: string, body?: object) =>
+const call = (api: Pick<TestApi, 'url'>, key: string, method: string, path: string, body?: object) =>
   got(`${api.url}${path}`, {
     method: method.toUpperCase() as 'GET',
     headers: { authorization: `Bearer ${key}`, 'idempotency-key': randomUUID() },
@@ -37,7 +43,7 @@ const call = (api: TestApi, key: string, method: string, path: string, body?: ob
     responseType: 'text',
   });
 
-async function populate(api: TestApi, key: string, tag: 'a' | 'b', customerRfc: object): Promise<void> {
+async function populate(api: Pick<TestApi, 'url'>, key: string, tag: 'a' | 'b', customerRfc: object): Promise<void> {
   const created = async (path: string, body: object) => {
     const res = await call(api, key, 'post', path, body);
     expect({ path, status: res.statusCode }).toEqual({ path, status: 201 });
@@ -97,31 +103,40 @@ async function rowsOf(api: TestApi, org: string): Promise<Record<string, string>
   }
 }
 
-beforeAll(async () => {
+const PLATFORM_KEY = `tk_platform_${randomBytes(24).toString('base64url')}`;
+
+/** Two APIs over one database, each made as its own organization's process. */
+async function twoProcesses(): Promise<void> {
   a = await startApi();
-  b = await startApi({
-    database: a.db,
-    organization: { emisor: OTHER_EMISOR, keys: OTHER_KEYS },
+  b = await startApi({ database: a.db, organization: { emisor: OTHER_EMISOR, keys: OTHER_KEYS } });
+  otherKeys = OTHER_KEYS;
+}
+
+/** One API in platform mode; the other organization made, given a CSD and keys by the platform key. */
+async function onePlatformProcess(): Promise<void> {
+  a = await startApi({
+    platform: { key: PLATFORM_KEY, vault: LocalKeyVault.fromFile(`t:${randomBytes(32).toString('base64')}`) },
   });
-  await populate(a, KEYS.admin, 'a', {
-    rfc: 'CACX7605101P8',
-    nombre: 'XOCHILT CASAS CHAVEZ',
-    regimenFiscal: '612',
-    codigoPostal: '36257',
-    usoCfdi: 'G03',
+  const platform = async (path: string, body: object) => {
+    const res = await call(a, PLATFORM_KEY, 'post', `/v1/organizations${path}`, body);
+    expect({ path, status: res.statusCode }).toEqual({ path, status: 201 });
+    return JSON.parse(res.body) as { id: string; key: string };
+  };
+  const { id } = await platform('', OTHER_EMISOR);
+  const files = testCsdFiles(OTHER_EMISOR.rfc);
+  await platform(`/${id}/csds`, {
+    certificate: Buffer.from(files.cer).toString('base64'),
+    privateKey: Buffer.from(files.key).toString('base64'),
+    password: files.password,
   });
-  await populate(b, OTHER_KEYS.admin, 'b', {
-    rfc: EMISOR.rfc,
-    nombre: EMISOR.nombre,
-    regimenFiscal: EMISOR.regimenFiscal,
-    codigoPostal: EMISOR.lugarExpedicion,
-    usoCfdi: 'G03',
-  });
-});
-afterAll(async () => {
-  await b?.close();
-  await a?.close();
-});
+  const keyOf = async (name: string, scopes: string[]) => (await platform(`/${id}/keys`, { name, scopes })).key;
+  otherKeys = {
+    pos: await keyOf('pos', ['read', 'write', 'cancel']),
+    other: await keyOf('other', ['read', 'write', 'cancel']),
+    admin: await keyOf('ops', ['read', 'write', 'cancel', 'admin']),
+  };
+  b = { url: a.url, payments: { emisorId: id }, close: () => Promise.resolve() };
+}
 
 /** The spec's operations: method and path template. */
 function operations(): { method: string; path: string }[] {
@@ -141,7 +156,34 @@ function withIds(path: string, tag: 'a' | 'b'): string {
   return path.replace('{id}', made[tag][resource] ?? randomUUID()).replace(/\{[a-zA-Z]+\}/g, randomUUID());
 }
 
-describe('two organizations in one deployment', () => {
+describe.each([
+  ['two API processes', twoProcesses],
+  ['one API process in platform mode', onePlatformProcess],
+] as const)('two organizations in one deployment: %s', (mode, start) => {
+  beforeAll(async () => {
+    made.a = {};
+    made.b = {};
+    await start();
+    await populate(a, KEYS.admin, 'a', {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '612',
+      codigoPostal: '36257',
+      usoCfdi: 'G03',
+    });
+    await populate(b, otherKeys.admin, 'b', {
+      rfc: EMISOR.rfc,
+      nombre: EMISOR.nombre,
+      regimenFiscal: EMISOR.regimenFiscal,
+      codigoPostal: EMISOR.lugarExpedicion,
+      usoCfdi: 'G03',
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
   it('every operation of the spec, called with one organization’s admin key, shows and changes nothing of the other’s', async () => {
     const before = await rowsOf(a, b.payments.emisorId);
     const secrets = Object.values(made.b);
@@ -175,7 +217,7 @@ describe('two organizations in one deployment', () => {
     ]) {
       for (const [api, key, own, other] of [
         [a, KEYS.admin, 'a', 'b'],
-        [b, OTHER_KEYS.admin, 'b', 'a'],
+        [b, otherKeys.admin, 'b', 'a'],
       ] as const) {
         const res = await call(api, key, 'get', `/v1/${resource}`);
         expect({ resource, status: res.statusCode }).toEqual({ resource, status: 200 });
@@ -185,9 +227,19 @@ describe('two organizations in one deployment', () => {
     }
   });
 
-  it('a key of one organization is unknown to the other’s API', async () => {
-    expect((await call(a, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(200);
-    expect((await call(b, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(401);
-    expect((await call(a, OTHER_KEYS.pos, 'get', '/v1/payments')).statusCode).toBe(401);
-  });
+  // Two processes: each knows its own keys only.
+  if (mode === 'two API processes')
+    it('a key of one organization is unknown to the other’s API', async () => {
+      expect((await call(a, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(200);
+      expect((await call(b, KEYS.admin, 'get', '/v1/payments')).statusCode).toBe(401);
+      expect((await call(a, OTHER_KEYS.pos, 'get', '/v1/payments')).statusCode).toBe(401);
+    });
+  // One process: the platform key reaches no organization's rows, and no organization's key manages organizations.
+  else
+    it('the platform key and the organizations’ keys each reach only their own', async () => {
+      expect((await call(a, PLATFORM_KEY, 'get', '/v1/payments')).statusCode).toBe(401);
+      for (const key of [KEYS.admin, otherKeys.admin])
+        expect((await call(a, key, 'get', '/v1/organizations')).statusCode).toBe(401);
+      expect((await call(a, PLATFORM_KEY, 'get', '/v1/organizations')).statusCode).toBe(200);
+    });
 });
