@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --only freeze,e2e]`: every benchmark in turn — bench:freeze, bench:sandbox,
- * bench:ingest, bench:drain, bench:e2e, bench:history (1 000 000 invoices) — each printing its figures
+ * bench:ingest, bench:drain, bench:fairness, bench:e2e, bench:history (1 000 000 invoices) — each printing its figures
  * beside its references as it goes; then one table of every verdict they printed (each line that ends
  * a target with OK or MISSED), so the state of all the targets reads in one place after a long run.
  * A benchmark that fails is reported and the others still run; the exit code is 1 if any failed. A
@@ -15,6 +15,7 @@ const BENCHES: readonly (readonly [name: string, args: readonly string[]])[] = [
   ['sandbox', []],
   ['ingest', []],
   ['drain', []],
+  ['fairness', []],
   ['e2e', []],
   ['history', ['--invoices', '1000000']],
 ];

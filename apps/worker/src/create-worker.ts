@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { replacementsAwaitingCancellation, requestReplacedCancellation } from '@timbra/db/invoices';
-import { parseStampJob, settleDeadLetters, type LetterOwner } from '@timbra/db/outbox';
+import { parseStampJob, settleDeadLetters, type LetterOwner, type OutboxShare } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
 import { freezeDependents, freezeOverdueDependents } from './invoices/freeze-dependents.ts';
@@ -35,6 +35,8 @@ export interface WorkerDeps {
   retry: RetryPolicy;
   concurrency: number;
   relayBatchSize: number;
+  /** Each organization's share of the stamp queue (RELAY_MAX_ENQUEUED_PER_ORGANIZATION); absent: none. */
+  relayShare?: OutboxShare;
   /** Enqueued rows older than this whose job is gone are re-published. Default 5 minutes. */
   sweeperStaleMs?: number;
   /** BullMQ lock duration (ms): a job whose worker died is picked up again after it. Default 30 s. */
@@ -156,6 +158,7 @@ function organizationParts(
     batchSize: deps.relayBatchSize,
     logger: deps.logger,
     ...org,
+    ...(deps.relayShare ? { share: deps.relayShare } : {}),
   });
   const stamp = createStampProcessor({
     prisma,

@@ -130,6 +130,9 @@ const w = createWorker(
     },
     concurrency: config.WORKER_CONCURRENCY,
     relayBatchSize: config.RELAY_BATCH_SIZE,
+    ...(config.RELAY_MAX_ENQUEUED_PER_ORGANIZATION > 0
+      ? { relayShare: { maxEnqueued: config.RELAY_MAX_ENQUEUED_PER_ORGANIZATION, windowMs: 60_000 } }
+      : {}),
     sweeperStaleMs: config.SWEEPER_STALE_MS,
     lockMs: config.STAMP_LOCK_MS,
     logger,

@@ -206,4 +206,49 @@ describe('one worker for every organization', () => {
     expect(stampedTo('/home').sort()).toEqual(await invoicesOf(ORGS.home));
     expect(stampedTo('/other').sort()).toEqual(await invoicesOf(ORGS.other));
   });
+
+  it("keeps one organization's backlog in Postgres beyond its share of the queue, not in front of another's row", async () => {
+    for (let i = 0; i < 30; i++) await pendingOf(ORGS.home);
+    await pendingOf(ORGS.other);
+    const w = testWorker(
+      { prisma: clients.for(ORGS.home.id), redis, sandbox },
+      {
+        relayShare: { maxEnqueued: 10, windowMs: 60_000 },
+        organizations: {
+          home: ORGS.home.id,
+          open: (id) => Promise.resolve({ prisma: clients.for(id) }),
+          ids: () => organizationIds(clients.unscoped),
+          pending: () => pendingOrganizations(clients.unscoped),
+        },
+      },
+      { autorun: false },
+    );
+    const owner = new pg.Client({ connectionString: db.url });
+    await owner.connect();
+    const pendingOfHome = () => clients.for(ORGS.home.id).outboxRow.count({ where: { status: 'pending' } });
+    try {
+      // The home organization's share (10) and the other's one row: 11 jobs, 20 rows left pending.
+      expect(await w.relay.drainAll()).toBe(11);
+      expect((await w.queue.getJobs(['waiting'])).length).toBe(11);
+      expect(await pendingOfHome()).toBe(20);
+      expect(w.relay.capped).toBe(true);
+      // Nothing more while the share is full; as its jobs end, the relay takes as many more.
+      expect(await w.relay.drainAll()).toBe(0);
+      await owner.query(
+        `UPDATE outbox SET status = 'done' WHERE id IN (SELECT id FROM outbox WHERE status = 'enqueued' AND organization_id = $1 LIMIT 4)`,
+        [ORGS.home.id],
+      );
+      expect(await w.relay.drainAll()).toBe(4);
+      // Rows enqueued longer than the window (their jobs lost with Redis, say) no longer hold the share.
+      await owner.query(
+        `UPDATE outbox SET enqueued_at = now() - interval '2 minutes' WHERE status = 'enqueued' AND organization_id = $1`,
+        [ORGS.home.id],
+      );
+      expect(await w.relay.drainAll()).toBe(10);
+      expect(await pendingOfHome()).toBe(6);
+    } finally {
+      await owner.end();
+      await w.close();
+    }
+  });
 });

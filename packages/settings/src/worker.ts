@@ -51,6 +51,10 @@ export const WORKER_STAMPING = section('Relaying and stamping', [
     'outbox rows per claim; fallback poll interval (a new row wakes the relay at once)',
   ),
   entry(
+    { RELAY_MAX_ENQUEUED_PER_ORGANIZATION: z.coerce.number().int().min(0).default(200) },
+    "each organization's share of the stamp queue: the relay keeps at most this many of its jobs enqueued (counting those enqueued in the last minute), and the rest of its backlog waits in Postgres, so another organization's payment is not queued behind it ([organizations.md](organizations.md#fairness)); while a share is full the relay looks again every 100 ms; 0: no limit",
+  ),
+  entry(
     pac('PRIMARY'),
     '`sw` or `finkok`, its address and account',
     'required; sandbox: `sw`, `http://127.0.0.1:4010`, `timbra`, `timbra-sandbox`',

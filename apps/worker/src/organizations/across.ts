@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 
 /** What the worker does for one organization. */
 export interface OrganizationParts {
-  relay: { drainOnce(): Promise<number> };
+  relay: { drainOnce(): Promise<number>; capped: boolean };
   sweeper: { sweepOnce(): Promise<number> };
 }
 
@@ -31,6 +31,8 @@ export interface Organizations<P extends OrganizationParts> {
 
 export class AcrossOrganizations<P extends OrganizationParts> {
   private readonly built = new Map<string, Promise<P>>();
+  /** The last drain left an organization's share of the queue full, with rows still pending. */
+  capped = false;
   constructor(private readonly organizations: Organizations<P>) {}
 
   /** The parts of `organizationId` (absent: the home organization's). */
@@ -54,14 +56,17 @@ export class AcrossOrganizations<P extends OrganizationParts> {
    */
   async drainAll(): Promise<number> {
     let total = 0;
+    let capped = false;
     let due = await this.organizations.pending();
     while (due.length > 0) {
       const more: string[] = [];
       for (const id of due) {
         try {
-          const n = await (await this.partsOf(id)).relay.drainOnce();
+          const { relay } = await this.partsOf(id);
+          const n = await relay.drainOnce();
           total += n;
           if (n >= this.organizations.batchSize) more.push(id);
+          else capped ||= relay.capped;
         } catch (error) {
           // One organization that cannot be relayed does not stop the others.
           this.organizations.logger.error({ err: error, organization: id }, 'relay round failed for an organization');
@@ -69,6 +74,7 @@ export class AcrossOrganizations<P extends OrganizationParts> {
       }
       due = more;
     }
+    this.capped = capped;
     return total;
   }
 

@@ -9,7 +9,16 @@ import { listenForOutbox } from '@timbra/db/outbox';
  */
 export function runOnNotify(
   round: () => Promise<unknown>,
-  options: { databaseUrl: string; channel?: string; pollMs: number; logger: Logger; what: string },
+  options: {
+    databaseUrl: string;
+    channel?: string;
+    pollMs: number;
+    logger: Logger;
+    what: string;
+    /** After a round, whether to look again after `soonMs` rather than `pollMs` (work held back, not done). */
+    soon?: () => boolean;
+    soonMs?: number;
+  },
 ) {
   let stopped = false;
   let running: Promise<unknown> = Promise.resolve();
@@ -34,7 +43,8 @@ export function runOnNotify(
       if (stopped) break;
       if (notified) continue;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs);
+        const soon = options.soon?.() ? Math.min(options.soonMs ?? options.pollMs, options.pollMs) : options.pollMs;
+        const timer = setTimeout(resolve, soon);
         wake = () => {
           wake = undefined;
           clearTimeout(timer);

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { leanDb, type PrismaClient } from '@timbra/db';
-import { claimOutboxBatch, JOBS, jobIdFor } from '@timbra/db/outbox';
+import { claimOutboxBatch, claimOutboxShare, JOBS, jobIdFor, type OutboxShare } from '@timbra/db/outbox';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
@@ -13,6 +13,8 @@ export interface RelayDeps {
   logger: Logger;
   /** The organization `prisma` works for, written on each job (platform mode; absent: the home one). */
   organizationId?: string;
+  /** The organization's share of the stamp queue (absent: no limit): see `claimOutboxShare`. */
+  share?: OutboxShare;
 }
 
 /**
@@ -23,6 +25,9 @@ export interface RelayDeps {
  * cursor (ids commit out of order): it asks for what is pending now.
  */
 export class Relay {
+  /** The last round found the organization's share of the queue full, with rows still pending. */
+  capped = false;
+
   constructor(private readonly deps: RelayDeps) {}
 
   /**
@@ -33,7 +38,10 @@ export class Relay {
     // On the lean runner: a round per payment at a steady rate, so Prisma's per-statement cost was
     // most of the relay's CPU (@timbra/db lean.ts).
     return leanDb(this.deps.prisma).transaction(async (tx) => {
-      const rows = await claimOutboxBatch(tx, this.deps.batchSize);
+      const { share } = this.deps;
+      let rows;
+      if (share) ({ rows, capped: this.capped } = await claimOutboxShare(tx, this.deps.batchSize, share));
+      else rows = await claimOutboxBatch(tx, this.deps.batchSize);
       if (rows.length === 0) return 0;
       await this.deps.queue.addBulk(
         rows.map((r) => ({
@@ -74,8 +82,9 @@ export class Relay {
  * ends the loop and waits for the round in progress.
  */
 export function runRelay(
-  relay: Pick<Relay, 'drainAll'>,
+  relay: Pick<Relay, 'drainAll' | 'capped'>,
   options: { databaseUrl: string; pollMs: number; logger: Logger },
 ) {
-  return runOnNotify(() => relay.drainAll(), { ...options, what: 'relay' });
+  // While a share is full, the queue drains without a NOTIFY: the relay looks again every 100 ms.
+  return runOnNotify(() => relay.drainAll(), { ...options, what: 'relay', soon: () => relay.capped, soonMs: 100 });
 }

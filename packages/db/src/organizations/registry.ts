@@ -73,7 +73,7 @@ export async function pendingOrganizations(db: RawDb): Promise<string[]> {
 
 /** The organizations with emails or webhooks still to send (timbra_delivery_organizations: one index probe each). */
 export async function deliveryOrganizations(db: RawDb): Promise<string[]> {
-  return (
-    await queryRows(db, idRow, Prisma.sql`SELECT id::text AS id FROM timbra_delivery_organizations() AS id`)
-  ).map((r) => r.id);
+  return (await queryRows(db, idRow, Prisma.sql`SELECT id::text AS id FROM timbra_delivery_organizations() AS id`)).map(
+    (r) => r.id,
+  );
 }

@@ -4,6 +4,8 @@ export {
   enqueueOutbox,
   notifyOutbox,
   claimOutboxBatch,
+  claimOutboxShare,
+  type OutboxShare,
   outboxCountsByStatus,
   republishEnqueuedOutboxRows,
   stampRowIdOf,
