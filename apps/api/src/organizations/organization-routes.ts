@@ -185,31 +185,40 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
 
   router.post('/:id/csds', async (req: Request, res: Response) => {
     const organization = await found(String(req.params.id));
-    const parsed = CSD_UPLOAD.safeParse(req.body);
-    if (!parsed.success) throw validation(parsed.error);
-    if (!deps.vault) throw new ApiError('vault_not_configured');
-    const files = {
-      cer: Buffer.from(parsed.data.certificate, 'base64'),
-      key: Buffer.from(parsed.data.privateKey, 'base64'),
-      password: parsed.data.password,
-    };
-    try {
-      const { stored } = await sealCsd(files, organization, {
-        vault: deps.vault,
-        at: new Date(),
-        ...(deps.trustedCas ? { trustedCas: deps.trustedCas } : {}),
-      });
-      const activeFrom = parsed.data.activeFrom ? { activeFrom: new Date(parsed.data.activeFrom) } : {};
-      await storeCsd(deps.clients.for(organization.id), { ...stored, ...activeFrom });
-    } catch (error) {
-      if (error instanceof CfdiError)
-        throw new ApiError('csd_rejected', undefined, [{ path: error.code, message: error.message }]);
-      if (error instanceof CsdAlreadyStored) throw new ApiError('csd_already_stored');
-      throw error;
-    }
+    await storeUploadedCsd(deps, organization, req.body);
     deps.changed(organization.id);
     res.status(201).json(organizationView(organization, await listCsds(deps.owner, organization.id, new Date())));
   });
 
   return router;
+}
+
+/** A CSD uploaded for `organization`: checked as `ops csd:upload` checks it, sealed by VAULT_KEYS, stored. */
+async function storeUploadedCsd(
+  deps: OrganizationRoutesDeps,
+  organization: Organization,
+  body: unknown,
+): Promise<void> {
+  const parsed = CSD_UPLOAD.safeParse(body);
+  if (!parsed.success) throw validation(parsed.error);
+  if (!deps.vault) throw new ApiError('vault_not_configured');
+  const files = {
+    cer: Buffer.from(parsed.data.certificate, 'base64'),
+    key: Buffer.from(parsed.data.privateKey, 'base64'),
+    password: parsed.data.password,
+  };
+  try {
+    const { stored } = await sealCsd(files, organization, {
+      vault: deps.vault,
+      at: new Date(),
+      ...(deps.trustedCas ? { trustedCas: deps.trustedCas } : {}),
+    });
+    const activeFrom = parsed.data.activeFrom ? { activeFrom: new Date(parsed.data.activeFrom) } : {};
+    await storeCsd(deps.clients.for(organization.id), { ...stored, ...activeFrom });
+  } catch (error) {
+    if (error instanceof CfdiError)
+      throw new ApiError('csd_rejected', undefined, [{ path: error.code, message: error.message }]);
+    if (error instanceof CsdAlreadyStored) throw new ApiError('csd_already_stored');
+    throw error;
+  }
 }

@@ -4,8 +4,6 @@ export {
   enqueueOutbox,
   notifyOutbox,
   claimOutboxBatch,
-  claimOutboxShare,
-  type OutboxShare,
   outboxCountsByStatus,
   republishEnqueuedOutboxRows,
   stampRowIdOf,
@@ -57,3 +55,4 @@ export {
   type StampJobData,
   type StampJobName,
 } from './queues.ts';
+export { claimOutboxShare, type OutboxShare } from './share.ts';
