@@ -17,6 +17,7 @@ import {
 } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { OrganizationClients, openOrganization, openOrganizationIn } from '@timbra/db/organizations';
+import { csdsToWatch } from '@timbra/db/csds';
 import type { KeyVault } from '@timbra/cfdi-node';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -170,7 +171,7 @@ export async function startApi(
     ...(options.global ? { global: options.global } : {}),
   });
   const payments = paymentsOf(emisorId, emisor, csd);
-  const metrics = createMetrics();
+  const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
   const home: AppDeps = {
     prisma,
     redis,

@@ -93,6 +93,14 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     expect(twice.code).toBe('csd_already_stored');
     // Nothing of the CSD's secrets comes back.
     expect(JSON.stringify(stored.body)).not.toMatch(/password|privateKey|BEGIN/i);
+    // Its expiry is watched with every organization's (the TimbraCsdExpiring alerts read this gauge).
+    const noCertificado = (stored.body.csds as { noCertificado: string }[])[0]!.noCertificado;
+    const metrics = await got(api.metricsUrl).text();
+    const line = metrics
+      .split('\n')
+      .find((l) => l.startsWith('timbra_csd_expires_in_seconds{') && l.includes(`organization="${id}"`));
+    expect(line).toContain(`no_certificado="${noCertificado}"`);
+    expect(Number(line!.split(' ').pop())).toBeGreaterThan(0);
   });
 
   it("keeps each organization's keys to its own API and rows", async () => {

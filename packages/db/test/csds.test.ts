@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPrisma, type PrismaClient } from '../src/index.ts';
-import { CsdAlreadyStored, activeCsd, chooseActive, listCsds, storeCsd } from '../src/csds/index.ts';
+import { CsdAlreadyStored, activeCsd, chooseActive, csdToWatch, listCsds, storeCsd } from '../src/csds/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;
@@ -51,6 +51,18 @@ describe('which CSD seals (chooseActive)', () => {
     expect(chooseActive([old, early], at(1))).toBe(old);
     const expiredNewest = { validFrom: at(-900), validTo: at(-1), activeFrom: at(-2) };
     expect(chooseActive([old, expiredNewest], at(0))).toBe(old);
+  });
+});
+
+describe('which CSD the expiry alerts watch (csdToWatch)', () => {
+  const old = { validFrom: at(-400), validTo: at(30), activeFrom: at(-400) };
+  const older = { validFrom: at(-900), validTo: at(-300), activeFrom: at(-900) };
+
+  it('is the one sealing while one seals, else the one that ended last', () => {
+    expect(csdToWatch([older, old], at(0))).toBe(old);
+    expect(csdToWatch([older, old], at(31))).toBe(old);
+    expect(csdToWatch([old, older], at(31))).toBe(old);
+    expect(csdToWatch([], at(0))).toBeUndefined();
   });
 });
 

@@ -3,18 +3,32 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { csdExpiry, type Csd } from '@timbra/cfdi-core';
 
 /** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
-export function createMetrics(options: { csd?: Pick<Csd, 'noCertificado' | 'rfc' | 'validTo'> } = {}) {
+export function createMetrics(
+  options: {
+    csd?: Pick<Csd, 'noCertificado' | 'rfc' | 'validTo'>;
+    /** The home organization, whose CSD `csd` is. */
+    organizationId?: string;
+    /** Every organization's CSD to watch (platform mode: `csdsToWatch`), read at each scrape. */
+    watched?: () => Promise<{ organizationId: string; rfc: string; noCertificado: string; validTo: Date }[]>;
+  } = {},
+) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const { csd } = options;
-  if (csd)
+  const { csd, watched } = options;
+  if (csd || watched)
     new Gauge({
       name: 'timbra_csd_expires_in_seconds',
-      help: "Seconds until the emisor's CSD expires (negative once expired): renew it before (TimbraCsdExpiring)",
-      labelNames: ['no_certificado'] as const,
+      help: "Seconds until an organization's CSD expires (negative once expired): renew it before (TimbraCsdExpiring)",
+      labelNames: ['no_certificado', 'organization'] as const,
       registers: [registry],
-      collect() {
-        this.set({ no_certificado: csd.noCertificado }, csdExpiry(csd, new Date()).secondsLeft);
+      async collect() {
+        this.reset();
+        const now = new Date();
+        const organization = options.organizationId ?? '';
+        if (csd) this.set({ no_certificado: csd.noCertificado, organization }, csdExpiry(csd, now).secondsLeft);
+        // A store that cannot be read leaves the home CSD's series: the scrape still answers.
+        for (const c of (await watched?.().catch(() => [])) ?? [])
+          this.set({ no_certificado: c.noCertificado, organization: c.organizationId }, csdExpiry(c, now).secondsLeft);
       },
     });
   return {

@@ -1,2 +1,12 @@
 /** `@timbra/db/csds`: the emisor's CSDs, stored sealed, and the one that seals at a moment. */
-export { CsdAlreadyStored, activeCsd, chooseActive, listCsds, storeCsd, type CsdView, type StoredCsd } from './csds.ts';
+export {
+  CsdAlreadyStored,
+  activeCsd,
+  chooseActive,
+  csdToWatch,
+  csdsToWatch,
+  listCsds,
+  storeCsd,
+  type CsdView,
+  type StoredCsd,
+} from './csds.ts';
