@@ -2,11 +2,9 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
-import { replacementsAwaitingCancellation, requestReplacedCancellation } from '@timbra/db/invoices';
-import { parseStampJob, settleDeadLetters, type LetterOwner, type OutboxShare } from '@timbra/db/outbox';
+import { parseStampJob, type OutboxShare } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
-import { freezeDependents, freezeOverdueDependents } from './invoices/freeze-dependents.ts';
 import {
   backoffDelay,
   STAMP_DLQ,
@@ -16,14 +14,10 @@ import {
   type StampJobData,
 } from './stamping/jobs.ts';
 import type { AttemptRecord, PacChain } from './stamping/pac-chain.ts';
-import { createCancelProcessor, type CsdCredentials } from './invoices/cancel-processor.ts';
-import { Relay } from './stamping/relay.ts';
-import { createStampProcessor } from './stamping/stamp-processor.ts';
-import { stampWrites } from './stamping/stamp-writes.ts';
-import { Sweeper } from './stamping/sweeper.ts';
-import { CorrectionRunner } from './invoices/corrections.ts';
+import type { CsdCredentials } from './invoices/cancel-processor.ts';
 import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
-import { AcrossOrganizations } from './organizations/across.ts';
+import { AcrossOrganizations, type EachOrganization, type OrganizationVisit } from './organizations/across.ts';
+import { correctionsAcross, organizationParts, type OrganizationPartsOf } from './organizations/parts.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -58,13 +52,15 @@ export interface WorkerDeps {
   /**
    * Platform mode: the organization `prisma` works for (the home one), and how the others' clients
    * and CSDs are opened, for their jobs and rows (organizations/across.ts). Absent: the home
-   * organization alone. Corrections run for the home organization only.
+   * organization alone.
    */
   organizations?: {
     home: string;
     open: (organizationId: string) => Promise<{ prisma: PrismaClient; csd?: Csd; csdCredentials?: CsdCredentials }>;
     ids: () => Promise<string[]>;
     pending: () => Promise<string[]>;
+    /** The organizations whose corrections are due, or with pending invoices made before `lateBefore`. */
+    corrections?: (lateBefore: Date | undefined) => Promise<string[]>;
   };
   /** Corrections' proof: the in-flight grace and the retry delays (defaults: 2 min; 5 s doubling to 10 min). */
   corrections?: {
@@ -98,7 +94,14 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       })
     : undefined;
   const partsOf = (organization: string | undefined) => (across ? across.partsOf(organization) : Promise.resolve(home));
-  const corrections = createCorrections(deps);
+  const visit = (parts: OrganizationPartsOf, organizationId: string): OrganizationVisit => ({
+    organizationId,
+    prisma: parts.prisma,
+    csd: parts.csd,
+  });
+  const eachOrganization: EachOrganization = across
+    ? (what, duty) => across.each(what, (parts, id) => duty(visit(parts, id)))
+    : async (_what, duty) => ({ results: [await duty(visit(home, deps.organizations?.home ?? ''))], failed: 0 });
   const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(partsOf), {
     connection,
     prefix: deps.prefix,
@@ -124,7 +127,10 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     /** Platform mode: every organization's pending rows, in turn; else the home organization's. */
     relay: across ?? home.relay,
     sweeper: across ?? home.sweeper,
-    corrections,
+    /** Every organization's corrections that are due (their own CSD); absent without a CSD and organizations. */
+    corrections: correctionsAcross(deps, home, across),
+    /** Runs a background duty (the globals' close timer, retention) for every organization in turn. */
+    eachOrganization,
     worker,
     /** The consumer of stamp-dlq (dead-letters.ts); runs with `worker`. */
     deadLetters,
@@ -142,100 +148,8 @@ function assertNever(name: never): never {
   throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${String(name)}`));
 }
 
-/** One organization's relay, sweeper and processors, on its client and with its CSD. */
-function organizationParts(
-  deps: WorkerDeps,
-  queue: Queue<StampJobData>,
-  dlq: Queue<DeadLetterData>,
-  organizationId?: string,
-) {
-  const { prisma, csd } = deps;
-  const org = organizationId ? { organizationId } : {};
-  const relay = new Relay({
-    prisma,
-    queue,
-    retry: deps.retry,
-    batchSize: deps.relayBatchSize,
-    logger: deps.logger,
-    ...org,
-    ...(deps.relayShare ? { share: deps.relayShare } : {}),
-  });
-  const stamp = createStampProcessor({
-    prisma,
-    writes: stampWrites(prisma),
-    chain: deps.chain,
-    dlq,
-    logger: deps.logger,
-    alert: deps.alert ?? (() => undefined),
-    ...org,
-    ...(deps.onAttempts ? { onAttempts: deps.onAttempts } : {}),
-    ...(csd
-      ? { freezeDependents: (invoiceId: string) => freezeDependents(prisma, csd, invoiceId, deps.catalogs) }
-      : {}),
-    cancelReplaced: (replacementId: string) => requestReplacedCancellation(prisma, replacementId),
-  });
-  const cancel = deps.csdCredentials
-    ? createCancelProcessor({
-        prisma,
-        chain: deps.chain,
-        csd: deps.csdCredentials,
-        logger: deps.logger,
-        poll: deps.cancelPoll ?? { baseMs: 5_000, maxMs: 3_600_000 },
-        ...(deps.onCancellation ? { onOutcome: deps.onCancellation } : {}),
-      })
-    : undefined;
-  const owner = { organization: organizationId ?? deps.organizations?.home ?? '', home: !organizationId };
-  return { prisma, relay, stamp, cancel, sweeper: createSweeper(deps, queue, dlq, owner) };
-}
-
-/** The sweeper: enqueued rows Redis lost, overdue dependents, dead letters and replacements settled. */
-function createSweeper(
-  deps: WorkerDeps,
-  queue: Queue<StampJobData>,
-  dlq: Queue<DeadLetterData>,
-  owner: LetterOwner,
-): Sweeper {
-  const csd = deps.csd;
-  return new Sweeper({
-    prisma: deps.prisma,
-    queue,
-    staleMs: deps.sweeperStaleMs ?? 5 * 60_000,
-    batchSize: deps.relayBatchSize,
-    logger: deps.logger,
-    ...(csd ? { freezeOverdue: () => freezeOverdueDependents(deps.prisma, csd, deps.catalogs) } : {}),
-    // Only its organization's letters: another's row is out of this client's sight, not gone.
-    settleDeadLetters: () => settleDeadLetters(deps.prisma, dlq, undefined, deps.organizations ? owner : undefined),
-    cancelReplaced: async () => {
-      let n = 0;
-      for (const id of await replacementsAwaitingCancellation(deps.prisma, deps.relayBatchSize))
-        if ((await requestReplacedCancellation(deps.prisma, id)).requested) n++;
-      return n;
-    },
-  });
-}
-
-/** The corrections' runner (they freeze a new version: only with a CSD). */
-function createCorrections(deps: WorkerDeps): CorrectionRunner | undefined {
-  const csd = deps.csd;
-  return csd
-    ? new CorrectionRunner({
-        prisma: deps.prisma,
-        chain: deps.chain,
-        csd,
-        ...(deps.catalogs ? { catalogs: deps.catalogs } : {}),
-        logger: deps.logger,
-        inFlightGraceMs: deps.corrections?.inFlightGraceMs ?? 120_000,
-        retry: deps.corrections?.retry ?? { baseMs: 5_000, maxMs: 600_000 },
-        batchSize: deps.relayBatchSize,
-        ...(deps.corrections?.autoRefreezeLateMarginMs !== undefined
-          ? { autoRefreezeLateMarginMs: deps.corrections.autoRefreezeLateMarginMs }
-          : {}),
-      })
-    : undefined;
-}
-
 /** What the worker does with a job of the stamp queue: stamp, or cancel, for the job's organization (a job it cannot read fails now). */
-function jobHandler(partsOf: (organization: string | undefined) => Promise<ReturnType<typeof organizationParts>>) {
+function jobHandler(partsOf: (organization: string | undefined) => Promise<OrganizationPartsOf>) {
   return async (job: Job<StampJobData>, token?: string) => {
     let parsed;
     try {

@@ -3,6 +3,7 @@ import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { activeCsd } from '@timbra/db/csds';
 import {
+  correctionOrganizations,
   joinOrganizationIn,
   NotIsolatedError,
   OrganizationClients,
@@ -150,6 +151,7 @@ const w = createWorker(
       },
       ids: () => organizationIds(orgClients.unscoped),
       pending: () => pendingOrganizations(orgClients.unscoped),
+      corrections: (lateBefore) => correctionOrganizations(orgClients.unscoped, lateBefore),
     },
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
     corrections: {
@@ -166,11 +168,12 @@ const relay = roles.has('relay')
 const sweeper = roles.has('sweeper')
   ? runSweeper(w.sweeper, { intervalMs: config.SWEEPER_INTERVAL_MS, logger })
   : undefined;
-// The retention rules run with the sweeper too (packages/db/src/retention.ts).
+// The sweeper role's background duties, each a pass over every organization in turn: retention
+// (packages/db/src/retention.ts), corrections, and the facturas globales' close timer.
 const retention = roles.has('sweeper')
   ? runRetention(
       {
-        prisma,
+        each: w.eachOrganization,
         policy: retentionPolicy(config),
         batchSize: config.RETENTION_BATCH_SIZE,
         logger,
@@ -179,7 +182,6 @@ const retention = roles.has('sweeper')
       { intervalMs: config.RETENTION_INTERVAL_MS },
     )
   : undefined;
-// Corrections run with the sweeper (both are the worker's background duties).
 const corrections =
   roles.has('sweeper') && w.corrections
     ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
@@ -188,9 +190,7 @@ const corrections =
 const globals = roles.has('sweeper')
   ? runGlobalCloser(
       {
-        prisma,
-        emisorRfc: config.EMISOR_RFC,
-        csd,
+        each: w.eachOrganization,
         catalogs,
         serieIngreso: config.SERIE_INGRESO,
         maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,

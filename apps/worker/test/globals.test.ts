@@ -113,7 +113,7 @@ describe("the worker's close timer", () => {
         const texts = await Promise.all(ports.map(metricsOf));
         return (
           texts.reduce((sum, t) => sum + issued(t), 0) === 1 &&
-          texts.every((t) => /^timbra_global_period_lag_seconds 0$/m.test(t))
+          texts.every((t) => /^timbra_global_period_lag_seconds\{organization="[0-9a-f-]{36}"\} 0$/m.test(t))
         );
       }, 15_000);
       const issuedLines = logs.flat().filter((l) => l.includes('"msg":"factura global issued"'));

@@ -9,6 +9,7 @@ import { LOOPBACK_RANGES, newEndpointSecret } from '@timbra/db/deliveries';
 import { type PrismaClient } from '@timbra/db';
 import { insertInvoices } from '@timbra/db/invoices';
 import {
+  correctionOrganizations,
   deliveryOrganizations,
   OrganizationClients,
   organizationIds,
@@ -16,7 +17,9 @@ import {
 } from '@timbra/db/organizations';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
+import { DEFAULT_RETENTION } from '@timbra/db/retention';
 import { Dispatcher } from '../src/deliveries/dispatcher.ts';
+import { pruneEveryOrganization } from '../src/operations/retention.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import { eventually, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
 
@@ -107,6 +110,22 @@ async function pendingOf(org: Org): Promise<string> {
   );
   return invoiceId!;
 }
+
+/** A worker (not running) for both organizations, the others' clients opened without a CSD. */
+const platformWorker = (overrides: Parameters<typeof testWorker>[1] = {}) =>
+  testWorker(
+    { prisma: clients.for(ORGS.home.id), redis, sandbox },
+    {
+      organizations: {
+        home: ORGS.home.id,
+        open: (id) => Promise.resolve({ prisma: clients.for(id) }),
+        ids: () => organizationIds(clients.unscoped),
+        pending: () => pendingOrganizations(clients.unscoped),
+      },
+      ...overrides,
+    },
+    { autorun: false },
+  );
 
 const statusesOf = async (prisma: PrismaClient) =>
   (await prisma.invoice.findMany({ select: { id: true, status: true } })).map((i) => `${i.id}:${i.status}`).sort();
@@ -210,19 +229,7 @@ describe('one worker for every organization', () => {
   it("keeps one organization's backlog in Postgres beyond its share of the queue, not in front of another's row", async () => {
     for (let i = 0; i < 30; i++) await pendingOf(ORGS.home);
     await pendingOf(ORGS.other);
-    const w = testWorker(
-      { prisma: clients.for(ORGS.home.id), redis, sandbox },
-      {
-        relayShare: { maxEnqueued: 10, windowMs: 60_000 },
-        organizations: {
-          home: ORGS.home.id,
-          open: (id) => Promise.resolve({ prisma: clients.for(id) }),
-          ids: () => organizationIds(clients.unscoped),
-          pending: () => pendingOrganizations(clients.unscoped),
-        },
-      },
-      { autorun: false },
-    );
+    const w = platformWorker({ relayShare: { maxEnqueued: 10, windowMs: 60_000 } });
     const owner = new pg.Client({ connectionString: db.url });
     await owner.connect();
     const pendingOfHome = () => clients.for(ORGS.home.id).outboxRow.count({ where: { status: 'pending' } });
@@ -248,6 +255,55 @@ describe('one worker for every organization', () => {
       expect(await pendingOfHome()).toBe(6);
     } finally {
       await owner.end();
+      await w.close();
+    }
+  });
+
+  it("runs the background duties for every organization: retention on each one's rows, corrections where due", async () => {
+    const w = platformWorker();
+    try {
+      // Each organization's provider events: one past the 30 days kept, one recent.
+      const ago = (days: number) => new Date(Date.now() - days * 86_400_000);
+      for (const o of Object.values(ORGS))
+        await clients.for(o.id).webhookEvent.createMany({
+          data: [45, 1].map((days) => ({
+            provider: 'mercadopago',
+            eventId: `retention-${days}`,
+            type: 'payment',
+            result: 'accepted',
+            payload: {},
+            receivedAt: ago(days),
+          })),
+        });
+      const visited: string[] = [];
+      const passes: Record<string, number>[] = [];
+      const deleted = await pruneEveryOrganization({
+        each: (what, duty) =>
+          w.eachOrganization(what, (org) => {
+            visited.push(org.organizationId);
+            return duty(org);
+          }),
+        policy: DEFAULT_RETENTION,
+        batchSize: 10,
+        logger: pino({ level: 'silent' }),
+        onPass: (d) => passes.push(d),
+      });
+      expect(visited.sort()).toEqual([ORGS.home.id, ORGS.other.id].sort());
+      expect(deleted.webhook_events).toBe(2);
+      expect(passes).toEqual([deleted]);
+      for (const o of Object.values(ORGS))
+        expect((await clients.for(o.id).webhookEvent.findMany()).map((e) => e.eventId)).toEqual(['retention-1']);
+
+      // Which organizations the corrections' pass visits: those with a proof due and, with
+      // AUTO_REFREEZE_LATE, those with a pending invoice made before the cutoff; no other.
+      await pendingOf(ORGS.other);
+      expect(await correctionOrganizations(clients.unscoped, undefined)).toEqual([]);
+      expect(await correctionOrganizations(clients.unscoped, new Date(Date.now() - 3_600_000))).toEqual([]);
+      // (the home organization's backlog of the test before is pending too)
+      expect((await correctionOrganizations(clients.unscoped, new Date(Date.now() + 60_000))).sort()).toEqual(
+        [ORGS.home.id, ORGS.other.id].sort(),
+      );
+    } finally {
       await w.close();
     }
   });

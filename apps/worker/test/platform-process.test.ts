@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { testCsdFiles } from '@timbra/test-support';
 import {
   eventually,
+  freePorts,
   startApiProcess,
   startSandboxProcess,
   startWorkerProcess,
@@ -14,7 +15,10 @@ import {
 
 // Platform mode as it runs: the API and the worker as the processes they are in production, one of
 // each for every organization. The platform key makes an organization, gives it a CSD and a key;
-// that key's payment is stamped by the one worker, sealed by the organization's own emisor.
+// that key's payment is stamped by the one worker, sealed by the organization's own emisor, and the
+// worker's background duties (the facturas globales' close timer, corrections) are the
+// organization's too. Público en general is in global mode: a sale without the customer's data is
+// a ticket.
 
 const API_KEY = 'platform-home-key-0123456789';
 const PLATFORM_KEY = `tk_platform_${randomBytes(24).toString('base64url')}`;
@@ -23,12 +27,22 @@ let db: TestDatabase;
 let sandbox: SandboxProcess;
 let api: { url: string; stop: () => Promise<void> };
 let worker: ChildProcess;
+let metricsUrl: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   sandbox = await startSandboxProcess();
-  api = await startApiProcess(db.url, API_KEY, { PLATFORM_KEY, VAULT_KEYS });
-  worker = startWorkerProcess({ databaseUrl: db.url, sandbox }, `{p${randomBytes(4).toString('hex')}}`, { VAULT_KEYS });
+  api = await startApiProcess(db.url, API_KEY, { PLATFORM_KEY, VAULT_KEYS, PUBLICO_GENERAL_MODE: 'global' });
+  const [port] = await freePorts(1);
+  metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  worker = startWorkerProcess({ databaseUrl: db.url, sandbox }, `{p${randomBytes(4).toString('hex')}}`, {
+    VAULT_KEYS,
+    WORKER_HTTP_PORT: String(port),
+    STAMP_ATTEMPTS: '2',
+    GLOBAL_CLOSE_DELAY_MINUTES: '0',
+    GLOBAL_CLOSE_POLL_SECONDS: '1',
+    CORRECTION_POLL_MS: '200',
+  });
 });
 afterAll(async () => {
   worker.kill('SIGTERM');
@@ -38,7 +52,18 @@ afterAll(async () => {
   await db.drop();
 });
 
-const call = async (key: string, method: 'GET' | 'POST', path: string, body?: object) => {
+/** The SAT's test persona moral as the customer (the sandbox's registry knows its name). */
+const CUSTOMER = {
+  rfc: 'EKU9003173C9',
+  nombre: 'ESCUELA KEMPER URGATE',
+  codigoPostal: '42501',
+  regimenFiscal: '601',
+  usoCfdi: 'G03',
+};
+/** The organization the first test makes, and its key. */
+let other: { id: string; key: string } | undefined;
+
+const call = async (key: string, method: 'GET' | 'POST' | 'PATCH', path: string, body?: object) => {
   const res = await got(`${api.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, 'idempotency-key': randomUUID() },
@@ -48,6 +73,8 @@ const call = async (key: string, method: 'GET' | 'POST', path: string, body?: ob
   });
   return { status: res.statusCode, body: res.body as Record<string, unknown> };
 };
+const statusOf = async (k: string, invoice: string) =>
+  (await call(k, 'GET', `/v1/invoices/${invoice}`)).body.status as string;
 
 describe('platform mode, the processes', () => {
   it("stamps another organization's payment with its own CSD, beside the home organization's", async () => {
@@ -68,14 +95,24 @@ describe('platform mode, the processes', () => {
     expect(csd.status).toBe(201);
     const key = (await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/keys`, { name: 'pos' })).body.key as string;
 
+    other = { id, key };
+
     const sale = { amount: '116.00', currency: 'MXN', occurredAt: new Date(Date.now() - 60_000).toISOString() };
-    const invoiceOf = async (k: string) =>
-      ((await call(k, 'POST', '/v1/payments', { ...sale, externalId: 'SALE-1' })).body.invoices as { id: string }[])[0]!
-        .id;
-    const theirs = await invoiceOf(key);
-    const ours = await invoiceOf(API_KEY);
-    const statusOf = async (k: string, invoice: string) =>
-      (await call(k, 'GET', `/v1/invoices/${invoice}`)).body.status as string;
+    // Each organization's customer is the other's emisor (the SAT's two test taxpayers).
+    const invoiceOf = async (k: string, receptor: object) =>
+      (
+        (await call(k, 'POST', '/v1/payments', { ...sale, externalId: 'SALE-1', receptor })).body.invoices as {
+          id: string;
+        }[]
+      )[0]!.id;
+    const theirs = await invoiceOf(key, CUSTOMER);
+    const ours = await invoiceOf(API_KEY, {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      codigoPostal: '36257',
+      regimenFiscal: '612',
+      usoCfdi: 'G03',
+    });
     await eventually(
       async () => (await statusOf(key, theirs)) === 'stamped' && (await statusOf(API_KEY, ours)) === 'stamped',
       30_000,
@@ -83,5 +120,70 @@ describe('platform mode, the processes', () => {
     const xml = await got(`${api.url}/v1/invoices/${theirs}/xml`, { headers: { authorization: `Bearer ${key}` } });
     expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
     expect(xml.body).toContain('tfd:TimbreFiscalDigital');
+  });
+
+  it("closes the organization's period into its own factura global, and says how late each organization's is", async () => {
+    const { key } = other!;
+    const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    for (const [externalId, amount] of [
+      ['TILL-1', '116.00'],
+      ['TILL-2', '58.00'],
+    ])
+      expect(
+        (await call(key, 'POST', '/v1/payments', { externalId, amount, currency: 'MXN', occurredAt: twoDaysAgo })).body
+          .ticket,
+      ).toMatchObject({ status: 'open' });
+
+    type Period = { tickets: number; total: string; issuedBy: string; invoices: { id: string }[] };
+    const globalsOf = async (k: string) => (await call(k, 'GET', '/v1/globals')).body.data as Period[];
+    await eventually(async () => {
+      const [period] = await globalsOf(key);
+      return period !== undefined && (await statusOf(key, period.invoices[0]!.id)) === 'stamped';
+    }, 30_000);
+    const [period] = await globalsOf(key);
+    expect(period).toMatchObject({ tickets: 2, total: '174.00', issuedBy: 'schedule' });
+    const xml = await got(`${api.url}/v1/invoices/${period!.invoices[0]!.id}/xml`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
+    expect(xml.body).toContain('<cfdi:InformacionGlobal');
+    expect(await globalsOf(API_KEY)).toEqual([]);
+
+    // One series an organization: the other's is 0 once its global is stamped, the home one's too.
+    const lags = async () =>
+      [
+        ...(await got(metricsUrl).text()).matchAll(
+          /^timbra_global_period_lag_seconds\{organization="([^"]+)"\} (\S+)$/gm,
+        ),
+      ]
+        .map((m) => `${m[1]}=${m[2]}`)
+        .sort();
+    await eventually(async () => (await lags()).includes(`${other!.id}=0`), 10_000);
+    expect((await lags()).length).toBe(2);
+  });
+
+  it("applies the organization's correction: a name the PAC refused, corrected, stamped as version 2", async () => {
+    const { key } = other!;
+    const wrong = { ...CUSTOMER, nombre: 'ESCUELA KEMPER' };
+    const paid = await call(key, 'POST', '/v1/payments', {
+      externalId: 'SALE-NAME',
+      amount: '232.00',
+      currency: 'MXN',
+      occurredAt: new Date(Date.now() - 60_000).toISOString(),
+      receptor: wrong,
+    });
+    const id = (paid.body.invoices as { id: string }[])[0]!.id;
+    await eventually(async () => (await statusOf(key, id)) === 'stamp_failed', 30_000);
+    const patched = await call(key, 'PATCH', `/v1/invoices/${id}`, {
+      receptor: { nombre: CUSTOMER.nombre },
+      reason: 'name as registered at the SAT',
+    });
+    expect(patched.status).toBe(202);
+    await eventually(async () => (await statusOf(key, id)) === 'stamped', 30_000);
+    const invoice = (await call(key, 'GET', `/v1/invoices/${id}`)).body;
+    expect(invoice).toMatchObject({ version: 2 });
+    const xml = await got(`${api.url}/v1/invoices/${id}/xml`, { headers: { authorization: `Bearer ${key}` } });
+    expect(xml.body).toContain(`Nombre="${CUSTOMER.nombre}"`);
+    expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
   });
 });

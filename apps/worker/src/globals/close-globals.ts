@@ -1,22 +1,21 @@
 /**
- * The facturas globales' close timer, run by the sweeper role: every GLOBAL_CLOSE_POLL_SECONDS each
- * period with open tickets that ended GLOBAL_CLOSE_DELAY_MINUTES ago is issued (@timbra/globals:
- * exactly once, however many workers run this at the same time), and how late the oldest period is
- * goes to `timbra_global_period_lag_seconds` and, within a day of the SAT's 72 hours, to a
- * `global_period_late` line. The emisor is its row as the API last recorded it (EMISOR_RFC's).
+ * The facturas globales' close timer, run by the sweeper role for every organization in turn: every
+ * GLOBAL_CLOSE_POLL_SECONDS each period with open tickets that ended GLOBAL_CLOSE_DELAY_MINUTES ago is
+ * issued (@timbra/globals: exactly once, however many workers run this at the same time) with the
+ * organization's own CSD, and how late its oldest period is goes to
+ * `timbra_global_period_lag_seconds{organization}` and, within a day of the SAT's 72 hours, to a
+ * `global_period_late` line. The emisor is the organization's row as the API last recorded it.
  */
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
-import { emisorByRfc } from '@timbra/db/invoices';
+import type { OperatorCatalogs } from '@timbra/cfdi-core';
+import { emisorById } from '@timbra/db/invoices';
 import { globalLag, issueDueGlobals, type IssuedGlobal } from '@timbra/globals';
+import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
 
 export interface GlobalCloserDeps {
-  prisma: PrismaClient;
-  emisorRfc: string;
-  /** The emisor's CSD; without one nothing can be sealed, and the periods only wait (the gauge says so). */
-  csd: Csd | undefined;
+  /** Visits each organization (its client and CSD; without a CSD its periods only wait, the gauge says so). */
+  each: EachOrganization;
   catalogs?: OperatorCatalogs | undefined;
   /** SERIE_INGRESO, GLOBAL_MAX_CONCEPTOS, GLOBAL_CLOSE_DELAY_MINUTES (in ms). */
   serieIngreso: string;
@@ -36,7 +35,8 @@ export function globalCloserMetrics(registry: Registry) {
     }),
     lag: new Gauge({
       name: 'timbra_global_period_lag_seconds',
-      help: 'Seconds since the end of the oldest period whose tickets are not all in a stamped factura global (0: none); the SAT allows 72 h',
+      help: 'Seconds since the end of the organization’s oldest period whose tickets are not all in a stamped factura global (0: none); the SAT allows 72 h',
+      labelNames: ['organization'] as const,
       registers: [registry],
     }),
   };
@@ -44,33 +44,36 @@ export function globalCloserMetrics(registry: Registry) {
 
 export type GlobalCloserMetrics = ReturnType<typeof globalCloserMetrics>;
 
-/** One pass: the due periods issued, then the lag measured. @returns what this pass issued. */
+/** One organization's pass: its due periods issued, then its lag measured. @returns what it issued. */
 export async function closeGlobalsOnce(
-  deps: GlobalCloserDeps,
+  org: OrganizationVisit,
+  deps: Omit<GlobalCloserDeps, 'each'>,
   metrics: GlobalCloserMetrics,
   now = new Date(),
 ): Promise<IssuedGlobal[]> {
-  const emisor = await emisorByRfc(deps.prisma, deps.emisorRfc);
+  const { prisma, csd, organizationId } = org;
+  const emisor = await emisorById(prisma, organizationId);
   if (!emisor) return []; // the API has not started yet: no emisor, no tickets
-  const issued = deps.csd
+  const issued = csd
     ? await issueDueGlobals(
-        deps.prisma,
+        prisma,
         {
           emisorId: emisor.id,
           emisor,
           serieIngreso: deps.serieIngreso,
           maxConceptosPerGlobal: deps.maxConceptosPerGlobal,
-          csd: deps.csd,
+          csd,
           catalogs: deps.catalogs,
         },
         deps.closeDelayMs,
         now,
       )
     : [];
+  const log = deps.logger.child({ organization: organizationId });
   for (const global of issued) {
     if (!global.created) continue;
     metrics.issued.inc({ by: 'schedule' });
-    deps.logger.info(
+    log.info(
       {
         globalId: global.periodId,
         period: global.startsOn,
@@ -81,10 +84,12 @@ export async function closeGlobalsOnce(
       'factura global issued',
     );
   }
-  const lag = await globalLag(deps.prisma, { emisorId: emisor.id, emisor }, now);
-  metrics.lag.set(lag.oldestUnstampedSeconds);
+  const lag = await globalLag(prisma, { emisorId: emisor.id, emisor }, now);
+  metrics.lag.set({ organization: organizationId }, lag.oldestUnstampedSeconds);
+  if (!csd && lag.oldestUnstampedSeconds > 0)
+    log.warn('no CSD: facturas globales are not issued (the periods wait, and the lag gauge grows)');
   if (lag.oldestUnstampedSeconds > lag.deadlineSeconds - 24 * 3600)
-    deps.logger.warn(
+    log.warn(
       { alert: 'global_period_late', lagSeconds: Math.round(lag.oldestUnstampedSeconds) },
       'a closed period has no stamped factura global and the SAT deadline (72 h after its close) is near or past',
     );
@@ -92,17 +97,14 @@ export async function closeGlobalsOnce(
 }
 
 /**
- * Runs a pass at start and then every `intervalMs`, one at a time; `stop` waits for the pass under
- * way (its transaction commits or rolls back whole either way).
+ * Runs a pass over every organization at start and then every `intervalMs`, one at a time; `stop`
+ * waits for the pass under way (each period's transaction commits or rolls back whole either way).
  */
 export function runGlobalCloser(deps: GlobalCloserDeps, metrics: GlobalCloserMetrics, options: { intervalMs: number }) {
-  if (!deps.csd)
-    deps.logger.warn(
-      'no CSD configured: facturas globales are not issued (their periods wait, and the lag gauge grows)',
-    );
   let running: Promise<void> | undefined;
   const pass = () => {
-    running ??= closeGlobalsOnce(deps, metrics)
+    running ??= deps
+      .each('closing global periods', (org) => closeGlobalsOnce(org, deps, metrics))
       .then(() => undefined)
       .catch((error: unknown) => deps.logger.warn({ err: error }, 'closing global periods failed'))
       .finally(() => (running = undefined));

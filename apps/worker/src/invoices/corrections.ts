@@ -227,8 +227,11 @@ export class CorrectionRunner {
   }
 }
 
-/** Runs corrections every `intervalMs` until stopped. */
-export function runCorrections(runner: CorrectionRunner, options: { intervalMs: number; logger: Logger }) {
+/** Runs corrections every `intervalMs` until stopped (one organization's runner, or every one's pass). */
+export function runCorrections(
+  runner: Pick<CorrectionRunner, 'runOnce'>,
+  options: { intervalMs: number; logger: Logger },
+) {
   let running = false;
   const timer = setInterval(() => {
     if (running) return;

@@ -4,9 +4,28 @@
  * security holds it to its rows) with its own CSD, when its first job or row comes; the queues and
  * their consumers are the deployment's, and a job names its organization (`org`). The relay goes
  * round the organizations with pending rows, a batch each in turn, so one organization's backlog
- * does not hold another's row back at the relay.
+ * does not hold another's row back at the relay. The background duties (sweeps, corrections, the
+ * globals' close timer, retention) visit the organizations in turn (`each`).
  */
 import type { Logger } from 'pino';
+import type { Csd } from '@timbra/cfdi-core';
+import type { PrismaClient } from '@timbra/db';
+
+/** What a background duty is given of one organization: its id, its client and its CSD. */
+export interface OrganizationVisit {
+  organizationId: string;
+  prisma: PrismaClient;
+  csd: Csd | undefined;
+}
+
+/**
+ * Runs a background duty for each organization in turn (platform mode: every one; else the home
+ * one); an organization whose visit fails is logged and counted, and the others go on.
+ */
+export type EachOrganization = <T>(
+  what: string,
+  duty: (organization: OrganizationVisit) => Promise<T>,
+) => Promise<{ results: T[]; failed: number }>;
 
 /** What the worker does for one organization. */
 export interface OrganizationParts {
@@ -80,14 +99,30 @@ export class AcrossOrganizations<P extends OrganizationParts> {
 
   /** One sweep of every organization; returns what they put back. */
   async sweepOnce(): Promise<number> {
-    let total = 0;
-    for (const id of await this.organizations.ids()) {
+    const { results } = await this.each('sweep', (parts) => parts.sweeper.sweepOnce());
+    return results.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Runs `duty` for each organization `which` names (default: every one), one after another, each on
+   * its own parts; one that fails is logged and the others go on. Returns what each gave and how
+   * many failed.
+   */
+  async each<T>(
+    what: string,
+    duty: (parts: P, organizationId: string) => Promise<T>,
+    which: () => Promise<string[]> = this.organizations.ids,
+  ): Promise<{ results: T[]; failed: number }> {
+    const results: T[] = [];
+    let failed = 0;
+    for (const id of await which()) {
       try {
-        total += await (await this.partsOf(id)).sweeper.sweepOnce();
+        results.push(await duty(await this.partsOf(id), id));
       } catch (error) {
-        this.organizations.logger.error({ err: error, organization: id }, 'sweep failed for an organization');
+        failed++;
+        this.organizations.logger.error({ err: error, organization: id }, `${what} failed for an organization`);
       }
     }
-    return total;
+    return { results, failed };
   }
 }

@@ -55,16 +55,24 @@ export async function ensureSeries(
   }
 }
 
+/** What the worker reads of an emisor: its row's facts. */
+export interface EmisorRow {
+  id: string;
+  rfc: string;
+  nombre: string;
+  regimenFiscal: string;
+  lugarExpedicion: string;
+}
+const emisorFacts = { id: true, rfc: true, nombre: true, regimenFiscal: true, lugarExpedicion: true } as const;
+
 /** The emisor as the API last recorded it (`ensureEmisor`), by its RFC; undefined before the API's first start. */
-export async function emisorByRfc(
-  db: Db,
-  rfc: string,
-): Promise<{ id: string; rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string } | undefined> {
-  const row = await db.emisor.findUnique({
-    where: { rfc },
-    select: { id: true, rfc: true, nombre: true, regimenFiscal: true, lugarExpedicion: true },
-  });
-  return row ?? undefined;
+export async function emisorByRfc(db: Db, rfc: string): Promise<EmisorRow | undefined> {
+  return (await db.emisor.findUnique({ where: { rfc }, select: emisorFacts })) ?? undefined;
+}
+
+/** The emisor (an organization's own row), by its id; undefined when the session cannot see it. */
+export async function emisorById(db: Db, id: string): Promise<EmisorRow | undefined> {
+  return (await db.emisor.findUnique({ where: { id }, select: emisorFacts })) ?? undefined;
 }
 
 /** The emisor's row, made or brought up to date from the configuration; returns its id. */

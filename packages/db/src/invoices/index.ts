@@ -9,7 +9,7 @@ export {
   InvalidTransitionError,
   type InvoiceStatus,
 } from './invoice-status.ts';
-export { emisorByRfc, ensureEmisor, ensureSeries, SerieNotConfiguredError, takeFolio } from './folios.ts';
+export { emisorById, emisorByRfc, ensureEmisor, ensureSeries, SerieNotConfiguredError, takeFolio } from './folios.ts';
 export {
   insertInvoices,
   lockInvoice,

@@ -16,6 +16,7 @@ export {
   type OrganizationFacts,
 } from './open.ts';
 export {
+  correctionOrganizations,
   createOrganization,
   deliveryOrganizations,
   listOrganizations,

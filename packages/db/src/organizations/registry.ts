@@ -77,3 +77,17 @@ export async function deliveryOrganizations(db: RawDb): Promise<string[]> {
     (r) => r.id,
   );
 }
+
+/**
+ * The organizations whose corrections are due (a proof to seek) and, given `lateBefore`, those with
+ * a pending invoice made before it (AUTO_REFREEZE_LATE): timbra_correction_organizations.
+ */
+export async function correctionOrganizations(db: RawDb, lateBefore: Date | undefined): Promise<string[]> {
+  return (
+    await queryRows(
+      db,
+      idRow,
+      Prisma.sql`SELECT id::text AS id FROM timbra_correction_organizations(${lateBefore ?? null}::timestamptz) AS id`,
+    )
+  ).map((r) => r.id);
+}
