@@ -26,12 +26,8 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { invoiceByUuid } from '@timbra/db/invoices';
-import {
-  claimOutboxBatch,
-  oldestOpenOutboxAgeSeconds,
-  outboxCountsByStatus,
-  staleEnqueuedOutboxRows,
-} from '@timbra/db/outbox';
+import { claimOutboxBatch, staleEnqueuedOutboxRows } from '@timbra/db/outbox';
+import { backlogEverywhere } from '@timbra/db/organizations';
 import {
   DEFAULT_RETENTION,
   pruneHistory,
@@ -124,8 +120,8 @@ async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: strin
           await staleEnqueuedOutboxRows(tx, 300_000, 100);
           times.sweeper!.push(ms(t));
           t = process.hrtime.bigint();
-          await outboxCountsByStatus(tx);
-          await oldestOpenOutboxAgeSeconds(tx);
+          // The worker's backlog gauges: one statement a scrape, every organization's figures.
+          await backlogEverywhere(tx, { windowMs: 72 * 3_600_000, marginMs: 12 * 3_600_000 }, emisorId);
           times.gauges!.push(ms(t));
           if (uuid) {
             t = process.hrtime.bigint();
@@ -329,7 +325,7 @@ try {
     ['ingest: WAL a payment', 'ingestWal', 'lower', ' KiB', 'figure'],
     ['relay claim of 100 rows (p50)', 'claim', 'lower', ' ms', 'target'],
     ["sweeper's stale rows (p50)", 'sweeper', 'lower', ' ms', 'target'],
-    ['outbox gauges (p50)', 'gauges', 'lower', ' ms', 'target'],
+    ['backlog gauges (p50)', 'gauges', 'lower', ' ms', 'target'],
     ['drain (stamped/s)', 'drain', 'higher', '/s', 'target'],
   ];
   say('');

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import got from 'got';
-import { reversedRefundsStanding } from '@timbra/db/payments';
+import { backlogOf } from '@timbra/db/organizations';
 import { eventually } from '@timbra/test-support';
 import { MP_SECRET, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
@@ -223,13 +223,13 @@ describe('Stripe, through its API and signed events', () => {
   it('a refund canceled before its Egreso is stamped: reversed; the Egreso is left for an operator (logged)', async () => {
     const made = await api.providers.stripePayment({ amount: 116000 });
     const refund = await api.providers.stripeRefund({ paymentIntent: made.paymentIntent.id, amount: 10000 });
-    const standing = await reversedRefundsStanding(api.prisma);
+    const standing = (await backlogOf(api.prisma, { windowMs: 0, marginMs: 0 }))!.reversedRefundsStanding;
     await api.providers.updateStripeRefund(refund.refund.id, 'canceled');
     const after = (await paymentOf(made.paymentIntent.id))!.refunds[0]!;
     expect(after.status).toBe('reversed');
     expect(after.egreso?.status).toBe('waiting');
     // The worker's gauge timbra_reversed_refunds_standing (alerted) counts it until it is cancelled.
-    expect(await reversedRefundsStanding(api.prisma)).toBe(standing + 1);
+    expect((await backlogOf(api.prisma, { windowMs: 0, marginMs: 0 }))!.reversedRefundsStanding).toBe(standing + 1);
   });
 
   it('out of order: a refund delivered before its payment is answered 409, retried by the provider, recorded once', async () => {

@@ -113,6 +113,8 @@ if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd!.noCerti
 const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
 const workerMetrics = createWorkerMetrics({
   prisma,
+  // Every organization's backlog, a series each (the home one's always).
+  everywhere: { db: orgClients.unscoped, home: organizationId },
   chain,
   lateMarginMs: config.LATE_MARGIN_HOURS * 3_600_000,
 });

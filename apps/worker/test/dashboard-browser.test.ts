@@ -74,7 +74,9 @@ describe('the queue dashboard in a browser', () => {
     });
     const deadLetters = async () =>
       Number(
-        /timbra_dead_letters (\d+)/.exec(await metrics.registry.getSingleMetricAsString('timbra_dead_letters'))![1],
+        /timbra_dead_letters\{organization="[0-9a-f-]+"\} (\d+)/.exec(
+          await metrics.registry.getSingleMetricAsString('timbra_dead_letters'),
+        )![1],
       );
     try {
       // The PAC refuses the emisor: a permanent rejection, dead-lettered at once.

@@ -4,11 +4,12 @@ import pg from 'pg';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { parseStampedCfdi, STAMP_WINDOW_MS } from '@timbra/cfdi-core';
 import { LOOPBACK_RANGES, newEndpointSecret } from '@timbra/db/deliveries';
 import { type PrismaClient } from '@timbra/db';
 import { insertInvoices } from '@timbra/db/invoices';
 import {
+  backlogOf,
   correctionOrganizations,
   deliveryOrganizations,
   OrganizationClients,
@@ -20,6 +21,8 @@ import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
 import { DEFAULT_RETENTION } from '@timbra/db/retention';
 import { Dispatcher } from '../src/deliveries/dispatcher.ts';
 import { pruneEveryOrganization } from '../src/operations/retention.ts';
+import { createWorkerMetrics } from '../src/operations/metrics.ts';
+import { PacChain } from '../src/stamping/pac-chain.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import { eventually, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
 
@@ -306,5 +309,38 @@ describe('one worker for every organization', () => {
     } finally {
       await w.close();
     }
+  });
+
+  it("shows every organization's backlog in the worker's gauges, a series each; each session reads its own", async () => {
+    const before = await clients.for(ORGS.other.id).outboxRow.count({ where: { status: 'pending' } });
+    await pendingOf(ORGS.other);
+    const late = { windowMs: STAMP_WINDOW_MS, marginMs: 12 * 3_600_000 };
+    // An organization's session reads its own figures; a session that names none, nothing.
+    expect(await backlogOf(clients.for(ORGS.other.id), late)).toMatchObject({
+      organization: ORGS.other.id,
+      outbox: { pending: before + 1 },
+    });
+    expect(await backlogOf(clients.unscoped, late)).toBeUndefined();
+
+    const metrics = createWorkerMetrics({
+      prisma: clients.for(ORGS.home.id),
+      everywhere: { db: clients.unscoped, home: ORGS.home.id },
+      chain: new PacChain([], { threshold: 1, coolDownMs: 1 }),
+    });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain(`timbra_outbox_rows{organization="${ORGS.other.id}",status="pending"} ${before + 1}`);
+    for (const o of Object.values(ORGS)) {
+      expect(text).toMatch(new RegExp(`^timbra_dead_letters\\{organization="${o.id}"\\} 0$`, 'm'));
+      expect(text).toMatch(
+        new RegExp(`^timbra_deliveries_pending\\{organization="${o.id}",channel="email"\\} \\d+$`, 'm'),
+      );
+    }
+    // Without `everywhere`: the home organization's series only.
+    const own = await createWorkerMetrics({
+      prisma: clients.for(ORGS.home.id),
+      chain: new PacChain([], { threshold: 1, coolDownMs: 1 }),
+    }).registry.metrics();
+    expect(own).toContain(`timbra_dead_letters{organization="${ORGS.home.id}"} 0`);
+    expect(own).not.toContain(ORGS.other.id);
   });
 });

@@ -199,8 +199,9 @@ describe('worker metrics', () => {
     const metrics = createWorkerMetrics({ prisma, chain });
     await pendingInvoice(prisma, 'metrics');
     const before = await metrics.registry.getSingleMetricAsString('timbra_invoices_needs_data');
-    const needing = Number(/timbra_invoices_needs_data (\d+)/.exec(before)![1]);
-    await insertInvoices(prisma, (await prisma.emisor.findFirstOrThrow()).id, [
+    const { id: org } = await prisma.emisor.findFirstOrThrow();
+    const needing = Number(new RegExp(`timbra_invoices_needs_data\\{organization="${org}"\\} (\\d+)`).exec(before)![1]);
+    await insertInvoices(prisma, org, [
       {
         kind: 'I',
         serie: 'ND',
@@ -222,11 +223,13 @@ describe('worker metrics', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/timbra_stamp_attempts_total\{pac="backup",outcome="stamped"\} 1/);
     expect(text).toMatch(/timbra_failovers_total 1/);
-    expect(text).toMatch(/timbra_outbox_rows\{status="pending"\} \d+/);
-    expect(text).toMatch(/timbra_outbox_oldest_pending_age_seconds \d/);
-    expect(text).toMatch(/timbra_dead_letters \d+/);
-    expect(text).toContain(`timbra_invoices_needs_data ${needing + 1}`);
-    expect(text).toMatch(/timbra_invoices_needs_data_oldest_age_seconds \d/);
+    // A series an organization (the one here).
+    const of = `{organization="${org}"}`;
+    expect(text).toMatch(new RegExp(`timbra_outbox_rows\\{organization="${org}",status="pending"\\} [1-9]`));
+    expect(text).toContain(`timbra_outbox_oldest_pending_age_seconds${of} `);
+    expect(text).toMatch(new RegExp(`timbra_dead_letters\\{organization="${org}"\\} \\d+`));
+    expect(text).toContain(`timbra_invoices_needs_data${of} ${needing + 1}`);
+    expect(text).toMatch(new RegExp(`timbra_invoices_needs_data_oldest_age_seconds\\{organization="${org}"\\} \\d`));
     expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="open"\} 1/);
     expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="closed"\} 0/);
     expect(text).toMatch(/timbra_circuit_state\{pac="backup",state="half_open"\} 0/);

@@ -1,14 +1,17 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { STAMP_WINDOW_MS } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
-import { deliveryBacklog, endpointsDisabledByFailures } from '@timbra/db/deliveries';
-import { correctionsProving, invoicesNeedingData, lateInvoices } from '@timbra/db/invoices';
-import { deadLetterCount, oldestOpenOutboxAgeSeconds, outboxCountsByStatus } from '@timbra/db/outbox';
-import { reversedRefundsStanding } from '@timbra/db/payments';
+import type { RawDb } from '@timbra/db';
+import { backlogEverywhere, backlogOf, type Backlog, type ChannelBacklog } from '@timbra/db/organizations';
 import type { PacChain } from '../stamping/pac-chain.ts';
 
 type Deps = {
-  prisma: PrismaClient;
+  /** An organization's client: the gauges show its backlog. */
+  prisma: RawDb;
+  /**
+   * Platform mode: a session that names no organization, and the home organization. The gauges then
+   * show every organization with something waiting (and the home one always), one series each.
+   */
+  everywhere?: { db: RawDb; home: string };
   chain: PacChain;
   /** An invoice is late this long before its Fecha leaves the PACs' window (default 12 h). */
   lateMarginMs?: number;
@@ -16,18 +19,35 @@ type Deps = {
 
 /**
  * The worker's Prometheus metrics on their own registry. Gauges that describe the backlog are read
- * at scrape time from Postgres (the record).
+ * at scrape time from Postgres (the record): one statement a scrape (@timbra/db's backlog), a series
+ * an organization.
  */
 export function createWorkerMetrics(deps: Deps) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const stamping = stampingMetrics(registry);
-  outboxGauges(registry, deps);
-  invoiceGauges(registry, deps);
+  const read = backlogReader(deps);
+  outboxGauges(registry, read);
+  invoiceGauges(registry, read);
   circuitGauge(registry, deps);
-  const deliveries = deliveryMetrics(registry, deps);
+  const deliveries = deliveryMetrics(registry, read);
   const history = historyMetrics(registry);
   return { registry, ...stamping, ...deliveries, ...history };
+}
+
+/**
+ * The backlog, read once a scrape: a scrape starts collecting every metric before awaiting any, so
+ * the gauges share the first one's read, dropped once the scrape's turn of the event loop is over.
+ */
+function backlogReader(deps: Deps): () => Promise<Backlog[]> {
+  const late = { windowMs: STAMP_WINDOW_MS, marginMs: deps.lateMarginMs ?? 12 * 3_600_000 };
+  let reading: Promise<Backlog[]> | undefined;
+  const readNow = async (): Promise<Backlog[]> => {
+    if (deps.everywhere) return backlogEverywhere(deps.everywhere.db, late, deps.everywhere.home);
+    const own = await backlogOf(deps.prisma, late);
+    return own ? [own] : [];
+  };
+  return () => (reading ??= readNow().finally(() => setTimeout(() => (reading = undefined), 0)));
 }
 
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
@@ -66,98 +86,99 @@ function stampingMetrics(registry: Registry) {
   };
 }
 
-/** The outbox's backlog and its dead letters, read from Postgres at scrape time. */
-function outboxGauges(registry: Registry, deps: Deps): void {
+/**
+ * One gauge of the backlog: a series an organization (the home one always, the others while
+ * something of theirs waits), from the scrape's one read.
+ */
+function backlogGauge(
+  registry: Registry,
+  read: () => Promise<Backlog[]>,
+  spec: { name: string; help: string },
+  value: (b: Backlog) => number,
+): void {
   new Gauge({
-    // Named for what it counts: every row not done, by status — `failed` (dead letters) included.
-    name: 'timbra_outbox_rows',
-    help: 'Outbox rows not done, by status (pending, enqueued, held, failed)',
-    labelNames: ['status'] as const,
+    ...spec,
+    labelNames: ['organization'] as const,
     registers: [registry],
     async collect() {
-      const rows = await outboxCountsByStatus(deps.prisma);
+      const rows = await read();
       this.reset();
-      for (const r of rows) this.set({ status: r.status }, r.n);
-    },
-  });
-  new Gauge({
-    name: 'timbra_outbox_oldest_pending_age_seconds',
-    help: 'Age of the oldest outbox row not done (0 when none): the first thing to alert on',
-    registers: [registry],
-    async collect() {
-      this.set(await oldestOpenOutboxAgeSeconds(deps.prisma));
-    },
-  });
-  new Gauge({
-    name: 'timbra_dead_letters',
-    help: 'Dead letters: outbox rows in status failed (Postgres, the record; a re-drive lowers it at once)',
-    registers: [registry],
-    async collect() {
-      this.set(await deadLetterCount(deps.prisma));
+      for (const b of rows) this.set({ organization: b.organization }, value(b));
     },
   });
 }
 
+/** The outbox's backlog and its dead letters. */
+function outboxGauges(registry: Registry, read: () => Promise<Backlog[]>): void {
+  new Gauge({
+    // Named for what it counts: every row not done, by status — `failed` (dead letters) included.
+    name: 'timbra_outbox_rows',
+    help: 'Outbox rows not done, by organization and status (pending, enqueued, held, failed)',
+    labelNames: ['organization', 'status'] as const,
+    registers: [registry],
+    async collect() {
+      const rows = await read();
+      this.reset();
+      for (const b of rows)
+        for (const status of ['pending', 'enqueued', 'held', 'failed'] as const)
+          if (b.outbox[status] > 0) this.set({ organization: b.organization, status }, b.outbox[status]);
+    },
+  });
+  backlogGauge(
+    registry,
+    read,
+    {
+      name: 'timbra_outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest outbox row pending or enqueued (0 when none): the first thing to alert on',
+    },
+    (b) => b.outbox.oldestAgeSeconds,
+  );
+  backlogGauge(
+    registry,
+    read,
+    {
+      name: 'timbra_dead_letters',
+      help: 'Dead letters: outbox rows in status failed (Postgres, the record; a re-drive lowers it at once)',
+    },
+    (b) => b.outbox.failed,
+  );
+}
+
 /** Invoices that wait: for data, for the PACs' window, for a correction's proof, for an operator. */
-function invoiceGauges(registry: Registry, deps: Deps): void {
-  // Both needs_data gauges from one query a scrape: a scrape starts collecting every metric in
-  // registration order before awaiting any, so the age gauge takes the count gauge's query.
-  let needsData: ReturnType<typeof invoicesNeedingData> | undefined;
-  new Gauge({
-    name: 'timbra_invoices_needs_data',
-    help: 'Invoices that could not be frozen as they are (needs_data): money arrived, the CFDI waits for a person',
-    registers: [registry],
-    async collect() {
-      needsData = invoicesNeedingData(deps.prisma);
-      this.set((await needsData).count);
-    },
-  });
-  new Gauge({
-    name: 'timbra_invoices_needs_data_oldest_age_seconds',
-    help: 'Age of the oldest invoice in needs_data (0 when none): it waits for a person',
-    registers: [registry],
-    async collect() {
-      const query = needsData ?? invoicesNeedingData(deps.prisma);
-      needsData = undefined;
-      this.set((await query).oldestAgeSeconds);
-    },
-  });
-  new Gauge({
-    name: 'timbra_invoices_late',
-    help: 'Pending invoices whose Fecha leaves the PACs’ 72-hour window within the late margin: re-freeze them (PATCH with a reason) unless stamped soon',
-    registers: [registry],
-    async collect() {
-      this.set((await lateInvoices(deps.prisma, STAMP_WINDOW_MS, deps.lateMarginMs ?? 12 * 3_600_000)).count);
-    },
-  });
-  let corrections: ReturnType<typeof correctionsProving> | undefined;
-  new Gauge({
-    name: 'timbra_corrections_proving',
-    help: 'Corrections waiting for every PAC that received the version to say it never stamped it',
-    registers: [registry],
-    async collect() {
-      corrections = correctionsProving(deps.prisma);
-      this.set((await corrections).count);
-    },
-  });
-  new Gauge({
-    name: 'timbra_corrections_proving_oldest_age_seconds',
-    help: 'Age of the oldest correction still proving (0 when none): a PAC that does not answer holds it',
-    registers: [registry],
-    async collect() {
-      const query = corrections ?? correctionsProving(deps.prisma);
-      corrections = undefined;
-      this.set((await query).oldestAgeSeconds);
-    },
-  });
-  new Gauge({
-    name: 'timbra_reversed_refunds_standing',
-    help: 'Refunds reversed at the provider whose Egreso still stands: an operator cancels it once stamped',
-    registers: [registry],
-    async collect() {
-      this.set(await reversedRefundsStanding(deps.prisma));
-    },
-  });
+function invoiceGauges(registry: Registry, read: () => Promise<Backlog[]>): void {
+  const gauges: [string, string, (b: Backlog) => number][] = [
+    [
+      'timbra_invoices_needs_data',
+      'Invoices that could not be frozen as they are (needs_data): money arrived, the CFDI waits for a person',
+      (b) => b.needsData.count,
+    ],
+    [
+      'timbra_invoices_needs_data_oldest_age_seconds',
+      'Age of the oldest invoice in needs_data (0 when none): it waits for a person',
+      (b) => b.needsData.oldestAgeSeconds,
+    ],
+    [
+      'timbra_invoices_late',
+      'Pending invoices whose Fecha leaves the PACs’ 72-hour window within the late margin: re-freeze them (PATCH with a reason) unless stamped soon',
+      (b) => b.late,
+    ],
+    [
+      'timbra_corrections_proving',
+      'Corrections waiting for every PAC that received the version to say it never stamped it',
+      (b) => b.corrections.proving,
+    ],
+    [
+      'timbra_corrections_proving_oldest_age_seconds',
+      'Age of the oldest correction still proving (0 when none): a PAC that does not answer holds it',
+      (b) => b.corrections.oldestAgeSeconds,
+    ],
+    [
+      'timbra_reversed_refunds_standing',
+      'Refunds reversed at the provider whose Egreso still stands: an operator cancels it once stamped',
+      (b) => b.reversedRefundsStanding,
+    ],
+  ];
+  for (const [name, help, value] of gauges) backlogGauge(registry, read, { name, help }, value);
 }
 
 function circuitGauge(registry: Registry, deps: Deps): void {
@@ -179,49 +200,45 @@ function circuitGauge(registry: Registry, deps: Deps): void {
 }
 
 /** Emails and webhooks: the backlog (from Postgres) and each attempt. */
-function deliveryMetrics(registry: Registry, deps: Deps) {
-  // The three delivery gauges from one query a scrape (see needsData above).
-  let backlog: ReturnType<typeof deliveryBacklog> | undefined;
-  const readBacklog = () =>
-    (backlog ??= deliveryBacklog(deps.prisma).finally(() => setTimeout(() => (backlog = undefined), 0)));
-  new Gauge({
-    name: 'timbra_deliveries_pending',
-    help: 'Emails and webhooks not delivered yet (pending or sending), by channel',
-    labelNames: ['channel'] as const,
-    registers: [registry],
-    async collect() {
-      const b = await readBacklog();
-      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].pending);
+function deliveryMetrics(registry: Registry, read: () => Promise<Backlog[]>) {
+  const channelGauge = (name: string, help: string, value: (c: ChannelBacklog) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['organization', 'channel'] as const,
+      registers: [registry],
+      async collect() {
+        const rows = await read();
+        this.reset();
+        for (const b of rows)
+          for (const channel of ['email', 'webhook'] as const)
+            this.set({ organization: b.organization, channel }, value(b[channel]));
+      },
+    });
+  channelGauge(
+    'timbra_deliveries_pending',
+    'Emails and webhooks not delivered yet (pending or sending), by channel',
+    (c) => c.pending,
+  );
+  channelGauge(
+    'timbra_deliveries_oldest_pending_age_seconds',
+    'Age of the oldest email or webhook not delivered yet, by channel (0 when none)',
+    (c) => c.oldestAgeSeconds,
+  );
+  channelGauge(
+    'timbra_deliveries_dead',
+    'Emails and webhooks that failed for good and no replay has delivered since, by channel: they wait for a person',
+    (c) => c.dead,
+  );
+  backlogGauge(
+    registry,
+    read,
+    {
+      name: 'timbra_webhook_endpoints_disabled',
+      help: 'Webhook endpoints disabled after a failure streak (the merchant hears nothing until one is enabled again)',
     },
-  });
-  new Gauge({
-    name: 'timbra_deliveries_oldest_pending_age_seconds',
-    help: 'Age of the oldest email or webhook not delivered yet, by channel (0 when none)',
-    labelNames: ['channel'] as const,
-    registers: [registry],
-    async collect() {
-      const b = await readBacklog();
-      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].oldestAgeSeconds);
-    },
-  });
-  new Gauge({
-    name: 'timbra_deliveries_dead',
-    help: 'Emails and webhooks that failed for good and no replay has delivered since, by channel: they wait for a person',
-    labelNames: ['channel'] as const,
-    registers: [registry],
-    async collect() {
-      const b = await readBacklog();
-      for (const channel of ['email', 'webhook'] as const) this.set({ channel }, b[channel].dead);
-    },
-  });
-  new Gauge({
-    name: 'timbra_webhook_endpoints_disabled',
-    help: 'Webhook endpoints disabled after a failure streak (the merchant hears nothing until one is enabled again)',
-    registers: [registry],
-    async collect() {
-      this.set(await endpointsDisabledByFailures(deps.prisma));
-    },
-  });
+    (b) => b.endpointsDisabled,
+  );
   const deliveryAttempts = new Counter({
     name: 'timbra_delivery_attempts_total',
     help: 'Email and webhook attempts by channel and outcome (delivered, failed, dead)',

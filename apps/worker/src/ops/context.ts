@@ -17,6 +17,7 @@ export const dbLib = {
   deliveries: () => import('@timbra/db/deliveries'),
   keys: () => import('@timbra/db/keys'),
   csds: () => import('@timbra/db/csds'),
+  organizations: () => import('@timbra/db/organizations'),
   invoices: () => import('@timbra/db/invoices'),
   retention: () => import('@timbra/db/retention'),
   tickets: () => import('@timbra/db/tickets'),

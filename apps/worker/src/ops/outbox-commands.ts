@@ -10,11 +10,14 @@ function outboxStats(program: Command): void {
     .description('outbox rows by status, and the age of the oldest not done')
     .action(async () => {
       const prisma = await db();
-      const { outboxCountsByStatus, oldestOpenOutboxAgeSeconds } = await dbLib.outbox();
+      const { outboxCountsByStatus } = await dbLib.outbox();
+      const { backlogEverywhere } = await dbLib.organizations();
       const rows = await outboxCountsByStatus(prisma, { includeDone: true });
+      // The owner's session: every organization's backlog (the late rule does not matter here).
+      const backlog = await backlogEverywhere(prisma, { windowMs: 0, marginMs: 0 }, undefined);
       const stats = {
         byStatus: Object.fromEntries(rows.map((r) => [r.status, r.n])),
-        oldestNotDoneSeconds: await oldestOpenOutboxAgeSeconds(prisma),
+        oldestNotDoneSeconds: Math.max(0, ...backlog.map((b) => b.outbox.oldestAgeSeconds)),
       };
       out(
         stats,

@@ -19,7 +19,6 @@ export {
   rotateEndpointSecret,
   setEndpointStatus,
 } from './operator-actions.ts';
-export { deliveryBacklog, endpointsDisabledByFailures } from './figures.ts';
 export {
   addressProblem,
   allowedAddressesFor,

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
 import { holdStampRow, type CorrectionPayload } from './versions.ts';
-import { col, execute, queryRows, type Db, type Tx } from '../sql.ts';
+import { col, execute, queryRows, type Tx } from '../sql.ts';
 
 const idRow = z.object({ id: col.uuid });
 const correctionRow = z.object({
@@ -103,56 +103,13 @@ export async function settleCorrection(tx: Tx, correctionId: string, outcome: Co
   );
 }
 
-const correctionCountsRow = z.object({ n: col.int, age: z.number() });
-
-/** Corrections still proving (they wait on a PAC's answer) and the age in seconds of the oldest. */
-export async function correctionsProving(db: Db): Promise<{ count: number; oldestAgeSeconds: number }> {
-  const [row] = await queryRows(
-    db,
-    correctionCountsRow,
-    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-               FROM invoice_corrections WHERE status = 'proving'`,
-  );
-  return { count: row!.n, oldestAgeSeconds: row!.age };
-}
-
-const lateRow = z.object({ n: col.int, age: z.number() });
-
 /**
- * Pending invoices whose Fecha leaves the PACs' 72-hour window within `marginMs` (or has left it),
- * not ambiguous (no PAC call of the version without an answer) and with no correction under way:
- * unless stamped soon, they will never be. Fecha is the instant the version was frozen (DESIGN.md
- * invariant 4), written with the application's clock, so it is measured against the application's
- * `now` (not the database's: one clock per rule). The stored Fecha is local time, read here in
- * Mexico's easternmost zone (the earliest instant it can denote: the alert comes up to 3 h early in
- * the Pacific zones, never late).
+ * The late pending invoices (the database function timbra_late_invoices owns the rule: Fecha, read in
+ * Mexico's easternmost zone, leaving the PACs' window within `marginMs`; not ambiguous; no
+ * correction under way), against the application's `now` (Fecha is written with its clock).
  */
 function lateInvoicesSql(windowMs: number, marginMs: number, now: Date): Prisma.Sql {
-  return Prisma.sql`
-    SELECT i.id, i.fecha::timestamp AT TIME ZONE 'America/Cancun' AS frozen_at
-    FROM invoices i
-    WHERE i.status = 'pending'
-      AND i.fecha::timestamp AT TIME ZONE 'America/Cancun'
-          < ${now}::timestamptz - make_interval(secs => ${(windowMs - marginMs) / 1000})
-      AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status = 'proving')
-      AND NOT EXISTS (SELECT 1 FROM pac_attempts a WHERE a.invoice_id = i.id AND a.version = i.version
-                                                   AND a.outcome IN ('ambiguous', 'in_flight'))`;
-}
-
-/** How many invoices are late (see lateInvoicesSql), and the age in seconds of the oldest Fecha (0: none). */
-export async function lateInvoices(
-  db: Db,
-  windowMs: number,
-  marginMs: number,
-  now = new Date(),
-): Promise<{ count: number; oldestAgeSeconds: number }> {
-  const [row] = await queryRows(
-    db,
-    lateRow,
-    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM ${now}::timestamptz - min(f.frozen_at)), 0)::float8 AS age
-               FROM (${lateInvoicesSql(windowMs, marginMs, now)}) f`,
-  );
-  return { count: row!.n, oldestAgeSeconds: row!.age };
+  return Prisma.sql`SELECT id FROM timbra_late_invoices(${windowMs}::float8, ${marginMs}::float8, ${now}::timestamptz)`;
 }
 
 /**

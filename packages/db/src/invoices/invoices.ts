@@ -194,16 +194,3 @@ export async function markCancelRequested(tx: RawDb, invoiceId: string): Promise
     )) === 1
   );
 }
-
-const needsDataRow = z.object({ n: col.int, age: z.number() });
-
-/** Invoices in `needs_data` (they wait for a person) and the age in seconds of the oldest (0: none). */
-export async function invoicesNeedingData(db: RawDb): Promise<{ count: number; oldestAgeSeconds: number }> {
-  const [row] = await queryRows(
-    db,
-    needsDataRow,
-    Prisma.sql`SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS age
-               FROM invoices WHERE status = 'needs_data'`,
-  );
-  return { count: row!.n, oldestAgeSeconds: row!.age };
-}

@@ -6,6 +6,7 @@
  */
 export { APP_ROLE } from './session.ts';
 export { OrganizationClients } from './clients.ts';
+export { backlogEverywhere, backlogOf, type Backlog, type ChannelBacklog, type LateRule } from './backlog.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
 export {
   joinOrganization,

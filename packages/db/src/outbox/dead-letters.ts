@@ -35,11 +35,6 @@ export type DeadLetterState =
       invoiceStatus?: string;
     };
 
-/** Dead letters now: outbox rows in status `failed` (what the metric and the alert read). */
-export function deadLetterCount(prisma: PrismaClient): Promise<number> {
-  return prisma.outboxRow.count({ where: { status: 'failed' } });
-}
-
 /**
  * What a letter (its outbox row and when it failed) stands for now: dead while its row is failed and
  * no re-drive came after the failure.

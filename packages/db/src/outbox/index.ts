@@ -8,7 +8,6 @@ export {
   republishEnqueuedOutboxRows,
   stampRowIdOf,
   staleEnqueuedOutboxRows,
-  oldestOpenOutboxAgeSeconds,
   listenForOutbox,
   type OutboxKind,
   type OutboxRowToWrite,
@@ -30,7 +29,6 @@ export {
 } from './stamping.ts';
 export { redriveOutboxRow, refusedForGood, type RedriveBy, type RedriveResult } from './redrive.ts';
 export {
-  deadLetterCount,
   deadLetterIds,
   deadLetterOutboxRow,
   deadLetterRows,

@@ -21,7 +21,6 @@ const claimOutboxBatchRow = z.object({
   available_at: z.date(),
 });
 const outboxCountsByStatusRow = z.object({ status: col.text, n: col.int });
-const oldestOpenOutboxAgeSecondsRow = z.object({ age: z.number().nullable() });
 const lockedOutboxColumns = z.object({ id: col.uuid, status: col.text, invoice_id: col.uuid });
 
 /** The Postgres channel a new or re-driven outbox row is announced on. */
@@ -171,16 +170,6 @@ export async function outboxCountsByStatus(db: RawDb, options: { includeDone?: b
       ? Prisma.sql`SELECT status, count(*)::int AS n FROM outbox GROUP BY status ORDER BY status`
       : Prisma.sql`SELECT status, count(*)::int AS n FROM outbox WHERE status <> 'done' GROUP BY status ORDER BY status`,
   );
-}
-
-/** Seconds since the oldest row still pending or enqueued was written (0 when none). */
-export async function oldestOpenOutboxAgeSeconds(db: RawDb): Promise<number> {
-  const [row] = await queryRows(
-    db,
-    oldestOpenOutboxAgeSecondsRow,
-    Prisma.sql`SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS age FROM outbox WHERE status IN ('pending', 'enqueued')`,
-  );
-  return row?.age ?? 0;
 }
 
 /**

@@ -10,14 +10,7 @@ export {
   type KnownPayment,
   type LockedPayment,
 } from './payments.ts';
-export {
-  refundedTotal,
-  reverseRefund,
-  reversedRefundsStanding,
-  insertRefund,
-  refundByProviderId,
-  standingRefundLines,
-} from './refunds.ts';
+export { refundedTotal, reverseRefund, insertRefund, refundByProviderId, standingRefundLines } from './refunds.ts';
 export {
   lockInvoiceForInstallment,
   installmentAmounts,

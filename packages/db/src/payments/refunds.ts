@@ -120,20 +120,3 @@ export async function reverseRefund(
     }
   );
 }
-
-const reversedRefundsStandingRow = z.object({ n: col.int });
-
-/**
- * Refunds reversed at the provider whose Egreso still stands (not cancelled, no cancellation in
- * process): each waits for an operator to cancel that Egreso once it is stamped (docs/webhooks.md).
- */
-export async function reversedRefundsStanding(db: RawDb): Promise<number> {
-  const [row] = await queryRows(
-    db,
-    reversedRefundsStandingRow,
-    Prisma.sql`
-      SELECT count(*)::int AS n FROM refunds r JOIN invoices e ON e.refund_id = r.id
-      WHERE r.status = 'reversed' AND e.status NOT IN ('cancel_requested', 'cancelled')`,
-  );
-  return row!.n;
-}
