@@ -230,7 +230,17 @@ const home: AppDeps = {
 const app = createPlatform({
   clients,
   home: { organizationId: emisorId, app: createApp(home) },
-  build: organizationApis({ clients, vault, home, paymentsOf }),
+  build: organizationApis({
+    clients,
+    vault,
+    home,
+    paymentsOf,
+    // An organization's own accounts, at the providers' addresses the home one uses.
+    providers: {
+      stripe: (apiKey) => stripeApi(config.STRIPE_API_URL, apiKey),
+      mercadoPago: (accessToken) => mercadoPagoPayments(config.MERCADOPAGO_API_URL, accessToken),
+    },
+  }),
   routes: {
     owner,
     platformKey: config.PLATFORM_KEY,

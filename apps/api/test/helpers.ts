@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { Router } from 'express';
@@ -220,6 +220,10 @@ export async function startApi(
           vault: options.platform!.vault,
           home,
           paymentsOf: (id, facts, sealing) => paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing),
+          providers: {
+            stripe: (apiKey) => stripeApi(providerUrl, apiKey),
+            mercadoPago: (accessToken) => mercadoPagoPayments(`${providerUrl}/mercadopago`, accessToken),
+          },
         }),
         routes: {
           owner: owner!,
@@ -295,6 +299,17 @@ export function stripeDelivery(
     ...(options.timestamp ? { timestamp: options.timestamp } : {}),
   });
   return { body, signature };
+}
+
+/** Mercado Pago's `x-signature` for a notification: the manifest of its data.id, request id and ts, HMAC-SHA256. */
+export function mpSign(
+  dataId: string,
+  requestId: string,
+  ts = Math.floor(Date.now() / 1000),
+  secret = MP_SECRET,
+): string {
+  const manifest = `id:${dataId.toLowerCase()};request-id:${requestId};ts:${ts};`;
+  return `ts=${ts},v1=${createHmac('sha256', secret).update(manifest).digest('hex')}`;
 }
 
 let counter = 0;

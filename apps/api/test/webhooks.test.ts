@@ -7,11 +7,10 @@
  * @clock providers' signature timestamps and their tolerance
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { createHmac } from 'node:crypto';
 import got from 'got';
 import { backlogOf } from '@timbra/db/organizations';
 import { eventually } from '@timbra/test-support';
-import { MP_SECRET, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
+import { mpSign, paymentIntentSucceeded, startApi, stripeDelivery, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -293,11 +292,6 @@ describe('Stripe signatures and clocks', () => {
     expect(res.statusCode).toBe(200);
   });
 });
-
-function mpSign(dataId: string, requestId: string, ts = Math.floor(Date.now() / 1000), secret = MP_SECRET): string {
-  const manifest = `id:${dataId.toLowerCase()};request-id:${requestId};ts:${ts};`;
-  return `ts=${ts},v1=${createHmac('sha256', secret).update(manifest).digest('hex')}`;
-}
 
 const sendMp = (dataId: string, signature: string, requestId: string, body: object = { data: { id: dataId } }) =>
   got.post(`${api.url}/webhooks/mercadopago`, {

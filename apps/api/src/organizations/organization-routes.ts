@@ -1,7 +1,7 @@
 /**
  * `/v1/organizations`: platform mode's management API, for the platform key alone (PLATFORM_KEY):
  * make an organization (an emisor: RFC, name, régimen, LugarExpedicion), list and read them, give
- * one its first API keys, store its CSD. Everything else an organization does, its own keys do
+ * one its first API keys, store its CSD and its Stripe and Mercado Pago accounts. Everything else an organization does, its own keys do
  * (docs/organizations.md).
  */
 import type { X509Certificate } from 'node:crypto';
@@ -17,14 +17,17 @@ import {
   createOrganization,
   listOrganizations,
   organizationById,
+  providerAccountsOf,
   type Organization,
   type OrganizationClients,
+  type ProviderAccount,
 } from '@timbra/db/organizations';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { listParams, pageOf, validation } from '../http/lists.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 import { createKeySchema, keyView } from '../keys/key-routes.ts';
+import { providerAccountRoutes, providerAccountView } from './provider-accounts.ts';
 
 export interface OrganizationRoutesDeps {
   /** The database owner's client: organizations' rows are the owner's to write. */
@@ -41,7 +44,7 @@ export interface OrganizationRoutesDeps {
   trustedCas?: readonly X509Certificate[] | undefined;
   failures: FailureLimiter;
   bodyLimit: string;
-  /** Called when an organization's CSD changes: its API is rebuilt with the CSD active now. */
+  /** Called when an organization's CSD or provider accounts change: its API is rebuilt with them. */
   changed: (organizationId: string) => void;
 }
 
@@ -81,7 +84,11 @@ function platformKeyOnly(deps: OrganizationRoutesDeps) {
   };
 }
 
-function organizationView(o: Organization, csds: Awaited<ReturnType<typeof listCsds>>) {
+function organizationView(
+  o: Organization,
+  csds: Awaited<ReturnType<typeof listCsds>>,
+  providers: readonly ProviderAccount[],
+) {
   return {
     id: o.id,
     rfc: o.rfc,
@@ -97,6 +104,7 @@ function organizationView(o: Organization, csds: Awaited<ReturnType<typeof listC
       sealing: c.active,
       chain: c.chain,
     })),
+    providers: providers.map((p) => providerAccountView(o.id, p)),
   };
 }
 
@@ -138,6 +146,9 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
     if (!organization) throw new ApiError('not_found');
     return organization;
   };
+  // An organization as the platform key sees it: its facts, CSDs and provider accounts (no secret).
+  const described = async (o: Organization) =>
+    organizationView(o, await listCsds(deps.owner, o.id, new Date()), await providerAccountsOf(deps.owner, o.id));
 
   router.post('/', async (req: Request, res: Response) => {
     const parsed = FACTS.safeParse(req.body);
@@ -151,20 +162,19 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
         { path: 'rfc', message: `organization ${made.organization.id} has this RFC` },
       ]);
     // The same facts again are the same organization: a retried POST answers as the first did.
-    res.status(made.created ? 201 : 200).json(organizationView(made.organization, []));
+    res.status(made.created ? 201 : 200).json(await described(made.organization));
   });
 
   router.get('/', async (req: Request, res: Response) => {
     const page = listParams(req);
     const rows = await listOrganizations(deps.owner, page);
-    const now = new Date();
-    const csds = await Promise.all(rows.slice(0, page.limit).map((o) => listCsds(deps.owner, o.id, now)));
-    res.json(pageOf(rows, page.limit, (o) => organizationView(o, csds[rows.indexOf(o)] ?? [])));
+    const views = await Promise.all(rows.slice(0, page.limit).map(described));
+    res.json(pageOf(rows, page.limit, (o) => views[rows.indexOf(o)]!));
   });
 
   router.get('/:id', async (req: Request, res: Response) => {
     const organization = await found(String(req.params.id));
-    res.json(organizationView(organization, await listCsds(deps.owner, organization.id, new Date())));
+    res.json(await described(organization));
   });
 
   // The organization's keys are made on its own client: row-level security writes them in its name.
@@ -187,9 +197,10 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
     const organization = await found(String(req.params.id));
     await storeUploadedCsd(deps, organization, req.body);
     deps.changed(organization.id);
-    res.status(201).json(organizationView(organization, await listCsds(deps.owner, organization.id, new Date())));
+    res.status(201).json(await described(organization));
   });
 
+  providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed: deps.changed });
   return router;
 }
 

@@ -3,8 +3,9 @@
  * app `createApp` builds, on its own client held to it by row-level security — and a request reaches
  * the one its API key belongs to (the database says which: `keyOrganization`). The home
  * organization (EMISOR_*) answers everything else: requests with no key or an unknown one (401),
- * the providers' webhooks, `/facturar`, the dashboard, health. `/v1/organizations` is the platform
- * key's (organization-routes.ts).
+ * the providers' webhooks at their usual paths, `/facturar`, the dashboard, health. An organization's
+ * own provider accounts send to `/webhooks/<provider>/<organization id>` (provider-accounts.ts).
+ * `/v1/organizations` is the platform key's (organization-routes.ts).
  */
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
@@ -20,6 +21,7 @@ import { errorHandler } from '../http/error-handler.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestPlumbing } from '../http/plumbing.ts';
 import { organizationRoutes, type OrganizationRoutesDeps } from './organization-routes.ts';
+import { openProviderAccounts } from './provider-accounts.ts';
 
 export interface PlatformDeps {
   clients: OrganizationClients;
@@ -80,33 +82,55 @@ class OrganizationApps {
   }
 }
 
+/** The provider clients an organization's own keys open (the deployment's STRIPE_API_URL, MERCADOPAGO_API_URL). */
+export interface ProviderClients {
+  stripe: (apiKey: string) => NonNullable<AppDeps['stripe']['api']>;
+  mercadoPago: (accessToken: string) => NonNullable<AppDeps['mercadoPago']['fetchPayment']>;
+}
+
 /**
  * How another organization's API is built: the home API's dependencies, on the organization's
- * client, with its facts and the stored CSD active now (409 organization_without_csd before it has
- * one). The providers' webhooks, /facturar and the dashboard stay the home organization's.
+ * client, with its facts, the stored CSD active now (409 organization_without_csd before it has
+ * one) and its own provider accounts (without one, that provider's webhook answers 503
+ * webhook_not_configured). /facturar and the dashboard stay the home organization's.
  */
 export function organizationApis(options: {
   clients: OrganizationClients;
   vault: KeyVault | undefined;
   home: AppDeps;
   paymentsOf: (organizationId: string, facts: OrganizationFacts, csd: Csd) => RecordPaymentDeps;
+  providers: ProviderClients;
 }): (organizationId: string) => Promise<RequestHandler> {
   return async (organizationId) => {
     const client = options.clients.for(organizationId);
     const facts = await organizationById(client, organizationId);
-    const stored = options.vault && facts ? await activeCsd(client, organizationId, new Date()) : undefined;
-    if (!facts || !stored) throw new ApiError('organization_without_csd');
+    if (!facts) throw new ApiError('not_found', 'No such organization.');
+    const stored = options.vault ? await activeCsd(client, organizationId, new Date()) : undefined;
+    if (!stored) throw new ApiError('organization_without_csd');
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
+    const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
     return createApp({
       ...options.home,
       prisma: client,
       payments: options.paymentsOf(organizationId, facts, opened!.csd),
       dashboard: undefined,
-      stripe: { ...options.home.stripe, secret: undefined, api: undefined },
-      mercadoPago: { ...options.home.mercadoPago, secret: undefined, fetchPayment: undefined },
+      stripe: {
+        ...options.home.stripe,
+        secret: stripe?.webhookSecret,
+        api: stripe ? options.providers.stripe(stripe.apiKey) : undefined,
+      },
+      mercadoPago: {
+        ...options.home.mercadoPago,
+        secret: mercadopago?.webhookSecret,
+        fetchPayment: mercadopago ? options.providers.mercadoPago(mercadopago.apiKey) : undefined,
+      },
     });
   };
 }
+
+/** `/webhooks/<provider>/<organization id>`: the organization's own provider account's events. */
+const ORGANIZATION_WEBHOOK =
+  /^\/webhooks\/(stripe|mercadopago)\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/?$/i;
 
 export function createPlatform(deps: PlatformDeps): Express {
   const keys = new KeyRoutes(deps.clients);
@@ -138,16 +162,24 @@ export function createPlatform(deps: PlatformDeps): Express {
     const handler = await apps.get(organization);
     await handler(req, res, next);
   };
+  // A provider's event for an organization: its API answers it at the provider's usual path.
+  const hook = async (req: Request, res: Response, next: NextFunction, at: RegExpExecArray): Promise<void> => {
+    const organization = at[2]!.toLowerCase();
+    req.url = req.url.replace(/^\/webhooks\/(stripe|mercadopago)\/[^/?]+\/?/, '/webhooks/$1');
+    const handler = organization === deps.home.organizationId ? deps.home.app : await apps.get(organization);
+    await handler(req, res, next);
+  };
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path === '/v1/organizations' || req.path.startsWith('/v1/organizations/')) {
       manage(req, res, next);
       return;
     }
-    if (!req.path.startsWith('/v1/')) {
+    const webhook = ORGANIZATION_WEBHOOK.exec(req.path);
+    if (!req.path.startsWith('/v1/') && !webhook) {
       void deps.home.app(req, res, next);
       return;
     }
-    route(req, res, next).catch((error: unknown) => {
+    (webhook ? hook(req, res, next, webhook) : route(req, res, next)).catch((error: unknown) => {
       req.routeError = error instanceof ApiError ? error : new ApiError('unavailable');
       if (!(error instanceof ApiError)) deps.logger.error({ err: error }, 'an organization could not be served');
       failed(req, res, next);

@@ -26,3 +26,11 @@ export {
   pendingOrganizations,
   type Organization,
 } from './registry.ts';
+export {
+  PROVIDERS,
+  providerAccountsOf,
+  removeProviderAccount,
+  saveProviderAccount,
+  type Provider,
+  type ProviderAccount,
+} from './provider-accounts.ts';
