@@ -6,7 +6,7 @@ import { csdExpiry, csdExpiryWarning, periodicidadFor } from '@timbra/cfdi-core'
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { createPrisma } from '@timbra/db';
 import { activeCsd, csdsToWatch } from '@timbra/db/csds';
-import { OrganizationClients, openOrganizationIn } from '@timbra/db/organizations';
+import { OrganizationClients, openOrganizationIn, type EffectiveSettings } from '@timbra/db/organizations';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
 import { connectRedis, bullmqErrorListener, logRedisOutages, redisTarget } from '@timbra/db/redis';
@@ -146,29 +146,36 @@ const board =
       })
     : undefined;
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');
-const paymentsOf = (organizationId: string, facts: typeof emisor, sealingCsd: typeof csd): RecordPaymentDeps => ({
+// The deployment's settings: the home organization's, and any other's where it sets nothing of its own.
+const defaults: EffectiveSettings = {
+  series: { ingreso: config.SERIE_INGRESO, egreso: config.SERIE_EGRESO, pago: config.SERIE_PAGO },
+  publicoGeneral: { mode: config.PUBLICO_GENERAL_MODE, periodicidad: config.PUBLICO_GENERAL_PERIODICIDAD },
+  concepto: {
+    claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
+    claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
+    descripcion: config.CONCEPTO_DESCRIPCION,
+  },
+};
+const paymentsOf = (
+  organizationId: string,
+  facts: typeof emisor,
+  sealingCsd: typeof csd,
+  settings: EffectiveSettings,
+): RecordPaymentDeps => ({
   csd: sealingCsd,
   catalogs: config.catalogs,
   emisorId: organizationId,
-  serieIngreso: config.SERIE_INGRESO,
-  serieEgreso: config.SERIE_EGRESO,
-  seriePago: config.SERIE_PAGO,
+  serieIngreso: settings.series.ingreso,
+  serieEgreso: settings.series.egreso,
+  seriePago: settings.series.pago,
   settings: {
     emisor: facts,
-    concepto: {
-      claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
-      claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
-      descripcion: config.CONCEPTO_DESCRIPCION,
-    },
+    concepto: settings.concepto,
     ivaTasa: config.IVA_TASA,
-    periodicidad: periodicidadFor(facts.regimenFiscal, config.PUBLICO_GENERAL_PERIODICIDAD),
+    periodicidad: periodicidadFor(facts.regimenFiscal, settings.publicoGeneral.periodicidad),
   },
-  ...(config.PUBLICO_GENERAL_MODE === 'global'
-    ? {
-        global: {
-          maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,
-        },
-      }
+  ...(settings.publicoGeneral.mode === 'global'
+    ? { global: { maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS } }
     : {}),
 });
 const failures = new FailureLimiter({
@@ -184,7 +191,7 @@ const home: AppDeps = {
   deadLetters: dlq,
   metrics,
   databaseUrl: config.DATABASE_URL,
-  payments: paymentsOf(emisorId, emisor, csd),
+  payments: paymentsOf(emisorId, emisor, csd, defaults),
   selfInvoice: {
     requestsPerMinute: config.SELF_INVOICE_REQUESTS_PER_MINUTE,
     failuresPerMinute: config.SELF_INVOICE_FAILURES_PER_MINUTE,
@@ -234,6 +241,7 @@ const app = createPlatform({
     clients,
     vault,
     home,
+    defaults,
     paymentsOf,
     // An organization's own accounts, at the providers' addresses the home one uses.
     providers: {
@@ -244,16 +252,8 @@ const app = createPlatform({
   routes: {
     owner,
     platformKey: config.PLATFORM_KEY,
-    series: [
-      { serie: config.SERIE_INGRESO, kind: 'I' },
-      { serie: config.SERIE_EGRESO, kind: 'E' },
-      { serie: config.SERIE_PAGO, kind: 'P' },
-    ],
-    fiscal: {
-      claveProdServ: config.CONCEPTO_CLAVE_PROD_SERV,
-      claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
-      catalogs: config.catalogs,
-    },
+    defaults,
+    catalogs: config.catalogs,
     vault,
     failures,
     bodyLimit: config.BODY_LIMIT,

@@ -16,7 +16,12 @@ import {
   type TestRfc,
 } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
-import { OrganizationClients, openOrganization, openOrganizationIn } from '@timbra/db/organizations';
+import {
+  OrganizationClients,
+  openOrganization,
+  openOrganizationIn,
+  type EffectiveSettings,
+} from '@timbra/db/organizations';
 import { csdsToWatch } from '@timbra/db/csds';
 import type { KeyVault } from '@timbra/cfdi-node';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
@@ -155,22 +160,33 @@ export async function startApi(
       { name: 'ops', key: keys.admin, scopes: ['read', 'write', 'cancel', 'admin'] },
     ],
   });
-  const paymentsOf = (id: string, facts: typeof emisor, sealing: typeof csd): RecordPaymentDeps => ({
+  // The deployment's settings, as main builds them from SERIE_*, PUBLICO_GENERAL_* and CONCEPTO_*.
+  const defaults: EffectiveSettings = {
+    series: { ingreso: 'A', egreso: 'NC', pago: 'P' },
+    publicoGeneral: { mode: options.global ? 'global' : 'per-payment', periodicidad: options.periodicidad ?? '01' },
+    concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
+  };
+  const paymentsOf = (
+    id: string,
+    facts: typeof emisor,
+    sealing: typeof csd,
+    settings: EffectiveSettings,
+  ): RecordPaymentDeps => ({
     csd: sealing,
     ...(options.catalogs ? { catalogs: options.catalogs } : {}),
     emisorId: id,
-    serieIngreso: 'A',
-    serieEgreso: 'NC',
-    seriePago: 'P',
+    serieIngreso: settings.series.ingreso,
+    serieEgreso: settings.series.egreso,
+    seriePago: settings.series.pago,
     settings: {
       emisor: facts,
-      concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
+      concepto: settings.concepto,
       ivaTasa: '0.160000',
-      periodicidad: options.periodicidad ?? '01',
+      periodicidad: settings.publicoGeneral.periodicidad ?? '01',
     },
-    ...(options.global ? { global: options.global } : {}),
+    ...(settings.publicoGeneral.mode === 'global' ? { global: options.global ?? { maxConceptosPerGlobal: 1000 } } : {}),
   });
-  const payments = paymentsOf(emisorId, emisor, csd);
+  const payments = paymentsOf(emisorId, emisor, csd, defaults);
   const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
   const home: AppDeps = {
     prisma,
@@ -219,7 +235,9 @@ export async function startApi(
           clients,
           vault: options.platform!.vault,
           home,
-          paymentsOf: (id, facts, sealing) => paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing),
+          defaults,
+          paymentsOf: (id, facts, sealing, settings) =>
+            paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing, settings),
           providers: {
             stripe: (apiKey) => stripeApi(providerUrl, apiKey),
             mercadoPago: (accessToken) => mercadoPagoPayments(`${providerUrl}/mercadopago`, accessToken),
@@ -228,12 +246,7 @@ export async function startApi(
         routes: {
           owner: owner!,
           platformKey: options.platform!.key,
-          series: [
-            { serie: 'A', kind: 'I' },
-            { serie: 'NC', kind: 'E' },
-            { serie: 'P', kind: 'P' },
-          ],
-          fiscal: { claveProdServ: '01010101', claveUnidad: 'ACT' },
+          defaults,
           vault: options.platform!.vault,
           failures: new FailureLimiter({ perAddress: 100_000, perPrefix: 100_000 }),
           bodyLimit: '64kb',

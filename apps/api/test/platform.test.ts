@@ -21,7 +21,7 @@ afterAll(async () => {
   await api.close();
 });
 
-const call = async (key: string | undefined, method: 'GET' | 'POST', path: string, body?: object) => {
+const call = async (key: string | undefined, method: 'GET' | 'POST' | 'PATCH', path: string, body?: object) => {
   const res = await got(`${api.url}${path}`, {
     method,
     headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'idempotency-key': randomUUID() },
@@ -128,5 +128,60 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     expect((await call(KEYS.pos, 'GET', `/v1/invoices/${theirInvoice}`)).status).toBe(404);
     // The key's scopes are its organization's to enforce: no admin scope, no key list.
     expect((await call(orgKey, 'GET', '/v1/keys')).status).toBe(403);
+  });
+
+  it("takes its own settings over the deployment's: series, concepto, público en general", async () => {
+    const patch = (body: object) => call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, body);
+    const unknown = await patch({ settings: { series: { ingreso: 'H', otra: 'x' } } });
+    expect([unknown.status, unknown.code]).toEqual([422, 'validation_failed']);
+    const serie = await patch({ settings: { series: { ingreso: 'S'.repeat(26) } } });
+    expect([serie.status, serie.code]).toEqual([422, 'fiscal_rules_failed']);
+    expect(JSON.stringify(serie.body.error?.details)).toContain('settings.series');
+    expect((await call(orgKey, 'PATCH', `/v1/organizations/${id}`, { settings: {} })).status).toBe(401);
+
+    const set = await patch({
+      settings: {
+        series: { ingreso: 'H' },
+        concepto: { claveProdServ: '90111500', claveUnidad: 'E48', descripcion: 'Servicio de hospedaje' },
+        publicoGeneral: { mode: 'global' },
+      },
+    });
+    expect(set.status).toBe(200);
+    expect(set.body.settings).toEqual({
+      series: { ingreso: 'H', egreso: 'NC', pago: 'P' },
+      publicoGeneral: { mode: 'global', periodicidad: '01' },
+      concepto: { claveProdServ: '90111500', claveUnidad: 'E48', descripcion: 'Servicio de hospedaje' },
+    });
+    // Its sales: in its serie, with its concepto; one without the customer's data is a ticket.
+    const receptor = {
+      rfc: 'EKU9003173C9',
+      nombre: 'ESCUELA KEMPER URGATE',
+      codigoPostal: '42501',
+      regimenFiscal: '601',
+      usoCfdi: 'G03',
+    };
+    const invoiced = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'SET-1', receptor });
+    const xml = await got(`${api.url}/v1/invoices/${(invoiced.body.invoices as { id: string }[])[0]!.id}/xml`, {
+      headers: { authorization: `Bearer ${orgKey}` },
+    }).text();
+    expect(xml).toMatch(/Serie="H" Folio="1"/);
+    expect(xml).toContain('ClaveProdServ="90111500"');
+    expect(xml).toContain('Descripcion="Servicio de hospedaje"');
+    const ticket = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'SET-2' });
+    expect(ticket.body.ticket).toMatchObject({ status: 'open' });
+    // The home organization's settings are the deployment's, unchanged.
+    const home = await call(KEYS.pos, 'POST', '/v1/payments', { ...sale, externalId: 'SET-2' });
+    expect(home.body.ticket).toBeUndefined();
+    expect((home.body.invoices as unknown[]).length).toBe(1);
+
+    // null gives a field back to the deployment.
+    const back = await patch({ settings: { series: { ingreso: null }, publicoGeneral: { mode: null } } });
+    expect(back.body.settings).toMatchObject({
+      series: { ingreso: 'A' },
+      publicoGeneral: { mode: 'per-payment' },
+      concepto: { descripcion: 'Servicio de hospedaje' },
+    });
+    const again = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'SET-3' });
+    expect((again.body.invoices as unknown[]).length).toBe(1);
   });
 });

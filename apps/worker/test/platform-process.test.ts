@@ -123,7 +123,11 @@ describe('platform mode, the processes', () => {
   });
 
   it("closes the organization's period into its own factura global, and says how late each organization's is", async () => {
-    const { key } = other!;
+    const { key, id } = other!;
+    // Its own serie: the worker's close timer issues its global there.
+    expect(
+      (await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, { settings: { series: { ingreso: 'G' } } })).status,
+    ).toBe(200);
     const twoDaysAgo = new Date(Date.now() - 2 * 86_400_000).toISOString();
     for (const [externalId, amount] of [
       ['TILL-1', '116.00'],
@@ -147,6 +151,7 @@ describe('platform mode, the processes', () => {
     });
     expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
     expect(xml.body).toContain('<cfdi:InformacionGlobal');
+    expect(xml.body).toMatch(/Serie="G" Folio="1"/);
     expect(await globalsOf(API_KEY)).toEqual([]);
 
     // One series an organization: the other's is 0 once its global is stamped, the home one's too.

@@ -1,7 +1,8 @@
 /**
  * `/v1/organizations`: platform mode's management API, for the platform key alone (PLATFORM_KEY):
  * make an organization (an emisor: RFC, name, régimen, LugarExpedicion), list and read them, give
- * one its first API keys, store its CSD and its Stripe and Mercado Pago accounts. Everything else an organization does, its own keys do
+ * one its first API keys, set its own settings (series, público en general, concepto), store its CSD
+ * and its Stripe and Mercado Pago accounts. Everything else an organization does, its own keys do
  * (docs/organizations.md).
  */
 import type { X509Certificate } from 'node:crypto';
@@ -12,12 +13,20 @@ import { CfdiError, fiscalSettingsProblems, type OperatorCatalogs } from '@timbr
 import { sealCsd, type KeyVault } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { CsdAlreadyStored, listCsds, storeCsd } from '@timbra/db/csds';
+import { ensureSeries } from '@timbra/db/invoices';
 import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES } from '@timbra/db/keys';
 import {
   createOrganization,
   listOrganizations,
+  effectiveSettings,
+  mergeSettings,
+  ORGANIZATION_SETTINGS,
   organizationById,
+  organizationSettings,
   providerAccountsOf,
+  saveOrganizationSettings,
+  type EffectiveSettings,
+  type OrganizationFacts,
   type Organization,
   type OrganizationClients,
   type ProviderAccount,
@@ -35,10 +44,12 @@ export interface OrganizationRoutesDeps {
   clients: OrganizationClients;
   /** PLATFORM_KEY; undefined: platform mode is off (every route answers 404 platform_mode_off). */
   platformKey: string | undefined;
-  /** The series a new organization takes its folios in (SERIE_INGRESO, SERIE_EGRESO, SERIE_PAGO). */
-  series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[];
-  /** What every organization's documents carry besides its own facts (checked with them). */
-  fiscal: { claveProdServ: string; claveUnidad: string; catalogs?: OperatorCatalogs | undefined };
+  /**
+   * The deployment's settings (SERIE_*, PUBLICO_GENERAL_*, CONCEPTO_*): what an organization invoices
+   * with where it sets nothing of its own (PATCH), checked with its facts.
+   */
+  defaults: EffectiveSettings;
+  catalogs?: OperatorCatalogs | undefined;
   vault: KeyVault | undefined;
   /** The SAT's CA certificates an uploaded CSD must chain to; undefined: the chain is not checked. */
   trustedCas?: readonly X509Certificate[] | undefined;
@@ -86,6 +97,7 @@ function platformKeyOnly(deps: OrganizationRoutesDeps) {
 
 function organizationView(
   o: Organization,
+  settings: EffectiveSettings,
   csds: Awaited<ReturnType<typeof listCsds>>,
   providers: readonly ProviderAccount[],
 ) {
@@ -96,6 +108,7 @@ function organizationView(
     regimenFiscal: o.regimenFiscal,
     lugarExpedicion: o.lugarExpedicion,
     createdAt: o.createdAt.toISOString(),
+    settings,
     csds: csds.map((c) => ({
       noCertificado: c.noCertificado,
       validFrom: c.validFrom.toISOString(),
@@ -108,32 +121,52 @@ function organizationView(
   };
 }
 
-/** The facts' problems against the SAT's rules (cfdi-core's one owner), as 422 details. */
-function factsProblems(
-  facts: z.infer<typeof FACTS>,
-  deps: OrganizationRoutesDeps,
+/** The facts' and settings' problems against the SAT's rules (cfdi-core's one owner), as 422 details. */
+function fiscalProblems(
+  facts: OrganizationFacts,
+  settings: EffectiveSettings,
+  catalogs: OperatorCatalogs | undefined,
 ): { path: string; message: string }[] {
   const problems = fiscalSettingsProblems(
     {
       emisorRfc: facts.rfc,
       regimenFiscal: facts.regimenFiscal,
       lugarExpedicion: facts.lugarExpedicion,
-      claveProdServ: deps.fiscal.claveProdServ,
-      claveUnidad: deps.fiscal.claveUnidad,
-      periodicidad: undefined,
+      claveProdServ: settings.concepto.claveProdServ,
+      claveUnidad: settings.concepto.claveUnidad,
+      periodicidad: settings.publicoGeneral.periodicidad,
+      series: [settings.series.ingreso, settings.series.egreso, settings.series.pago],
     },
     {
       emisorRfc: 'rfc',
       regimenFiscal: 'regimenFiscal',
       lugarExpedicion: 'lugarExpedicion',
-      claveProdServ: 'CONCEPTO_CLAVE_PROD_SERV',
-      claveUnidad: 'CONCEPTO_CLAVE_UNIDAD',
-      periodicidad: 'PUBLICO_GENERAL_PERIODICIDAD',
-      series: 'series',
+      claveProdServ: 'settings.concepto.claveProdServ',
+      claveUnidad: 'settings.concepto.claveUnidad',
+      periodicidad: 'settings.publicoGeneral.periodicidad',
+      series: 'settings.series',
     },
-    deps.fiscal.catalogs,
+    catalogs,
   );
-  return problems.map((line) => ({ path: /^(\w+)/.exec(line)?.[1] ?? 'body', message: line }));
+  return problems.map((line) => ({ path: /^([\w.]+)/.exec(line)?.[1] ?? 'body', message: line }));
+}
+
+/** The series an organization invoices in, as the folio counters know them. */
+const seriesOf = (settings: EffectiveSettings) =>
+  [
+    { serie: settings.series.ingreso, kind: 'I' },
+    { serie: settings.series.egreso, kind: 'E' },
+    { serie: settings.series.pago, kind: 'P' },
+  ] as const;
+
+/** An organization as the platform key sees it: its facts, settings, CSDs and provider accounts (no secret). */
+async function describe(deps: OrganizationRoutesDeps, o: Organization) {
+  return organizationView(
+    o,
+    effectiveSettings(await organizationSettings(deps.owner, o.id), deps.defaults),
+    await listCsds(deps.owner, o.id, new Date()),
+    await providerAccountsOf(deps.owner, o.id),
+  );
 }
 
 export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
@@ -146,17 +179,15 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
     if (!organization) throw new ApiError('not_found');
     return organization;
   };
-  // An organization as the platform key sees it: its facts, CSDs and provider accounts (no secret).
-  const described = async (o: Organization) =>
-    organizationView(o, await listCsds(deps.owner, o.id, new Date()), await providerAccountsOf(deps.owner, o.id));
+  const described = (o: Organization) => describe(deps, o);
 
   router.post('/', async (req: Request, res: Response) => {
     const parsed = FACTS.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     const facts = { ...parsed.data, rfc: parsed.data.rfc.toUpperCase() };
-    const problems = factsProblems(facts, deps);
+    const problems = fiscalProblems(facts, deps.defaults, deps.catalogs);
     if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems);
-    const made = await createOrganization(deps.owner, facts, deps.series);
+    const made = await createOrganization(deps.owner, facts, seriesOf(deps.defaults));
     if (made.conflict)
       throw new ApiError('organization_exists', undefined, [
         { path: 'rfc', message: `organization ${made.organization.id} has this RFC` },
@@ -174,6 +205,15 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
 
   router.get('/:id', async (req: Request, res: Response) => {
     const organization = await found(String(req.params.id));
+    res.json(await described(organization));
+  });
+
+  // Its own settings over the deployment's: checked with its facts, its new series' counters made,
+  // its API rebuilt with them. A field set to null takes the deployment's again.
+  router.patch('/:id', async (req: Request, res: Response) => {
+    const organization = await found(String(req.params.id));
+    await updateSettings(deps, organization, req.body);
+    deps.changed(organization.id);
     res.json(await described(organization));
   });
 
@@ -202,6 +242,20 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
 
   providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed: deps.changed });
   return router;
+}
+
+/** `changes` over the organization's settings: checked with its facts, stored with its new series' counters. */
+async function updateSettings(deps: OrganizationRoutesDeps, organization: Organization, body: unknown): Promise<void> {
+  const parsed = z.object({ settings: ORGANIZATION_SETTINGS }).strict().safeParse(body);
+  if (!parsed.success) throw validation(parsed.error);
+  const merged = mergeSettings(await organizationSettings(deps.owner, organization.id), parsed.data.settings);
+  const effective = effectiveSettings(merged, deps.defaults);
+  const problems = fiscalProblems(organization, effective, deps.catalogs);
+  if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems);
+  await deps.owner.$transaction(async (tx) => {
+    await saveOrganizationSettings(tx, organization.id, merged);
+    await ensureSeries(tx, organization.id, seriesOf(effective));
+  });
 }
 
 /** A CSD uploaded for `organization`: checked as `ops csd:upload` checks it, sealed by VAULT_KEYS, stored. */

@@ -13,7 +13,14 @@ import type { Csd } from '@timbra/cfdi-core';
 import { emisorCsd, type KeyVault } from '@timbra/cfdi-node';
 import { activeCsd } from '@timbra/db/csds';
 import { hashApiKey, keyOrganization } from '@timbra/db/keys';
-import { organizationById, type OrganizationClients, type OrganizationFacts } from '@timbra/db/organizations';
+import {
+  effectiveSettings,
+  organizationById,
+  organizationSettings,
+  type EffectiveSettings,
+  type OrganizationClients,
+  type OrganizationFacts,
+} from '@timbra/db/organizations';
 import { createApp, type AppDeps } from '../app.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
 import { ApiError } from '../http/errors.ts';
@@ -90,15 +97,22 @@ export interface ProviderClients {
 
 /**
  * How another organization's API is built: the home API's dependencies, on the organization's
- * client, with its facts, the stored CSD active now (409 organization_without_csd before it has
- * one) and its own provider accounts (without one, that provider's webhook answers 503
+ * client, with its facts, its own settings over the deployment's, the stored CSD active now (409
+ * organization_without_csd before it has one) and its own provider accounts (without one, that provider's webhook answers 503
  * webhook_not_configured). /facturar and the dashboard stay the home organization's.
  */
 export function organizationApis(options: {
   clients: OrganizationClients;
   vault: KeyVault | undefined;
   home: AppDeps;
-  paymentsOf: (organizationId: string, facts: OrganizationFacts, csd: Csd) => RecordPaymentDeps;
+  /** The deployment's settings, under the organization's own. */
+  defaults: EffectiveSettings;
+  paymentsOf: (
+    organizationId: string,
+    facts: OrganizationFacts,
+    csd: Csd,
+    settings: EffectiveSettings,
+  ) => RecordPaymentDeps;
   providers: ProviderClients;
 }): (organizationId: string) => Promise<RequestHandler> {
   return async (organizationId) => {
@@ -109,10 +123,11 @@ export function organizationApis(options: {
     if (!stored) throw new ApiError('organization_without_csd');
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
     const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
+    const settings = effectiveSettings(await organizationSettings(client, organizationId), options.defaults);
     return createApp({
       ...options.home,
       prisma: client,
-      payments: options.paymentsOf(organizationId, facts, opened!.csd),
+      payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,
       stripe: {
         ...options.home.stripe,

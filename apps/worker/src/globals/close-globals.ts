@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OperatorCatalogs } from '@timbra/cfdi-core';
 import { emisorById } from '@timbra/db/invoices';
+import { organizationSettings } from '@timbra/db/organizations';
 import { globalLag, issueDueGlobals, type IssuedGlobal } from '@timbra/globals';
 import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
 
@@ -17,7 +18,7 @@ export interface GlobalCloserDeps {
   /** Visits each organization (its client and CSD; without a CSD its periods only wait, the gauge says so). */
   each: EachOrganization;
   catalogs?: OperatorCatalogs | undefined;
-  /** SERIE_INGRESO, GLOBAL_MAX_CONCEPTOS, GLOBAL_CLOSE_DELAY_MINUTES (in ms). */
+  /** SERIE_INGRESO (an organization's own serie first), GLOBAL_MAX_CONCEPTOS, GLOBAL_CLOSE_DELAY_MINUTES (in ms). */
   serieIngreso: string;
   maxConceptosPerGlobal: number;
   closeDelayMs: number;
@@ -54,13 +55,15 @@ export async function closeGlobalsOnce(
   const { prisma, csd, organizationId } = org;
   const emisor = await emisorById(prisma, organizationId);
   if (!emisor) return []; // the API has not started yet: no emisor, no tickets
+  // The organization's own serie (PATCH /v1/organizations/:id), else the deployment's SERIE_INGRESO.
+  const own = await organizationSettings(prisma, organizationId);
   const issued = csd
     ? await issueDueGlobals(
         prisma,
         {
           emisorId: emisor.id,
           emisor,
-          serieIngreso: deps.serieIngreso,
+          serieIngreso: own.series?.ingreso ?? deps.serieIngreso,
           maxConceptosPerGlobal: deps.maxConceptosPerGlobal,
           csd,
           catalogs: deps.catalogs,

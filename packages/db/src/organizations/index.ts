@@ -34,3 +34,12 @@ export {
   type Provider,
   type ProviderAccount,
 } from './provider-accounts.ts';
+export {
+  effectiveSettings,
+  mergeSettings,
+  ORGANIZATION_SETTINGS,
+  organizationSettings,
+  saveOrganizationSettings,
+  type EffectiveSettings,
+  type OrganizationSettings,
+} from './settings.ts';

@@ -1,0 +1,92 @@
+/**
+ * What an organization sets for itself in platform mode (`emisores.settings`, migration
+ * 20261228000000): its series, its público en general mode and periodicidad, its concepto. Each field
+ * it leaves out takes the deployment's setting (SERIE_*, PUBLICO_GENERAL_*, CONCEPTO_*), so an
+ * organization that sets nothing invoices as the home organization does. This module owns the shape
+ * and how the two combine; the SAT's rules on the result are cfdi-core's (fiscalSettingsProblems).
+ */
+import { z } from 'zod';
+import type { PrismaClient } from '../generated/client.ts';
+
+const PERIODICIDAD = z.enum(['01', '02', '03', '04', '05']);
+
+/** What an organization may set (every field optional; `null` clears one back to the deployment's). */
+export const ORGANIZATION_SETTINGS = z
+  .object({
+    series: z
+      .object({ ingreso: z.string().nullable(), egreso: z.string().nullable(), pago: z.string().nullable() })
+      .partial()
+      .strict(),
+    publicoGeneral: z
+      .object({ mode: z.enum(['per-payment', 'global']).nullable(), periodicidad: PERIODICIDAD.nullable() })
+      .partial()
+      .strict(),
+    concepto: z
+      .object({
+        claveProdServ: z.string().nullable(),
+        claveUnidad: z.string().nullable(),
+        descripcion: z.string().min(1).max(1000).nullable(),
+      })
+      .partial()
+      .strict(),
+  })
+  .partial()
+  .strict();
+export type OrganizationSettings = z.infer<typeof ORGANIZATION_SETTINGS>;
+
+/** The settings an organization invoices with: its own, else the deployment's. */
+export interface EffectiveSettings {
+  series: { ingreso: string; egreso: string; pago: string };
+  publicoGeneral: { mode: 'per-payment' | 'global'; periodicidad: string | undefined };
+  concepto: { claveProdServ: string; claveUnidad: string; descripcion: string };
+}
+
+type Section = keyof EffectiveSettings;
+
+/** `changes` over `stored`, field by field; a `null` removes the field (the deployment's again). */
+export function mergeSettings(stored: OrganizationSettings, changes: OrganizationSettings): OrganizationSettings {
+  const merged: Record<string, Record<string, unknown>> = {};
+  for (const section of ['series', 'publicoGeneral', 'concepto'] as const) {
+    const fields = { ...stored[section], ...changes[section] } as Record<string, unknown>;
+    for (const [k, v] of Object.entries(fields)) if (v === null || v === undefined) delete fields[k];
+    if (Object.keys(fields).length > 0) merged[section] = fields;
+  }
+  return merged;
+}
+
+/** One section of the organization's own settings over the deployment's. */
+function effectiveSection<S extends Section>(
+  stored: OrganizationSettings,
+  section: S,
+  defaults: EffectiveSettings[S],
+): EffectiveSettings[S] {
+  const own = Object.fromEntries(Object.entries(stored[section] ?? {}).filter(([, v]) => v !== null));
+  return { ...defaults, ...own };
+}
+
+/** The organization's own settings over the deployment's `defaults`. */
+export function effectiveSettings(stored: OrganizationSettings, defaults: EffectiveSettings): EffectiveSettings {
+  return {
+    series: effectiveSection(stored, 'series', defaults.series),
+    publicoGeneral: effectiveSection(stored, 'publicoGeneral', defaults.publicoGeneral),
+    concepto: effectiveSection(stored, 'concepto', defaults.concepto),
+  };
+}
+
+/** The organization's own settings as stored ({} when it set none, or the session cannot see it). */
+export async function organizationSettings(
+  db: Pick<PrismaClient, 'emisor'>,
+  organizationId: string,
+): Promise<OrganizationSettings> {
+  const row = await db.emisor.findUnique({ where: { id: organizationId }, select: { settings: true } });
+  return ORGANIZATION_SETTINGS.parse(row?.settings ?? {});
+}
+
+/** Stores the organization's settings (the owner's client: an organization's row is the owner's to write). */
+export async function saveOrganizationSettings(
+  owner: Pick<PrismaClient, 'emisor'>,
+  organizationId: string,
+  settings: OrganizationSettings,
+): Promise<void> {
+  await owner.emisor.update({ where: { id: organizationId }, data: { settings } });
+}
