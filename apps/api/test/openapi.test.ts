@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -7,7 +7,9 @@ import addFormatsModule from 'ajv-formats';
 import got, { type OptionsOfTextResponseBody, type Response } from 'got';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { LocalKeyVault } from '@timbra/cfdi-node';
 import { walkInvoiceTo } from '@timbra/db/testing';
+import { testCsdFiles } from '@timbra/test-support';
 import { createPaymentSchema } from '../src/payments/payment-routes.ts';
 import { createInstallmentSchema, createRefundSchema } from '../src/refunds-installments/refund-routes.ts';
 import { cancelInvoiceSchema } from '../src/invoices/cancellation-routes.ts';
@@ -61,6 +63,11 @@ function conforms(path: string, method: string, res: Response<string>): void {
     status,
     documented: true,
   });
+  if (status === '204') {
+    // No content: documented without one, and nothing sent.
+    expect({ operation: `${method} ${path}`, body: res.body }).toEqual({ operation: `${method} ${path}`, body: '' });
+    return;
+  }
   const type = String(res.headers['content-type'] ?? '').split(';')[0]!;
   let response = operation!.responses[status] as { $ref?: string; content?: Record<string, { schema: object }> };
   if (response.$ref) response = lookup(response.$ref) as typeof response;
@@ -619,8 +626,132 @@ describe('openapi.yaml', () => {
 
     conforms('/healthz', 'get', await request('get', '/healthz'));
     conforms('/readyz', 'get', await request('get', '/readyz'));
+    // Platform mode off (no PLATFORM_KEY): 404 platform_mode_off.
+    conforms('/v1/organizations', 'get', await request('get', '/v1/organizations', { headers: auth }));
+  });
 
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+  it("describes platform mode's operations: organizations and their own provider paths", async () => {
+    const platformKey = `tk_platform_${randomBytes(24).toString('base64url')}`;
+    const vault = LocalKeyVault.fromFile(`test:${randomBytes(32).toString('base64')}`);
+    const platform = await startApi({ platform: { key: platformKey, vault } });
+    const on = (
+      method: 'get' | 'post' | 'patch' | 'put' | 'delete',
+      url: string,
+      options: OptionsOfTextResponseBody = {},
+    ) => got(`${platform.url}${url}`, { ...options, method, throwHttpErrors: false });
+    const pk = { authorization: `Bearer ${platformKey}` };
+    const unknown = randomUUID();
+    try {
+      const facts = {
+        rfc: 'CACX7605101P8',
+        nombre: 'XOCHILT CASAS CHAVEZ',
+        regimenFiscal: '612',
+        lugarExpedicion: '36257',
+      };
+      const make = (json: object, headers = pk) => on('post', '/v1/organizations', { json, headers });
+      const made = await make(facts);
+      expect(made.statusCode).toBe(201);
+      for (const answer of [made, await make(facts), await make({ ...facts, nombre: 'X' }), await make({ rfc: 'X' })])
+        conforms('/v1/organizations', 'post', answer);
+      conforms('/v1/organizations', 'post', await make(facts, auth));
+      conforms('/v1/organizations', 'get', await on('get', '/v1/organizations?limit=1', { headers: pk }));
+      conforms('/v1/organizations', 'get', await on('get', '/v1/organizations?limit=0', { headers: pk }));
+      const id = (JSON.parse(made.body) as { id: string }).id;
+      const one = `/v1/organizations/${id}`;
+      conforms('/v1/organizations/{id}', 'get', await on('get', one, { headers: pk }));
+      conforms('/v1/organizations/{id}', 'get', await on('get', `/v1/organizations/${unknown}`, { headers: pk }));
+      const settings = {
+        series: { ingreso: 'OA' },
+        publicoGeneral: { mode: 'global' },
+        concepto: { descripcion: null },
+      };
+      const patched = await on('patch', one, { json: { settings }, headers: pk });
+      expect(patched.statusCode).toBe(200);
+      conforms('/v1/organizations/{id}', 'patch', patched);
+      conforms(
+        '/v1/organizations/{id}',
+        'patch',
+        await on('patch', one, { json: { settings: { x: 1 } }, headers: pk }),
+      );
+      const key = await on('post', `${one}/keys`, { json: { name: 'pos' }, headers: pk });
+      expect(key.statusCode).toBe(201);
+      conforms('/v1/organizations/{id}/keys', 'post', key);
+      conforms(
+        '/v1/organizations/{id}/keys',
+        'post',
+        await on('post', `${one}/keys`, { json: { name: 'pos' }, headers: pk }),
+      );
+      const f = testCsdFiles('CACX7605101P8');
+      const upload = {
+        certificate: Buffer.from(f.cer).toString('base64'),
+        privateKey: Buffer.from(f.key).toString('base64'),
+        password: f.password,
+      };
+      const csd = await on('post', `${one}/csds`, { json: upload, headers: pk });
+      expect(csd.statusCode).toBe(201);
+      conforms('/v1/organizations/{id}/csds', 'post', csd);
+      conforms('/v1/organizations/{id}/csds', 'post', await on('post', `${one}/csds`, { json: upload, headers: pk }));
+      conforms(
+        '/v1/organizations/{id}/csds',
+        'post',
+        await on('post', `${one}/csds`, { json: { ...upload, password: 'mala' }, headers: pk }),
+      );
+
+      const account = (provider: string, json: object) =>
+        on('put', `${one}/providers/${provider}`, { json, headers: pk });
+      const secret = `whsec_${randomBytes(12).toString('hex')}`;
+      const stripe = await account('stripe', { webhookSecret: secret, apiKey: 'sk_test_openapi_key' });
+      expect(stripe.statusCode).toBe(200);
+      conforms('/v1/organizations/{id}/providers/{provider}', 'put', stripe);
+      conforms('/v1/organizations/{id}/providers/{provider}', 'put', await account('stripe', { webhookSecret: 'x' }));
+      conforms(
+        '/v1/organizations/{id}/providers/{provider}',
+        'delete',
+        await on('delete', `${one}/providers/mercadopago`, { headers: pk }),
+      );
+      await account('mercadopago', { webhookSecret: 'mp-openapi-secret', apiKey: 'TEST-openapi-token' });
+      conforms(
+        '/v1/organizations/{id}/providers/{provider}',
+        'delete',
+        await on('delete', `${one}/providers/mercadopago`, { headers: pk }),
+      );
+
+      // The organization's own provider paths.
+      const delivery = stripeDelivery(paymentIntentSucceeded({ amount: 11600 }), { secret });
+      const toStripe = (organization: string, signature: string) =>
+        on('post', `/webhooks/stripe/${organization}`, {
+          body: delivery.body,
+          headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+        });
+      const taken = await toStripe(id, delivery.signature);
+      expect(taken.statusCode).toBe(200);
+      conforms('/webhooks/stripe/{organizationId}', 'post', taken);
+      conforms(
+        '/webhooks/stripe/{organizationId}',
+        'post',
+        await toStripe(id, stripeDelivery({ id: 'evt_x' }).signature),
+      );
+      conforms('/webhooks/stripe/{organizationId}', 'post', await toStripe(unknown, delivery.signature));
+      conforms(
+        '/webhooks/mercadopago/{organizationId}',
+        'post',
+        await on('post', `/webhooks/mercadopago/${id}?data.id=1&type=payment`, {
+          json: { type: 'payment', data: { id: '1' } },
+          headers: { 'x-signature': 'ts=1,v1=00', 'x-request-id': 'r' },
+        }),
+      );
+    } finally {
+      await platform.close();
+    }
+  });
+
+  it('calls every documented operation', () => {
+    const methods = ['get', 'post', 'put', 'patch', 'delete'];
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops)
+        .filter((m) => methods.includes(m))
+        .map((m) => `${m} ${path}`),
+    );
     expect(documented.filter((op) => !called.has(op))).toEqual([]);
   });
 });
