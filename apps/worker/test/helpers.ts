@@ -135,6 +135,50 @@ export async function testEmisor(prisma: PrismaClient): Promise<{ id: string }> 
   });
 }
 
+/** An organization as the tests make it: its emisor row's facts. */
+export interface TestOrganization {
+  id: string;
+  rfc: 'EKU9003173C9' | 'CACX7605101P8';
+  nombre: string;
+  regimenFiscal: string;
+  cp: string;
+}
+
+let organizationFolio = 0;
+/**
+ * A pending Ingreso of `org` (serie W), frozen with its own CSD, written on `prisma` — its own
+ * client — as the API writes it (the invoice and its outbox row). Returns the invoice's id.
+ */
+export async function pendingInvoiceOf(prisma: PrismaClient, org: TestOrganization): Promise<string> {
+  const n = ++organizationFolio;
+  const frozen = freezeSample(
+    {
+      sourceId: `org-${n}-${Date.now()}`,
+      serie: 'W',
+      folio: String(n),
+      lugarExpedicion: org.cp,
+      emisor: { rfc: org.rfc, nombre: org.nombre, regimenFiscal: org.regimenFiscal },
+    },
+    loadTestCsd(org.rfc),
+  );
+  const [invoiceId] = await prisma.$transaction((tx) =>
+    insertInvoices(tx, org.id, [
+      {
+        kind: 'I',
+        serie: 'W',
+        folio: n,
+        paymentId: null,
+        stampKey: frozen.stampKey,
+        moneda: 'MXN',
+        status: 'pending',
+        frozen,
+        totals: frozen,
+      },
+    ]),
+  );
+  return invoiceId!;
+}
+
 /** Writes an emisor (once), an invoice with a frozen CFDI issued a minute ago, and its pending outbox row. */
 export async function pendingInvoice(
   prisma: PrismaClient,

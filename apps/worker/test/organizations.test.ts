@@ -7,7 +7,6 @@ import { pino } from 'pino';
 import { parseStampedCfdi, STAMP_WINDOW_MS } from '@timbra/cfdi-core';
 import { LOOPBACK_RANGES, newEndpointSecret } from '@timbra/db/deliveries';
 import { type PrismaClient } from '@timbra/db';
-import { insertInvoices } from '@timbra/db/invoices';
 import {
   backlogOf,
   correctionOrganizations,
@@ -17,14 +16,21 @@ import {
   pendingOrganizations,
 } from '@timbra/db/organizations';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { freezeSample, loadTestCsd, testCsdFiles } from '@timbra/test-support';
+import { loadTestCsd, testCsdFiles } from '@timbra/test-support';
 import { DEFAULT_RETENTION } from '@timbra/db/retention';
 import { Dispatcher } from '../src/deliveries/dispatcher.ts';
 import { pruneEveryOrganization } from '../src/operations/retention.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import { PacChain } from '../src/stamping/pac-chain.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
-import { eventually, redisFor, startSandboxProcess, testWorker, type SandboxProcess } from './helpers.ts';
+import {
+  eventually,
+  pendingInvoiceOf,
+  redisFor,
+  startSandboxProcess,
+  testWorker,
+  type SandboxProcess,
+} from './helpers.ts';
 
 // Platform mode's worker: one process stamping for two organizations, each on its own client (row-
 // level security holds it to its rows), each document sealed by its own emisor. The home
@@ -81,38 +87,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-let folio = 0;
 /** A pending Ingreso of `org`, frozen with its own CSD, written on its own client as the API writes it. */
-async function pendingOf(org: Org): Promise<string> {
-  folio++;
-  const frozen = freezeSample(
-    {
-      sourceId: `org-${folio}-${Date.now()}`,
-      serie: 'W',
-      folio: String(folio),
-      lugarExpedicion: org.cp,
-      emisor: { rfc: org.rfc, nombre: org.nombre, regimenFiscal: org.regimenFiscal },
-    },
-    loadTestCsd(org.rfc),
-  );
-  const prisma = clients.for(org.id);
-  const [invoiceId] = await prisma.$transaction((tx) =>
-    insertInvoices(tx, org.id, [
-      {
-        kind: 'I',
-        serie: 'W',
-        folio,
-        paymentId: null,
-        stampKey: frozen.stampKey,
-        moneda: 'MXN',
-        status: 'pending',
-        frozen,
-        totals: frozen,
-      },
-    ]),
-  );
-  return invoiceId!;
-}
+const pendingOf = (org: Org) => pendingInvoiceOf(clients.for(org.id), org);
 
 /** A worker (not running) for both organizations, the others' clients opened without a CSD. */
 const platformWorker = (overrides: Parameters<typeof testWorker>[1] = {}) =>

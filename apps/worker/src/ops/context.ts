@@ -92,6 +92,55 @@ export async function db(): Promise<PrismaClient> {
   return prismaClient;
 }
 
+/**
+ * A client of one organization: its role and session (row-level security, and its id as the default
+ * of every row written), as the apps write. What the commands that write run on: the owner's session
+ * names no organization, and a platform's database holds many.
+ */
+const organizationClients = new Map<string, PrismaClient>();
+export async function organizationDb(organizationId: string): Promise<PrismaClient> {
+  let client = organizationClients.get(organizationId);
+  if (!client) {
+    const { DATABASE_URL } = await config();
+    client = (await dbLib.client()).createPrisma(DATABASE_URL, { poolSize: 1, organization: organizationId });
+    organizationClients.set(organizationId, client);
+  }
+  return client;
+}
+
+/**
+ * The organization `given` names (its id or RFC), else EMISOR_RFC's, else the only one there is;
+ * a usage error when none matches or several could.
+ */
+export async function organizationNamed(given: string | undefined): Promise<{ id: string; rfc: string }> {
+  const owner = await db();
+  const wanted = given ?? env().EMISOR_RFC;
+  const { isUuid } = await dbLib.client();
+  const rows = wanted
+    ? await owner.emisor.findMany({
+        where: isUuid(wanted.toLowerCase()) ? { id: wanted.toLowerCase() } : { rfc: wanted.toUpperCase() },
+        select: { id: true, rfc: true },
+      })
+    : await owner.emisor.findMany({ select: { id: true, rfc: true }, take: 2 });
+  if (rows.length === 1) return rows[0]!;
+  if (wanted) throw new UsageError(`--organization: no organization ${wanted} (its id or RFC)`);
+  throw new UsageError(
+    rows.length === 0
+      ? 'no organization in the database yet: the API makes the first at its start'
+      : 'several organizations: name one with --organization <id or RFC> (or set EMISOR_RFC)',
+  );
+}
+
+/** The organization a row of `table` belongs to, as the owner sees it; undefined when there is no such row. */
+export async function organizationOfRow(table: 'outbox' | 'deliveries', id: string): Promise<string | undefined> {
+  const owner = await db();
+  const row =
+    table === 'outbox'
+      ? await owner.outboxRow.findUnique({ where: { id }, select: { organizationId: true } })
+      : await owner.delivery.findUnique({ where: { id }, select: { organizationId: true } });
+  return row?.organizationId;
+}
+
 /** The stamp-dlq queue, for settling letters after a re-drive; undefined when Redis does not answer. */
 export async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Promise<void> } | undefined> {
   const { REDIS_URL, REDIS_CLUSTER, QUEUE_PREFIX } = await config();
@@ -126,4 +175,6 @@ export async function deadLetterQueue(): Promise<{ dlq: Queue; close: () => Prom
 export async function closeAll(): Promise<void> {
   await prismaClient?.$disconnect();
   prismaClient = undefined;
+  for (const client of organizationClients.values()) await client.$disconnect();
+  organizationClients.clear();
 }

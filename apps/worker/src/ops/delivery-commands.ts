@@ -2,7 +2,7 @@
 import { userInfo } from 'node:os';
 import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
-import { dbLib, UsageError, uuidArg, out, db, setExitCode, env } from './context.ts';
+import { dbLib, UsageError, uuidArg, out, db, setExitCode, env, organizationDb, organizationOfRow } from './context.ts';
 
 /** `deliveries:list`: emails and webhooks not delivered (dead by default: they wait for a person), newest first. */
 function deliveriesList(program: Command): void {
@@ -62,7 +62,9 @@ function deliveriesReplay(program: Command): void {
       const by = `ops:${env().TIMBRA_OPERATOR ?? userInfo().username}`;
       const results = [];
       for (const id of ids) {
-        const replay = await replayDelivery(prisma, id, by);
+        // Written in the delivery's organization's name (the replay is its row).
+        const organization = await organizationOfRow('deliveries', id);
+        const replay = await replayDelivery(organization ? await organizationDb(organization) : prisma, id, by);
         results.push(
           !replay
             ? { id, ok: false, reason: 'no such delivery' }

@@ -1,7 +1,18 @@
 /** `npm run ops --` commands: The outbox and its dead letters: counts, the letters, re-drives. */
 import { userInfo } from 'node:os';
 import { type Command } from 'commander';
-import { dbLib, UsageError, uuidArg, out, db, deadLetterQueue, setExitCode, env } from './context.ts';
+import {
+  dbLib,
+  UsageError,
+  uuidArg,
+  out,
+  db,
+  deadLetterQueue,
+  setExitCode,
+  env,
+  organizationDb,
+  organizationOfRow,
+} from './context.ts';
 
 /** `outbox:stats`: outbox rows by status, and the age of the oldest not done. */
 function outboxStats(program: Command): void {
@@ -80,11 +91,15 @@ function dlqRetry(program: Command): void {
       const by = `ops:${env().TIMBRA_OPERATOR ?? userInfo().username}`;
       const results = [];
       try {
-        for (const id of ids)
+        for (const id of ids) {
+          // Written in the letter's organization's name (its history row is its own).
+          const organization = await organizationOfRow('outbox', id);
+          const on = organization ? await organizationDb(organization) : prisma;
           results.push({
             id,
-            ...(await redriveDeadLetter(prisma, id, { by, reason: options.reason, force: options.force }, queue?.dlq)),
+            ...(await redriveDeadLetter(on, id, { by, reason: options.reason, force: options.force }, queue?.dlq)),
           });
+        }
       } finally {
         await queue?.close();
       }
