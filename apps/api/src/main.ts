@@ -143,6 +143,8 @@ const board =
         password: config.DASHBOARD_PASSWORD,
         allowDlqRetry: config.DASHBOARD_ALLOW_DLQ_RETRY,
         onQueueError: queueError,
+        // Every organization's letters (the owner reads them all), each re-drive in its organization's name.
+        organizations: { owner, clientFor: (id) => clients.for(id) },
       })
     : undefined;
 if (!board) logger.info('queue dashboard off: DASHBOARD_USER / DASHBOARD_PASSWORD not set');

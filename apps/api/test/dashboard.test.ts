@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Queue } from 'bullmq';
+import { randomBytes } from 'node:crypto';
 import got from 'got';
 import { Redis } from 'ioredis';
 import { deadLetterOutboxRow, STAMP_DLQ, STAMP_QUEUE } from '@timbra/db/outbox';
 import { dashboard, dashboardJobName, redactForDashboard } from '../src/operations/dashboard.ts';
-import { jsonPoster, startApi, type TestApi } from './helpers.ts';
+import { LocalKeyVault } from '@timbra/cfdi-node';
+import { createPrisma, type PrismaClient } from '@timbra/db';
+import { OrganizationClients } from '@timbra/db/organizations';
+import { testCsdFiles } from '@timbra/test-support';
+import { jsonPoster, KEYS, startApi, type TestApi } from './helpers.ts';
 
 const prefix = `{timbra-dashboard-test-${process.pid}}`;
 const USER = 'ops';
@@ -201,6 +206,94 @@ describe('the dead-letters page (/admin/queues/dead-letters)', () => {
     expect((await readOnly.prisma.outboxRow.findUniqueOrThrow({ where: { id: letter.outboxId } })).status).toBe(
       'failed',
     );
+  });
+});
+
+describe('the dead-letters page in platform mode', () => {
+  const PLATFORM_KEY = `tk_platform_${randomBytes(24).toString('base64url')}`;
+  let platform: TestApi;
+  let withBoard: TestApi;
+  let clients: OrganizationClients;
+  let owner: PrismaClient;
+  let platformBoard: ReturnType<typeof dashboard>;
+  beforeAll(async () => {
+    platform = await startApi({
+      platform: { key: PLATFORM_KEY, vault: LocalKeyVault.fromFile(`test:${randomBytes(32).toString('base64')}`) },
+    });
+    clients = new OrganizationClients(platform.db.url, { poolSize: 2 });
+    owner = createPrisma(platform.db.url, { poolSize: 2 });
+    platformBoard = dashboard({
+      prisma: platform.prisma,
+      redis,
+      dlq,
+      prefix,
+      user: USER,
+      password: PASSWORD,
+      allowDlqRetry: true,
+      organizations: { owner, clientFor: (id) => clients.for(id) },
+    });
+    withBoard = await startApi({ dashboard: platformBoard.router, database: platform.db });
+  });
+  afterAll(async () => {
+    await platformBoard.close();
+    await withBoard.close();
+    await clients.close();
+    await owner.$disconnect();
+    await platform.close();
+  });
+
+  it("lists every organization's letters, each naming its organization, and re-drives one in its name", async () => {
+    const call = (key: string, path: string, json: object) =>
+      got
+        .post(`${platform.url}${path}`, { json, headers: { authorization: `Bearer ${key}` } })
+        .json<{ id: string; key?: string }>();
+    const org = await call(PLATFORM_KEY, '/v1/organizations', {
+      rfc: 'CACX7605101P8',
+      nombre: 'XOCHILT CASAS CHAVEZ',
+      regimenFiscal: '612',
+      lugarExpedicion: '36257',
+    });
+    const f = testCsdFiles('CACX7605101P8');
+    await call(PLATFORM_KEY, `/v1/organizations/${org.id}/csds`, {
+      certificate: Buffer.from(f.cer).toString('base64'),
+      privateKey: Buffer.from(f.key).toString('base64'),
+      password: f.password,
+    });
+    const { key } = await call(PLATFORM_KEY, `/v1/organizations/${org.id}/keys`, { name: 'pos' });
+    const letterOf = async (apiKey: string, prisma: PrismaClient, externalId: string) => {
+      const paid = await call(apiKey, '/v1/payments', {
+        externalId,
+        amount: '116.00',
+        currency: 'MXN',
+        occurredAt: new Date().toISOString(),
+      });
+      const row = await prisma.outboxRow.findFirstOrThrow({ where: { invoice: { paymentId: paid.id } } });
+      await deadLetterOutboxRow(prisma, { outboxId: row.id, invoiceId: row.invoiceId }, '402: refused');
+      return row.id;
+    };
+    const theirs = await letterOf(key!, clients.for(org.id), 'DLQ-ORG-1');
+    const ours = await letterOf(KEYS.pos, platform.prisma, 'DLQ-ORG-1');
+
+    const list = await get(withBoard, '/admin/queues/dead-letters', basic(USER, PASSWORD));
+    expect(list.body).toContain(`<tr data-outbox-id="${theirs}"><td data-organization="${org.id}">`);
+    expect(list.body).toContain(`<tr data-outbox-id="${ours}"><td data-organization="${platform.payments.emisorId}">`);
+
+    const letterPage = (await get(withBoard, `/admin/queues/dead-letters/${theirs}`, basic(USER, PASSWORD))).body;
+    expect(letterPage).toContain(org.id);
+    const token = /name="token" value="([^"]+)"/.exec(letterPage)![1]!;
+    const res = await got.post(`${withBoard.url}/admin/queues/dead-letters/${theirs}/retry`, {
+      form: { token, reason: 'PAC fixed' },
+      headers: { authorization: basic(USER, PASSWORD) },
+      throwHttpErrors: false,
+      followRedirect: false,
+    });
+    expect(res.statusCode).toBe(303);
+    // In its organization's name: its history, its row pending again; nothing in the home organization's.
+    expect(await clients.for(org.id).outboxRedrive.findMany({ where: { outboxId: theirs } })).toEqual([
+      expect.objectContaining({ by: `dashboard:${USER}`, reason: 'PAC fixed' }),
+    ]);
+    expect((await clients.for(org.id).outboxRow.findUniqueOrThrow({ where: { id: theirs } })).status).toBe('pending');
+    expect(await platform.prisma.outboxRedrive.count({ where: { outboxId: theirs } })).toBe(0);
   });
 });
 

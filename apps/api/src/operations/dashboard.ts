@@ -9,7 +9,7 @@ import { JOBS, STAMP_DLQ, STAMP_QUEUE, type DeadLetterQueue } from '@timbra/db/o
 import type { RedisConnection } from '@timbra/db/redis';
 import { ApiError } from '../http/errors.ts';
 import { redactForDashboard } from './dashboard-redact.ts';
-import { DEAD_LETTERS_PATH, deadLettersPage } from './dead-letters-page.ts';
+import { DEAD_LETTERS_PATH, deadLettersPage, type DeadLettersPageOptions } from './dead-letters-page.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
 
@@ -26,6 +26,11 @@ export interface DashboardOptions {
   allowDlqRetry: boolean;
   /** The board's own stamp queue's errors (Redis gone): without a listener BullMQ prints them raw to stderr. */
   onQueueError?: (error: Error, queue: string) => void;
+  /**
+   * Every organization's dead letters (platform mode): read with the database owner's client, each
+   * re-drive written on its letter's organization's client. Absent: `prisma`'s organization alone.
+   */
+  organizations?: DeadLettersPageOptions['organizations'];
 }
 
 export { redactForDashboard };
@@ -90,6 +95,7 @@ export function dashboard(options: DashboardOptions): { router: Router; close: (
   const board = serverAdapter.getRouter() as Router;
   const page = deadLettersPage({
     prisma: options.prisma,
+    ...(options.organizations ? { organizations: options.organizations } : {}),
     dlq: options.dlq,
     allowRetry: options.allowDlqRetry,
     secret: options.password,

@@ -2,7 +2,8 @@
  * The dead-letters page of the queue dashboard (`/admin/queues/dead-letters`, behind its Basic auth):
  * the dead letters as Postgres has them — serie-folio, invoice status, attempts, the failure — each
  * with its re-drive history, and a Retry (a re-drive, with an optional reason) when
- * DASHBOARD_ALLOW_DLQ_RETRY. Nothing on it deletes or edits anything. Plain server-rendered HTML:
+ * DASHBOARD_ALLOW_DLQ_RETRY. In platform mode every organization's letters, each naming its
+ * organization, each re-drive written in that organization's name. Nothing on it deletes or edits anything. Plain server-rendered HTML:
  * no script, every value escaped, RFCs and XML redacted as on the board.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -23,6 +24,11 @@ export const DEAD_LETTERS_PATH = 'dead-letters';
 
 export interface DeadLettersPageOptions {
   prisma: PrismaClient;
+  /**
+   * Platform mode: `owner` (the database owner's client) reads every organization's letters, and a
+   * re-drive is written on `clientFor` its letter's organization (its history row is its own).
+   */
+  organizations?: { owner: PrismaClient; clientFor: (organizationId: string) => PrismaClient };
   dlq: DeadLetterQueue;
   allowRetry: boolean;
   /** Keys the forms' anti-forgery tokens (the dashboard password: every API instance shares it). */
@@ -77,7 +83,8 @@ function crossSite(req: Request): boolean {
 }
 
 export function deadLettersPage(options: DeadLettersPageOptions): Router {
-  const { prisma } = options;
+  // What the page reads: every organization's rows in platform mode.
+  const prisma = options.organizations?.owner ?? options.prisma;
   const router = Router();
   const home = options.base.slice(0, options.base.lastIndexOf('/'));
   const send = (res: Response, status: number, title: string, body: string): void =>
@@ -118,7 +125,6 @@ export function deadLettersPage(options: DeadLettersPageOptions): Router {
 
 /** A re-drive asked from a letter's page: the form's token checked, the row sent back to the PAC. */
 async function retry(options: DeadLettersPageOptions, send: Send, req: Request, res: Response): Promise<void> {
-  const { prisma } = options;
   const id = String(req.params.id);
   if (!options.allowRetry)
     return send(res, 403, 'Retry is off', '<p>DASHBOARD_ALLOW_DLQ_RETRY is not true: nothing was changed.</p>');
@@ -127,7 +133,7 @@ async function retry(options: DeadLettersPageOptions, send: Send, req: Request, 
     return send(res, 403, 'Refused', '<p>The form was not this dashboard’s: nothing was changed.</p>');
   const reason = typeof body.reason === 'string' && body.reason.trim() ? body.reason.trim().slice(0, 500) : undefined;
   const result = await redriveDeadLetter(
-    prisma,
+    await writerOf(options, id),
     id,
     { by: `dashboard:${user(res)}`, reason, force: body.force === '1' },
     options.dlq,
@@ -148,11 +154,21 @@ async function retry(options: DeadLettersPageOptions, send: Send, req: Request, 
   res.redirect(303, `${options.base}/${id}?redriven=1`);
 }
 
+/** The client a re-drive of `outboxId` is written on: its organization's in platform mode. */
+async function writerOf(options: DeadLettersPageOptions, outboxId: string): Promise<PrismaClient> {
+  const platform = options.organizations;
+  if (!platform) return options.prisma;
+  const row = await platform.owner.outboxRow.findUnique({ where: { id: outboxId }, select: { organizationId: true } });
+  return row ? platform.clientFor(row.organizationId) : options.prisma;
+}
+
 function listHtml(
   options: DeadLettersPageOptions,
   rows: Awaited<ReturnType<typeof deadLetterRows>>,
   recent: Awaited<ReturnType<typeof recentRedrives>>,
 ): string {
+  // Platform mode: which organization each letter is (its id: GET /v1/organizations/:id).
+  const org = options.organizations !== undefined;
   return `<p>Outbox rows that failed for good, newest first: the record is Postgres, the <code>stamp-dlq</code> queue shows the same letters. ${
     options.allowRetry
       ? 'Open one to re-drive it: it goes back to the PAC with the same frozen bytes.'
@@ -161,11 +177,11 @@ function listHtml(
 ${
   rows.length === 0
     ? '<p class="ok">No dead letters.</p>'
-    : `<table><thead><tr><th>Serie-folio</th><th>Document</th><th>Invoice status</th><th>Failed at</th><th>Attempts</th><th>Failure</th><th>Re-drives</th><th></th></tr></thead><tbody>
+    : `<table><thead><tr>${org ? '<th>Organization</th>' : ''}<th>Serie-folio</th><th>Document</th><th>Invoice status</th><th>Failed at</th><th>Attempts</th><th>Failure</th><th>Re-drives</th><th></th></tr></thead><tbody>
 ${rows
   .map(
     (r) =>
-      `<tr data-outbox-id="${escape(r.id)}"><td class="dead">${escape(`${r.invoice.serie}-${r.invoice.folio}`)}</td><td>${escape(r.kind)} of ${escape(KIND[r.invoice.kind] ?? r.invoice.kind)}</td><td>${escape(r.invoice.status)}</td><td>${time(r.updatedAt)}</td><td>${r.attempts}</td><td>${shown(r.lastError)}</td><td>${r._count.redrives}</td><td><a href="${escape(`${options.base}/${r.id}`)}">${options.allowRetry ? 'Open / re-drive' : 'Open'}</a></td></tr>`,
+      `<tr data-outbox-id="${escape(r.id)}">${org ? `<td data-organization="${escape(r.organizationId)}">${escape(r.organizationId)}</td>` : ''}<td class="dead">${escape(`${r.invoice.serie}-${r.invoice.folio}`)}</td><td>${escape(r.kind)} of ${escape(KIND[r.invoice.kind] ?? r.invoice.kind)}</td><td>${escape(r.invoice.status)}</td><td>${time(r.updatedAt)}</td><td>${r.attempts}</td><td>${shown(r.lastError)}</td><td>${r._count.redrives}</td><td><a href="${escape(`${options.base}/${r.id}`)}">${options.allowRetry ? 'Open / re-drive' : 'Open'}</a></td></tr>`,
   )
   .join('\n')}
 </tbody></table>`
@@ -196,6 +212,7 @@ function rowHtml(
 <table>
 <tr><th>Serie-folio</th><td class="${dead ? 'dead' : 'ok'}">${escape(serieFolio)}</td></tr>
 <tr><th>Document</th><td>${escape(row.kind)} of ${escape(KIND[row.invoice.kind] ?? row.invoice.kind)} · invoice ${escape(row.invoice.id)}</td></tr>
+${options.organizations ? `<tr><th>Organization</th><td>${escape(row.organizationId)}</td></tr>` : ''}
 <tr><th>Outbox row</th><td>${escape(row.id)} · <strong>${escape(row.status)}</strong> · ${row.attempts} attempt${row.attempts === 1 ? '' : 's'} · updated ${time(row.updatedAt)}</td></tr>
 <tr><th>Invoice status</th><td>${escape(row.invoice.status)}${row.invoice.uuid ? ` · UUID ${escape(row.invoice.uuid)}` : ''}</td></tr>
 <tr><th>Failure</th><td>${shown(row.lastError) || '—'}</td></tr>
