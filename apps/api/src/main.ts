@@ -157,6 +157,8 @@ const defaults: EffectiveSettings = {
     claveUnidad: config.CONCEPTO_CLAVE_UNIDAD,
     descripcion: config.CONCEPTO_DESCRIPCION,
   },
+  // The worker's EMAIL_FROM: the API does not send emails.
+  email: {},
 };
 const paymentsOf = (
   organizationId: string,

@@ -165,6 +165,7 @@ export async function startApi(
     series: { ingreso: 'A', egreso: 'NC', pago: 'P' },
     publicoGeneral: { mode: options.global ? 'global' : 'per-payment', periodicidad: options.periodicidad ?? '01' },
     concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
+    email: {},
   };
   const paymentsOf = (
     id: string,

@@ -697,6 +697,20 @@ describe('openapi.yaml', () => {
         await on('post', `${one}/csds`, { json: { ...upload, password: 'mala' }, headers: pk }),
       );
 
+      const logo = (body: Buffer, type: string) =>
+        on('put', `${one}/logo`, { body, headers: { ...pk, 'content-type': type } });
+      const png = Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAYAAACddGYaAAAAE0lEQVR4AWN8ViHynwEKmBiQAAA5ugJ1ZOTsxwAAAABJRU5ErkJggg==',
+        'base64',
+      );
+      for (const answer of [
+        await logo(png, 'image/png'),
+        await logo(Buffer.from('not an image'), 'image/png'),
+        await logo(png, 'text/plain'),
+      ])
+        conforms('/v1/organizations/{id}/logo', 'put', answer);
+      conforms('/v1/organizations/{id}/logo', 'delete', await on('delete', `${one}/logo`, { headers: pk }));
+
       const account = (provider: string, json: object) =>
         on('put', `${one}/providers/${provider}`, { json, headers: pk });
       const secret = `whsec_${randomBytes(12).toString('hex')}`;

@@ -151,6 +151,8 @@ describe('platform mode: organizations made through /v1/organizations', () => {
       series: { ingreso: 'H', egreso: 'NC', pago: 'P' },
       publicoGeneral: { mode: 'global', periodicidad: '01' },
       concepto: { claveProdServ: '90111500', claveUnidad: 'E48', descripcion: 'Servicio de hospedaje' },
+      // The worker's EMAIL_FROM unless it sets its own.
+      email: {},
     });
     // Its sales: in its serie, with its concepto; one without the customer's data is a ticket.
     const receptor = {

@@ -3,7 +3,11 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import got from 'got';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { testCsdFiles } from '@timbra/test-support';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startMailbox, testCsdFiles, type Mailbox } from '@timbra/test-support';
 import {
   eventually,
   freePorts,
@@ -28,6 +32,7 @@ let sandbox: SandboxProcess;
 let api: { url: string; stop: () => Promise<void> };
 let worker: ChildProcess;
 let metricsUrl: string;
+let mailbox: Mailbox;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -35,8 +40,11 @@ beforeAll(async () => {
   api = await startApiProcess(db.url, API_KEY, { PLATFORM_KEY, VAULT_KEYS, PUBLICO_GENERAL_MODE: 'global' });
   const [port] = await freePorts(1);
   metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  mailbox = await startMailbox();
   worker = startWorkerProcess({ databaseUrl: db.url, sandbox }, `{p${randomBytes(4).toString('hex')}}`, {
     VAULT_KEYS,
+    SMTP_URL: mailbox.url,
+    EMAIL_FROM: 'Facturación <facturas@timbra.test>',
     WORKER_HTTP_PORT: String(port),
     STAMP_ATTEMPTS: '2',
     GLOBAL_CLOSE_DELAY_MINUTES: '0',
@@ -48,6 +56,7 @@ afterAll(async () => {
   worker.kill('SIGTERM');
   await new Promise((r) => worker.once('exit', r));
   await api.stop();
+  await mailbox.close();
   await sandbox.stop();
   await db.drop();
 });
@@ -62,6 +71,20 @@ const CUSTOMER = {
 };
 /** The organization the first test makes, and its key. */
 let other: { id: string; key: string } | undefined;
+
+/** The images a PDF embeds, as poppler's pdfimages lists them: `<width>x<height>` each. */
+function imagesOf(pdf: Buffer): string[] {
+  const file = join(mkdtempSync(join(tmpdir(), 'timbra-pdf-')), 'x.pdf');
+  writeFileSync(file, pdf);
+  return execFileSync('pdfimages', ['-list', file], { encoding: 'utf8' })
+    .split('\n')
+    .slice(2)
+    .filter((line) => line.trim())
+    .map((line) => {
+      const [, , , width, height] = line.trim().split(/\s+/);
+      return `${width}x${height}`;
+    });
+}
 
 const call = async (key: string, method: 'GET' | 'POST' | 'PATCH', path: string, body?: object) => {
   const res = await got(`${api.url}${path}`, {
@@ -190,5 +213,57 @@ describe('platform mode, the processes', () => {
     const xml = await got(`${api.url}/v1/invoices/${id}/xml`, { headers: { authorization: `Bearer ${key}` } });
     expect(xml.body).toContain(`Nombre="${CUSTOMER.nombre}"`);
     expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
+  });
+
+  it("prints the organization's logo on its PDFs and emails its customers from its own address", async () => {
+    const { key, id } = other!;
+    // A 3×2 PNG (the smallest that is a real image), as the platform uploads it.
+    const logo = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAYAAACddGYaAAAAE0lEQVR4AWN8ViHynwEKmBiQAAA5ugJ1ZOTsxwAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const put = await got.put(`${api.url}/v1/organizations/${id}/logo`, {
+      body: logo,
+      headers: { authorization: `Bearer ${PLATFORM_KEY}`, 'content-type': 'image/png' },
+    });
+    expect(JSON.parse(put.body)).toMatchObject({ id, logo: true });
+    const from = 'Tienda Xochilt <facturas@xochilt.test>';
+    const patched = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, { settings: { email: { from } } });
+    expect(patched.body.settings).toMatchObject({ email: { from } });
+
+    const sale = (k: string, externalId: string, email: string) =>
+      call(k, 'POST', '/v1/payments', {
+        externalId,
+        amount: '58.00',
+        currency: 'MXN',
+        occurredAt: new Date(Date.now() - 60_000).toISOString(),
+        receptor: CUSTOMER,
+        email,
+      });
+    const theirs = ((await sale(key, 'MAIL-1', 'cliente@xochilt.test')).body.invoices as { id: string }[])[0]!.id;
+    const ours = ((await sale(API_KEY, 'MAIL-1', 'cliente@kemper.test')).body.invoices as { id: string }[])[0]!.id;
+    await eventually(
+      async () => (await statusOf(key, theirs)) === 'stamped' && (await statusOf(API_KEY, ours)) === 'stamped',
+      30_000,
+    );
+    const pdfOf = async (k: string, invoice: string) =>
+      (await got(`${api.url}/v1/invoices/${invoice}/pdf`, { headers: { authorization: `Bearer ${k}` } })).rawBody;
+    // Its PDF embeds its logo; the home organization's (no INVOICE_LOGO_FILE here) does not.
+    expect(imagesOf(await pdfOf(key, theirs))).toContain('3x2');
+    expect(imagesOf(await pdfOf(API_KEY, ours))).not.toContain('3x2');
+
+    await eventually(async () => {
+      const to = mailbox.received.flatMap((m) => m.to);
+      return Promise.resolve(to.includes('cliente@xochilt.test') && to.includes('cliente@kemper.test'));
+    }, 30_000);
+    const mailTo = (address: string) => mailbox.received.find((m) => m.to.includes(address))!;
+    expect(mailTo('cliente@xochilt.test').parsed.from?.value).toEqual([
+      { name: 'Tienda Xochilt', address: 'facturas@xochilt.test' },
+    ]);
+    expect(mailTo('cliente@kemper.test').parsed.from?.value).toEqual([
+      { name: 'Facturación', address: 'facturas@timbra.test' },
+    ]);
+    const attached = mailTo('cliente@xochilt.test').parsed.attachments.find((a) => a.contentType === 'application/pdf');
+    expect(imagesOf(attached!.content)).toContain('3x2');
   });
 });

@@ -19,7 +19,7 @@ export { FinkokClient, type FinkokClientConfig } from './pac/finkok-client.ts';
 export { SatStatusClient } from './pac/sat-status-client.ts';
 export { sandboxLedger, type LedgerStamp, type PacLedger } from './pac/ledger-client.ts';
 export { dejavuFonts } from './fonts.ts';
-export { readInvoiceLogo } from './invoice-logo.ts';
+export { invoiceLogoProblem, MAX_LOGO_BYTES, readInvoiceLogo } from './invoice-logo.ts';
 export { catalogsFromSettings, loadCatalogKeys, readOperatorCatalogs } from './catalog-files.ts';
 export { schemaFiles } from './schema-files.ts';
 export { emisorCsd, readCsdFiles, vaultOf, type EmisorCsd } from './emisor-csd.ts';

@@ -1,32 +1,27 @@
 /**
  * `/v1/organizations`: platform mode's management API, for the platform key alone (PLATFORM_KEY):
  * make an organization (an emisor: RFC, name, régimen, LugarExpedicion), list and read them, give
- * one its first API keys, set its own settings (series, público en general, concepto), store its CSD
- * and its Stripe and Mercado Pago accounts. Everything else an organization does, its own keys do
+ * one its first API keys, set its own settings (series, público en general, concepto, email sender)
+ * and logo, store its CSD and its Stripe and Mercado Pago accounts. Everything else an organization does, its own keys do
  * (docs/organizations.md).
  */
 import type { X509Certificate } from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { CfdiError, fiscalSettingsProblems, type OperatorCatalogs } from '@timbra/cfdi-core';
+import { CfdiError, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { sealCsd, type KeyVault } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { CsdAlreadyStored, listCsds, storeCsd } from '@timbra/db/csds';
-import { ensureSeries } from '@timbra/db/invoices';
 import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES } from '@timbra/db/keys';
 import {
   createOrganization,
   listOrganizations,
   effectiveSettings,
-  mergeSettings,
-  ORGANIZATION_SETTINGS,
   organizationById,
   organizationSettings,
   providerAccountsOf,
-  saveOrganizationSettings,
   type EffectiveSettings,
-  type OrganizationFacts,
   type Organization,
   type OrganizationClients,
   type ProviderAccount,
@@ -37,6 +32,8 @@ import { listParams, pageOf, validation } from '../http/lists.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 import { createKeySchema, keyView } from '../keys/key-routes.ts';
 import { providerAccountRoutes, providerAccountView } from './provider-accounts.ts';
+import { logoRoutes } from './organization-logo.ts';
+import { fiscalProblems, seriesOf, updateSettings } from './organization-settings.ts';
 
 export interface OrganizationRoutesDeps {
   /** The database owner's client: organizations' rows are the owner's to write. */
@@ -97,6 +94,7 @@ function platformKeyOnly(deps: OrganizationRoutesDeps) {
 
 function organizationView(
   o: Organization,
+  logo: boolean,
   settings: EffectiveSettings,
   csds: Awaited<ReturnType<typeof listCsds>>,
   providers: readonly ProviderAccount[],
@@ -109,6 +107,8 @@ function organizationView(
     lugarExpedicion: o.lugarExpedicion,
     createdAt: o.createdAt.toISOString(),
     settings,
+    /** Its own logo on its PDFs (else the deployment's INVOICE_LOGO_FILE). */
+    logo,
     csds: csds.map((c) => ({
       noCertificado: c.noCertificado,
       validFrom: c.validFrom.toISOString(),
@@ -121,48 +121,13 @@ function organizationView(
   };
 }
 
-/** The facts' and settings' problems against the SAT's rules (cfdi-core's one owner), as 422 details. */
-function fiscalProblems(
-  facts: OrganizationFacts,
-  settings: EffectiveSettings,
-  catalogs: OperatorCatalogs | undefined,
-): { path: string; message: string }[] {
-  const problems = fiscalSettingsProblems(
-    {
-      emisorRfc: facts.rfc,
-      regimenFiscal: facts.regimenFiscal,
-      lugarExpedicion: facts.lugarExpedicion,
-      claveProdServ: settings.concepto.claveProdServ,
-      claveUnidad: settings.concepto.claveUnidad,
-      periodicidad: settings.publicoGeneral.periodicidad,
-      series: [settings.series.ingreso, settings.series.egreso, settings.series.pago],
-    },
-    {
-      emisorRfc: 'rfc',
-      regimenFiscal: 'regimenFiscal',
-      lugarExpedicion: 'lugarExpedicion',
-      claveProdServ: 'settings.concepto.claveProdServ',
-      claveUnidad: 'settings.concepto.claveUnidad',
-      periodicidad: 'settings.publicoGeneral.periodicidad',
-      series: 'settings.series',
-    },
-    catalogs,
-  );
-  return problems.map((line) => ({ path: /^([\w.]+)/.exec(line)?.[1] ?? 'body', message: line }));
-}
-
-/** The series an organization invoices in, as the folio counters know them. */
-const seriesOf = (settings: EffectiveSettings) =>
-  [
-    { serie: settings.series.ingreso, kind: 'I' },
-    { serie: settings.series.egreso, kind: 'E' },
-    { serie: settings.series.pago, kind: 'P' },
-  ] as const;
-
 /** An organization as the platform key sees it: its facts, settings, CSDs and provider accounts (no secret). */
 async function describe(deps: OrganizationRoutesDeps, o: Organization) {
+  // Whether it has one, without reading its bytes.
+  const logo = (await deps.owner.emisor.count({ where: { id: o.id, logo: { not: null } } })) > 0;
   return organizationView(
     o,
+    logo,
     effectiveSettings(await organizationSettings(deps.owner, o.id), deps.defaults),
     await listCsds(deps.owner, o.id, new Date()),
     await providerAccountsOf(deps.owner, o.id),
@@ -241,21 +206,13 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
   });
 
   providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed: deps.changed });
-  return router;
-}
-
-/** `changes` over the organization's settings: checked with its facts, stored with its new series' counters. */
-async function updateSettings(deps: OrganizationRoutesDeps, organization: Organization, body: unknown): Promise<void> {
-  const parsed = z.object({ settings: ORGANIZATION_SETTINGS }).strict().safeParse(body);
-  if (!parsed.success) throw validation(parsed.error);
-  const merged = mergeSettings(await organizationSettings(deps.owner, organization.id), parsed.data.settings);
-  const effective = effectiveSettings(merged, deps.defaults);
-  const problems = fiscalProblems(organization, effective, deps.catalogs);
-  if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems);
-  await deps.owner.$transaction(async (tx) => {
-    await saveOrganizationSettings(tx, organization.id, merged);
-    await ensureSeries(tx, organization.id, seriesOf(effective));
+  logoRoutes(router, {
+    owner: deps.owner,
+    found,
+    changed: deps.changed,
+    described: async (id) => described(await found(id)),
   });
+  return router;
 }
 
 /** A CSD uploaded for `organization`: checked as `ops csd:upload` checks it, sealed by VAULT_KEYS, stored. */

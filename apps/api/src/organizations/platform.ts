@@ -16,6 +16,7 @@ import { hashApiKey, keyOrganization } from '@timbra/db/keys';
 import {
   effectiveSettings,
   organizationById,
+  organizationLogo,
   organizationSettings,
   type EffectiveSettings,
   type OrganizationClients,
@@ -124,9 +125,12 @@ export function organizationApis(options: {
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
     const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
     const settings = effectiveSettings(await organizationSettings(client, organizationId), options.defaults);
+    const logo = await organizationLogo(client, organizationId);
     return createApp({
       ...options.home,
       prisma: client,
+      // Its own logo on its PDFs, else the deployment's.
+      ...(logo ? { pdf: { ...options.home.pdf, logo } } : {}),
       payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,
       stripe: {

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { dejavuFonts } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
+import { effectiveSection, organizationLogo, organizationSettings } from '@timbra/db/organizations';
 import type { WorkerConfig } from '../config.ts';
 import { DeliveriesAcross } from '../organizations/deliveries-across.ts';
 import { createEmailSender } from './email.ts';
@@ -31,17 +32,28 @@ export function startDeliverer(
     ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
   };
   const senders: { close(): void }[] = [];
-  const dispatcherOf = (organizationId: string) => {
+  // An organization's own sender and logo (PATCH and PUT /v1/organizations/:id…), else the
+  // deployment's; read when its dispatcher is built (its first delivery after the worker starts).
+  const dispatcherOf = async (organizationId: string) => {
     const prisma = deps.clientOf(organizationId);
-    const email = smtp
-      ? createEmailSender(prisma, {
-          smtpUrl: smtp.url,
+    const own = await organizationSettings(prisma, organizationId);
+    const logo = await organizationLogo(prisma, organizationId);
+    const sender = smtp
+      ? effectiveSection(own, 'email', {
           from: smtp.from,
           ...(config.EMAIL_REPLY_TO ? { replyTo: config.EMAIL_REPLY_TO } : {}),
-          timeoutMs: config.EMAIL_TIMEOUT_MS,
-          pdf,
         })
       : undefined;
+    const email =
+      smtp && sender?.from
+        ? createEmailSender(prisma, {
+            smtpUrl: smtp.url,
+            from: sender.from,
+            ...(sender.replyTo ? { replyTo: sender.replyTo } : {}),
+            timeoutMs: config.EMAIL_TIMEOUT_MS,
+            pdf: logo ? { ...pdf, logo } : pdf,
+          })
+        : undefined;
     if (email) senders.push(email);
     return new Dispatcher({
       prisma,

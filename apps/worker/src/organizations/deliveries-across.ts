@@ -11,23 +11,25 @@ export interface Drainable {
 }
 
 export class DeliveriesAcross {
-  private readonly dispatchers = new Map<string, Drainable>();
+  private readonly dispatchers = new Map<string, Promise<Drainable>>();
 
   constructor(
     private readonly deps: {
       /** The organizations with deliveries open (`deliveryOrganizations`). */
       due: () => Promise<string[]>;
-      /** An organization's dispatcher, on its own client. */
-      build: (organizationId: string) => Drainable;
+      /** An organization's dispatcher, on its own client (with its own sender and logo). */
+      build: (organizationId: string) => Drainable | Promise<Drainable>;
       logger: Logger;
     },
   ) {}
 
-  private dispatcherOf(organizationId: string): Drainable {
+  private dispatcherOf(organizationId: string): Promise<Drainable> {
     let dispatcher = this.dispatchers.get(organizationId);
     if (!dispatcher) {
-      dispatcher = this.deps.build(organizationId);
+      dispatcher = Promise.resolve(this.deps.build(organizationId));
       this.dispatchers.set(organizationId, dispatcher);
+      // A build that failed (the database away) is tried again next round.
+      dispatcher.catch(() => this.dispatchers.delete(organizationId));
     }
     return dispatcher;
   }
@@ -37,7 +39,7 @@ export class DeliveriesAcross {
     const counts = await Promise.all(
       (await this.deps.due()).map((id) =>
         this.dispatcherOf(id)
-          .drainAll()
+          .then((dispatcher) => dispatcher.drainAll())
           .catch((error: unknown) => {
             this.deps.logger.error({ err: error, organization: id }, 'delivery round failed for an organization');
             return 0;

@@ -35,10 +35,13 @@ export {
   type ProviderAccount,
 } from './provider-accounts.ts';
 export {
+  effectiveSection,
   effectiveSettings,
   mergeSettings,
   ORGANIZATION_SETTINGS,
+  organizationLogo,
   organizationSettings,
+  saveOrganizationLogo,
   saveOrganizationSettings,
   type EffectiveSettings,
   type OrganizationSettings,

@@ -1,6 +1,7 @@
 /**
  * What an organization sets for itself in platform mode (`emisores.settings`, migration
- * 20261228000000): its series, its público en general mode and periodicidad, its concepto. Each field
+ * 20261228000000): its series, its público en general mode and periodicidad, its concepto, its email
+ * sender (and its logo, a column of its own: migration 20261229000000). Each field
  * it leaves out takes the deployment's setting (SERIE_*, PUBLICO_GENERAL_*, CONCEPTO_*), so an
  * organization that sets nothing invoices as the home organization does. This module owns the shape
  * and how the two combine; the SAT's rules on the result are cfdi-core's (fiscalSettingsProblems).
@@ -29,6 +30,14 @@ export const ORGANIZATION_SETTINGS = z
       })
       .partial()
       .strict(),
+    /** Who the customers' emails come from (`Name <address>`), and where replies go. */
+    email: z
+      .object({
+        from: z.string().min(3).max(254).regex(/@/, 'an email address').nullable(),
+        replyTo: z.string().min(3).max(254).regex(/@/, 'an email address').nullable(),
+      })
+      .partial()
+      .strict(),
   })
   .partial()
   .strict();
@@ -39,6 +48,8 @@ export interface EffectiveSettings {
   series: { ingreso: string; egreso: string; pago: string };
   publicoGeneral: { mode: 'per-payment' | 'global'; periodicidad: string | undefined };
   concepto: { claveProdServ: string; claveUnidad: string; descripcion: string };
+  /** The worker's EMAIL_FROM and EMAIL_REPLY_TO are the deployment's (the API knows neither). */
+  email: { from?: string; replyTo?: string };
 }
 
 type Section = keyof EffectiveSettings;
@@ -46,7 +57,7 @@ type Section = keyof EffectiveSettings;
 /** `changes` over `stored`, field by field; a `null` removes the field (the deployment's again). */
 export function mergeSettings(stored: OrganizationSettings, changes: OrganizationSettings): OrganizationSettings {
   const merged: Record<string, Record<string, unknown>> = {};
-  for (const section of ['series', 'publicoGeneral', 'concepto'] as const) {
+  for (const section of ['series', 'publicoGeneral', 'concepto', 'email'] as const) {
     const fields = { ...stored[section], ...changes[section] } as Record<string, unknown>;
     for (const [k, v] of Object.entries(fields)) if (v === null || v === undefined) delete fields[k];
     if (Object.keys(fields).length > 0) merged[section] = fields;
@@ -54,8 +65,8 @@ export function mergeSettings(stored: OrganizationSettings, changes: Organizatio
   return merged;
 }
 
-/** One section of the organization's own settings over the deployment's. */
-function effectiveSection<S extends Section>(
+/** One section of the organization's own settings over the deployment's (the worker's email sender). */
+export function effectiveSection<S extends Section>(
   stored: OrganizationSettings,
   section: S,
   defaults: EffectiveSettings[S],
@@ -70,6 +81,7 @@ export function effectiveSettings(stored: OrganizationSettings, defaults: Effect
     series: effectiveSection(stored, 'series', defaults.series),
     publicoGeneral: effectiveSection(stored, 'publicoGeneral', defaults.publicoGeneral),
     concepto: effectiveSection(stored, 'concepto', defaults.concepto),
+    email: effectiveSection(stored, 'email', defaults.email),
   };
 }
 
@@ -80,6 +92,24 @@ export async function organizationSettings(
 ): Promise<OrganizationSettings> {
   const row = await db.emisor.findUnique({ where: { id: organizationId }, select: { settings: true } });
   return ORGANIZATION_SETTINGS.parse(row?.settings ?? {});
+}
+
+/** The organization's own logo for its PDFs; undefined: the deployment's (INVOICE_LOGO_FILE). */
+export async function organizationLogo(
+  db: Pick<PrismaClient, 'emisor'>,
+  organizationId: string,
+): Promise<Buffer | undefined> {
+  const row = await db.emisor.findUnique({ where: { id: organizationId }, select: { logo: true } });
+  return row?.logo ? Buffer.from(row.logo) : undefined;
+}
+
+/** Stores (or, with null, removes) the organization's logo, checked by the caller (cfdi-node's invoiceLogoProblem). */
+export async function saveOrganizationLogo(
+  owner: Pick<PrismaClient, 'emisor'>,
+  organizationId: string,
+  logo: Buffer | null,
+): Promise<void> {
+  await owner.emisor.update({ where: { id: organizationId }, data: { logo: logo ? new Uint8Array(logo) : null } });
 }
 
 /** Stores the organization's settings (the owner's client: an organization's row is the owner's to write). */
