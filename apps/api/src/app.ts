@@ -65,6 +65,8 @@ export interface AppDeps {
   pdf: Omit<PdfOptions, 'cancelled'>;
   /** The self-invoicing page's limits per address (global mode): POSTs and failed ticket lookups a minute. */
   selfInvoice?: { requestsPerMinute: number; failuresPerMinute: number };
+  /** Where the self-invoicing page is (default /facturar; platform mode: /facturar/<organization id>). */
+  selfInvoicePath?: string;
   /** The queue dashboard (see http/dashboard.ts), mounted at /admin/queues when given. */
   dashboard?: Router | undefined;
   /** Failed authentications counted across organizations' APIs (platform mode shares one); default: this app's own. */
@@ -141,13 +143,13 @@ export function createApp(deps: AppDeps) {
 
   // The customers' self-invoicing page (global mode): HTML, no API key, its own limits and CSRF token.
   app.use(
-    SELF_INVOICE_PATH,
+    deps.selfInvoicePath ?? SELF_INVOICE_PATH,
     selfInvoicePage({
       prisma: deps.prisma,
       payments,
       logger: deps.logger,
       metrics: deps.metrics,
-      merchant: payments.settings.emisor.nombre,
+      merchant: { name: payments.settings.emisor.nombre, logo: deps.pdf.logo },
       requestsPerMinute: deps.selfInvoice?.requestsPerMinute ?? 20,
       failuresPerMinute: deps.selfInvoice?.failuresPerMinute ?? 5,
       pdf: deps.pdf,

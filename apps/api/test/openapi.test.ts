@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { LocalKeyVault } from '@timbra/cfdi-node';
 import { walkInvoiceTo } from '@timbra/db/testing';
-import { testCsdFiles } from '@timbra/test-support';
+import { testCsdFiles, TINY_PNG } from '@timbra/test-support';
 import { createPaymentSchema } from '../src/payments/payment-routes.ts';
 import { createInstallmentSchema, createRefundSchema } from '../src/refunds-installments/refund-routes.ts';
 import { cancelInvoiceSchema } from '../src/invoices/cancellation-routes.ts';
@@ -699,10 +699,7 @@ describe('openapi.yaml', () => {
 
       const logo = (body: Buffer, type: string) =>
         on('put', `${one}/logo`, { body, headers: { ...pk, 'content-type': type } });
-      const png = Buffer.from(
-        'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAYAAACddGYaAAAAE0lEQVR4AWN8ViHynwEKmBiQAAA5ugJ1ZOTsxwAAAABJRU5ErkJggg==',
-        'base64',
-      );
+      const png = TINY_PNG;
       for (const answer of [
         await logo(png, 'image/png'),
         await logo(Buffer.from('not an image'), 'image/png'),

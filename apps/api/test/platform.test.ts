@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import got from 'got';
 import { LocalKeyVault } from '@timbra/cfdi-node';
-import { testCsdFiles } from '@timbra/test-support';
+import { testCsdFiles, TINY_PNG } from '@timbra/test-support';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 // Platform mode, as main runs it: one API process, every organization over one pool, and the
@@ -185,5 +185,51 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     });
     const again = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'SET-3' });
     expect((again.body.invoices as unknown[]).length).toBe(1);
+  });
+
+  it('gives it its own self-invoicing page, with its logo, for its tickets', async () => {
+    await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, { settings: { publicoGeneral: { mode: 'global' } } });
+    const logo = TINY_PNG;
+    const put = await got.put(`${api.url}/v1/organizations/${id}/logo`, {
+      body: logo,
+      headers: { authorization: `Bearer ${PLATFORM_KEY}`, 'content-type': 'image/png' },
+    });
+    expect(JSON.parse(put.body)).toMatchObject({ logo: true });
+    const sold = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'PAGE-1' });
+    const ticket = sold.body.ticket as { id: string; code: string };
+
+    const path = `/facturar/${id}`;
+    const form = await got.get(`${api.url}${path}`);
+    expect(form.body).toContain('XOCHILT CASAS CHAVEZ · Facturación');
+    expect(form.body).toContain(`<img src="data:image/png;base64,${logo.toString('base64')}"`);
+    expect(form.body).toContain(`action="${path}"`);
+    const cookie = /timbra_csrf=([^;]+)/.exec(String(form.headers['set-cookie']))![1]!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)![1]!;
+    const fields = {
+      _csrf: csrf,
+      codigo: ticket.code,
+      total: '116.00',
+      rfc: 'EKU9003173C9',
+      nombre: 'ESCUELA KEMPER URGATE',
+      codigoPostal: '42501',
+      regimenFiscal: '601',
+      usoCfdi: 'G03',
+    };
+    const post = (at: string) =>
+      got.post(`${api.url}${at}`, {
+        form: fields,
+        headers: { cookie: `timbra_csrf=${cookie}` },
+        throwHttpErrors: false,
+        followRedirect: false,
+      });
+    // The home organization's page knows nothing of it (and is off: per-payment mode).
+    expect((await post('/facturar')).statusCode).toBe(404);
+    const done = await post(path);
+    expect(done.statusCode).toBe(303);
+    expect(done.headers.location).toMatch(new RegExp(`^${path}/ticket/[\\w-]+$`));
+    expect((await got.get(`${api.url}${done.headers.location}`)).body).toContain('Estamos timbrando tu factura');
+    expect((await call(orgKey, 'GET', `/v1/tickets/${ticket.id}`)).body).toMatchObject({ status: 'self_invoiced' });
+    // An organization that does not exist has no page.
+    expect((await got.get(`${api.url}/facturar/${randomUUID()}`, { throwHttpErrors: false })).statusCode).toBe(404);
   });
 });

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMailbox, testCsdFiles, type Mailbox } from '@timbra/test-support';
+import { startMailbox, testCsdFiles, TINY_PNG, type Mailbox } from '@timbra/test-support';
 import {
   eventually,
   freePorts,
@@ -217,11 +217,8 @@ describe('platform mode, the processes', () => {
 
   it("prints the organization's logo on its PDFs and emails its customers from its own address", async () => {
     const { key, id } = other!;
-    // A 3×2 PNG (the smallest that is a real image), as the platform uploads it.
-    const logo = Buffer.from(
-      'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAYAAACddGYaAAAAE0lEQVR4AWN8ViHynwEKmBiQAAA5ugJ1ZOTsxwAAAABJRU5ErkJggg==',
-      'base64',
-    );
+    // A 3×2 PNG, as the platform uploads it.
+    const logo = TINY_PNG;
     const put = await got.put(`${api.url}/v1/organizations/${id}/logo`, {
       body: logo,
       headers: { authorization: `Bearer ${PLATFORM_KEY}`, 'content-type': 'image/png' },

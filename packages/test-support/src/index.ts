@@ -26,7 +26,7 @@ export {
   testCaPem,
   TEST_CERTIFICATE_END,
 } from './test-ca.ts';
-export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd } from './samples.ts';
+export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd, TINY_PNG } from './samples.ts';
 export {
   freePort,
   freePorts,

@@ -105,3 +105,9 @@ export function testTfd(selloCFD: string, uuid = 'A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A
   const selloSAT = sellar(`||${fields.join('|')}||`, pac.privateKey);
   return `<tfd:TimbreFiscalDigital xmlns:tfd="http://www.sat.gob.mx/TimbreFiscalDigital" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.sat.gob.mx/TimbreFiscalDigital http://www.sat.gob.mx/sitio_internet/cfd/TimbreFiscalDigital/TimbreFiscalDigitalv11.xsd" Version="1.1" UUID="${fields[1]}" FechaTimbrado="${fields[2]}" RfcProvCertif="${fields[3]}" SelloCFD="${selloCFD}" NoCertificadoSAT="${fields[5]}" SelloSAT="${selloSAT}"/>`;
 }
+
+/** A real 3×2 PNG (orange): the smallest logo an organization uploads in the tests; pdfimages lists it as 3×2. */
+export const TINY_PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAYAAACddGYaAAAAE0lEQVR4AWN8ViHynwEKmBiQAAA5ugJ1ZOTsxwAAAABJRU5ErkJggg==',
+  'base64',
+);

@@ -30,6 +30,7 @@ import type { Metrics } from '../http/metrics.ts';
 import { requestPlumbing } from '../http/plumbing.ts';
 import { organizationRoutes, type OrganizationRoutesDeps } from './organization-routes.ts';
 import { openProviderAccounts } from './provider-accounts.ts';
+import { SELF_INVOICE_PATH } from '../tickets/self-invoice-form.ts';
 
 export interface PlatformDeps {
   clients: OrganizationClients;
@@ -129,8 +130,9 @@ export function organizationApis(options: {
     return createApp({
       ...options.home,
       prisma: client,
-      // Its own logo on its PDFs, else the deployment's.
+      // Its own logo on its PDFs (and its /facturar), else the deployment's.
       ...(logo ? { pdf: { ...options.home.pdf, logo } } : {}),
+      selfInvoicePath: `${SELF_INVOICE_PATH}/${organizationId}`,
       payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,
       stripe: {
@@ -147,9 +149,11 @@ export function organizationApis(options: {
   };
 }
 
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** `/webhooks/<provider>/<organization id>`: the organization's own provider account's events. */
-const ORGANIZATION_WEBHOOK =
-  /^\/webhooks\/(stripe|mercadopago)\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/?$/i;
+const ORGANIZATION_WEBHOOK = new RegExp(`^/webhooks/(stripe|mercadopago)/(${UUID})/?$`, 'i');
+/** `/facturar/<organization id>…`: the organization's own self-invoicing page. */
+const ORGANIZATION_PAGE = new RegExp(`^${SELF_INVOICE_PATH}/(${UUID})(?:/|$)`, 'i');
 
 export function createPlatform(deps: PlatformDeps): Express {
   const keys = new KeyRoutes(deps.clients);
@@ -188,9 +192,30 @@ export function createPlatform(deps: PlatformDeps): Express {
     const handler = organization === deps.home.organizationId ? deps.home.app : await apps.get(organization);
     await handler(req, res, next);
   };
+  // Its self-invoicing page: its API serves it at /facturar/<its id> (the home one's is /facturar).
+  const selfInvoice = async (req: Request, res: Response, next: NextFunction, id: string): Promise<void> => {
+    const organization = id.toLowerCase();
+    if (organization === deps.home.organizationId) {
+      req.url = req.url.slice(`${SELF_INVOICE_PATH}/${id}`.length) || '/';
+      req.url = `${SELF_INVOICE_PATH}${req.url.startsWith('/') ? '' : '/'}${req.url}`;
+      await deps.home.app(req, res, next);
+      return;
+    }
+    await (
+      await apps.get(organization)
+    )(req, res, next);
+  };
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path === '/v1/organizations' || req.path.startsWith('/v1/organizations/')) {
       manage(req, res, next);
+      return;
+    }
+    const page = ORGANIZATION_PAGE.exec(req.path);
+    if (page) {
+      selfInvoice(req, res, next, page[1]!).catch((error: unknown) => {
+        req.routeError = error instanceof ApiError ? error : new ApiError('unavailable');
+        failed(req, res, next);
+      });
       return;
     }
     const webhook = ORGANIZATION_WEBHOOK.exec(req.path);

@@ -23,6 +23,7 @@ import type { Metrics } from '../http/metrics.ts';
 import type { RecordPaymentDeps } from '../payments/record-payment.ts';
 import type { GlobalSettings } from './record-tickets.ts';
 import type { DomainError } from '../domain-errors.ts';
+import type { Merchant } from './self-invoice-html.ts';
 
 export const SELF_INVOICE_PATH = '/facturar';
 
@@ -31,8 +32,8 @@ export interface SelfInvoicePageDeps {
   payments: RecordPaymentDeps & { global?: GlobalSettings };
   logger: Logger;
   metrics: Metrics;
-  /** The merchant's name at the top (EMISOR_NOMBRE). */
-  merchant: string;
+  /** The merchant at the top: its name (EMISOR_NOMBRE) and its logo (the PDFs'). */
+  merchant: Merchant;
   /** POSTs an address may make a minute (SELF_INVOICE_REQUESTS_PER_MINUTE, default 20). */
   requestsPerMinute: number;
   /** Failed ticket lookups an address may make a minute (SELF_INVOICE_FAILURES_PER_MINUTE, default 5). */

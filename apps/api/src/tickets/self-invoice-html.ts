@@ -118,9 +118,9 @@ export function notFound(): string {
   return '<h1>No encontrado</h1><p>Esta dirección no corresponde a ninguna factura. Revisa el enlace.</p>';
 }
 
-export function tooMany(): string {
+export function tooMany(form: string): string {
   return `<h1>Demasiados intentos</h1><p role="alert">Por seguridad, espera un minuto antes de intentarlo de nuevo.</p>
-    <p><a href="${SELF_INVOICE_PATH}">Volver al formulario</a></p>`;
+    <p><a href="${esc(form || SELF_INVOICE_PATH)}">Volver al formulario</a></p>`;
 }
 
 /** "1160.00" → "$1,160.00". */
@@ -129,14 +129,27 @@ export function pesos(amount: string): string {
   return `$${units!.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}.${cents}`;
 }
 
-export function page(merchant: string, title: string, body: string): string {
+/** Who the page is for: the merchant's name, and its logo (the one on its PDFs) when it has one. */
+export interface Merchant {
+  name: string;
+  logo?: Buffer | undefined;
+}
+
+/** The logo inline (the page loads nothing from elsewhere): PNG or JPEG, as checked when configured. */
+function logoImg(logo: Buffer | undefined): string {
+  if (!logo) return '';
+  const type = logo[0] === 0x89 ? 'image/png' : 'image/jpeg';
+  return `<img src="data:${type};base64,${logo.toString('base64')}" alt="" height="40"> `;
+}
+
+export function page(merchant: Merchant, title: string, body: string): string {
   return `<!doctype html>
 <html lang="es">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>${esc(title)} · ${esc(merchant)}</title>
+<title>${esc(title)} · ${esc(merchant.name)}</title>
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; color: #1b1b1b; background: #f6f7f9; margin: 0; }
   header { background: #12355b; color: #fff; padding: 0.75rem 1.25rem; }
@@ -157,7 +170,7 @@ export function page(merchant: string, title: string, body: string): string {
 </style>
 </head>
 <body>
-<header>${esc(merchant)} · Facturación</header>
+<header>${logoImg(merchant.logo)}${esc(merchant.name)} · Facturación</header>
 <main>
 ${body}
 </main>

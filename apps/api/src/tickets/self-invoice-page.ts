@@ -37,11 +37,11 @@ export function selfInvoicePage(deps: SelfInvoicePageDeps): Router {
     standardHeaders: 'draft-7',
     legacyHeaders: false,
     keyGenerator: (req) => ipKeyGenerator(req.ip ?? '0.0.0.0'),
-    handler: (_req, res) => {
+    handler: (req, res) => {
       res
         .status(429)
         .type('html')
-        .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
+        .send(page(deps.merchant, 'Demasiados intentos', tooMany(req.baseUrl)));
     },
   });
 
@@ -82,7 +82,7 @@ async function submit(deps: SelfInvoicePageDeps, failures: FailureLimiter, req: 
     return void res
       .status(429)
       .type('html')
-      .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
+      .send(page(deps.merchant, 'Demasiados intentos', tooMany(req.baseUrl)));
   const errors = checkForm(form);
   if (Object.keys(errors).length > 0)
     return void res
@@ -120,7 +120,7 @@ async function submit(deps: SelfInvoicePageDeps, failures: FailureLimiter, req: 
       return void res
         .status(429)
         .type('html')
-        .send(page(deps.merchant, 'Demasiados intentos', tooMany()));
+        .send(page(deps.merchant, 'Demasiados intentos', tooMany(req.baseUrl)));
     const answer = refusal(deps, error);
     res
       .status(answer.status)
