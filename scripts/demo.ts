@@ -13,7 +13,9 @@
  * receiver of its own; after them it waits until every email (to the sample customer's address, kept
  * by the local SMTP server in .local/mail/) and every webhook of those invoices is delivered, checks
  * each webhook's signature as docs/outbound.md tells a receiver to, and saves each invoice's PDF in
- * .local/demo/, printing where to see all three.
+ * .local/demo/, printing where to see all three. Then a second organization (platform mode): made
+ * through /v1/organizations with its CSD, key, serie, sender and logo, and a payment of its own
+ * stamped as its emisor by the same worker (scripts/demo/organization-demo.ts).
  *
  * Then it keeps running (Ctrl-C stops it), or with `--exit` stops everything and exits: 0 when every
  * invoice was stamped (and the one cancelled) in time, 1 otherwise. `--check-secrets` runs the apps at LOG_LEVEL=debug and
@@ -28,6 +30,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoTable, runDemo, runGlobalDemo, waitForDeliveries } from './demo/demo-client.ts';
+import { runOrganizationDemo } from './demo/organization-demo.ts';
 import { freePort, SAT_DIR } from '@timbra/test-support';
 import { LOCAL_DIR, localEnv, startLocalSystem, stopOnSignals } from './local-system.ts';
 
@@ -120,6 +123,8 @@ function verified(body: string, header: string, secret: string): boolean {
 let ok = false;
 /** The webhook endpoint's signing secret, once registered: checked against the logs like the rest. */
 let endpointSecret: string | undefined;
+/** The second organization's API key, once made: checked against the logs like the rest. */
+let organizationKey: string | undefined;
 try {
   out('[demo] starting the sandbox PAC, the provider sandbox, the API and the worker…');
   const { rows, endpoint } = await runDemo({
@@ -184,6 +189,19 @@ try {
     writeFileSync(file, Buffer.from(await pdf.arrayBuffer()));
     out(`[demo]   ${row.serieFolio.padEnd(8)} ${api}/v1/invoices/${row.id}/pdf → ${file}`);
   }
+  // Platform mode: a second organization, made and served by the same API and worker.
+  const org = await runOrganizationDemo({
+    apiUrl: api,
+    platformKey: env.PLATFORM_KEY!,
+    timeoutMs: Math.max(1000, deadline - Date.now()),
+    log: out,
+  });
+  organizationKey = org.key;
+  demoTable([org.row]).forEach(out);
+  const orgFile = join(pdfDir, `${org.row.serieFolio}-${org.row.uuid}.pdf`);
+  writeFileSync(orgFile, org.pdf);
+  out(`[demo]   its PDF, with its logo → ${orgFile}; its self-invoicing page: ${org.page}`);
+  out(`[demo]   curl -H 'authorization: Bearer ${env.PLATFORM_KEY}' ${api}/v1/organizations/${org.id}`);
   if (adminKey) {
     const g = await runGlobalDemo({
       apiUrl: globalApi,
@@ -247,6 +265,9 @@ if (values['check-secrets']) {
     'sandbox admin token': env.SANDBOX_ADMIN_TOKEN!,
     ...(adminKey ? { 'admin API key': adminKey } : {}),
     ...(endpointSecret ? { 'webhook endpoint secret': endpointSecret } : {}),
+    'platform key': env.PLATFORM_KEY!,
+    'vault master key': env.VAULT_KEYS!.split(':')[1]!,
+    ...(organizationKey ? { "second organization's API key": organizationKey } : {}),
   };
   await sleep(500);
   const logs = system.lines.join('\n');

@@ -47,6 +47,10 @@ export function localEnv(): Record<string, string> {
     SANDBOX_ADMIN_TOKEN: 'dev-admin-token',
     DASHBOARD_USER: 'admin',
     DASHBOARD_PASSWORD: 'dev-dashboard-local-only',
+    // Platform mode: the platform key makes organizations (/v1/organizations); their CSDs and provider
+    // secrets are sealed by this master key (local only: a real one comes from a secret file).
+    PLATFORM_KEY: 'tk_platform_dev_local_only_0123456789',
+    VAULT_KEYS: 'dev:mexk/ONG2/BpOrEaRqWP13Cs9Bv7V0UD8/OjdtBOUFQ=',
     // The provider sandbox (local Stripe and Mercado Pago) on :4020, and the API's keys for it.
     STRIPE_API_KEY: 'sk_test_timbra_sandbox',
     STRIPE_API_URL: 'http://127.0.0.1:4020',
