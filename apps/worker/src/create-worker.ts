@@ -61,6 +61,8 @@ export interface WorkerDeps {
     pending: () => Promise<string[]>;
     /** The organizations whose corrections are due, or with pending invoices made before `lateBefore`. */
     corrections?: (lateBefore: Date | undefined) => Promise<string[]>;
+    /** How long an organization's parts are kept before they are built again (default 5 minutes). */
+    refreshMs?: number;
   };
   /** Corrections' proof: the in-flight grace and the retry delays (defaults: 2 min; 5 s doubling to 10 min). */
   corrections?: {
@@ -89,6 +91,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
         },
         ids: deps.organizations.ids,
         pending: deps.organizations.pending,
+        ...(deps.organizations.refreshMs !== undefined ? { refreshMs: deps.organizations.refreshMs } : {}),
         batchSize: deps.relayBatchSize,
         logger: deps.logger,
       })

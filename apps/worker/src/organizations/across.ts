@@ -1,7 +1,8 @@
 /**
  * Platform mode's worker: one process for every organization. What works on rows — the relay, the
  * sweeper, the stamp and cancel processors — is built an organization, on its own client (row-level
- * security holds it to its rows) with its own CSD, when its first job or row comes; the queues and
+ * security holds it to its rows) with its own CSD, when its first job or row comes, and again every
+ * few minutes (a renewed CSD); the queues and
  * their consumers are the deployment's, and a job names its organization (`org`). The relay goes
  * round the organizations with pending rows, a batch each in turn, so one organization's backlog
  * does not hold another's row back at the relay. The background duties (sweeps, corrections, the
@@ -45,11 +46,16 @@ export interface Organizations<P extends OrganizationParts> {
   pending: () => Promise<string[]>;
   /** The relay's batch: an organization whose batch came back full has more. */
   batchSize: number;
+  /**
+   * How long an organization's parts are kept before they are built again with its CSD as stored
+   * then (a renewal reaches the worker as it reaches the API). Default 5 minutes.
+   */
+  refreshMs?: number;
   logger: Logger;
 }
 
 export class AcrossOrganizations<P extends OrganizationParts> {
-  private readonly built = new Map<string, Promise<P>>();
+  private readonly built = new Map<string, { parts: Promise<P>; at: number }>();
   /** The last drain left an organization's share of the queue full, with rows still pending. */
   capped = false;
   constructor(private readonly organizations: Organizations<P>) {}
@@ -58,13 +64,15 @@ export class AcrossOrganizations<P extends OrganizationParts> {
   partsOf(organizationId: string | undefined): Promise<P> {
     const { home } = this.organizations;
     if (organizationId === undefined || organizationId === home.id) return Promise.resolve(home.parts);
-    let parts = this.built.get(organizationId);
-    if (!parts) {
-      parts = this.organizations.build(organizationId);
-      this.built.set(organizationId, parts);
-      // A failed build (no CSD yet, a vault that does not open it) is tried again next time.
-      parts.catch(() => this.built.delete(organizationId));
-    }
+    const kept = this.built.get(organizationId);
+    if (kept && Date.now() - kept.at < (this.organizations.refreshMs ?? 300_000)) return kept.parts;
+    const parts = this.organizations.build(organizationId);
+    const entry = { parts, at: Date.now() };
+    this.built.set(organizationId, entry);
+    // A failed build (no CSD yet, a vault that does not open it) is tried again next time.
+    parts.catch(() => {
+      if (this.built.get(organizationId) === entry) this.built.delete(organizationId);
+    });
     return parts;
   }
 
