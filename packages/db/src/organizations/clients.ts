@@ -192,11 +192,6 @@ export class OrganizationClients {
     return client;
   }
 
-  /** How many organizations have a client now. */
-  get size(): number {
-    return this.clients.size;
-  }
-
   async close(): Promise<void> {
     this.clients.clear();
     await this.base.$disconnect();
