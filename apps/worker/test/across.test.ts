@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { AcrossOrganizations, type OrganizationParts } from '../src/organizations/across.ts';
+import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 
-// The worker's parts for another organization: built on first use, kept a while, built again after
-// (a CSD renewed since reaches the worker as it reaches the API), and a failed build tried again.
+// The worker's parts and dispatchers for another organization: built on first use, kept a while,
+// built again after (a CSD, sender or logo changed since reaches the worker as it reaches the API),
+// and a failed build tried again.
 
 const parts = (n: number): OrganizationParts & { n: number } => ({
   n,
@@ -42,5 +44,29 @@ describe("another organization's parts", () => {
     );
     await expect(a.partsOf('other')).rejects.toThrow('no CSD yet');
     expect((await a.partsOf('other')).n).toBe(2);
+  });
+});
+
+describe("another organization's dispatcher (its sender and logo)", () => {
+  it('is built again after refreshMs, the one it replaces let go once the new one is built', async () => {
+    const closed: number[] = [];
+    let builds = 0;
+    const deliveries = new DeliveriesAcross({
+      due: () => Promise.resolve(['other']),
+      build: () => {
+        const n = ++builds;
+        return { drainAll: () => Promise.resolve(n), close: () => closed.push(n) };
+      },
+      refreshMs: 60,
+      logger: pino({ level: 'silent' }),
+    });
+    expect(await deliveries.drainAll()).toBe(1);
+    expect(await deliveries.drainAll()).toBe(1);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await deliveries.drainAll()).toBe(2);
+    await new Promise((r) => setImmediate(r));
+    expect(closed).toEqual([1]);
+    await deliveries.close();
+    expect(closed).toEqual([1, 2]);
   });
 });

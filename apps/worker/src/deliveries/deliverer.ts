@@ -31,9 +31,8 @@ export function startDeliverer(
     fonts: dejavuFonts(),
     ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
   };
-  const senders: { close(): void }[] = [];
   // An organization's own sender and logo (PATCH and PUT /v1/organizations/:id…), else the
-  // deployment's; read when its dispatcher is built (its first delivery after the worker starts).
+  // deployment's; read when its dispatcher is built, at its first delivery and every few minutes.
   const dispatcherOf = async (organizationId: string) => {
     const prisma = deps.clientOf(organizationId);
     const own = await organizationSettings(prisma, organizationId);
@@ -54,8 +53,7 @@ export function startDeliverer(
             pdf: logo ? { ...pdf, logo } : pdf,
           })
         : undefined;
-    if (email) senders.push(email);
-    return new Dispatcher({
+    const dispatcher = new Dispatcher({
       prisma,
       logger: logger.child({ organization: organizationId }),
       ...(email ? { email } : {}),
@@ -82,13 +80,14 @@ export function startDeliverer(
       leaseMs: config.DELIVERY_LEASE_MS,
       ...(deps.onAttempt ? { onAttempt: deps.onAttempt } : {}),
     });
+    return Object.assign(dispatcher, { close: () => email?.close() });
   };
   const across = new DeliveriesAcross({ due: deps.due, build: dispatcherOf, logger });
   const loop = runDispatcher(across, { databaseUrl: config.DATABASE_URL, pollMs: config.DELIVERY_POLL_MS, logger });
   return {
     stop: async () => {
       await loop.stop();
-      for (const sender of senders) sender.close();
+      await across.close();
     },
   };
 }
