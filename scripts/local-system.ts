@@ -51,6 +51,8 @@ export function localEnv(): Record<string, string> {
     // secrets are sealed by this master key (local only: a real one comes from a secret file).
     PLATFORM_KEY: 'tk_platform_dev_local_only_0123456789',
     VAULT_KEYS: 'dev:mexk/ONG2/BpOrEaRqWP13Cs9Bv7V0UD8/OjdtBOUFQ=',
+    // An organization's CSD must chain to these CAs: here the tests' CA, which issued the demo's.
+    CSD_TRUSTED_CAS_FILE: testCaFile(),
     // The provider sandbox (local Stripe and Mercado Pago) on :4020, and the API's keys for it.
     STRIPE_API_KEY: 'sk_test_timbra_sandbox',
     STRIPE_API_URL: 'http://127.0.0.1:4020',

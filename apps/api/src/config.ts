@@ -2,9 +2,12 @@ import { apiSettings, withSecretFiles, type ApiSettings } from '@timbra/settings
 import {
   fiscalSettingsProblems,
   productionEmisorProblems,
+  readCertificates,
   SANDBOX_EMISOR,
   type OperatorCatalogs,
 } from '@timbra/cfdi-core';
+import { readFileSync } from 'node:fs';
+import type { X509Certificate } from 'node:crypto';
 import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db/keys';
 import { redisConfigProblems } from '@timbra/db/redis';
@@ -14,7 +17,7 @@ import { redisConfigProblems } from '@timbra/db/redis';
  * (`SAT_CLAVE_PROD_SERV_FILE`, `SAT_CODIGO_POSTAL_FILE`; empty: shape checks), which every run of the
  * SAT rules in the process is given.
  */
-export type ApiConfig = ApiSettings & { catalogs: OperatorCatalogs };
+export type ApiConfig = ApiSettings & { catalogs: OperatorCatalogs; trustedCas?: X509Certificate[] };
 
 /** Reads the API configuration from `env`; throws listing every problem. */
 export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
@@ -40,6 +43,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
         .map((i) => `  ${i.path.join('.')}: ${i.message}`),
     );
   let catalogs: OperatorCatalogs = {};
+  let trustedCas: X509Certificate[] | undefined;
   if (parsed.success) {
     const c = parsed.data;
     if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
@@ -51,6 +55,13 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
     if (c.INVOICE_LOGO_FILE) {
       const read = readInvoiceLogo(c.INVOICE_LOGO_FILE);
       if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
+    }
+    if (c.CSD_TRUSTED_CAS_FILE) {
+      try {
+        trustedCas = readCertificates(readFileSync(c.CSD_TRUSTED_CAS_FILE));
+      } catch (error) {
+        problems.push(`  CSD_TRUSTED_CAS_FILE: ${(error as Error).message}`);
+      }
     }
     // The operator's large catalogues first: the settings below are checked against them too.
     const read = catalogsFromSettings(c);
@@ -94,7 +105,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       ),
     );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
-  return { ...parsed.data, catalogs };
+  return { ...parsed.data, catalogs, ...(trustedCas ? { trustedCas } : {}) };
 }
 
 /** Parses API_KEYS (`name:key[:admin]`, comma-separated). */

@@ -259,6 +259,7 @@ const app = createPlatform({
     defaults,
     catalogs: config.catalogs,
     vault,
+    trustedCas: config.trustedCas,
     failures,
     bodyLimit: config.BODY_LIMIT,
   },

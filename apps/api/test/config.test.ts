@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { eventually, freePort, privateRedisArgs, runEntryPoint, realClockEnv } from '@timbra/test-support';
+import { eventually, freePort, privateRedisArgs, runEntryPoint, realClockEnv, testCaFile } from '@timbra/test-support';
 import { Redis } from 'ioredis';
 import { periodicidadFor } from '@timbra/cfdi-core';
 import { loadConfig } from '../src/config.ts';
@@ -62,6 +62,25 @@ describe('configuration profiles', () => {
       writeFileSync(join(dir, 'keys'), `2026-12:${Buffer.alloc(32, 7).toString('base64')}\n`);
       const config = loadConfig({ ...emisor, VAULT_KEYS_FILE: join(dir, 'keys') });
       expect(config.VAULT_KEYS).toMatch(/^2026-12:/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reads the SAT's CAs an uploaded CSD must chain to, and names a file that is not one", () => {
+    const sandbox = { ...base, TIMBRA_PROFILE: 'sandbox' };
+    expect(loadConfig(sandbox).trustedCas).toBeUndefined();
+    const config = loadConfig({ ...sandbox, CSD_TRUSTED_CAS_FILE: testCaFile() });
+    expect(config.trustedCas?.map((c) => c.subject)).toEqual([expect.stringContaining('Timbra test CA')]);
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-cas-'));
+    try {
+      writeFileSync(join(dir, 'cas.pem'), 'not a certificate');
+      expect(() => loadConfig({ ...sandbox, CSD_TRUSTED_CAS_FILE: join(dir, 'cas.pem') })).toThrow(
+        /CSD_TRUSTED_CAS_FILE: the trusted CAs are not PEM or DER certificates/,
+      );
+      expect(() => loadConfig({ ...sandbox, CSD_TRUSTED_CAS_FILE: join(dir, 'missing.pem') })).toThrow(
+        /CSD_TRUSTED_CAS_FILE: ENOENT/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, type X509Certificate } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import type { Router } from 'express';
@@ -106,7 +106,7 @@ export async function startApi(
      */
     organization?: { emisor: typeof EMISOR; keys: typeof KEYS };
     /** Platform mode, as main runs it: every organization over one pool, `/v1/organizations` for `key`. */
-    platform?: { key: string; vault: KeyVault };
+    platform?: { key: string; vault: KeyVault; trustedCas?: X509Certificate[] };
   } = {},
 ): Promise<TestApi> {
   const db = options.database ?? (await createTestDatabase());
@@ -249,6 +249,7 @@ export async function startApi(
           platformKey: options.platform!.key,
           defaults,
           vault: options.platform!.vault,
+          trustedCas: options.platform!.trustedCas,
           failures: new FailureLimiter({ perAddress: 100_000, perPrefix: 100_000 }),
           bodyLimit: '64kb',
         },

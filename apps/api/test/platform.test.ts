@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomBytes, randomUUID } from 'node:crypto';
 import got from 'got';
 import { LocalKeyVault } from '@timbra/cfdi-node';
-import { testCsdFiles, TINY_PNG } from '@timbra/test-support';
+import { X509Certificate } from 'node:crypto';
+import { certificateVariant, testCaPem, testCsdFiles, TINY_PNG } from '@timbra/test-support';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 
 // Platform mode, as main runs it: one API process, every organization over one pool, and the
@@ -15,7 +16,8 @@ const CACX = { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFisc
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ platform: { key: PLATFORM_KEY, vault } });
+  // The SAT's CAs as CSD_TRUSTED_CAS_FILE gives them: here the tests' CA, which issued the test CSDs.
+  api = await startApi({ platform: { key: PLATFORM_KEY, vault, trustedCas: [new X509Certificate(testCaPem())] } });
 });
 afterAll(async () => {
   await api.close();
@@ -86,9 +88,16 @@ describe('platform mode: organizations made through /v1/organizations', () => {
 
     const wrong = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('EKU9003173C9'));
     expect([wrong.status, wrong.code]).toEqual([422, 'csd_rejected']);
+    // Its own RFC, but issued by a CA the deployment does not trust.
+    const untrusted = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, {
+      ...files('CACX7605101P8'),
+      certificate: certificateVariant(testCsdFiles('CACX7605101P8').cer, { by: 'other-ca' }).toString('base64'),
+    });
+    expect([untrusted.status, untrusted.code]).toEqual([422, 'csd_rejected']);
+    expect(JSON.stringify(untrusted.body.error?.details)).toMatch(/CSD_UNTRUSTED/);
     const stored = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('CACX7605101P8'));
     expect(stored.status).toBe(201);
-    expect(stored.body.csds).toEqual([expect.objectContaining({ sealing: true })]);
+    expect(stored.body.csds).toEqual([expect.objectContaining({ sealing: true, chain: 'verified' })]);
     const twice = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/csds`, files('CACX7605101P8'));
     expect(twice.code).toBe('csd_already_stored');
     // Nothing of the CSD's secrets comes back.

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { certificateVariant, testCaPem, testCsdFiles } from '@timbra/test-support';
+import { certificateVariant, testCaPem, testCsdFiles, testCsdFor } from '@timbra/test-support';
 import { CfdiError, checkCsdUpload, readCertificates, satCertificateKind } from '../src/index.ts';
 
 const eku = testCsdFiles('EKU9003173C9');
@@ -25,6 +25,20 @@ describe('a CSD upload', () => {
     expect(checked.chain).toBe('verified');
     expect(checked.csd.rfc).toBe('EKU9003173C9');
     expect(checked.csd.noCertificado).toBe('30001000000500003416');
+  });
+
+  it("takes a test CSD made for any taxpayer (the benchmarks' and the chaos run's emisores) as the SAT's", () => {
+    const made = testCsdFor('TIM010101AB1', 'TIMBRA PRUEBAS');
+    const { csd, chain } = checkCsdUpload(made, { rfc: 'TIM010101AB1', at: new Date(), trustedCas });
+    expect([csd.rfc, csd.noCertificado, chain]).toEqual(['TIM010101AB1', made.noCertificado, 'verified']);
+    expect(made.noCertificado).toMatch(/^[0-9]{20}$/);
+    expect(satCertificateKind(csd.certificate)).toBe('csd');
+    // Another taxpayer's is another key and another NoCertificado; the wrong password does not open it.
+    const other = testCsdFor('TIM020202CD2', 'OTRA');
+    expect(other.noCertificado).not.toBe(made.noCertificado);
+    expect(() => checkCsdUpload({ ...made, password: 'x' }, { rfc: 'TIM010101AB1', at: new Date() })).toThrow(
+      CfdiError,
+    );
   });
 
   it('says, when no CA is configured, that the chain was not checked', () => {

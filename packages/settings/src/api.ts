@@ -165,6 +165,11 @@ export const API_OPERATOR = section("Merchants' webhooks and the queue dashboard
     'off: the home organization (`EMISOR_*`) only',
   ),
   entry(
+    { CSD_TRUSTED_CAS_FILE: z.string().min(1).optional() },
+    "platform mode: the SAT's CA certificates (a PEM bundle, or one DER certificate) that a CSD uploaded through `/v1/organizations/:id/csds` must chain to (422 `csd_rejected`, `csd_untrusted`); the SAT publishes them on its portal",
+    'unset: the chain is not checked, and each upload answers `chain: "unchecked"`',
+  ),
+  entry(
     { DASHBOARD_ALLOW_DLQ_RETRY: bool.default(false) },
     "offer Retry (a re-drive, with a reason, recorded as `dashboard:<user>`) on the dashboard's dead-letters page, `/admin/queues/dead-letters`; the board itself is always read-only (bull-board cannot offer Retry without Delete, Edit, Add, Empty and Obliterate)",
   ),

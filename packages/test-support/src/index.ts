@@ -24,6 +24,7 @@ export {
   stableTempFile,
   testCaFile,
   testCaPem,
+  testCsdFor,
   TEST_CERTIFICATE_END,
 } from './test-ca.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd, TINY_PNG } from './samples.ts';

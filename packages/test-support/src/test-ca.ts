@@ -167,3 +167,51 @@ export function stableTempFile(name: string, bytes: Buffer | string): string {
 export function testCaFile(): string {
   return stableTempFile('test-ca.pem', testCaPem());
 }
+
+/**
+ * A CSD for any taxpayer, issued by the test CA: a fresh RSA key (encrypted PKCS#8 under
+ * `password`, as the SAT's `.key` files are) and a certificate whose subject is laid out as the
+ * SAT's (name, RFC in x500UniqueIdentifier, a branch in OU: a CSD, not an e.firma), valid until
+ * 2099. For runs that need more emisores than the SAT's two test taxpayers (the chaos run's third
+ * organization, the benchmarks' thousand). The PAC sandbox accepts it only when it trusts the test CA.
+ */
+export function testCsdFor(
+  rfc: string,
+  nombre: string,
+  options: { noCertificado?: string; password?: string } = {},
+): { cer: Buffer; key: Buffer; password: string; noCertificado: string } {
+  const password = options.password ?? '12345678a';
+  const noCertificado =
+    options.noCertificado ??
+    `3000${BigInt(`0x${createHash('sha256').update(rfc).digest('hex').slice(0, 15)}`)
+      .toString()
+      .padStart(16, '0')
+      .slice(0, 16)}`;
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const { key: caKey, cert: caCert } = testCa();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ format: 'pem', type: 'spki' }).toString());
+  cert.serialNumber = Buffer.from(noCertificado, 'ascii').toString('hex');
+  cert.validity.notBefore = new Date('2024-01-01T00:00:00Z');
+  cert.validity.notAfter = TEST_CERTIFICATE_END;
+  cert.setSubject([
+    { name: 'commonName', value: nombre },
+    { type: '2.5.4.41', value: nombre },
+    { name: 'organizationName', value: nombre },
+    { type: '2.5.4.45', value: rfc },
+    { name: 'serialNumber', value: ' ' },
+    { shortName: 'OU', value: 'Matriz' },
+  ]);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false },
+    { name: 'keyUsage', digitalSignature: true, nonRepudiation: true },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return {
+    cer: Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary'),
+    key: privateKey.export({ format: 'der', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase: password }),
+    password,
+    noCertificado,
+  };
+}
