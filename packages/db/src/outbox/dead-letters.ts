@@ -18,7 +18,9 @@ export interface DeadLetterQueue {
     types: 'failed'[],
     start?: number,
     end?: number,
-  ): Promise<({ data: unknown; retry: (state?: 'failed') => Promise<void> } | undefined)[]>;
+  ): Promise<
+    ({ data: unknown; retry: (state?: 'failed') => Promise<void>; getState: () => Promise<string> } | undefined)[]
+  >;
 }
 
 /** A letter's state: still dead, or settled — how (re-driven by whom, or the row moved on) and what the row is now. */
@@ -86,7 +88,14 @@ export async function settleDeadLetters(
     // Another organization's letter: its row is out of this client's sight, not gone.
     if (owner && !ownsLetter(owner, parsed.data)) continue;
     if ((await deadLetterState(prisma, parsed.data)).dead) continue;
-    await job.retry('failed');
+    try {
+      await job.retry('failed');
+    } catch (error) {
+      // Settled meanwhile by another settler (a second worker's sweep, the API after a re-drive):
+      // no longer in the failed set, which is what this was for.
+      if ((await job.getState()) !== 'failed') continue;
+      throw error;
+    }
     settled++;
   }
   return settled;
