@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- [--payments N] [--duration S] [--seed X] [--postgres private|shared] [--variant naive] [--expect-violations] [--out DIR]`
+ * `npm run chaos -- [--payments N] [--duration S] [--seed X] [--postgres private|shared] [--organizations 1-3] [--variant naive] [--expect-violations] [--out DIR]`
  *
  * Proves the product's promise under the faults production has, with real processes on loopback:
  * the pac-sandbox (primary + backup), the API, two workers (one relay + sweeper + stamper, one
@@ -48,12 +48,18 @@
  * to its tickets' sum after refunds, every ticket refund either before its global (no Egreso) or with
  * one stamped Egreso related to the ticket's document.
  *
+ * Platform mode (#46), `--organizations 3` by default: the API serves two more organizations, made
+ * through /v1/organizations with their CSDs, keys and webhook endpoints (organizations.ts); the REST
+ * payments go round the three, each with its own key. Checked: every invariant per organization,
+ * each invoice's webhooks at its own organization's endpoint, and no row of one listed or read with
+ * another's keys.
+ *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
  * only if the harness catches it (orphans or duplicates).
  */
-import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -73,6 +79,13 @@ import {
   testCsdPaths,
 } from '@timbra/test-support';
 import { privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
+import {
+  crossings,
+  makeOrganizations,
+  MAX_ORGANIZATIONS,
+  perOrganization,
+  type ChaosOrganization,
+} from './organizations.ts';
 
 const { values } = parseArgs({
   options: {
@@ -81,6 +94,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '42' },
     variant: { type: 'string', default: 'product' },
     postgres: { type: 'string', default: 'private' },
+    organizations: { type: 'string', default: '3' },
     'expect-violations': { type: 'boolean', default: false },
     out: { type: 'string' },
   },
@@ -91,6 +105,11 @@ const seed = Number(values.seed);
 const naive = values.variant === 'naive';
 if (!['product', 'naive'].includes(values.variant)) throw new Error('--variant is product or naive');
 if (!['private', 'shared'].includes(values.postgres)) throw new Error('--postgres is private or shared');
+// Platform mode: the home organization (EMISOR_*) and up to two more, made through /v1/organizations.
+// The naive stamper knows one emisor's CSD only: it runs one organization.
+const O = naive ? 1 : Number(values.organizations);
+if (!Number.isInteger(O) || O < 1 || O > MAX_ORGANIZATIONS)
+  throw new Error(`--organizations is 1 to ${MAX_ORGANIZATIONS}`);
 
 /** The SAT test taxpayer CACX7605101P8 as the sandbox's registry has it. */
 const XOCHILT = {
@@ -135,8 +154,16 @@ const mailbox = await startMailbox({
   },
 });
 const hooks = {
-  secret: '',
-  requests: [] as { eventId: string; type: string; invoiceId: string | null; verified: boolean; answered: number }[],
+  /** Each organization's endpoint secret, by its path (`/hooks`: the home one's; `/hooks/<tag>`). */
+  secrets: new Map<string, string>(),
+  requests: [] as {
+    eventId: string;
+    type: string;
+    invoiceId: string | null;
+    verified: boolean;
+    answered: number;
+    path: string;
+  }[],
 };
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -145,7 +172,10 @@ const receiver = createServer((req, res) => {
     const body = Buffer.concat(chunks).toString('utf8');
     const header = String(req.headers['timbra-signature'] ?? '');
     const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
-    const expected = createHmac('sha256', hooks.secret).update(`${parts.t}.${body}`).digest();
+    const path = req.url ?? '';
+    const expected = createHmac('sha256', hooks.secrets.get(path) ?? '')
+      .update(`${parts.t}.${body}`)
+      .digest();
     const given = Buffer.from(parts.v1 ?? '', 'hex');
     const event = JSON.parse(body) as { id: string; type: string; data: { object: { id?: string } } };
     const r = deliveryRandom();
@@ -156,6 +186,7 @@ const receiver = createServer((req, res) => {
       invoiceId: event.type.startsWith('invoice.') ? (event.data.object.id ?? null) : null,
       verified: given.length === expected.length && timingSafeEqual(given, expected),
       answered: answer,
+      path,
     });
     if (answer === 0) {
       setTimeout(() => res.destroy(), 3000).unref();
@@ -168,6 +199,14 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
 const adminToken = `chaos-admin-${randomUUID()}`;
+const platform =
+  O > 1
+    ? {
+        PLATFORM_KEY: `chaos-platform-${randomUUID()}`,
+        VAULT_KEYS: `chaos:${randomBytes(32).toString('base64')}`,
+        CSD_TRUSTED_CAS_FILE: testCaFile(),
+      }
+    : undefined;
 const pacPassword = `chaos-pac-${randomUUID()}`;
 // A fresh, migrated database of its own: in a private cluster (removed at the end), or on
 // $TEST_DATABASE_URL's server (dropped at the end).
@@ -230,6 +269,7 @@ const api = Proc.app('api', 'apps/api/src/main.ts', {
   RATE_LIMIT_PER_MINUTE: '10000000',
   // Every pending invoice correctable at once: corrections race the stamping of the version they replace.
   LATE_MARGIN_HOURS: '72',
+  ...platform,
   LOG_LEVEL: 'warn',
 });
 // Público en general in global mode (#20), on a second API over the same database: the till's sales
@@ -271,6 +311,8 @@ const pacEnv = (prefix: 'PRIMARY' | 'BACKUP', port: number) => ({
 });
 const workerEnv = (roles: string) => ({
   ...csdEnv,
+  // The other organizations' CSDs are stored sealed by the platform's master key.
+  ...(platform ? { VAULT_KEYS: platform.VAULT_KEYS } : {}),
   DATABASE_URL: databaseUrl,
   REDIS_URL: redisUrl,
   WORKER_ROLES: roles,
@@ -391,16 +433,44 @@ try {
     `system up: database ${new URL(databaseUrl).pathname.slice(1)}${cluster ? ` (private cluster :${new URL(databaseUrl).port})` : ''}, redis :${redisPort}, api :${apiPort}, PACs :${primaryPort}/:${backupPort}${naive ? ' — NAIVE stamper (deliberately broken)' : ''}`,
   );
 
-  // The merchant's endpoint, for every event: registered before the first payment.
-  const registered = await fetch(`${apiUrl}/v1/webhook-endpoints`, {
-    method: 'POST',
-    body: JSON.stringify({ url: receiverUrl, events: ['*'] }),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${secrets.adminKey}` },
-  });
-  if (registered.status !== 201) throw new Error(`POST /v1/webhook-endpoints: HTTP ${registered.status}`);
-  hooks.secret = ((await registered.json()) as { secret: string }).secret;
+  // The organizations: the home one (EMISOR_*, its keys from API_KEYS) and, in platform mode, the
+  // others made through /v1/organizations, each with its CSD and keys.
+  const home = await (async () => {
+    const db = createPrisma(databaseUrl, { poolSize: 1 });
+    try {
+      const [row] = await db.$queryRaw<{ id: string }[]>`SELECT id::text FROM emisores WHERE rfc = 'EKU9003173C9'`;
+      return row!.id;
+    } finally {
+      await db.$disconnect();
+    }
+  })();
+  const organizations: ChaosOrganization[] = [
+    { tag: 'home', id: home, rfc: 'EKU9003173C9', key: secrets.apiKey, adminKey: secrets.adminKey },
+    ...(platform
+      ? await makeOrganizations(O - 1, {
+          apiUrl,
+          platformKey: platform.PLATFORM_KEY,
+          sandboxAdmin: { url: adminUrl, token: adminToken },
+          log,
+        })
+      : []),
+  ];
+  const keyOf = new Map(organizations.map((o) => [o.id, o.key]));
+  /** The store's key of the organization `id` (an invoice's `emisor_id`). */
+  const storeKey = (id: string) => keyOf.get(id) ?? secrets.apiKey;
+  // Each organization's endpoint, for every event: registered before the first payment.
+  for (const o of organizations) {
+    const path = o.tag === 'home' ? '/hooks' : `/hooks/${o.tag}`;
+    const registered = await fetch(`${apiUrl}/v1/webhook-endpoints`, {
+      method: 'POST',
+      body: JSON.stringify({ url: `${receiverUrl.replace(/\/hooks$/, '')}${path}`, events: ['*'] }),
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${o.adminKey}` },
+    });
+    if (registered.status !== 201) throw new Error(`POST /v1/webhook-endpoints: HTTP ${registered.status}`);
+    hooks.secrets.set(path, ((await registered.json()) as { secret: string }).secret);
+  }
   log(
-    'webhook endpoint registered (every event); the receiver fails ~10% with 500 and ~5% by timeout, the SMTP server drops ~10% and defers ~10%',
+    `webhook endpoint registered (every event${O > 1 ? `, one for each of ${O} organizations` : ''}); the receiver fails ~10% with 500 and ~5% by timeout, the SMTP server drops ~10% and defers ~10%`,
   );
 
   // --- Faults --------------------------------------------------------------------------------
@@ -484,6 +554,8 @@ try {
       kind,
       /** The provider's id: known once the sandbox made the payment (REST: ours). */
       externalId: kind === 'rest' ? `rest-${i}` : '',
+      /** Its organization (emisores.id): the REST payments go round them; the providers' are the home one's. */
+      org: kind === 'rest' ? organizations[i % organizations.length]!.id : home,
       method: METHODS[Math.floor(random() * METHODS.length)]!,
       centavos,
       capture,
@@ -616,6 +688,7 @@ try {
     invoiceId: string,
     change: object,
     key: string,
+    bearer: string,
     onAnswer: (status: number) => void,
   ) => {
     for (let attempt = 0; attempt < 200; attempt++) {
@@ -626,7 +699,7 @@ try {
           body: JSON.stringify(change),
           headers: {
             'content-type': 'application/json',
-            authorization: `Bearer ${secrets.apiKey}`,
+            authorization: `Bearer ${bearer}`,
             'idempotency-key': key,
           },
           signal: AbortSignal.timeout(10_000),
@@ -720,7 +793,7 @@ try {
           body,
           headers: {
             'content-type': 'application/json',
-            authorization: `Bearer ${secrets.apiKey}`,
+            authorization: `Bearer ${storeKey(p.org)}`,
             'idempotency-key': `chaos-${p.i}`,
           },
         },
@@ -749,7 +822,9 @@ try {
     if (!invoiceId) return;
     const change =
       p.correction === 'race-named' ? { receptor: { usoCfdi: 'G01' } } : { reason: 'chaos: a fresh Fecha' };
-    await patchUntilAnswered(invoiceId, change, `chaos-race-${p.i}`, (status) => corrections.raced.push(status));
+    await patchUntilAnswered(invoiceId, change, `chaos-race-${p.i}`, storeKey(p.org), (status) =>
+      corrections.raced.push(status),
+    );
   };
   /** A refund made at Stripe a little after its payment (whose events may not have arrived yet). */
   const sendRefund = async (p: (typeof plan)[number], refund: NonNullable<(typeof plan)[number]['refund']>) => {
@@ -877,10 +952,10 @@ try {
   const pickStamped = async (
     what: string,
     want: number,
-    pick: (db: ReturnType<typeof createPrisma>) => Promise<{ id: string }[]>,
+    pick: (db: ReturnType<typeof createPrisma>) => Promise<{ id: string; org: string }[]>,
   ) => {
     const db = createPrisma(databaseUrl, { poolSize: 1 });
-    let chosen: { id: string }[] = [];
+    let chosen: { id: string; org: string }[] = [];
     const startedAt = Date.now();
     try {
       for (;;) {
@@ -895,8 +970,11 @@ try {
     if (chosen.length < want)
       log(`${what}: only ${chosen.length} of ${want} wanted were stamped a minute after the last payment was sent`);
     else if (waitedS >= 1) log(`${what}: waited ${waitedS.toFixed(1)} s for ${want} stamped invoices`);
+    for (const c of chosen) invoiceOrg.set(c.id, c.org);
     return chosen.map((c) => c.id);
   };
+  /** The organization of each invoice picked for a change: its store's key asks for it. */
+  const invoiceOrg = new Map<string, string>();
   const changesWanted = Math.max(2, Math.round(N * 0.02));
   // The replacements leave out the invoices being cancelled: they are picked once those are.
   let picked = () => {};
@@ -908,8 +986,8 @@ try {
           ...(await pickStamped(
             'cancellations',
             changesWanted,
-            (db) => db.$queryRaw<{ id: string }[]>`
-              SELECT i.id FROM invoices i
+            (db) => db.$queryRaw<{ id: string; org: string }[]>`
+              SELECT i.id, i.emisor_id::text AS org FROM invoices i
               WHERE i.kind = 'I' AND i.status = 'stamped' AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = i.payment_id)
                 -- Not a ticket's document (a global, a self-invoiced Ingreso): the tickets' checks expect them stamped.
                 AND i.global_period_id IS NULL AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.payment_id = i.payment_id)
@@ -931,7 +1009,7 @@ try {
                 body: JSON.stringify({ motivo: '02' }),
                 headers: {
                   'content-type': 'application/json',
-                  authorization: `Bearer ${secrets.apiKey}`,
+                  authorization: `Bearer ${storeKey(invoiceOrg.get(id) ?? home)}`,
                   'idempotency-key': `chaos-cancel-${id}`,
                 },
               },
@@ -947,8 +1025,8 @@ try {
       const chosen = await pickStamped(
         'replacements',
         changesWanted,
-        (db) => db.$queryRaw<{ id: string }[]>`
-            SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
+        (db) => db.$queryRaw<{ id: string; org: string }[]>`
+            SELECT i.id, i.emisor_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
             WHERE p.provider = 'api:chaos' AND i.kind = 'I' AND i.status = 'stamped'
               AND NOT (i.id = ANY(${cancelsPlanned}::uuid[]))
             ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${changesWanted}`,
@@ -964,7 +1042,7 @@ try {
                 body: JSON.stringify({ reason: 'chaos: replaced' }),
                 headers: {
                   'content-type': 'application/json',
-                  authorization: `Bearer ${secrets.apiKey}`,
+                  authorization: `Bearer ${storeKey(invoiceOrg.get(id) ?? home)}`,
                   'idempotency-key': `chaos-replace-${id}`,
                 },
                 signal: AbortSignal.timeout(10_000),
@@ -1015,16 +1093,17 @@ try {
     try {
       while (correcting) {
         try {
-          const rejected = await db.$queryRaw<{ id: string }[]>`
-            SELECT i.id FROM invoices i JOIN payments p ON p.id = i.payment_id
+          const rejected = await db.$queryRaw<{ id: string; org: string }[]>`
+            SELECT i.id, i.emisor_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
             WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.kind = 'I'
               AND i.status = 'stamp_failed'
               AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status <> 'refused')`;
-          for (const { id } of rejected)
+          for (const { id, org } of rejected)
             await patchUntilAnswered(
               id,
               { receptor: { nombre: XOCHILT.nombre }, reason: 'name as the SAT has it' },
               `chaos-fix-${id}`,
+              storeKey(org),
               (status) => {
                 if (status < 300) corrections.fixed.add(id);
               },
@@ -1160,9 +1239,17 @@ try {
   const [needsData] = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM invoices WHERE status = 'needs_data'`;
   const invoices = await prisma.$queryRaw<
-    { id: string; serie: string; folio: number; uuid: string | null; stamp_key: string; frozen_xml: string | null }[]
+    {
+      id: string;
+      org: string;
+      serie: string;
+      folio: number;
+      uuid: string | null;
+      stamp_key: string;
+      frozen_xml: string | null;
+    }[]
   >`
-    SELECT id, serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
+    SELECT id, emisor_id::text AS org, serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
   const replacedOriginalIds = new Set(
     (
       await prisma.$queryRaw<
@@ -1221,6 +1308,11 @@ try {
   >`
     SELECT e.id AS egreso, e.status::text AS egreso_status, e.related_invoice_id AS related, t.invoice_id AS ticket_document
     FROM refunds r JOIN tickets t ON t.payment_id = r.payment_id LEFT JOIN invoices e ON e.refund_id = r.id`;
+  // Platform mode: each organization's own figures, and what one's keys see of the others'.
+  const organizationFigures =
+    O > 1
+      ? [...(await perOrganization(organizations, prisma, acked)), await crossings(apiUrl, organizations, prisma)]
+      : [];
   await prisma.$disconnect();
 
   const inDb = new Map(payments.map((p) => [`${p.provider}|${p.external_id}`, p]));
@@ -1244,7 +1336,9 @@ try {
   const multiInvoice = payments.filter((p) => p.invoices > 1).length;
   const folioProblems = (() => {
     const bySerie = new Map<string, number[]>();
-    for (const i of invoices) bySerie.set(i.serie, [...(bySerie.get(i.serie) ?? []), i.folio]);
+    // Each organization's series are its own: folios from 1 in each.
+    for (const i of invoices)
+      bySerie.set(`${i.org}|${i.serie}`, [...(bySerie.get(`${i.org}|${i.serie}`) ?? []), i.folio]);
     let problems = 0;
     for (const folios of bySerie.values()) {
       folios.sort((a, b) => a - b);
@@ -1474,6 +1568,25 @@ try {
         must: '0',
         ok: deadDeliveries!.n === 0 && deliveriesOpen === 0,
       },
+      ...(O > 1
+        ? [
+            ((): (typeof figures)[number] => {
+              const pathOf = new Map(organizations.map((o) => [o.id, o.tag === 'home' ? '/hooks' : `/hooks/${o.tag}`]));
+              const orgOf = new Map(invoices.map((i) => [i.id, i.org]));
+              const elsewhere = hooks.requests.filter(
+                (r) => r.invoiceId && orgOf.has(r.invoiceId) && pathOf.get(orgOf.get(r.invoiceId)!) !== r.path,
+              ).length;
+              const reached = new Set(hooks.requests.filter((r) => r.type === 'invoice.stamped').map((r) => r.path));
+              return {
+                figure: "invoices' webhooks at another organization's endpoint; endpoints that got their own",
+                value: `${elsewhere}; ${reached.size} of ${O}`,
+                must: `0; all ${O}`,
+                ok: elsewhere === 0 && reached.size === O,
+              };
+            })(),
+            ...organizationFigures,
+          ]
+        : []),
       // The supervisor restarts a process that crashes and every invariant may still hold, but in
       // production each is an outage of that process (the API on every Postgres restart, once).
       {
@@ -1580,7 +1693,7 @@ try {
   const markdown = [
     `# Chaos run — ${new Date().toISOString()}`,
     '',
-    `${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}; --payments ${N} --duration ${durationS} --seed ${seed} --postgres ${values.postgres}${naive ? ' --variant naive' : ''}`,
+    `${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}; --payments ${N} --duration ${durationS} --seed ${seed} --postgres ${values.postgres} --organizations ${O}${naive ? ' --variant naive' : ''}`,
     '',
     '| figure | value | must be | |',
     '|---|---|---|---|',
