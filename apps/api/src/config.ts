@@ -46,22 +46,15 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
   let trustedCas: X509Certificate[] | undefined;
   if (parsed.success) {
     const c = parsed.data;
-    if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
-      problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
-    if (c.EXCHANGE_RATE_SOURCE === 'banxico' && !c.BANXICO_TOKEN)
-      problems.push('  BANXICO_TOKEN: required with EXCHANGE_RATE_SOURCE=banxico (its SIE API asks for one)');
-    if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
-      problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
+    problems.push(...pairedSettingProblems(c));
     if (c.INVOICE_LOGO_FILE) {
       const read = readInvoiceLogo(c.INVOICE_LOGO_FILE);
       if ('problem' in read) problems.push(`  INVOICE_LOGO_FILE: ${read.problem}`);
     }
     if (c.CSD_TRUSTED_CAS_FILE) {
-      try {
-        trustedCas = readCertificates(readFileSync(c.CSD_TRUSTED_CAS_FILE));
-      } catch (error) {
-        problems.push(`  CSD_TRUSTED_CAS_FILE: ${(error as Error).message}`);
-      }
+      const read = readTrustedCas(c.CSD_TRUSTED_CAS_FILE);
+      if ('problem' in read) problems.push(`  CSD_TRUSTED_CAS_FILE: ${read.problem}`);
+      else trustedCas = read.cas;
     }
     // The operator's large catalogues first: the settings below are checked against them too.
     const read = catalogsFromSettings(c);
@@ -106,6 +99,27 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
     );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
   return { ...parsed.data, catalogs, ...(trustedCas ? { trustedCas } : {}) };
+}
+
+/** Settings that need another with them: each missing one, named. */
+function pairedSettingProblems(c: ApiSettings): string[] {
+  const problems: string[] = [];
+  if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
+    problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
+  if (c.EXCHANGE_RATE_SOURCE === 'banxico' && !c.BANXICO_TOKEN)
+    problems.push('  BANXICO_TOKEN: required with EXCHANGE_RATE_SOURCE=banxico (its SIE API asks for one)');
+  if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)
+    problems.push('  MERCADOPAGO_ACCESS_TOKEN: required with MERCADOPAGO_WEBHOOK_SECRET (payments are fetched)');
+  return problems;
+}
+
+/** The SAT's CA certificates in `path` (a PEM bundle or one DER certificate), or what is wrong with it. */
+function readTrustedCas(path: string): { cas: X509Certificate[] } | { problem: string } {
+  try {
+    return { cas: readCertificates(readFileSync(path)) };
+  } catch (error) {
+    return { problem: (error as Error).message };
+  }
 }
 
 /** Parses API_KEYS (`name:key[:admin]`, comma-separated). */
