@@ -9,7 +9,7 @@
 import type { createPrisma } from '@timbra/db';
 
 type PrismaClient = ReturnType<typeof createPrisma>;
-import { testCsdFor } from '@timbra/test-support';
+import { apiCall, makeOrganizationWithCsd } from '@timbra/test-support';
 
 /** The facts of the organizations beside the home one (EMISOR_*): a persona moral and a física. */
 const MORE = [
@@ -38,17 +38,6 @@ interface Options {
   log: (line: string) => void;
 }
 
-async function call<T>(apiUrl: string, key: string, method: string, path: string, body?: object): Promise<T> {
-  const response = await fetch(`${apiUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
-  return (text ? JSON.parse(text) : {}) as T;
-}
-
 /** Makes `count` organizations (beyond the home one) with their CSD and keys; returns them. */
 export async function makeOrganizations(count: number, options: Options): Promise<ChaosOrganization[]> {
   const made: ChaosOrganization[] = [];
@@ -65,16 +54,10 @@ export async function makeOrganizations(count: number, options: Options): Promis
     });
     if (!registered.ok) throw new Error(`sandbox PUT /taxpayers/${facts.rfc}: HTTP ${registered.status}`);
     const { tag, ...body } = facts;
-    const { id } = await call<{ id: string }>(options.apiUrl, options.platformKey, 'POST', '/v1/organizations', body);
-    const csd = testCsdFor(facts.rfc, facts.nombre);
-    await call(options.apiUrl, options.platformKey, 'POST', `/v1/organizations/${id}/csds`, {
-      certificate: csd.cer.toString('base64'),
-      privateKey: csd.key.toString('base64'),
-      password: csd.password,
-    });
+    const { id, noCertificado } = await makeOrganizationWithCsd(options.apiUrl, options.platformKey, body);
     const keyOf = async (name: string, scopes?: string[]) =>
       (
-        await call<{ key: string }>(options.apiUrl, options.platformKey, 'POST', `/v1/organizations/${id}/keys`, {
+        await apiCall<{ key: string }>(options.apiUrl, options.platformKey, 'POST', `/v1/organizations/${id}/keys`, {
           name,
           ...(scopes ? { scopes } : {}),
         })
@@ -86,7 +69,7 @@ export async function makeOrganizations(count: number, options: Options): Promis
       key: await keyOf('chaos'),
       adminKey: await keyOf('chaos-ops', ['read', 'write', 'cancel', 'admin']),
     });
-    options.log(`organization ${tag}: ${facts.rfc} ${facts.nombre} (${id}), its CSD ${csd.noCertificado} and keys`);
+    options.log(`organization ${tag}: ${facts.rfc} ${facts.nombre} (${id}), its CSD ${noCertificado} and keys`);
   }
   return made;
 }
@@ -110,7 +93,7 @@ const LISTS = [
 ] as const;
 
 async function listAll(apiUrl: string, key: string, path: string, unpaged = false): Promise<string[]> {
-  if (unpaged) return (await call<{ data: { id: string }[] }>(apiUrl, key, 'GET', path)).data.map((row) => row.id);
+  if (unpaged) return (await apiCall<{ data: { id: string }[] }>(apiUrl, key, 'GET', path)).data.map((row) => row.id);
   const ids: string[] = [];
   // An organization invoicing público en general per payment has no tickets: the API says so.
   if (path === '/v1/tickets') {
@@ -120,7 +103,7 @@ async function listAll(apiUrl: string, key: string, path: string, unpaged = fals
   }
   let cursor: string | null = null;
   do {
-    const page: { data: { id: string }[]; nextCursor: string | null } = await call(
+    const page: { data: { id: string }[]; nextCursor: string | null } = await apiCall(
       apiUrl,
       key,
       'GET',

@@ -40,6 +40,14 @@ export {
   runEntryPoint,
   tsEntryArgs,
 } from './system.ts';
+export {
+  apiCall,
+  makeOrganizationWithCsd,
+  makeStripeOrganizations,
+  makeSyntheticOrganizations,
+  syntheticOrganization,
+  type OrganizationFacts,
+} from './organizations.ts';
 export { startRedisCluster, type RedisClusterProcess } from './redis-cluster.ts';
 export { prepareSatXslt, satXslt } from './xslt-oracle.ts';
 export { SchemaValidator } from './xsd-oracle.ts';

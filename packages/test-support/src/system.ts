@@ -61,7 +61,11 @@ export function cpuMs(filter: { pid: number | undefined } | { comm: string }): n
       const close = stat.lastIndexOf(')');
       if ('comm' in filter && stat.slice(stat.indexOf('(') + 1, close) !== filter.comm) continue;
       const fields = stat.slice(close + 2).split(' ');
-      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+      // utime + stime; by name, cutime + cstime too: a process that ended (a Postgres backend whose
+      // connection closed) is counted in its parent's, so the total never goes back.
+      const own = Number(fields[11]) + Number(fields[12]);
+      const children = 'comm' in filter ? Number(fields[13]) + Number(fields[14]) : 0;
+      total += ((own + children) * 1000) / 100;
     } catch {
       // the process ended meanwhile
     }

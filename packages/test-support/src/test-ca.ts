@@ -9,7 +9,7 @@
  * re-issued ones are built from it deterministically (fixed validity and serials; RSA PKCS#1 v1.5
  * signatures are deterministic), so every process of a run — and every run — makes the same bytes.
  */
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -178,7 +178,12 @@ export function testCaFile(): string {
 export function testCsdFor(
   rfc: string,
   nombre: string,
-  options: { noCertificado?: string; password?: string } = {},
+  options: {
+    noCertificado?: string;
+    password?: string;
+    /** A key pair to certify (one for many taxpayers: making 1,000 RSA keys costs a minute); else a new one. */
+    keyPair?: { privateKey: KeyObject; publicKey: KeyObject };
+  } = {},
 ): { cer: Buffer; key: Buffer; password: string; noCertificado: string } {
   const password = options.password ?? '12345678a';
   const noCertificado =
@@ -187,7 +192,7 @@ export function testCsdFor(
       .toString()
       .padStart(16, '0')
       .slice(0, 16)}`;
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const { privateKey, publicKey } = options.keyPair ?? generateKeyPairSync('rsa', { modulusLength: 2048 });
   const { key: caKey, cert: caCert } = testCa();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ format: 'pem', type: 'spki' }).toString());
