@@ -1,5 +1,5 @@
 /**
- * `npm run bench:e2e [-- --seconds S --rate R --latency-ms L --concurrency C]` — the end-to-end
+ * `npm run bench:e2e [-- --seconds S --rate R --latency-ms L --concurrency C --organizations K]` — the end-to-end
  * benchmark: the real API, worker and PAC sandbox (as their own processes, private Redis, fresh
  * database), the sandbox answering every stamp after L ms (default 50). Signed Stripe webhooks go in:
  *
@@ -13,7 +13,13 @@
  * the same run: pgbench on the payment transaction's shape, the raw RSA verify+sign rate, and the
  * bound the PAC latency sets (worker concurrency / latency). Targets on a 2-core machine: relay p99
  * < 50 ms; sustained ≥ 40% of the lowest of those ceilings.
+ *
+ * `--organizations K` (platform mode): K organizations made through /v1/organizations (a CSD by the
+ * tests' CA and a Stripe account each, the sandbox's "SAT" told of each emisor), each one's first
+ * payment stamped before the clock; then both phases twice — every payment to one organization (the
+ * reference), then spread over all K — and the two side by side. Target: spread within 10% of one.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -22,6 +28,7 @@ import { Redis } from 'ioredis';
 import {
   cpuMs,
   freePorts,
+  makeStripeOrganizations,
   percentile,
   rawVerifySignRate,
   stripeSignatureHeader,
@@ -39,8 +46,19 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '100' },
     'latency-ms': { type: 'string', default: '50' },
     concurrency: { type: 'string', default: '32' },
+    /** Platform mode: K organizations; each phase run with every payment to one, then spread over K. */
+    organizations: { type: 'string' },
   },
 });
+const organizationCount = values.organizations === undefined ? 0 : Number(values.organizations);
+if (values.organizations !== undefined && !(organizationCount >= 2)) throw new Error('--organizations K: K ≥ 2');
+// Platform mode: the key that makes the organizations, the master key sealing their CSDs and secrets.
+const platform = organizationCount
+  ? {
+      PLATFORM_KEY: `bench-platform-${randomBytes(16).toString('hex')}`,
+      VAULT_KEYS: `bench:${randomBytes(32).toString('base64')}`,
+    }
+  : undefined;
 const seconds = Number(values.seconds);
 const rate = Number(values.rate);
 const latencyMs = Number(values['latency-ms']);
@@ -90,6 +108,7 @@ const processes = [
     // Hand-built PaymentIntents made by no Checkout Session: no session to look up at Stripe.
     STRIPE_LINE_ITEMS: 'false',
     RATE_LIMIT_PER_MINUTE: '10000000',
+    ...platform,
     LOG_LEVEL: 'error',
   }),
   // The relay in a process of its own (WORKER_ROLES), so stamping never delays its event loop.
@@ -103,6 +122,7 @@ const processes = [
       WORKER_HTTP_PORT: '0',
       PAC_PRIMARY_URL: `http://127.0.0.1:${primaryPort}`,
       SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
+      ...(platform ? { VAULT_KEYS: platform.VAULT_KEYS } : {}),
       LOG_LEVEL: 'error',
     }),
   ),
@@ -118,7 +138,7 @@ const agent = new http.Agent({ keepAlive: true });
  * phase) is reset before it is read: sent again on a new socket, as Node's docs advise — the event's
  * id makes the webhook idempotent, as when Stripe retries.
  */
-function sendPayment(id: string): Promise<number> {
+function sendPayment(id: string, path = '/webhooks/stripe'): Promise<number> {
   const body = JSON.stringify({
     id: `evt_${id}`,
     object: 'event',
@@ -131,7 +151,7 @@ function sendPayment(id: string): Promise<number> {
   const attempt = (retried: boolean): Promise<number> =>
     new Promise((resolve, reject) => {
       const request = http.request(
-        `${apiUrl}/webhooks/stripe`,
+        `${apiUrl}${path}`,
         {
           method: 'POST',
           agent,
@@ -356,45 +376,102 @@ try {
     .map((name) => `${name} ${((idleAfter[name]! - idleCpu[name]!) / idleSeconds).toFixed(1)}`)
     .join(' · ');
 
-  // Phase 1: a fixed rate.
-  const fixed = new Map<string, number>();
-  const fixedCpu = cpuSnapshot();
-  const fixedCommands = await redisCommands();
-  const fixedCommits = await postgresCommits();
-  const fixedStart = Date.now();
-  const inFlight: Promise<void>[] = [];
-  for (let i = 0; i < rate * seconds; i++) {
-    const due = fixedStart + (i * 1000) / rate;
-    if (due > Date.now()) await sleep(due - Date.now());
-    const id = `pi_fixed_${i}`;
-    const sent = sendPayment(id).then((at) => void fixed.set(id, at));
-    sent.catch(() => undefined); // handled now, not an unhandled rejection mid-loop: Promise.all reports it
-    inFlight.push(sent);
+  /** The organizations (platform mode): each one's webhook path; its first payment stamped. */
+  let paths = ['/webhooks/stripe'];
+  let platformSetup: { madeSeconds: number; warmSeconds: number } | undefined;
+  if (platform) {
+    const made = await makeStripeOrganizations({
+      apiUrl,
+      platformKey: platform.PLATFORM_KEY,
+      count: organizationCount,
+      secret: stripeSecret,
+      log: (line) => out(line),
+    });
+    // The sandbox's "SAT" knows each emisor (its L_RFC: name, regime and postal code are checked).
+    for (const { facts } of made.organizations) {
+      const put = await fetch(`http://127.0.0.1:${adminPort}/__admin/taxpayers/${facts.rfc}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: facts.nombre,
+          postalCode: facts.lugarExpedicion,
+          regimenes: [facts.regimenFiscal],
+        }),
+      });
+      if (!put.ok) throw new Error(`sandbox PUT /taxpayers/${facts.rfc}: HTTP ${put.status}`);
+    }
+    paths = made.organizations.map((o) => o.path);
+    // Each organization's first payment, stamped: its API and its worker parts built (not measured).
+    const warmStart = Date.now();
+    const firsts = new Map<string, number>();
+    for (let i = 0; i < paths.length; i += 32)
+      await Promise.all(
+        paths
+          .slice(i, i + 32)
+          .map(async (path, k) => firsts.set(`pi_first_${i + k}`, await sendPayment(`pi_first_${i + k}`, path))),
+      );
+    const warm = await measure(firsts, warmStart, await redisCommands(), await postgresCommits());
+    if (warm.stamped < paths.length) throw new Error(`only ${warm.stamped} of ${paths.length} first payments stamped`);
+    platformSetup = { madeSeconds: made.seconds, warmSeconds: (Date.now() - warmStart) / 1000 };
+    out(
+      `  ${paths.length} organizations made in ${made.seconds.toFixed(1)} s; the first payment of each stamped in ${platformSetup.warmSeconds.toFixed(1)} s`,
+    );
   }
-  await Promise.all(inFlight);
-  const fixedResult = await measure(fixed, fixedStart, fixedCommands, fixedCommits);
-  const { line: fixedCpuLine, own: fixedOwn, allMs } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
-  // How busy the machine was (every process measured, the load generator too): near its capacity the
-  // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
-  const fixedBusy = allMs / (Date.now() - fixedStart) / cpus().length;
 
-  // Phase 2: as fast as the senders go.
-  const burst = new Map<string, number>();
-  const burstCpu = cpuSnapshot();
-  const burstCommands = await redisCommands();
-  const burstCommits = await postgresCommits();
-  const burstStart = Date.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: senders }, async () => {
-      while (Date.now() - burstStart < seconds * 1000) {
-        const id = `pi_burst_${next++}`;
-        burst.set(id, await sendPayment(id));
-      }
-    }),
+  /** A fixed rate, then as fast as the senders go, each payment to `pathOf(i)`. */
+  async function phases(tag: string, pathOf: (i: number) => string) {
+    // Phase 1: a fixed rate.
+    const progress = (what: string) => process.stderr.write(`${new Date().toISOString()} bench:e2e ${tag}: ${what}\n`);
+    progress(`${rate}/s for ${seconds} s`);
+    const fixed = new Map<string, number>();
+    const fixedCpu = cpuSnapshot();
+    const fixedCommands = await redisCommands();
+    const fixedCommits = await postgresCommits();
+    const fixedStart = Date.now();
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; i < rate * seconds; i++) {
+      const due = fixedStart + (i * 1000) / rate;
+      if (due > Date.now()) await sleep(due - Date.now());
+      const id = `pi_fixed_${tag}_${i}`;
+      const sent = sendPayment(id, pathOf(i)).then((at) => void fixed.set(id, at));
+      sent.catch(() => undefined); // handled now, not an unhandled rejection mid-loop: Promise.all reports it
+      inFlight.push(sent);
+    }
+    await Promise.all(inFlight);
+    const fixedResult = await measure(fixed, fixedStart, fixedCommands, fixedCommits);
+    const { line: fixedCpuLine, own: fixedOwn, allMs } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
+    // How busy the machine was (every process measured, the load generator too): near its capacity the
+    // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
+    const fixedBusy = allMs / (Date.now() - fixedStart) / cpus().length;
+
+    // Phase 2: as fast as the senders go.
+    progress(`as fast as ${senders} senders go for ${seconds} s`);
+    const burst = new Map<string, number>();
+    const burstCpu = cpuSnapshot();
+    const burstCommands = await redisCommands();
+    const burstCommits = await postgresCommits();
+    const burstStart = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: senders }, async () => {
+        while (Date.now() - burstStart < seconds * 1000) {
+          const i = next++;
+          const id = `pi_burst_${tag}_${i}`;
+          burst.set(id, await sendPayment(id, pathOf(i)));
+        }
+      }),
+    );
+    const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
+    const { line: burstCpuLine, own: burstOwn } = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
+
+    return { fixedResult, fixedCpuLine, fixedOwn, fixedBusy, burstResult, burstCpuLine, burstOwn };
+  }
+  // Platform mode: every payment to one organization first (the reference), then spread over all.
+  const one = platform ? await phases('one', () => paths[0]!) : undefined;
+  const { fixedResult, fixedCpuLine, fixedOwn, fixedBusy, burstResult, burstCpuLine, burstOwn } = await phases(
+    'all',
+    (i) => paths[i % paths.length]!,
   );
-  const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
-  const { line: burstCpuLine, own: burstOwn } = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
 
   // References, measured now, on the same machine, with the system idle.
   // 16 clients, as bench:ingest: more clients only queue on the one serie's counter row (lower tps).
@@ -433,6 +510,14 @@ try {
       `    Redis commands per stamped payment: ${burstResult.redisCommands}; Postgres commits ${burstResult.postgresCommits.toFixed(1)}`,
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${burstOwn.toFixed(2)} ms   (target saturated ≤ 2.5 ms; 5.4 ms when issue #21 was written)  ${burstOwn <= 2.5 ? 'OK' : 'MISSED'}`,
       '',
+      ...(one && platformSetup
+        ? [
+            `  platform mode: ${paths.length} organizations (made in ${platformSetup.madeSeconds.toFixed(1)} s; the first payment of each stamped in ${platformSetup.warmSeconds.toFixed(1)} s). The figures above: payments spread over all of them; here beside every payment to one:`,
+            `    fixed ${rate}/s, webhook → stamped p99: one ${one.fixedResult.latency.p99.toFixed(0)} ms ← reference, spread ${fixedResult.latency.p99.toFixed(0)} ms; Timbra's own CPU a payment: one ${one.fixedOwn.toFixed(2)} ms, spread ${fixedOwn.toFixed(2)} ms`,
+            `    saturated: one ${one.burstResult.sustained.toFixed(0)} stamped/s ← reference, spread ${burstResult.sustained.toFixed(0)} stamped/s = ${((100 * burstResult.sustained) / one.burstResult.sustained).toFixed(1)}%   (target ≥ 90%)  ${burstResult.sustained >= 0.9 * one.burstResult.sustained ? 'OK' : 'MISSED'}; Timbra's own CPU a payment: one ${one.burstOwn.toFixed(2)} ms, spread ${burstOwn.toFixed(2)} ms`,
+            '',
+          ]
+        : []),
       ...Object.entries(ceilings).map(([name, v]) => `  ceiling: ${name.padEnd(34)} ${f(v)}/s   ← reference`),
       `  a wake-up after 10 ms asleep: a timer ${wake.timer.toFixed(2)} ms of CPU; a Postgres round trip ${wake.roundTrip.toFixed(2)} ms more (client + backend)   ← reference (the steady figure is mostly such wake-ups)`,
       '',

@@ -33,6 +33,8 @@ import pg from 'pg';
 import { cpuMs, freePort, percentile, tsEntryArgs } from '@timbra/test-support';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
+import { makeStripeOrganizations } from '@timbra/test-support';
+import { printPlatform, rssMiB, type PlatformFigures } from './platform-ingest.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +48,8 @@ const { values } = parseArgs({
     series: { type: 'string', default: '1' },
     /** Global mode: payments become tickets, then their period's globals are issued. */
     tickets: { type: 'boolean', default: false },
+    /** Platform mode: K organizations, the payments spread over them, against all sent to one of them. */
+    organizations: { type: 'string' },
   },
 });
 const tickets = values.tickets;
@@ -53,6 +57,9 @@ const instances = Number(values.instances);
 const seriesCount = Number(values.series);
 if (!(instances >= 1 && seriesCount >= 1 && seriesCount <= instances))
   throw new Error('--instances ≥ 1 and 1 ≤ --series ≤ --instances (a serie is an API setting, SERIE_INGRESO)');
+const organizationCount = values.organizations === undefined ? 0 : Number(values.organizations);
+if (organizationCount && (!(organizationCount >= 2) || instances > 1 || tickets))
+  throw new Error('--organizations K: K ≥ 2, one API instance, not with --tickets');
 const seconds = Number(values.seconds);
 const concurrency = Number(values.concurrency);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -111,6 +118,11 @@ const committedBefore = given ? await committedRows() : 0;
 const walBytes = () => readNumber(`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS n`);
 // An admin key for closing the period (`POST /v1/globals`), made for this run.
 const adminKey = `bench-admin-${randomBytes(12).toString('hex')}`;
+// Platform mode: the key that makes the organizations, the master key sealing their CSDs and secrets.
+const PLATFORM = {
+  PLATFORM_KEY: `bench-platform-${randomBytes(16).toString('hex')}`,
+  VAULT_KEYS: `bench:${randomBytes(32).toString('base64')}`,
+};
 const ports: number[] = [];
 const children: ChildProcess[] = [];
 for (let i = 0; i < instances; i++) {
@@ -134,6 +146,7 @@ for (let i = 0; i < instances; i++) {
         LOG_LEVEL: 'error',
         RATE_LIMIT_PER_MINUTE: '10000000',
         DATABASE_POOL_SIZE: String(Math.max(2, Math.min(Math.ceil(concurrency / instances), 20))),
+        ...(organizationCount ? PLATFORM : {}),
         ...(tickets
           ? {
               PUBLICO_GENERAL_MODE: 'global',
@@ -153,7 +166,7 @@ async function stopApi(): Promise<void> {
 }
 
 /** Drives the API with signed webhooks; returns committed payments/s and latencies. */
-async function measureIngest(): Promise<{
+async function measureIngest(paths: readonly string[] = ['/webhooks/stripe']): Promise<{
   rate: number;
   p50: number;
   p99: number;
@@ -162,16 +175,6 @@ async function measureIngest(): Promise<{
   /** WAL written during the run, bytes a committed payment (or ticket). */
   walPerPayment: number;
 }> {
-  for (const port of ports)
-    for (let i = 0; ; i++) {
-      try {
-        await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
-        break;
-      } catch {
-        if (i > 150) throw new Error('api did not start');
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
   // Deliveries are signed before the clock starts, so signing is not what is measured.
   const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
     stripeDelivery(paymentIntentSucceeded({ id: stripeLikeId('pi'), eventId: stripeLikeId('evt') })),
@@ -186,9 +189,10 @@ async function measureIngest(): Promise<{
     Array.from({ length: concurrency }, async (_, sender) => {
       const port = ports[sender % ports.length]!;
       while (Date.now() < deadline && next < deliveries.length) {
-        const d = deliveries[next++]!;
+        const i = next++;
+        const d = deliveries[i]!;
         const t0 = process.hrtime.bigint();
-        await post(port, '/webhooks/stripe', d.body, { 'stripe-signature': d.signature });
+        await post(port, paths[i % paths.length]!, d.body, { 'stripe-signature': d.signature });
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
       }
     }),
@@ -262,13 +266,70 @@ async function issueGlobals(): Promise<Issued> {
   }
 }
 
+async function waitHealthy(): Promise<void> {
+  for (const port of ports)
+    for (let i = 0; ; i++) {
+      try {
+        await got.get(`http://127.0.0.1:${port}/healthz`, { retry: { limit: 0 } });
+        break;
+      } catch {
+        if (i > 150) throw new Error('api did not start');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+}
+
+/** Platform mode: K organizations made, each one's API warmed by a first delivery, then one against K. */
+async function measurePlatform(): Promise<PlatformFigures> {
+  const apiUrl = `http://127.0.0.1:${ports[0]!}`;
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  const made = await makeStripeOrganizations({
+    apiUrl,
+    platformKey: PLATFORM.PLATFORM_KEY,
+    count: organizationCount,
+    secret: STRIPE_SECRET,
+    log,
+  });
+  const before = rssMiB(children[0]!.pid!);
+  const t0 = Date.now();
+  const paths = made.organizations.map((o) => o.path);
+  for (const path of paths) {
+    const d = stripeDelivery(paymentIntentSucceeded({ id: stripeLikeId('pi'), eventId: stripeLikeId('evt') }));
+    const status = await post(ports[0]!, path, d.body, { 'stripe-signature': d.signature });
+    if (status !== 200) throw new Error(`the first delivery to ${path}: HTTP ${status}`);
+  }
+  const warmSeconds = (Date.now() - t0) / 1000;
+  const after = rssMiB(children[0]!.pid!);
+  log(`  ${paths.length} organizations warmed in ${warmSeconds.toFixed(1)} s; measuring one, then ${paths.length}`);
+  const one = await measureIngest([paths[0]!]);
+  const many = await measureIngest(paths);
+  return {
+    organizations: organizationCount,
+    makeSeconds: made.seconds,
+    warmSeconds,
+    rssMiB: { before, after },
+    one,
+    many,
+  };
+}
+
 let ingest: Awaited<ReturnType<typeof measureIngest>>;
 let issued: Issued | undefined;
+let platform: Awaited<ReturnType<typeof measurePlatform>> | undefined;
 try {
-  ingest = await measureIngest();
+  await waitHealthy();
+  if (organizationCount) {
+    platform = await measurePlatform();
+    ingest = platform.many;
+  } else ingest = await measureIngest();
   if (tickets) issued = await issueGlobals();
 } finally {
   await stopApi();
+}
+if (platform) {
+  if (values.json) process.stdout.write(`${JSON.stringify(platform)}\n`);
+  else process.stdout.write(printPlatform(platform, seconds, concurrency));
+  process.exit(0);
 }
 const { rate: ingestRate, p50, p99, committed, cpu, walPerPayment } = ingest;
 
