@@ -30,6 +30,7 @@ import {
   freePorts,
   makeStripeOrganizations,
   percentile,
+  registerTaxpayer,
   rawVerifySignRate,
   stripeSignatureHeader,
   testCaFile,
@@ -388,18 +389,8 @@ try {
       log: (line) => out(line),
     });
     // The sandbox's "SAT" knows each emisor (its L_RFC: name, regime and postal code are checked).
-    for (const { facts } of made.organizations) {
-      const put = await fetch(`http://127.0.0.1:${adminPort}/__admin/taxpayers/${facts.rfc}`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          name: facts.nombre,
-          postalCode: facts.lugarExpedicion,
-          regimenes: [facts.regimenFiscal],
-        }),
-      });
-      if (!put.ok) throw new Error(`sandbox PUT /taxpayers/${facts.rfc}: HTTP ${put.status}`);
-    }
+    for (const { facts } of made.organizations)
+      await registerTaxpayer({ url: `http://127.0.0.1:${adminPort}/__admin`, token: adminToken }, facts);
     paths = made.organizations.map((o) => o.path);
     // Each organization's first payment, stamped: its API and its worker parts built (not measured).
     const warmStart = Date.now();

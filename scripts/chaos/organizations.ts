@@ -9,7 +9,7 @@
 import type { createPrisma } from '@timbra/db';
 
 type PrismaClient = ReturnType<typeof createPrisma>;
-import { apiCall, makeOrganizationWithCsd } from '@timbra/test-support';
+import { apiCall, makeOrganizationWithCsd, registerTaxpayer } from '@timbra/test-support';
 
 /** The facts of the organizations beside the home one (EMISOR_*): a persona moral and a física. */
 const MORE = [
@@ -42,18 +42,8 @@ interface Options {
 export async function makeOrganizations(count: number, options: Options): Promise<ChaosOrganization[]> {
   const made: ChaosOrganization[] = [];
   for (const facts of MORE.slice(0, count)) {
-    // The SAT knows the taxpayer (its L_RFC: the emisor's name, regime and postal code are checked).
-    const registered = await fetch(`${options.sandboxAdmin.url}/taxpayers/${facts.rfc}`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${options.sandboxAdmin.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        name: facts.nombre,
-        postalCode: facts.lugarExpedicion,
-        regimenes: [facts.regimenFiscal],
-      }),
-    });
-    if (!registered.ok) throw new Error(`sandbox PUT /taxpayers/${facts.rfc}: HTTP ${registered.status}`);
     const { tag, ...body } = facts;
+    await registerTaxpayer(options.sandboxAdmin, body);
     const { id, noCertificado } = await makeOrganizationWithCsd(options.apiUrl, options.platformKey, body);
     const keyOf = async (name: string, scopes?: string[]) =>
       (

@@ -34,7 +34,7 @@ import { cpuMs, freePort, percentile, tsEntryArgs } from '@timbra/test-support';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { paymentIntentSucceeded, STRIPE_SECRET, stripeDelivery } from '../test/helpers.ts';
 import { makeStripeOrganizations } from '@timbra/test-support';
-import { printPlatform, rssMiB, type PlatformFigures } from './platform-ingest.ts';
+import { printPlatform, rssMiB, type IngestFigures, type PlatformFigures } from './platform-ingest.ts';
 
 const { values } = parseArgs({
   options: {
@@ -166,15 +166,7 @@ async function stopApi(): Promise<void> {
 }
 
 /** Drives the API with signed webhooks; returns committed payments/s and latencies. */
-async function measureIngest(paths: readonly string[] = ['/webhooks/stripe']): Promise<{
-  rate: number;
-  p50: number;
-  p99: number;
-  committed: number;
-  cpu: { api: number; postgres: number; load: number };
-  /** WAL written during the run, bytes a committed payment (or ticket). */
-  walPerPayment: number;
-}> {
+async function measureIngest(paths: readonly string[] = ['/webhooks/stripe']): Promise<IngestFigures> {
   // Deliveries are signed before the clock starts, so signing is not what is measured.
   const deliveries = Array.from({ length: Math.max(2000, concurrency * seconds * 400) }, () =>
     stripeDelivery(paymentIntentSucceeded({ id: stripeLikeId('pi'), eventId: stripeLikeId('evt') })),

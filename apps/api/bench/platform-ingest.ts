@@ -7,12 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 
+/** One measurement of bench:ingest: committed a second, latencies, CPU and WAL. */
 export interface IngestFigures {
   rate: number;
   p50: number;
   p99: number;
   committed: number;
   cpu: { api: number; postgres: number; load: number };
+  /** WAL written during the run, bytes a committed payment (or ticket). */
   walPerPayment: number;
 }
 

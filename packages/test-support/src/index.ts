@@ -45,6 +45,7 @@ export {
   makeOrganizationWithCsd,
   makeStripeOrganizations,
   makeSyntheticOrganizations,
+  registerTaxpayer,
   syntheticOrganization,
   type OrganizationFacts,
 } from './organizations.ts';

@@ -44,6 +44,19 @@ export function syntheticOrganization(i: number): OrganizationFacts {
   };
 }
 
+/**
+ * Tells the PAC sandbox's "SAT" of an emisor (its L_RFC: the emisor's name, régimen and postal code
+ * are checked when it stamps). `admin`: the sandbox's admin API (`…/__admin`) and its token.
+ */
+export async function registerTaxpayer(admin: { url: string; token: string }, facts: OrganizationFacts): Promise<void> {
+  const response = await fetch(`${admin.url}/taxpayers/${facts.rfc}`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: facts.nombre, postalCode: facts.lugarExpedicion, regimenes: [facts.regimenFiscal] }),
+  });
+  if (!response.ok) throw new Error(`sandbox PUT /taxpayers/${facts.rfc}: HTTP ${response.status}`);
+}
+
 let sharedKeyPair: { privateKey: KeyObject; publicKey: KeyObject } | undefined;
 
 /**
