@@ -14,7 +14,7 @@
  * by the local SMTP server in .local/mail/) and every webhook of those invoices is delivered, checks
  * each webhook's signature as docs/outbound.md tells a receiver to, and saves each invoice's PDF in
  * .local/demo/, printing where to see all three. Then a second organization (platform mode): made
- * through /v1/organizations with its CSD, key, serie, sender and logo, and a payment of its own
+ * through /v1/organizations with its CSD, key, serie, sender, logo and colour, and a payment of its own
  * stamped as its emisor by the same worker (scripts/demo/organization-demo.ts).
  *
  * Then it keeps running (Ctrl-C stops it), or with `--exit` stops everything and exits: 0 when every
@@ -200,7 +200,7 @@ try {
   demoTable([org.row]).forEach(out);
   const orgFile = join(pdfDir, `${org.row.serieFolio}-${org.row.uuid}.pdf`);
   writeFileSync(orgFile, org.pdf);
-  out(`[demo]   its PDF, with its logo → ${orgFile}; its self-invoicing page: ${org.page}`);
+  out(`[demo]   its PDF, with its logo and colour → ${orgFile}; its self-invoicing page: ${org.page}`);
   out(`[demo]   curl -H 'authorization: Bearer ${env.PLATFORM_KEY}' ${api}/v1/organizations/${org.id}`);
   if (adminKey) {
     const g = await runGlobalDemo({

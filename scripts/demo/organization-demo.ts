@@ -1,8 +1,8 @@
 /**
  * The demo's second organization (platform mode, PLATFORM_KEY): made through `/v1/organizations` as a
  * platform makes its merchants — its facts, its CSD (the SAT's test persona física, re-issued by the
- * tests' CA like the home one's), a key, its own serie, global mode, email sender and logo — then a payment with
- * its key, stamped by the same worker and sealed as its emisor, and its PDF with its logo.
+ * tests' CA like the home one's), a key, its own serie, global mode, email sender, logo and colour — then a payment with
+ * its key, stamped by the same worker and sealed as its emisor, and its PDF with its logo and colour.
  */
 import { TINY_PNG, testCsdFiles } from '@timbra/test-support';
 import type { DemoRow } from './demo-client.ts';
@@ -54,6 +54,7 @@ export async function runOrganizationDemo(options: {
       series: { ingreso: 'X' },
       publicoGeneral: { mode: 'global' },
       email: { from: 'Tienda Xochilt <facturas@xochilt.example>' },
+      branding: { color: '#0b6e4f' },
     },
   });
   await call(pk, 'PUT', `/v1/organizations/${id}/logo`, TINY_PNG);

@@ -149,7 +149,7 @@ export function createApp(deps: AppDeps) {
       payments,
       logger: deps.logger,
       metrics: deps.metrics,
-      merchant: { name: payments.settings.emisor.nombre, logo: deps.pdf.logo },
+      merchant: { name: payments.settings.emisor.nombre, logo: deps.pdf.logo, color: deps.pdf.color },
       requestsPerMinute: deps.selfInvoice?.requestsPerMinute ?? 20,
       failuresPerMinute: deps.selfInvoice?.failuresPerMinute ?? 5,
       pdf: deps.pdf,

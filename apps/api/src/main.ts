@@ -159,6 +159,7 @@ const defaults: EffectiveSettings = {
   },
   // The worker's EMAIL_FROM: the API does not send emails.
   email: {},
+  branding: config.INVOICE_COLOR ? { color: config.INVOICE_COLOR } : {},
 };
 const paymentsOf = (
   organizationId: string,
@@ -223,6 +224,7 @@ const home: AppDeps = {
     fonts: dejavuFonts(),
     // Checked by loadConfig: a PNG or JPEG that can be read.
     ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+    ...(config.INVOICE_COLOR ? { color: config.INVOICE_COLOR } : {}),
   },
   stripe: {
     secret: config.STRIPE_WEBHOOK_SECRET,

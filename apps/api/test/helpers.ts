@@ -166,6 +166,7 @@ export async function startApi(
     publicoGeneral: { mode: options.global ? 'global' : 'per-payment', periodicidad: options.periodicidad ?? '01' },
     concepto: { claveProdServ: '01010101', claveUnidad: 'ACT', descripcion: 'Venta' },
     email: {},
+    branding: {},
   };
   const paymentsOf = (
     id: string,

@@ -162,6 +162,7 @@ describe('platform mode: organizations made through /v1/organizations', () => {
       concepto: { claveProdServ: '90111500', claveUnidad: 'E48', descripcion: 'Servicio de hospedaje' },
       // The worker's EMAIL_FROM unless it sets its own.
       email: {},
+      branding: {},
     });
     // Its sales: in its serie, with its concepto; one without the customer's data is a ticket.
     const receptor = {
@@ -196,8 +197,24 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     expect((again.body.invoices as unknown[]).length).toBe(1);
   });
 
-  it('gives it its own self-invoicing page, with its logo, for its tickets', async () => {
+  it('gives it its own self-invoicing page, with its logo and colour, for its tickets', async () => {
     await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, { settings: { publicoGeneral: { mode: 'global' } } });
+    // Its colour: white text must read on it (WCAG AA), else 422 naming the field.
+    const light = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, {
+      settings: { branding: { color: '#F0E68C' } },
+    });
+    expect(light.status).toBe(422);
+    expect(JSON.stringify(light.body.error?.details)).toContain('settings.branding.color');
+    expect(JSON.stringify(light.body.error?.details)).toContain('4.5:1');
+    const bad = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, {
+      settings: { branding: { color: 'green' } },
+    });
+    expect(bad.status).toBe(422);
+    const dark = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, {
+      settings: { branding: { color: '#0B6E4F' } },
+    });
+    expect(dark.status).toBe(200);
+    expect(dark.body.settings).toMatchObject({ branding: { color: '#0b6e4f' } });
     const logo = TINY_PNG;
     const put = await got.put(`${api.url}/v1/organizations/${id}/logo`, {
       body: logo,
@@ -211,6 +228,9 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     const form = await got.get(`${api.url}${path}`);
     expect(form.body).toContain('XOCHILT CASAS CHAVEZ · Facturación');
     expect(form.body).toContain(`<img src="data:image/png;base64,${logo.toString('base64')}"`);
+    expect(form.body).toContain('header { background: #0b6e4f;');
+    expect(form.body).toContain('button { font: inherit; font-weight: 600; background: #0b6e4f;');
+    expect(form.body).not.toContain('#12355b'); // the deployment's
     expect(form.body).toContain(`action="${path}"`);
     const cookie = /timbra_csrf=([^;]+)/.exec(String(form.headers['set-cookie']))![1]!;
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)![1]!;

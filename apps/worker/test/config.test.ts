@@ -48,6 +48,10 @@ describe('configuration profiles', () => {
     expect(() => loadConfig({ ...sandbox, INVOICE_LOGO_FILE: fileURLToPath(import.meta.url) })).toThrow(
       /INVOICE_LOGO_FILE: .* is not a PNG or JPEG image/,
     );
+    // The merchant's colour: #RRGGBB, dark enough for white text on it.
+    expect(() => loadConfig({ ...sandbox, INVOICE_COLOR: '#ffd700' })).toThrow(/INVOICE_COLOR: too light/);
+    expect(() => loadConfig({ ...sandbox, INVOICE_COLOR: 'navy' })).toThrow(/INVOICE_COLOR: a colour as #RRGGBB/);
+    expect(loadConfig({ ...sandbox, INVOICE_COLOR: '#12355B' }).config.INVOICE_COLOR).toBe('#12355b');
     // The sandbox sends from a test address; SMTP_URL comes from a file like every secret.
     expect(loadConfig(sandbox).config.EMAIL_FROM).toBe('Facturación <facturas@timbra.test>');
   });

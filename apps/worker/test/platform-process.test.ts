@@ -73,6 +73,20 @@ const CUSTOMER = {
 let other: { id: string; key: string } | undefined;
 
 /** The images a PDF embeds, as poppler's pdfimages lists them: `<width>x<height>` each. */
+/** How many pixels of the PDF's first page (36 dpi, poppler's pdftoppm) are near `#rrggbb`. */
+function pixelsOfColour(pdf: Buffer, hex: string): number {
+  const file = join(mkdtempSync(join(tmpdir(), 'timbra-pdf-')), 'x.pdf');
+  writeFileSync(file, pdf);
+  // PPM: "P6\n<width> <height>\n255\n" and then the RGB bytes.
+  const ppm = execFileSync('pdftoppm', ['-r', '36', '-f', '1', '-l', '1', file]);
+  const header = /^P6\s+(\d+)\s+(\d+)\s+255\s/.exec(ppm.toString('latin1', 0, 40))!;
+  const want = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  let n = 0;
+  for (let i = header[0].length; i + 2 < ppm.length; i += 3)
+    if (want.every((v, k) => Math.abs(ppm[i + k]! - v) < 30)) n++;
+  return n;
+}
+
 function imagesOf(pdf: Buffer): string[] {
   const file = join(mkdtempSync(join(tmpdir(), 'timbra-pdf-')), 'x.pdf');
   writeFileSync(file, pdf);
@@ -215,7 +229,7 @@ describe('platform mode, the processes', () => {
     expect(xml.body).toContain('<cfdi:Emisor Rfc="CACX7605101P8"');
   });
 
-  it("prints the organization's logo on its PDFs and emails its customers from its own address", async () => {
+  it("prints the organization's logo and colour on its PDFs and emails its customers from its own address", async () => {
     const { key, id } = other!;
     // A 3×2 PNG, as the platform uploads it.
     const logo = TINY_PNG;
@@ -225,8 +239,11 @@ describe('platform mode, the processes', () => {
     });
     expect(JSON.parse(put.body)).toMatchObject({ id, logo: true });
     const from = 'Tienda Xochilt <facturas@xochilt.test>';
-    const patched = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, { settings: { email: { from } } });
-    expect(patched.body.settings).toMatchObject({ email: { from } });
+    const color = '#0b6e4f';
+    const patched = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${id}`, {
+      settings: { email: { from }, branding: { color } },
+    });
+    expect(patched.body.settings).toMatchObject({ email: { from }, branding: { color } });
 
     const sale = (k: string, externalId: string, email: string) =>
       call(k, 'POST', '/v1/payments', {
@@ -248,6 +265,9 @@ describe('platform mode, the processes', () => {
     // Its PDF embeds its logo; the home organization's (no INVOICE_LOGO_FILE here) does not.
     expect(imagesOf(await pdfOf(key, theirs))).toContain('3x2');
     expect(imagesOf(await pdfOf(API_KEY, ours))).not.toContain('3x2');
+    // Its colour on its name and headings; none on the home organization's (no INVOICE_COLOR here).
+    expect(pixelsOfColour(await pdfOf(key, theirs), color)).toBeGreaterThan(100);
+    expect(pixelsOfColour(await pdfOf(API_KEY, ours), color)).toBe(0);
 
     await eventually(async () => {
       const to = mailbox.received.flatMap((m) => m.to);
@@ -262,5 +282,9 @@ describe('platform mode, the processes', () => {
     ]);
     const attached = mailTo('cliente@xochilt.test').parsed.attachments.find((a) => a.contentType === 'application/pdf');
     expect(imagesOf(attached!.content)).toContain('3x2');
+    expect(pixelsOfColour(attached!.content, color)).toBeGreaterThan(100);
+    // The email opens with its name on a band of its colour; the home organization's has none.
+    expect(mailTo('cliente@xochilt.test').parsed.html).toContain(`<div style="background:${color};color:#ffffff;`);
+    expect(mailTo('cliente@kemper.test').parsed.html).not.toContain('background:');
   });
 });

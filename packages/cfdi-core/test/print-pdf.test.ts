@@ -238,3 +238,29 @@ describe('the merchant’s logo (INVOICE_LOGO_FILE)', () => {
     });
   });
 });
+
+describe('the merchant’s colour (INVOICE_COLOR, an organization’s branding.color)', () => {
+  it('sets its name and the headings’ text and rules, and nothing is that colour without it', async () => {
+    const stamped = stampedOf(egresoRequest());
+    // #0b6e4f: a green nothing else on the page is (anti-aliased edges come near it: a loose match).
+    const branded = (image: PNG, y0: number, y1: number) => {
+      let n = 0;
+      for (let y = y0; y < y1; y++)
+        for (let x = 0; x < image.width; x++) {
+          const i = (y * image.width + x) * 4;
+          const [r, g, b] = [image.data[i]!, image.data[i + 1]!, image.data[i + 2]!];
+          if (Math.abs(r - 0x0b) < 30 && Math.abs(g - 0x6e) < 30 && Math.abs(b - 0x4f) < 30) n++;
+        }
+      return n;
+    };
+    const coloured = page(await renderCfdiPdf(printableCfdi(stamped), { fonts, color: '#0b6e4f' }), 'colour', 72);
+    const plain = page(await renderCfdiPdf(printableCfdi(stamped), { fonts }), 'no-colour', 72);
+    // The merchant's name (the header's first 40 points) and the rest of the page (the headings).
+    expect(branded(coloured, 0, 60)).toBeGreaterThan(50);
+    expect(branded(coloured, 60, coloured.height)).toBeGreaterThan(500);
+    expect(branded(plain, 0, plain.height)).toBe(0);
+    // Still deterministic.
+    const again = await renderCfdiPdf(printableCfdi(stamped), { fonts, color: '#0b6e4f' });
+    expect(again.equals(await renderCfdiPdf(printableCfdi(stamped), { fonts, color: '#0b6e4f' }))).toBe(true);
+  });
+});

@@ -6,6 +6,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { allowedAddressesSetting } from '@timbra/db/deliveries';
+import { BRAND_COLOR } from '@timbra/db/organizations';
 import { bool, entry, section } from './define.ts';
 
 /** The repository's `sat/` (the SAT's XSLTs, schemas, catalogues and test CSDs). */
@@ -90,6 +91,11 @@ export const OUTBOUND = section('What goes out', [
   entry(
     { INVOICE_LOGO_FILE: z.string().optional() },
     "the merchant's logo on every PDF, downloaded (API) or emailed (worker): give both the same file. PNG or JPEG, ≤ 1 MB; checked at start-up",
+  ),
+  entry(
+    { INVOICE_COLOR: BRAND_COLOR.optional() },
+    "the merchant's colour, `#RRGGBB`: the PDFs' name and headings (API and worker: give both the same), the emails' heading, `/facturar`'s header and buttons. Dark enough for white text on it (contrast ≥ 4.5:1, WCAG AA), else the app does not start",
+    'none: black headings; `/facturar` in `#12355b`',
   ),
   entry(
     { WEBHOOK_ALLOWED_ADDRESSES: allowedAddressesSetting },

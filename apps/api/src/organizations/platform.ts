@@ -130,8 +130,12 @@ export function organizationApis(options: {
     return createApp({
       ...options.home,
       prisma: client,
-      // Its own logo on its PDFs (and its /facturar), else the deployment's.
-      ...(logo ? { pdf: { ...options.home.pdf, logo } } : {}),
+      // Its own logo and colour on its PDFs (and its /facturar), else the deployment's.
+      pdf: {
+        ...options.home.pdf,
+        ...(logo ? { logo } : {}),
+        ...(settings.branding.color ? { color: settings.branding.color } : {}),
+      },
       selfInvoicePath: `${SELF_INVOICE_PATH}/${organizationId}`,
       payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,

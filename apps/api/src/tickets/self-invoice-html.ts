@@ -133,6 +133,8 @@ export function pesos(amount: string): string {
 export interface Merchant {
   name: string;
   logo?: Buffer | undefined;
+  /** Its colour (INVOICE_COLOR, its organization's `branding.color`): the header and the buttons. */
+  color?: string | undefined;
 }
 
 /** The logo inline (the page loads nothing from elsewhere): PNG or JPEG, as checked when configured. */
@@ -143,6 +145,8 @@ function logoImg(logo: Buffer | undefined): string {
 }
 
 export function page(merchant: Merchant, title: string, body: string): string {
+  // Checked where it is configured (BRAND_COLOR: #RRGGBB, dark enough for white text).
+  const brand = merchant.color && /^#[0-9a-f]{6}$/i.test(merchant.color) ? merchant.color : '#12355b';
   return `<!doctype html>
 <html lang="es">
 <head>
@@ -152,7 +156,7 @@ export function page(merchant: Merchant, title: string, body: string): string {
 <title>${esc(title)} · ${esc(merchant.name)}</title>
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; color: #1b1b1b; background: #f6f7f9; margin: 0; }
-  header { background: #12355b; color: #fff; padding: 0.75rem 1.25rem; }
+  header { background: ${brand}; color: #fff; padding: 0.75rem 1.25rem; }
   main { max-width: 40rem; margin: 1.5rem auto; background: #fff; padding: 1.5rem; border-radius: 8px; }
   fieldset { border: 1px solid #c9ced6; border-radius: 6px; margin: 0 0 1rem; padding: 0.5rem 1rem 1rem; }
   legend { font-weight: 600; padding: 0 0.25rem; }
@@ -164,7 +168,7 @@ export function page(merchant: Merchant, title: string, body: string): string {
   .invalid input, .invalid select { border: 2px solid #b00020; }
   .summary { border: 2px solid #b00020; border-radius: 6px; padding: 0.5rem 1rem; margin-bottom: 1rem; }
   .summary h2 { font-size: 1.1rem; margin: 0.25rem 0; color: #b00020; }
-  button { font: inherit; font-weight: 600; background: #12355b; color: #fff; border: 0; border-radius: 4px; padding: 0.6rem 1.2rem; cursor: pointer; }
+  button { font: inherit; font-weight: 600; background: ${brand}; color: #fff; border: 0; border-radius: 4px; padding: 0.6rem 1.2rem; cursor: pointer; }
   button:focus, input:focus, select:focus, a:focus { outline: 3px solid #f0b400; outline-offset: 2px; }
   .downloads a { font-weight: 600; }
 </style>

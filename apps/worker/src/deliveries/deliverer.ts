@@ -30,8 +30,9 @@ export function startDeliverer(
   const pdf = {
     fonts: dejavuFonts(),
     ...(config.INVOICE_LOGO_FILE ? { logo: readFileSync(config.INVOICE_LOGO_FILE) } : {}),
+    ...(config.INVOICE_COLOR ? { color: config.INVOICE_COLOR } : {}),
   };
-  // An organization's own sender and logo (PATCH and PUT /v1/organizations/:id…), else the
+  // An organization's own sender, logo and colour (PATCH and PUT /v1/organizations/:id…), else the
   // deployment's; read when its dispatcher is built, at its first delivery and every few minutes.
   const dispatcherOf = async (organizationId: string) => {
     const prisma = deps.clientOf(organizationId);
@@ -50,7 +51,11 @@ export function startDeliverer(
             from: sender.from,
             ...(sender.replyTo ? { replyTo: sender.replyTo } : {}),
             timeoutMs: config.EMAIL_TIMEOUT_MS,
-            pdf: logo ? { ...pdf, logo } : pdf,
+            pdf: {
+              ...pdf,
+              ...(logo ? { logo } : {}),
+              ...(own.branding?.color ? { color: own.branding.color } : {}),
+            },
           })
         : undefined;
     const dispatcher = new Dispatcher({

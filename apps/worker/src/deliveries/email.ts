@@ -19,7 +19,7 @@ export interface EmailSettings {
   from: string;
   replyTo?: string;
   timeoutMs: number;
-  /** How the PDF is printed: its fonts and the merchant's logo. */
+  /** How the PDF is printed: its fonts and the merchant's logo and colour (the email's too). */
   pdf: Omit<PdfOptions, 'cancelled'>;
 }
 
@@ -35,8 +35,11 @@ export function messageIdDomain(from: string): string {
   return address.split('@')[1]?.trim() || 'timbra.invalid';
 }
 
-/** Subject and bodies (Spanish: the customer's language) of one message. */
-export function emailContent(copy: CustomerCopy, kind: string, cancelled: boolean) {
+/**
+ * Subject and bodies (Spanish: the customer's language) of one message; with the merchant's colour
+ * (`#RRGGBB`, dark enough for white text), the HTML opens with its name on a band of it.
+ */
+export function emailContent(copy: CustomerCopy, kind: string, cancelled: boolean, color?: string) {
   const p = copy.printable;
   // A Pago's Total is 0 XXX: what it documents is the payment, in the payment's currency.
   const pago = p.pagos[0];
@@ -63,7 +66,10 @@ export function emailContent(copy: CustomerCopy, kind: string, cancelled: boolea
         `Puede verificarlo en el portal del SAT: https://verificacfdi.facturaelectronica.sat.gob.mx`,
       ];
   const text = `${lines.join('\n')}\n`;
-  const html = `<!doctype html><html lang="es"><body>${lines.map((l) => (l ? `<p>${escapeHtml(l)}</p>` : '')).join('')}</body></html>`;
+  const band = color
+    ? `<div style="background:${color};color:#ffffff;padding:12px 16px;font-weight:600">${escapeHtml(p.emisor.nombre)}</div>`
+    : '';
+  const html = `<!doctype html><html lang="es"><body>${band}${lines.map((l) => (l ? `<p>${escapeHtml(l)}</p>` : '')).join('')}</body></html>`;
   return { subject, text, html };
 }
 
@@ -98,7 +104,7 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
       },
       settings.pdf,
     );
-    const content = emailContent(copy, invoice.kind, cancelled);
+    const content = emailContent(copy, invoice.kind, cancelled, settings.pdf.color);
     try {
       const info = (await transport.sendMail({
         from: settings.from,

@@ -14,28 +14,36 @@ export interface Sheet {
   doc: Doc;
   left: number;
   width: number;
+  /** The merchant's colour (`#RRGGBB`) for its name and the headings; else near-black. */
+  accent: string | undefined;
   /** A section's title, upper case over a rule. */
   heading: (text: string) => void;
   /** `Name: value`, the name bold. */
   field: (name: string, value: string, x?: number, w?: number) => void;
 }
 
-export function sheetOf(doc: Doc): Sheet {
+export function sheetOf(doc: Doc, accent?: string): Sheet {
   const left = doc.page.margins.left;
   const width = doc.page.width - left - doc.page.margins.right;
   return {
     doc,
     left,
     width,
+    accent,
     heading: (text) => {
-      doc.moveDown(0.6).font('bold').fontSize(9).fillColor('#1f2328').text(text.toUpperCase(), left, doc.y, { width });
+      doc
+        .moveDown(0.6)
+        .font('bold')
+        .fontSize(9)
+        .fillColor(accent ?? '#1f2328')
+        .text(text.toUpperCase(), left, doc.y, { width });
       doc
         .moveTo(left, doc.y + 1)
         .lineTo(left + width, doc.y + 1)
-        .lineWidth(0.5)
-        .strokeColor('#8c959f')
+        .lineWidth(accent ? 1 : 0.5)
+        .strokeColor(accent ?? '#8c959f')
         .stroke();
-      doc.moveDown(0.3).font('regular').fontSize(8);
+      doc.moveDown(0.3).font('regular').fontSize(8).fillColor('#1f2328');
     },
     field: (name, value, x = left, w = width) => {
       doc.font('bold').fontSize(8).text(`${name}: `, x, doc.y, { width: w, continued: true });
@@ -74,8 +82,16 @@ export function drawHeader(s: Sheet, cfdi: PrintableCfdi, serieFolio: string, lo
   }
   // The merchant's column ends where the document's box begins (narrower beside a logo: it wraps).
   const leftWidth = Math.min(300, boxX - 10 - textLeft);
-  doc.font('bold').fontSize(13).fillColor('#1f2328').text(cfdi.emisor.nombre, textLeft, top, { width: leftWidth });
-  doc.font('regular').fontSize(8).text(`RFC ${cfdi.emisor.rfc}`, textLeft, doc.y, { width: leftWidth });
+  doc
+    .font('bold')
+    .fontSize(13)
+    .fillColor(s.accent ?? '#1f2328')
+    .text(cfdi.emisor.nombre, textLeft, top, { width: leftWidth });
+  doc
+    .font('regular')
+    .fontSize(8)
+    .fillColor('#1f2328')
+    .text(`RFC ${cfdi.emisor.rfc}`, textLeft, doc.y, { width: leftWidth });
   doc.text(`Régimen fiscal ${label(cfdi.emisor.regimenFiscal)}`, textLeft, doc.y, { width: leftWidth });
   doc.text(`Lugar de expedición (C.P.) ${cfdi.lugarExpedicion}`, textLeft, doc.y, { width: leftWidth });
   const leftBottom = Math.max(doc.y, logo ? top + 50 : doc.y);

@@ -70,6 +70,8 @@ export interface PdfOptions {
   cancelled?: boolean;
   /** The merchant's logo (PNG or JPEG bytes), top left. */
   logo?: Buffer;
+  /** The merchant's colour (`#RRGGBB`, checked where it is configured): its name and the headings. */
+  color?: string;
 }
 
 /**
@@ -120,7 +122,7 @@ export async function renderCfdiPdf(cfdi: PrintableCfdi, options: PdfOptions): P
   const { regular, bold } = faces(fontkit, options.fonts);
   doc.registerFont('regular', regular as unknown as Buffer);
   doc.registerFont('bold', bold as unknown as Buffer);
-  const sheet = sheetOf(doc);
+  const sheet = sheetOf(doc, options.color);
   drawHeader(sheet, cfdi, serieFolio, options.logo);
   drawParties(sheet, cfdi);
   drawConceptos(sheet, cfdi);

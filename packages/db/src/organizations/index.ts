@@ -35,6 +35,8 @@ export {
   type ProviderAccount,
 } from './provider-accounts.ts';
 export {
+  BRAND_COLOR,
+  contrastWithWhite,
   effectiveSection,
   effectiveSettings,
   mergeSettings,

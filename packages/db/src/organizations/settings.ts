@@ -1,7 +1,7 @@
 /**
  * What an organization sets for itself in platform mode (`emisores.settings`, migration
  * 20261228000000): its series, its público en general mode and periodicidad, its concepto, its email
- * sender (and its logo, a column of its own: migration 20261229000000). Each field
+ * sender, its brand colour (and its logo, a column of its own: migration 20261229000000). Each field
  * it leaves out takes the deployment's setting (SERIE_*, PUBLICO_GENERAL_*, CONCEPTO_*), so an
  * organization that sets nothing invoices as the home organization does. This module owns the shape
  * and how the two combine; the SAT's rules on the result are cfdi-core's (fiscalSettingsProblems).
@@ -10,6 +10,33 @@ import { z } from 'zod';
 import type { PrismaClient } from '../generated/client.ts';
 
 const PERIODICIDAD = z.enum(['01', '02', '03', '04', '05']);
+
+/** WCAG's relative luminance of an sRGB `#RRGGBB`. */
+function luminance(hex: string): number {
+  const [r, g, b] = [1, 3, 5].map((i) => {
+    const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+}
+
+/** How far `#RRGGBB` stands from white, as WCAG measures contrast (1 to 21). */
+export function contrastWithWhite(hex: string): number {
+  return 1.05 / (luminance(hex) + 0.05);
+}
+
+/**
+ * A merchant's brand colour (INVOICE_COLOR, an organization's `branding.color`): `#RRGGBB`, dark
+ * enough that white text on it reads (WCAG AA, contrast ≥ 4.5:1) — /facturar's header and buttons
+ * and the emails' heading are white on it, the PDF's headings are it on white.
+ */
+export const BRAND_COLOR = z
+  .string()
+  .regex(/^#[0-9a-fA-F]{6}$/, 'a colour as #RRGGBB')
+  .refine((hex) => contrastWithWhite(hex) >= 4.5, {
+    message: 'too light: white text on it must have a contrast of at least 4.5:1 (WCAG AA)',
+  })
+  .transform((hex) => hex.toLowerCase());
 
 /** What an organization may set (every field optional; `null` clears one back to the deployment's). */
 export const ORGANIZATION_SETTINGS = z
@@ -38,6 +65,8 @@ export const ORGANIZATION_SETTINGS = z
       })
       .partial()
       .strict(),
+    /** Its colour on its PDFs, emails and /facturar. */
+    branding: z.object({ color: BRAND_COLOR.nullable() }).partial().strict(),
   })
   .partial()
   .strict();
@@ -50,6 +79,8 @@ export interface EffectiveSettings {
   concepto: { claveProdServ: string; claveUnidad: string; descripcion: string };
   /** The worker's EMAIL_FROM and EMAIL_REPLY_TO are the deployment's (the API knows neither). */
   email: { from?: string; replyTo?: string };
+  /** INVOICE_COLOR (none: the documents' plain look). */
+  branding: { color?: string };
 }
 
 type Section = keyof EffectiveSettings;
@@ -57,7 +88,7 @@ type Section = keyof EffectiveSettings;
 /** `changes` over `stored`, field by field; a `null` removes the field (the deployment's again). */
 export function mergeSettings(stored: OrganizationSettings, changes: OrganizationSettings): OrganizationSettings {
   const merged: Record<string, Record<string, unknown>> = {};
-  for (const section of ['series', 'publicoGeneral', 'concepto', 'email'] as const) {
+  for (const section of ['series', 'publicoGeneral', 'concepto', 'email', 'branding'] as const) {
     const fields = { ...stored[section], ...changes[section] } as Record<string, unknown>;
     for (const [k, v] of Object.entries(fields)) if (v === null || v === undefined) delete fields[k];
     if (Object.keys(fields).length > 0) merged[section] = fields;
@@ -82,6 +113,7 @@ export function effectiveSettings(stored: OrganizationSettings, defaults: Effect
     publicoGeneral: effectiveSection(stored, 'publicoGeneral', defaults.publicoGeneral),
     concepto: effectiveSection(stored, 'concepto', defaults.concepto),
     email: effectiveSection(stored, 'email', defaults.email),
+    branding: effectiveSection(stored, 'branding', defaults.branding),
   };
 }
 
