@@ -56,7 +56,10 @@ export interface WorkerDeps {
    */
   organizations?: {
     home: string;
-    open: (organizationId: string) => Promise<{ prisma: PrismaClient; csd?: Csd; csdCredentials?: CsdCredentials }>;
+    /** Its client and CSD; and for a test organization the test PAC's chain (it throws without one). */
+    open: (
+      organizationId: string,
+    ) => Promise<{ prisma: PrismaClient; csd?: Csd; csdCredentials?: CsdCredentials; chain?: PacChain }>;
     ids: () => Promise<string[]>;
     pending: () => Promise<string[]>;
     /** The organizations whose corrections are due, or with pending invoices made before `lateBefore`. */
@@ -105,7 +108,10 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const eachOrganization: EachOrganization = across
     ? (what, duty) => across.each(what, (parts, id) => duty(visit(parts, id)))
     : async (_what, duty) => ({ results: [await duty(visit(home, deps.organizations?.home ?? ''))], failed: 0 });
-  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(partsOf), {
+  // A job's organization is built again at once after a failed build (the rounds wait a while).
+  const jobParts = (organization: string | undefined) =>
+    across ? across.partsOf(organization, 'build') : Promise.resolve(home);
+  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(jobParts), {
     connection,
     prefix: deps.prefix,
     concurrency: deps.concurrency,

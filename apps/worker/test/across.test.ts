@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
-import { AcrossOrganizations, type OrganizationParts } from '../src/organizations/across.ts';
+import { AcrossOrganizations, BuildFailedRecently, type OrganizationParts } from '../src/organizations/across.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 
 // The worker's parts and dispatchers for another organization: built on first use, kept a while,
@@ -13,8 +13,13 @@ const parts = (n: number): OrganizationParts & { n: number } => ({
   sweeper: { sweepOnce: () => Promise.resolve(0) },
 });
 
-function across(refreshMs: number, build: (id: string) => Promise<OrganizationParts & { n: number }>) {
+function across(
+  refreshMs: number,
+  build: (id: string) => Promise<OrganizationParts & { n: number }>,
+  retryFailedMs?: number,
+) {
   return new AcrossOrganizations({
+    ...(retryFailedMs !== undefined ? { retryFailedMs } : {}),
     home: { id: 'home', parts: parts(0) },
     build,
     ids: () => Promise.resolve(['home', 'other']),
@@ -37,13 +42,27 @@ describe("another organization's parts", () => {
     expect(builds).toBe(2);
   });
 
-  it('are built again at the next use after a failed build', async () => {
+  it('are built again after a failed build, retryFailedMs later, its work waiting unlogged till then', async () => {
+    let builds = 0;
+    const a = across(
+      60_000,
+      () => (++builds === 1 ? Promise.reject(new Error('no CSD yet')) : Promise.resolve(parts(builds))),
+      60,
+    );
+    await expect(a.partsOf('other')).rejects.toThrow('no CSD yet');
+    await expect(a.partsOf('other')).rejects.toBeInstanceOf(BuildFailedRecently);
+    expect(builds).toBe(1);
+    await new Promise((r) => setTimeout(r, 80));
+    expect((await a.partsOf('other')).n).toBe(2);
+  });
+
+  it("are built again at once for a job (its attempts are the queue's to count)", async () => {
     let builds = 0;
     const a = across(60_000, () =>
       ++builds === 1 ? Promise.reject(new Error('no CSD yet')) : Promise.resolve(parts(builds)),
     );
-    await expect(a.partsOf('other')).rejects.toThrow('no CSD yet');
-    expect((await a.partsOf('other')).n).toBe(2);
+    await expect(a.partsOf('other', 'build')).rejects.toThrow('no CSD yet');
+    expect((await a.partsOf('other', 'build')).n).toBe(2);
   });
 });
 

@@ -51,27 +51,52 @@ export interface Organizations<P extends OrganizationParts> {
    * then (a renewal reaches the worker as it reaches the API). Default 5 minutes.
    */
   refreshMs?: number;
+  /**
+   * How long after a failed build (no CSD yet; a test organization without PAC_TEST_*) the next is
+   * tried: until then its rows and duties wait, unlogged — the failure was logged once. Default 30 s.
+   */
+  retryFailedMs?: number;
   logger: Logger;
 }
 
+/** An organization whose last build failed, not yet tried again: its work waits, already logged. */
+export class BuildFailedRecently extends Error {
+  constructor(readonly organizationId: string) {
+    super(`organization ${organizationId}: its last build failed; it is tried again shortly`);
+  }
+}
+
+/** A failure of one organization's round, logged unless it was logged already. */
+function logFailure(logger: Logger, error: unknown, id: string, what: string): void {
+  if (!(error instanceof BuildFailedRecently))
+    logger.error({ err: error, organization: id }, `${what} failed for an organization`);
+}
+
 export class AcrossOrganizations<P extends OrganizationParts> {
-  private readonly built = new Map<string, { parts: Promise<P>; at: number }>();
+  private readonly built = new Map<string, { parts: Promise<P>; at: number; failedAt?: number }>();
   /** The last drain left an organization's share of the queue full, with rows still pending. */
   capped = false;
   constructor(private readonly organizations: Organizations<P>) {}
 
-  /** The parts of `organizationId` (absent: the home organization's). */
-  partsOf(organizationId: string | undefined): Promise<P> {
+  /**
+   * The parts of `organizationId` (absent: the home organization's). A job (`afterFailure: 'build'`)
+   * has them built again at once after a failure; the polling rounds wait retryFailedMs.
+   */
+  partsOf(organizationId: string | undefined, afterFailure: 'wait' | 'build' = 'wait'): Promise<P> {
     const { home } = this.organizations;
     if (organizationId === undefined || organizationId === home.id) return Promise.resolve(home.parts);
     const kept = this.built.get(organizationId);
-    if (kept && Date.now() - kept.at < (this.organizations.refreshMs ?? 300_000)) return kept.parts;
+    const recently =
+      kept?.failedAt !== undefined && Date.now() - kept.failedAt < (this.organizations.retryFailedMs ?? 30_000);
+    if (recently && afterFailure === 'wait') return Promise.reject(new BuildFailedRecently(organizationId));
+    if (kept && kept.failedAt === undefined && Date.now() - kept.at < (this.organizations.refreshMs ?? 300_000))
+      return kept.parts;
     const parts = this.organizations.build(organizationId);
-    const entry = { parts, at: Date.now() };
+    const entry: { parts: Promise<P>; at: number; failedAt?: number } = { parts, at: Date.now() };
     this.built.set(organizationId, entry);
-    // A failed build (no CSD yet, a vault that does not open it) is tried again next time.
+    // A failed build (no CSD yet, a vault that does not open it) is tried again after retryFailedMs.
     parts.catch(() => {
-      if (this.built.get(organizationId) === entry) this.built.delete(organizationId);
+      entry.failedAt = Date.now();
     });
     return parts;
   }
@@ -96,7 +121,7 @@ export class AcrossOrganizations<P extends OrganizationParts> {
           else capped ||= relay.capped;
         } catch (error) {
           // One organization that cannot be relayed does not stop the others.
-          this.organizations.logger.error({ err: error, organization: id }, 'relay round failed for an organization');
+          logFailure(this.organizations.logger, error, id, 'relay round');
         }
       }
       due = more;
@@ -128,7 +153,7 @@ export class AcrossOrganizations<P extends OrganizationParts> {
         results.push(await duty(await this.partsOf(id), id));
       } catch (error) {
         failed++;
-        this.organizations.logger.error({ err: error, organization: id }, `${what} failed for an organization`);
+        logFailure(this.organizations.logger, error, id, what);
       }
     }
     return { results, failed };
