@@ -222,7 +222,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
   v1.use(productRoutes(catalogDeps));
   v1.use(customerRoutes(catalogDeps));
   v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
-  v1.use(keyRoutes(deps.prisma));
+  v1.use(keyRoutes(deps.prisma, deps.payments.settings.emisor.test ? 'test' : 'live'));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
   v1.use(

@@ -42,7 +42,8 @@ describe('API keys', () => {
     const made = await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'reporting', scopes: ['read'] });
     expect(made.statusCode).toBe(201);
     const key = made.body as Made;
-    expect(key).toMatchObject({ name: 'reporting', scopes: ['read'], prefix: key.key.slice(0, 8) });
+    expect(key).toMatchObject({ name: 'reporting', scopes: ['read'], prefix: key.key.slice(0, 12) });
+    expect(key.key).toMatch(/^tk_live_/);
     expect((await call(b, 'get', '/v1/payments', key.key)).statusCode).toBe(200);
     const write = await call(b, 'post', '/v1/payments', key.key, payment('ro-1'));
     expect(write.statusCode).toBe(403);

@@ -681,6 +681,17 @@ describe('openapi.yaml', () => {
         'post',
         await on('post', `${one}/keys`, { json: { name: 'pos' }, headers: pk }),
       );
+      const twin = await on('post', `${one}/test`, { headers: pk });
+      expect(twin.statusCode).toBe(201);
+      conforms('/v1/organizations/{id}/test', 'post', twin);
+      conforms('/v1/organizations/{id}/test', 'post', await on('post', `${one}/test`, { headers: pk }));
+      const twinId = (JSON.parse(String(twin.body)) as { id: string }).id;
+      conforms(
+        '/v1/organizations/{id}/test',
+        'post',
+        await on('post', `/v1/organizations/${twinId}/test`, { headers: pk }),
+      );
+      conforms('/v1/organizations/{id}', 'get', await on('get', `/v1/organizations/${twinId}`, { headers: pk }));
       const f = testCsdFiles('CACX7605101P8');
       const upload = {
         certificate: Buffer.from(f.cer).toString('base64'),

@@ -7,7 +7,7 @@ import { schema, type WorkerConfig } from './config-schema.ts';
 export { loadOpsConfig, retentionPolicy, type WorkerConfig } from './config-schema.ts';
 
 export interface PacConfig {
-  name: 'primary' | 'backup';
+  name: 'primary' | 'backup' | 'test';
   kind: 'sw' | 'finkok';
   url: string;
   user: string;
@@ -29,6 +29,8 @@ const SANDBOX_DEFAULTS = {
 export function loadConfig(given: NodeJS.ProcessEnv): {
   config: WorkerConfig;
   pacs: PacConfig[];
+  /** PAC_TEST_*: where test organizations' documents are stamped (none: they wait). */
+  testPac?: PacConfig;
   /** The operator's SAT catalogues read from SAT_CLAVE_PROD_SERV_FILE / SAT_CODIGO_POSTAL_FILE (empty: shape checks). */
   catalogs: OperatorCatalogs;
 } {
@@ -77,15 +79,26 @@ export function loadConfig(given: NodeJS.ProcessEnv): {
         (p) => `  ${p}`,
       ),
     );
+  if (!sandbox && env.PAC_TEST_URL && !env.PAC_TEST_KIND)
+    problems.push('  PAC_TEST_KIND: required with PAC_TEST_URL (sw or finkok)');
+  // Test documents never reach a live PAC: in production the test PAC is another address.
+  if (!sandbox && env.PAC_TEST_URL && [env.PAC_PRIMARY_URL, env.PAC_BACKUP_URL].includes(env.PAC_TEST_URL))
+    problems.push(
+      "  PAC_TEST_URL: a live PAC's address (PAC_PRIMARY_URL or PAC_BACKUP_URL): test documents go to a sandbox or a test account only",
+    );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid worker configuration:\n${problems.join('\n')}`);
   const c = parsed.data as WorkerConfig & Record<string, string | undefined>;
-  const pacs: PacConfig[] = [];
-  for (const name of ['primary', 'backup'] as const) {
+  // Each field of a PAC's, else `fallback`'s.
+  const pacOf = (name: PacConfig['name'], fallback?: PacConfig): PacConfig | undefined => {
     const p = `PAC_${name.toUpperCase()}`;
-    const kind = c[`${p}_KIND`] as 'sw' | 'finkok' | undefined;
-    const url = c[`${p}_URL`];
-    if (!kind || !url) continue;
-    pacs.push({ name, kind, url, user: c[`${p}_USER`] ?? '', password: c[`${p}_PASSWORD`] ?? '' });
-  }
-  return { config: parsed.data, pacs, catalogs };
+    const kind = (c[`${p}_KIND`] as 'sw' | 'finkok' | undefined) ?? fallback?.kind;
+    const url = c[`${p}_URL`] ?? fallback?.url;
+    const user = c[`${p}_USER`] ?? fallback?.user ?? '';
+    const password = c[`${p}_PASSWORD`] ?? fallback?.password ?? '';
+    return kind && url ? { name, kind, url, user, password } : undefined;
+  };
+  const pacs = [pacOf('primary'), pacOf('backup')].filter((p): p is PacConfig => p !== undefined);
+  // The sandbox profile's test PAC is, field by field, its primary one: the sandbox.
+  const testPac = pacOf('test', sandbox ? pacs[0] : undefined);
+  return { config: parsed.data, pacs, ...(testPac ? { testPac } : {}), catalogs };
 }

@@ -8,6 +8,7 @@ import {
   NotIsolatedError,
   OrganizationClients,
   deliveryOrganizations,
+  organizationById,
   organizationIds,
   pendingOrganizations,
 } from '@timbra/db/organizations';
@@ -26,7 +27,7 @@ import { runCorrections } from './invoices/corrections.ts';
 import { globalCloserMetrics, runGlobalCloser } from './globals/close-globals.ts';
 import { startDeliverer } from './deliveries/deliverer.ts';
 
-const { config, pacs, catalogs } = loadConfigOrExit();
+const { config, pacs, testPac, catalogs } = loadConfigOrExit();
 const logger = workerLogger(config.LOG_LEVEL);
 process.on('uncaughtException', (error) => fatal(logger, error, 'uncaught exception'));
 process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled rejection'));
@@ -110,7 +111,10 @@ if (!csd) logger.warn('no CSD configured: dependent documents (Egreso, Pago) wil
 else logger.info({ noCertificado: csd.noCertificado, source: sealing.source }, 'sealing with this CSD');
 const csdWarning = csd ? csdExpiryWarning(csdExpiry(csd, new Date())) : undefined;
 if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd!.noCertificado }, csdWarning);
-const chain = new PacChain(clients, { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS });
+const circuit = { threshold: config.CIRCUIT_THRESHOLD, coolDownMs: config.CIRCUIT_COOLDOWN_MS };
+const chain = new PacChain(clients, circuit);
+// Test organizations' documents: the test PAC's chain alone, never the live one's (organizations.md).
+const testChain = testPac ? new PacChain(pacClients([testPac], config), circuit) : undefined;
 const workerMetrics = createWorkerMetrics({
   prisma,
   // Every organization's backlog, a series each (the home one's always).
@@ -118,6 +122,30 @@ const workerMetrics = createWorkerMetrics({
   chain,
   lateMarginMs: config.LATE_MARGIN_HOURS * 3_600_000,
 });
+/**
+ * Another organization's client and the stored CSD active now (its dependents and cancellations);
+ * a test organization's, its own CSD or else its live one's, and the test PAC.
+ */
+async function openOrganization(id: string) {
+  const client = orgClients.for(id);
+  const organization = await organizationById(client, id);
+  if (organization?.mode === 'test' && !testChain)
+    throw new Error(`organization ${id} is a test organization and PAC_TEST_* is not set: its documents wait`);
+  const now = new Date();
+  const stored = vault
+    ? ((await activeCsd(client, id, now)) ??
+      (organization?.liveId
+        ? await activeCsd(orgClients.for(organization.liveId), organization.liveId, now)
+        : undefined))
+    : undefined;
+  const opened = stored ? await emisorCsd({ stored, vault, files: undefined }) : undefined;
+  return {
+    prisma: client,
+    ...(opened ? { csd: opened.csd, csdCredentials: opened.credentials } : {}),
+    ...(organization?.mode === 'test' ? { chain: testChain! } : {}),
+  };
+}
+
 const w = createWorker(
   {
     prisma,
@@ -145,12 +173,7 @@ const w = createWorker(
     organizations: {
       home: organizationId,
       // Another organization's client and the stored CSD active now (its dependents and cancellations).
-      open: async (id: string) => {
-        const client = orgClients.for(id);
-        const stored = vault ? await activeCsd(client, id, new Date()) : undefined;
-        const opened = stored ? await emisorCsd({ stored, vault, files: undefined }) : undefined;
-        return { prisma: client, ...(opened ? { csd: opened.csd, csdCredentials: opened.credentials } : {}) };
-      },
+      open: (id: string) => openOrganization(id),
       ids: () => organizationIds(orgClients.unscoped),
       pending: () => pendingOrganizations(orgClients.unscoped),
       corrections: (lateBefore) => correctionOrganizations(orgClients.unscoped, lateBefore),
@@ -221,7 +244,10 @@ const health = createHealth({
 });
 live.readiness = health.readiness;
 live.metrics = workerMetrics;
-logger.info({ roles: [...roles], pacs: pacs.map((p) => `${p.name}:${p.kind}`) }, 'worker started');
+logger.info(
+  { roles: [...roles], pacs: [...pacs, ...(testPac ? [testPac] : [])].map((p) => `${p.name}:${p.kind}`) },
+  'worker started',
+);
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -30,6 +30,36 @@ describe('configuration profiles', () => {
     expect(config.SAT_STATUS_URL).toMatch(/^https:\/\/consultaqr\.facturaelectronica\.sat\.gob\.mx\//);
   });
 
+  it("production's test PAC (test organizations' documents) is never a live PAC's address, and has a kind", () => {
+    const production = {
+      ...base,
+      EMISOR_RFC: 'AAA010101AAA',
+      CSD_CER_PATH: '/c.cer',
+      CSD_KEY_PATH: '/c.key',
+      CSD_PASSWORD: 'secret',
+      PAC_PRIMARY_KIND: 'sw',
+      PAC_PRIMARY_URL: 'https://services.sw.com.mx',
+      PAC_PRIMARY_USER: 'u',
+      PAC_PRIMARY_PASSWORD: 'p',
+    };
+    // None: test organizations' documents wait.
+    expect(loadConfig(production).testPac).toBeUndefined();
+    const test = { PAC_TEST_KIND: 'sw', PAC_TEST_USER: 't', PAC_TEST_PASSWORD: 'tp' };
+    expect(() => loadConfig({ ...production, ...test, PAC_TEST_URL: 'https://services.sw.com.mx' })).toThrow(
+      /PAC_TEST_URL: a live PAC's address/,
+    );
+    expect(() => loadConfig({ ...production, PAC_TEST_URL: 'https://services.test.sw.com.mx' })).toThrow(
+      /PAC_TEST_KIND: required with PAC_TEST_URL/,
+    );
+    expect(loadConfig({ ...production, ...test, PAC_TEST_URL: 'https://services.test.sw.com.mx' }).testPac).toEqual({
+      name: 'test',
+      kind: 'sw',
+      url: 'https://services.test.sw.com.mx',
+      user: 't',
+      password: 'tp',
+    });
+  });
+
   it('the sandbox profile, chosen explicitly, is the local sandbox PAC and the SAT test emisor', () => {
     const { config, pacs } = loadConfig({ ...base, TIMBRA_PROFILE: 'sandbox' });
     expect(config).toMatchObject({
@@ -37,6 +67,10 @@ describe('configuration profiles', () => {
       SAT_STATUS_URL: expect.stringContaining('127.0.0.1:4010'),
     });
     expect(pacs).toEqual([expect.objectContaining({ name: 'primary', kind: 'sw', url: 'http://127.0.0.1:4010' })]);
+    // Its test PAC is the sandbox too, wherever the primary is pointed.
+    expect(
+      loadConfig({ ...base, TIMBRA_PROFILE: 'sandbox', PAC_PRIMARY_URL: 'http://127.0.0.1:4999' }).testPac,
+    ).toEqual(expect.objectContaining({ name: 'test', kind: 'sw', url: 'http://127.0.0.1:4999' }));
   });
 
   it('emails: SMTP_URL needs EMAIL_FROM, and the logo must be a PNG or JPEG it can read (named, at start-up)', () => {

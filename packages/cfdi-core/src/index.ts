@@ -73,7 +73,7 @@ export {
   type CsdUploadCheck,
 } from './csd/csd-upload.ts';
 export { sellar, verificarSello } from './csd/sello.ts';
-export { stampKeyFor, type StampKind } from './stamp-key.ts';
+export { sourceIdIn, stampKeyFor, type StampKind } from './stamp-key.ts';
 export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';
 export { parseXml } from './xml/parse-xml.ts';
 export { serializeXml } from './xml/serialize-xml.ts';

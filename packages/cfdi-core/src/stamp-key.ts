@@ -14,3 +14,13 @@ export function stampKeyFor(emisorRfc: string, kind: StampKind, sourceId: string
   const digest = createHash('sha256').update(`${emisorRfc}|${kind}|${sourceId}`, 'utf8').digest('hex');
   return `${kind}-${digest}`;
 }
+
+/**
+ * A document's source as its organization's books name it: a test organization's (a live one's
+ * twin, for its test keys) apart from the live one's, so that the same sale made in test and in live
+ * has two stamp keys — two queue jobs, two PAC customids — never one. Every builder of a sourceId
+ * that may repeat across the two (a provider's payment, refund or installment) passes it here.
+ */
+export function sourceIdIn(emisor: { test?: boolean | undefined }, sourceId: string): string {
+  return emisor.test ? `test:${sourceId}` : sourceId;
+}

@@ -226,7 +226,7 @@ describe('keys chosen by a merchant or a provider', () => {
 
   it('every unique index includes the organization column, but the identifiers that are the deployment’s', async () => {
     // Unique across the deployment on purpose: what names a thing before any organization is known
-    // (a key's hash, a ticket's token, the SAT's UUIDs, stamp keys made from the emisor's RFC, an RFC),
+    // (a key's hash, a ticket's token, stamp keys made from the emisor's RFC, an RFC),
     // and keys made of a row's own id, itself unique. Distributing by organization (Citus) needs the
     // organization added to these too.
     const deploymentWide = [
@@ -234,6 +234,7 @@ describe('keys chosen by a merchant or a provider', () => {
       'cancel_requests(duplicate_uuid)',
       'deliveries(event_id, endpoint_id)',
       'deliveries(event_id, recipient)',
+      'emisores(live_id)',
       'emisores(rfc)',
       'idempotency_keys(client_id, key)',
       'installments(invoice_id, num_parcialidad)',
@@ -243,7 +244,6 @@ describe('keys chosen by a merchant or a provider', () => {
       'invoices(refund_id)',
       'invoices(replaces_invoice_id)',
       'invoices(stamp_key)',
-      'invoices(uuid)',
       'outbox(cancel_request_id)',
       'outbox(stamp_key)',
       'tickets(download_token)',

@@ -37,7 +37,7 @@ export const WORKER_PROCESS = section('Roles, health and shutdown', [
   entry({ ALERT_WEBHOOK_URL: z.string().url().optional() }, 'dead letters are POSTed here'),
 ]);
 
-const pac = (name: 'PRIMARY' | 'BACKUP') =>
+const pac = (name: 'PRIMARY' | 'BACKUP' | 'TEST') =>
   ({
     [`PAC_${name}_KIND`]: z.enum(['sw', 'finkok']).optional(),
     [`PAC_${name}_URL`]: z.string().url().optional(),
@@ -62,6 +62,11 @@ export const WORKER_STAMPING = section('Relaying and stamping', [
   entry(
     pac('BACKUP'),
     'an optional second PAC, used when the first is down and it is safe to fail over ([reliability.md](reliability.md))',
+  ),
+  entry(
+    pac('TEST'),
+    "the PAC that stamps test organizations' documents (their keys are `tk_test_…`: [organizations.md](organizations.md#test-and-live)): the sandbox PAC, or a PAC's test account — never a live PAC (in production the worker refuses the address of `PAC_PRIMARY_URL` or `PAC_BACKUP_URL`). Unset, their documents wait in the outbox, each attempt logged, and never reach a PAC",
+    'none; sandbox: the primary PAC (the local sandbox)',
   ),
   entry(
     { PAC_CONNECT_TIMEOUT_MS: ms(5000), PAC_RESPONSE_TIMEOUT_MS: ms(30_000) },

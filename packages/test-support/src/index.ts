@@ -42,7 +42,9 @@ export {
 } from './system.ts';
 export {
   apiCall,
+  apiAnswer,
   makeOrganizationWithCsd,
+  type ApiAnswer,
   makeStripeOrganizations,
   makeSyntheticOrganizations,
   registerTaxpayer,

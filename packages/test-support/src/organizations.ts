@@ -4,7 +4,7 @@
  * benchmarks' thousand. Their CSDs are issued by the tests' CA (`testCsdFor`): the API must trust it
  * (`CSD_TRUSTED_CAS_FILE`, or no CA set), and the PAC sandbox too when they are stamped.
  */
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import { testCsdFor } from './test-ca.ts';
 
 export interface OrganizationFacts {
@@ -24,6 +24,35 @@ export async function apiCall<T>(apiUrl: string, key: string, method: string, pa
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${text.slice(0, 300)}`);
   return (text ? JSON.parse(text) : {}) as T;
+}
+
+/** An API answer as a test reads it: its status, its JSON body, and its error code if any. */
+export interface ApiAnswer {
+  status: number;
+  body: Record<string, unknown> & { error?: { code: string; details?: unknown } };
+  code: string | undefined;
+}
+
+/** A call to the API with `key` (and a fresh Idempotency-Key), whatever it answers. */
+export async function apiAnswer(
+  apiUrl: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: object,
+): Promise<ApiAnswer> {
+  const response = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'idempotency-key': randomUUID(),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await response.text();
+  const parsed = (text ? JSON.parse(text) : {}) as ApiAnswer['body'];
+  return { status: response.status, body: parsed, code: parsed.error?.code };
 }
 
 /**

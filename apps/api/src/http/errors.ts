@@ -109,6 +109,10 @@ export const API_ERRORS = {
     status: 409,
     message: 'An organization with this RFC exists with other facts; details name it.',
   },
+  organization_is_test: {
+    status: 409,
+    message: 'This organization is a test twin: do this on its live organization (details name it).',
+  },
   organization_without_csd: {
     status: 409,
     message:

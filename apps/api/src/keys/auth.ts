@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { PrismaClient } from '@timbra/db';
-import { findApiKey, touchApiKey, type Scope } from '@timbra/db/keys';
+import { findApiKey, keyPrefix, touchApiKey, type Scope } from '@timbra/db/keys';
 import { ApiError } from '../http/errors.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 
@@ -32,7 +32,7 @@ export function apiKeyAuth(prisma: PrismaClient, failures: FailureLimiter) {
       const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
       const identity = key && key.length <= 512 ? await findApiKey(prisma, key) : undefined;
       if (!identity) {
-        if (failures.fail(address, key ? key.slice(0, 8) : undefined))
+        if (failures.fail(address, key ? keyPrefix(key) : undefined))
           throw new ApiError('rate_limited', 'Too many failed authentications.');
         throw new ApiError('unauthorized');
       }

@@ -16,6 +16,7 @@ import {
   API_KEY_NAME_RULE,
   isApiKeyName,
   type ApiKeyView,
+  type KeyMode,
 } from '@timbra/db/keys';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -41,7 +42,8 @@ export function keyView(k: ApiKeyView) {
   };
 }
 
-export function keyRoutes(prisma: PrismaClient): Router {
+/** `mode`: the organization's (a test organization's keys are `tk_test_…`). */
+export function keyRoutes(prisma: PrismaClient, mode: KeyMode = 'live'): Router {
   const router = Router();
   uuidParams(router, 'id');
 
@@ -49,7 +51,12 @@ export function keyRoutes(prisma: PrismaClient): Router {
     const parsed = createKeySchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     try {
-      const made = await createApiKey(prisma, parsed.data.name, [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)]);
+      const made = await createApiKey(
+        prisma,
+        parsed.data.name,
+        [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)],
+        mode,
+      );
       // The only time the key is seen: it is stored hashed.
       res.status(201).json({ key: made.key, ...keyView(made.apiKey) });
     } catch (error) {

@@ -15,7 +15,7 @@ export function logoRoutes(
   deps: {
     owner: PrismaClient;
     found: (id: string) => Promise<{ id: string }>;
-    changed: (organizationId: string) => void;
+    changed: (organizationId: string) => Promise<void>;
     /** The organization as the platform key sees it, after the change. */
     described: (id: string) => Promise<object>;
   },
@@ -29,14 +29,14 @@ export function logoRoutes(
     if (problem)
       throw new ApiError('validation_failed', undefined, [{ path: 'body', message: `The logo ${problem}.` }]);
     await saveOrganizationLogo(deps.owner, organization.id, req.body);
-    deps.changed(organization.id);
+    await deps.changed(organization.id);
     res.json(await deps.described(organization.id));
   });
 
   router.delete('/:id/logo', async (req: Request, res: Response) => {
     const organization = await deps.found(String(req.params.id));
     await saveOrganizationLogo(deps.owner, organization.id, null);
-    deps.changed(organization.id);
+    await deps.changed(organization.id);
     res.json(await deps.described(organization.id));
   });
 }

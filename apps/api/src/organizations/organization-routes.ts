@@ -13,7 +13,7 @@ import { CfdiError, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { sealCsd, type KeyVault } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { CsdAlreadyStored, listCsds, storeCsd } from '@timbra/db/csds';
-import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES } from '@timbra/db/keys';
+import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES, keyPrefix } from '@timbra/db/keys';
 import {
   createOrganization,
   listOrganizations,
@@ -21,6 +21,7 @@ import {
   organizationById,
   organizationSettings,
   providerAccountsOf,
+  testTwinOf,
   type EffectiveSettings,
   type Organization,
   type OrganizationClients,
@@ -33,6 +34,7 @@ import type { FailureLimiter } from '../http/failure-limiter.ts';
 import { createKeySchema, keyView } from '../keys/key-routes.ts';
 import { providerAccountRoutes, providerAccountView } from './provider-accounts.ts';
 import { logoRoutes } from './organization-logo.ts';
+import { testModeRoutes } from './organization-test-mode.ts';
 import { fiscalProblems, seriesOf, updateSettings } from './organization-settings.ts';
 
 export interface OrganizationRoutesDeps {
@@ -86,7 +88,7 @@ function platformKeyOnly(deps: OrganizationRoutesDeps) {
       return next(new ApiError('rate_limited', 'Too many failed authentications from this address.'));
     const key = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1] ?? req.get('x-api-key');
     if (key && key.length <= 512 && timingSafeEqual(sha256(key), wanted)) return next();
-    if (deps.failures.fail(address, key ? key.slice(0, 8) : undefined))
+    if (deps.failures.fail(address, key ? keyPrefix(key) : undefined))
       return next(new ApiError('rate_limited', 'Too many failed authentications.'));
     next(new ApiError('unauthorized', 'The platform key (PLATFORM_KEY) manages organizations; no other key does.'));
   };
@@ -94,6 +96,7 @@ function platformKeyOnly(deps: OrganizationRoutesDeps) {
 
 function organizationView(
   o: Organization,
+  testId: string | null,
   logo: boolean,
   settings: EffectiveSettings,
   csds: Awaited<ReturnType<typeof listCsds>>,
@@ -106,6 +109,9 @@ function organizationView(
     regimenFiscal: o.regimenFiscal,
     lugarExpedicion: o.lugarExpedicion,
     createdAt: o.createdAt.toISOString(),
+    /** live, or test: a live organization's twin, for its test keys (POST /v1/organizations/:id/test). */
+    mode: o.mode,
+    ...(o.mode === 'test' ? { liveOrganization: o.liveId } : { testOrganization: testId }),
     settings,
     /** Its own logo on its PDFs (else the deployment's INVOICE_LOGO_FILE). */
     logo,
@@ -125,8 +131,10 @@ function organizationView(
 async function describe(deps: OrganizationRoutesDeps, o: Organization) {
   // Whether it has one, without reading its bytes.
   const logo = (await deps.owner.emisor.count({ where: { id: o.id, logo: { not: null } } })) > 0;
+  const twin = o.mode === 'live' ? await testTwinOf(deps.owner, o.id) : undefined;
   return organizationView(
     o,
+    twin?.id ?? null,
     logo,
     effectiveSettings(await organizationSettings(deps.owner, o.id), deps.defaults),
     await listCsds(deps.owner, o.id, new Date()),
@@ -145,6 +153,12 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
     return organization;
   };
   const described = (o: Organization) => describe(deps, o);
+  // Its test twin seals with its CSD, invoices with its settings and prints its logo: rebuilt too.
+  const changed = async (id: string) => {
+    deps.changed(id);
+    const twin = await testTwinOf(deps.owner, id);
+    if (twin) deps.changed(twin.id);
+  };
 
   router.post('/', async (req: Request, res: Response) => {
     const parsed = FACTS.safeParse(req.body);
@@ -178,41 +192,50 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
   router.patch('/:id', async (req: Request, res: Response) => {
     const organization = await found(String(req.params.id));
     await updateSettings(deps, organization, req.body);
-    deps.changed(organization.id);
+    await changed(organization.id);
     res.json(await described(organization));
   });
 
-  // The organization's keys are made on its own client: row-level security writes them in its name.
+  keyRoute(router, deps, found);
+
+  router.post('/:id/csds', async (req: Request, res: Response) => {
+    const organization = await found(String(req.params.id));
+    await storeUploadedCsd(deps, organization, req.body);
+    await changed(organization.id);
+    res.status(201).json(await described(organization));
+  });
+
+  testModeRoutes(router, { owner: deps.owner, defaults: deps.defaults, found, described });
+  providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed });
+  logoRoutes(router, {
+    owner: deps.owner,
+    found,
+    changed,
+    described: async (id) => described(await found(id)),
+  });
+  return router;
+}
+
+/** `POST /:id/keys`: the organization's keys, made on its own client (row-level security writes them in its name). */
+function keyRoute(router: Router, deps: OrganizationRoutesDeps, found: (id: string) => Promise<Organization>): void {
   router.post('/:id/keys', async (req: Request, res: Response) => {
     const organization = await found(String(req.params.id));
     const parsed = createKeySchema.safeParse(req.body);
     if (!parsed.success) throw validation(parsed.error);
     try {
-      const made = await createApiKey(deps.clients.for(organization.id), parsed.data.name, [
-        ...new Set(parsed.data.scopes ?? DEFAULT_SCOPES),
-      ]);
+      // A test organization's keys are tk_test_…, a live one's tk_live_….
+      const made = await createApiKey(
+        deps.clients.for(organization.id),
+        parsed.data.name,
+        [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)],
+        organization.mode,
+      );
       res.status(201).json({ key: made.key, organization: organization.id, ...keyView(made.apiKey) });
     } catch (error) {
       if (error instanceof ApiKeyNameTaken) throw new ApiError('key_name_taken');
       throw error;
     }
   });
-
-  router.post('/:id/csds', async (req: Request, res: Response) => {
-    const organization = await found(String(req.params.id));
-    await storeUploadedCsd(deps, organization, req.body);
-    deps.changed(organization.id);
-    res.status(201).json(await described(organization));
-  });
-
-  providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed: deps.changed });
-  logoRoutes(router, {
-    owner: deps.owner,
-    found,
-    changed: deps.changed,
-    described: async (id) => described(await found(id)),
-  });
-  return router;
 }
 
 /** A CSD uploaded for `organization`: checked as `ops csd:upload` checks it, sealed by VAULT_KEYS, stored. */

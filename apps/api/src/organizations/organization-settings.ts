@@ -12,6 +12,7 @@ import {
   ORGANIZATION_SETTINGS,
   organizationSettings,
   saveOrganizationSettings,
+  testTwinOf,
   type EffectiveSettings,
   type OrganizationFacts,
 } from '@timbra/db/organizations';
@@ -59,17 +60,25 @@ export const seriesOf = (settings: EffectiveSettings) =>
 /** `changes` over the organization's settings: checked with its facts, stored with its new series' counters. */
 export async function updateSettings(
   deps: { owner: PrismaClient; defaults: EffectiveSettings; catalogs?: OperatorCatalogs | undefined },
-  organization: OrganizationFacts & { id: string },
+  organization: OrganizationFacts & { id: string; mode: 'live' | 'test'; liveId: string | null },
   body: unknown,
 ): Promise<void> {
+  // A test twin's settings are its live organization's: changed there, for both.
+  if (organization.mode === 'test')
+    throw new ApiError('organization_is_test', undefined, [
+      { path: 'id', message: `its settings are its live organization's: PATCH ${organization.liveId}` },
+    ]);
   const parsed = z.object({ settings: ORGANIZATION_SETTINGS }).strict().safeParse(body);
   if (!parsed.success) throw validation(parsed.error);
   const merged = mergeSettings(await organizationSettings(deps.owner, organization.id), parsed.data.settings);
   const effective = effectiveSettings(merged, deps.defaults);
   const problems = fiscalProblems(organization, effective, deps.catalogs);
   if (problems.length > 0) throw new ApiError('fiscal_rules_failed', undefined, problems);
+  const twin = await testTwinOf(deps.owner, organization.id);
   await deps.owner.$transaction(async (tx) => {
     await saveOrganizationSettings(tx, organization.id, merged);
     await ensureSeries(tx, organization.id, seriesOf(effective));
+    // Its test twin invoices with its settings: its new series get their counters there too.
+    if (twin) await ensureSeries(tx, twin.id, seriesOf(effective));
   });
 }

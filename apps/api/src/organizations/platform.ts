@@ -15,9 +15,9 @@ import { activeCsd } from '@timbra/db/csds';
 import { hashApiKey, keyOrganization } from '@timbra/db/keys';
 import {
   effectiveSettings,
+  factsOf,
   organizationById,
-  organizationLogo,
-  organizationSettings,
+  ownInvoicing,
   type EffectiveSettings,
   type OrganizationClients,
   type OrganizationFacts,
@@ -119,14 +119,23 @@ export function organizationApis(options: {
 }): (organizationId: string) => Promise<RequestHandler> {
   return async (organizationId) => {
     const client = options.clients.for(organizationId);
-    const facts = await organizationById(client, organizationId);
-    if (!facts) throw new ApiError('not_found', 'No such organization.');
-    const stored = options.vault ? await activeCsd(client, organizationId, new Date()) : undefined;
+    const organization = await organizationById(client, organizationId);
+    if (!organization) throw new ApiError('not_found', 'No such organization.');
+    // A test twin invoices as its live organization does: with its settings, and its logo and CSD
+    // where it has none of its own. Its provider accounts are its own (a provider's test-mode secrets).
+    const live = organization.liveId ? options.clients.for(organization.liveId) : undefined;
+    const now = new Date();
+    const stored = options.vault
+      ? ((await activeCsd(client, organizationId, now)) ??
+        (live ? await activeCsd(live, organization.liveId!, now) : undefined))
+      : undefined;
     if (!stored) throw new ApiError('organization_without_csd');
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
     const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
-    const settings = effectiveSettings(await organizationSettings(client, organizationId), options.defaults);
-    const logo = await organizationLogo(client, organizationId);
+    const own = await ownInvoicing((id) => options.clients.for(id), organizationId);
+    const settings = effectiveSettings(own.settings, options.defaults);
+    const logo = own.logo;
+    const facts = factsOf(organization);
     return createApp({
       ...options.home,
       prisma: client,

@@ -74,7 +74,7 @@ export function providerAccountRoutes(
     vault: KeyVault | undefined;
     found: (id: string) => Promise<{ id: string }>;
     /** The organization's API is rebuilt with its accounts as they are now. */
-    changed: (organizationId: string) => void;
+    changed: (organizationId: string) => Promise<void>;
   },
 ): void {
   router.put('/:id/providers/:provider', async (req: Request, res: Response) => {
@@ -89,7 +89,7 @@ export function providerAccountRoutes(
       context(organization.id, provider),
     );
     const saved = await saveProviderAccount(deps.clients.for(organization.id), organization.id, provider, sealed);
-    deps.changed(organization.id);
+    await deps.changed(organization.id);
     res.json(providerAccountView(organization.id, saved));
   });
 
@@ -98,7 +98,7 @@ export function providerAccountRoutes(
     const provider = providerOf(req);
     if (!(await removeProviderAccount(deps.clients.for(organization.id), organization.id, provider)))
       throw new ApiError('not_found', `The organization has no ${provider} account.`);
-    deps.changed(organization.id);
+    await deps.changed(organization.id);
     res.status(204).end();
   });
 }

@@ -10,6 +10,7 @@ import {
   type InvoiceRequestInput,
   type SaleLine,
   type ValidationIssue,
+  sourceIdIn,
 } from '@timbra/cfdi-core';
 
 /** The customer's fiscal data, as a payment carries it (Stripe metadata, MP metadata, REST body). */
@@ -38,7 +39,8 @@ export function namedReceptor(receptor: ReceptorInput | null | undefined): Recep
 }
 
 export interface InvoiceSettings {
-  emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string };
+  /** `test`: a test organization's (its documents' sources apart from the live one's). */
+  emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string; test?: boolean };
   concepto: { claveProdServ: string; claveUnidad: string; descripcion: string };
   ivaTasa: string;
   periodicidad: string;
@@ -107,9 +109,15 @@ export function storedPaymentFacts(payment: StoredPayment, defaultFormaPago: str
   };
 }
 
-/** The stamp key's source: the business event, not our row id (the same for every retry). */
-export function ingresoSourceId(facts: Pick<PaymentFacts, 'provider' | 'externalId'>): string {
-  return `${facts.provider}:${facts.externalId}`;
+/**
+ * The stamp key's source: the business event, not our row id (the same for every retry), in the
+ * emisor's books (a test organization's apart: cfdi-core's sourceIdIn).
+ */
+export function ingresoSourceId(
+  facts: Pick<PaymentFacts, 'provider' | 'externalId'>,
+  emisor: { test?: boolean | undefined },
+): string {
+  return sourceIdIn(emisor, `${facts.provider}:${facts.externalId}`);
 }
 
 /**
@@ -168,7 +176,7 @@ export function buildIngresoRequest(
   const receptor = receptorFor(facts.receptor, settings);
   const request: InvoiceRequestInput = {
     tipoDeComprobante: 'I',
-    sourceId: ingresoSourceId(facts),
+    sourceId: ingresoSourceId(facts, settings.emisor),
     issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),

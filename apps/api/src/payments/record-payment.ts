@@ -139,7 +139,7 @@ async function recordInvoicedSales(
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
     const facts = payments[index]!.facts;
     const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
-    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts));
+    const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts, deps.settings.emisor));
     const unpayable = [...installmentsProblems(facts), ...(built.problems ?? [])];
     const { frozen, problems } =
       unpayable.length > 0 || !built.request

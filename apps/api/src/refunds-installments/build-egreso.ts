@@ -9,6 +9,7 @@ import {
   type InvoiceRequestInput,
   type SaleLine,
   type ValidationIssue,
+  sourceIdIn,
 } from '@timbra/cfdi-core';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from '../payments/build-ingreso.ts';
 
@@ -89,7 +90,7 @@ export function buildEgresoRequest(
     request: {
       tipoDeComprobante: 'E',
       // The refund, not our row id: every freeze of this Egreso derives the same stamp key.
-      sourceId: `${refund.provider}:refund:${refund.externalId}`,
+      sourceId: sourceIdIn(settings.emisor, `${refund.provider}:refund:${refund.externalId}`),
       issuedAt: issuedAt.toISOString(),
       serie,
       folio: String(folio),

@@ -1,5 +1,5 @@
 import { BigNumber } from 'bignumber.js';
-import { relatedTaxes, type InvoiceRequestInput } from '@timbra/cfdi-core';
+import { relatedTaxes, sourceIdIn, type InvoiceRequestInput } from '@timbra/cfdi-core';
 import type { NewInstallment } from '@timbra/db/payments';
 import { receptorFor, type InvoiceSettings, type ReceptorInput } from '../payments/build-ingreso.ts';
 
@@ -85,7 +85,7 @@ export function buildPagoRequest(
     (invoice.frozenXml ? /\bTipoCambio="([\d.]+)"/.exec(invoice.frozenXml)?.[1] : undefined);
   return {
     tipoDeComprobante: 'P',
-    sourceId: `${installment.provider}:installment:${installment.externalId}`,
+    sourceId: sourceIdIn(settings.emisor, `${installment.provider}:installment:${installment.externalId}`),
     issuedAt: issuedAt.toISOString(),
     serie,
     folio: String(folio),

@@ -119,7 +119,7 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
       serie: deps.serieIngreso,
       folio,
       paymentId: payment.id,
-      stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts)),
+      stampKey: stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts, deps.settings.emisor)),
       moneda: 'MXN',
       status: 'pending',
       frozen,

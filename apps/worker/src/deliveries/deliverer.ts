@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { dejavuFonts } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
-import { effectiveSection, organizationLogo, organizationSettings } from '@timbra/db/organizations';
+import { effectiveSection, ownInvoicing } from '@timbra/db/organizations';
 import type { WorkerConfig } from '../config.ts';
 import { DeliveriesAcross } from '../organizations/deliveries-across.ts';
 import { createEmailSender } from './email.ts';
@@ -36,8 +36,8 @@ export function startDeliverer(
   // deployment's; read when its dispatcher is built, at its first delivery and every few minutes.
   const dispatcherOf = async (organizationId: string) => {
     const prisma = deps.clientOf(organizationId);
-    const own = await organizationSettings(prisma, organizationId);
-    const logo = await organizationLogo(prisma, organizationId);
+    // A test twin's are its live organization's (its logo its own, if it has one).
+    const { settings: own, logo } = await ownInvoicing(deps.clientOf, organizationId);
     const sender = smtp
       ? effectiveSection(own, 'email', {
           from: smtp.from,
@@ -51,11 +51,7 @@ export function startDeliverer(
             from: sender.from,
             ...(sender.replyTo ? { replyTo: sender.replyTo } : {}),
             timeoutMs: config.EMAIL_TIMEOUT_MS,
-            pdf: {
-              ...pdf,
-              ...(logo ? { logo } : {}),
-              ...(own.branding?.color ? { color: own.branding.color } : {}),
-            },
+            pdf: brandedPdf(pdf, logo, own.branding?.color ?? undefined),
           })
         : undefined;
     const dispatcher = new Dispatcher({
@@ -95,4 +91,9 @@ export function startDeliverer(
       await across.close();
     },
   };
+}
+
+/** The deployment's PDF options with an organization's own logo and colour over them. */
+function brandedPdf<T extends object>(pdf: T, logo: Buffer | undefined, color: string | undefined) {
+  return { ...pdf, ...(logo ? { logo } : {}), ...(color ? { color } : {}) };
 }

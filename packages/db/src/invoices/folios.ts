@@ -67,7 +67,7 @@ const emisorFacts = { id: true, rfc: true, nombre: true, regimenFiscal: true, lu
 
 /** The emisor as the API last recorded it (`ensureEmisor`), by its RFC; undefined before the API's first start. */
 export async function emisorByRfc(db: Db, rfc: string): Promise<EmisorRow | undefined> {
-  return (await db.emisor.findUnique({ where: { rfc }, select: emisorFacts })) ?? undefined;
+  return (await db.emisor.findFirst({ where: { rfc, mode: 'live' }, select: emisorFacts })) ?? undefined;
 }
 
 /** The emisor (an organization's own row), by its id; undefined when the session cannot see it. */
@@ -80,10 +80,22 @@ export async function ensureEmisor(
   db: Db,
   emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string },
 ): Promise<string> {
-  const row = await db.emisor.upsert({
-    where: { rfc: emisor.rfc },
-    create: emisor,
-    update: { nombre: emisor.nombre, regimenFiscal: emisor.regimenFiscal, lugarExpedicion: emisor.lugarExpedicion },
-  });
-  return row.id;
+  // One statement, so two first starts at once make one row; its test twin, if any, keeps the same facts.
+  const [row] = await queryRows(
+    db,
+    z.object({ id: z.string() }),
+    Prisma.sql`INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion)
+               VALUES (timbra_uuid7(), ${emisor.rfc}, ${emisor.nombre}, ${emisor.regimenFiscal}, ${emisor.lugarExpedicion})
+               ON CONFLICT (rfc) WHERE mode = 'live'
+               DO UPDATE SET nombre = EXCLUDED.nombre, regimen_fiscal = EXCLUDED.regimen_fiscal,
+                             lugar_expedicion = EXCLUDED.lugar_expedicion
+               RETURNING id::text AS id`,
+  );
+  await execute(
+    db,
+    Prisma.sql`UPDATE emisores SET nombre = ${emisor.nombre}, regimen_fiscal = ${emisor.regimenFiscal},
+                                  lugar_expedicion = ${emisor.lugarExpedicion}
+               WHERE live_id = ${row!.id}::uuid`,
+  );
+  return row!.id;
 }

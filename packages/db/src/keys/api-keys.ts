@@ -25,10 +25,16 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-/** The characters of a key shown in lists (`tk_3f9a…`): enough to recognise it, far from enough to use it. */
+/**
+ * The characters of a key shown in lists and counted by the failure limiter (`tk_live_3f9a`,
+ * `tk_test_3f9a`; the first 8 of any other): enough to recognise it, far from enough to use it.
+ */
 export function keyPrefix(key: string): string {
-  return key.slice(0, 8);
+  return key.slice(0, /^tk_(live|test)_/.test(key) ? 12 : 8);
 }
+
+/** Which mode a key works in, as its prefix says: live, test, or neither (a configured key: live). */
+export type KeyMode = 'live' | 'test';
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
@@ -64,16 +70,17 @@ export class ApiKeyNameTaken extends Error {
 }
 
 /**
- * Makes a new key (`tk_` + 32 random bytes, base64url) with `scopes`. @returns the key — shown once,
- * never stored — and its row.
+ * Makes a new key (`tk_live_` or, for a test organization, `tk_test_`, then 32 random bytes,
+ * base64url) with `scopes`. @returns the key — shown once, never stored — and its row.
  * @throws ApiKeyNameTaken
  */
 export async function createApiKey(
   prisma: Pick<PrismaClient, 'apiClient'>,
   name: string,
   scopes: readonly Scope[],
+  mode: KeyMode = 'live',
 ): Promise<{ key: string; apiKey: ApiKeyView }> {
-  const key = `tk_${randomBytes(32).toString('base64url')}`;
+  const key = `tk_${mode}_${randomBytes(32).toString('base64url')}`;
   if (!isApiKeyName(name)) throw new RangeError(`an API key's name is ${API_KEY_NAME_RULE}`);
   if (await prisma.apiClient.findFirst({ where: { name } })) throw new ApiKeyNameTaken(name);
   const row = await prisma.apiClient.create({

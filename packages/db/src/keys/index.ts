@@ -17,6 +17,7 @@ export {
   ApiKeyNameTaken,
   type Scope,
   type ApiKeyView,
+  type KeyMode,
 } from './api-keys.ts';
 export {
   forgetIdempotentResponse,

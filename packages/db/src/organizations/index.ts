@@ -20,10 +20,13 @@ export {
   correctionOrganizations,
   createOrganization,
   deliveryOrganizations,
+  ensureTestTwin,
+  factsOf,
   listOrganizations,
   organizationById,
   organizationIds,
   pendingOrganizations,
+  testTwinOf,
   type Organization,
 } from './registry.ts';
 export {
@@ -43,6 +46,7 @@ export {
   ORGANIZATION_SETTINGS,
   organizationLogo,
   organizationSettings,
+  ownInvoicing,
   saveOrganizationLogo,
   saveOrganizationSettings,
   type EffectiveSettings,

@@ -10,6 +10,11 @@ export interface OrganizationFacts {
   nombre: string;
   regimenFiscal: string;
   lugarExpedicion: string;
+  /**
+   * A test organization's (a live one's twin): its documents' stamp keys are apart from the live
+   * one's (cfdi-core's sourceIdIn), so they never meet in the queue or at a PAC.
+   */
+  test?: boolean;
 }
 
 /** A client held to one organization by row-level security, and that organization's id. */

@@ -135,6 +135,26 @@ export async function organizationLogo(
   return row?.logo ? Buffer.from(row.logo) : undefined;
 }
 
+/**
+ * What an organization invoices with of its own: its settings and logo — a test twin's, its live
+ * organization's settings and its own logo else the live one's (the one rule the API's and the
+ * worker's builds share). `clientOf` gives each organization's client.
+ */
+export async function ownInvoicing(
+  clientOf: (organizationId: string) => Pick<PrismaClient, 'emisor'>,
+  organizationId: string,
+): Promise<{ settings: OrganizationSettings; logo: Buffer | undefined }> {
+  const client = clientOf(organizationId);
+  const row = await client.emisor.findUnique({ where: { id: organizationId }, select: { liveId: true } });
+  const liveId = row?.liveId ?? undefined;
+  const live = liveId ? clientOf(liveId) : undefined;
+  return {
+    settings: await organizationSettings(live ?? client, liveId ?? organizationId),
+    logo:
+      (await organizationLogo(client, organizationId)) ?? (live ? await organizationLogo(live, liveId!) : undefined),
+  };
+}
+
 /** Stores (or, with null, removes) the organization's logo, checked by the caller (cfdi-node's invoiceLogoProblem). */
 export async function saveOrganizationLogo(
   owner: Pick<PrismaClient, 'emisor'>,
