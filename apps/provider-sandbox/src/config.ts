@@ -9,6 +9,12 @@ const schema = z.object({
   PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL: z.string().url().optional(),
   /** The endpoint secret events are signed with: Timbra's STRIPE_WEBHOOK_SECRET. */
   PROVIDER_SANDBOX_STRIPE_WEBHOOK_SECRET: z.string().min(1).default('whsec_dev_local_only'),
+  /** The live secret key: live-mode payments are read with it only (unset: every object with the secret key). */
+  PROVIDER_SANDBOX_STRIPE_LIVE_SECRET_KEY: z.string().min(1).optional(),
+  /** Where connected accounts' events are POSTed (Timbra's `/webhooks/stripe/connect`); unset: held. */
+  PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_URL: z.string().url().optional(),
+  /** The Connect endpoint's secret: Timbra's STRIPE_CONNECT_WEBHOOK_SECRET. */
+  PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_SECRET: z.string().min(1).default('whsec_connect_dev_local_only'),
   /** The token Mercado Pago API callers must present: Timbra's MERCADOPAGO_ACCESS_TOKEN. */
   PROVIDER_SANDBOX_MP_ACCESS_TOKEN: z.string().min(1).default('TEST-timbra-sandbox-token'),
   /** Where Mercado Pago notifications are POSTed (Timbra's `/webhooks/mercadopago`); unset: held. */

@@ -39,6 +39,12 @@ const stripePaymentBody = z.object({
   customer: z.string().optional(),
   receiptEmail: z.string().optional(),
   settlementExchangeRate: z.number().positive().optional(),
+  /** Stripe Connect: made on this connected account. */
+  account: z
+    .string()
+    .regex(/^acct_[A-Za-z0-9]+$/)
+    .optional(),
+  livemode: z.boolean().optional(),
   deliver: deliverOption,
 });
 const checkoutBody = z.object({

@@ -13,6 +13,11 @@ const sandbox = new ProviderSandbox({
     secretKey: config.PROVIDER_SANDBOX_STRIPE_SECRET_KEY,
     webhookUrl: config.PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL,
     webhookSecret: config.PROVIDER_SANDBOX_STRIPE_WEBHOOK_SECRET,
+    liveSecretKey: config.PROVIDER_SANDBOX_STRIPE_LIVE_SECRET_KEY,
+    connect: {
+      webhookUrl: config.PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_URL,
+      webhookSecret: config.PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_SECRET,
+    },
   },
   mercadoPago: {
     accessToken: config.PROVIDER_SANDBOX_MP_ACCESS_TOKEN,

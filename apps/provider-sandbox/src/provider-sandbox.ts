@@ -25,7 +25,15 @@ import { FakeError, StripeFake, type FakeEvent } from './stripe-fake.ts';
 export interface ProviderSandboxOptions {
   host: string;
   port: number;
-  stripe: { secretKey: string; webhookUrl: string | undefined; webhookSecret: string };
+  stripe: {
+    secretKey: string;
+    webhookUrl: string | undefined;
+    webhookSecret: string;
+    /** The live secret key: live-mode payments are read with it only (unset: every object with `secretKey`). */
+    liveSecretKey?: string | undefined;
+    /** Stripe Connect: where connected accounts' events go (the platform's Connect endpoint), signed with its secret. */
+    connect?: { webhookUrl: string | undefined; webhookSecret: string } | undefined;
+  };
   mercadoPago: { accessToken: string; webhookUrl: string | undefined; webhookSecret: string };
   /** The token Banxico SIE callers must send (`Bmx-Token`): Timbra's BANXICO_TOKEN. */
   banxico: { token: string };
@@ -77,7 +85,7 @@ export class ProviderSandbox {
       res.json({ ok: true });
     });
 
-    app.use('/v1', stripeApiRouter(this.stripe, this.options.stripe.secretKey));
+    app.use('/v1', stripeApiRouter(this.stripe, this.options.stripe.secretKey, this.options.stripe.liveSecretKey));
 
     // Mercado Pago's API.
     const mpAuth = bearer(this.options.mercadoPago.accessToken, () => ({
@@ -121,10 +129,16 @@ export class ProviderSandbox {
     };
   }
 
-  /** Stripe: each event POSTed as its own raw JSON, `Stripe-Signature` made at send time. */
+  /**
+   * Stripe: each event POSTed as its own raw JSON, `Stripe-Signature` made at send time; a connected
+   * account's (it names `account`) to the Connect endpoint, signed with its secret.
+   */
   private async sendStripe(events: FakeEvent[], deliver: 'now' | 'hold'): Promise<string[]> {
-    const { webhookUrl, webhookSecret } = this.options.stripe;
     for (const event of events) {
+      const { webhookUrl, webhookSecret } =
+        event.account !== undefined
+          ? (this.options.stripe.connect ?? { webhookUrl: undefined, webhookSecret: 'whsec_unset' })
+          : this.options.stripe;
       const body = JSON.stringify(event, null, 2);
       const webhook = {
         id: event.id,

@@ -2,23 +2,38 @@
  * Stripe's API as the sandbox serves it under `/v1`: the read endpoints Timbra calls (charges,
  * PaymentIntents with `expand`, balance transactions, Checkout Sessions and their line items, Stripe
  * Invoices, their lines and InvoicePayments, products, refunds with auto-pagination), Bearer the
- * configured secret key, answering as Stripe does when a key or an object is wrong.
+ * configured secret key, answering as Stripe does when a key or an object is wrong. As Stripe: an
+ * object made on a connected account is found only with its `Stripe-Account` header, and — when a
+ * live key is configured — a live object only with the live key, a test one only with the test key.
  */
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { FakeError } from './stripe-objects.ts';
 import type { StripeFake } from './stripe-fake.ts';
 
 /** The router to mount at `/v1`. */
-export function stripeApiRouter(stripe: StripeFake, secretKey: string): Router {
+export function stripeApiRouter(stripe: StripeFake, secretKey: string, liveSecretKey?: string): Router {
   const router = Router();
-  const stripeAuth = bearer(secretKey, () => ({
-    error: { type: 'invalid_request_error', message: 'Invalid API Key provided' },
-  }));
+  const stripeAuth = (req: Request, res: Response, next: NextFunction) => {
+    const given = req.get('authorization');
+    if (given !== `Bearer ${secretKey}` && (liveSecretKey === undefined || given !== `Bearer ${liveSecretKey}`))
+      return void res
+        .status(401)
+        .json({ error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
+    next();
+  };
+  // Whether the request may see the object `id`: its account, and its mode when keys tell modes apart.
+  const sees = (req: Request, objectId: string) => {
+    const scope = stripe.scopeOf(objectId);
+    const live = liveSecretKey !== undefined && req.get('authorization') === `Bearer ${liveSecretKey}`;
+    return scope.account === req.get('stripe-account') && (liveSecretKey === undefined || scope.livemode === live);
+  };
+  const found = <T extends { id: string }>(req: Request, value: T | undefined, kind: string, objectId: unknown): T =>
+    foundAt(value !== undefined && sees(req, value.id) ? value : undefined, kind, objectId);
   router.get('/charges/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.charges.get(String(req.params.id)), 'charge', req.params.id));
+    res.json(found(req, stripe.charges.get(String(req.params.id)), 'charge', req.params.id));
   });
   router.get('/payment_intents/:id', stripeAuth, (req, res) => {
-    const pi = found(stripe.paymentIntents.get(String(req.params.id)), 'payment_intent', req.params.id);
+    const pi = found(req, stripe.paymentIntents.get(String(req.params.id)), 'payment_intent', req.params.id);
     // stripe-node sends `expand[0]=latest_charge`; curl users `expand[]=…`.
     const expand = Object.entries(req.query).flatMap(([k, v]) => (/^expand(\[\d*\])?$/.test(k) ? [v].flat() : []));
     res.json(
@@ -26,18 +41,21 @@ export function stripeApiRouter(stripe: StripeFake, secretKey: string): Router {
     );
   });
   router.get('/balance_transactions/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.balanceTransactions.get(String(req.params.id)), 'balance_transaction', req.params.id));
+    res.json(found(req, stripe.balanceTransactions.get(String(req.params.id)), 'balance_transaction', req.params.id));
   });
   router.get('/checkout/sessions', stripeAuth, (req, res) => {
     const pi = req.query.payment_intent;
-    const data = [...stripe.checkoutSessions.values()].filter((s) => pi === undefined || s.payment_intent === pi);
+    const data = [...stripe.checkoutSessions.values()].filter(
+      (s) => sees(req, s.id) && (pi === undefined || s.payment_intent === pi),
+    );
     res.json({ object: 'list', data, has_more: false, url: '/v1/checkout/sessions' });
   });
   router.get('/checkout/sessions/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.checkoutSessions.get(String(req.params.id)), 'checkout.session', req.params.id));
+    res.json(found(req, stripe.checkoutSessions.get(String(req.params.id)), 'checkout.session', req.params.id));
   });
   router.get('/checkout/sessions/:id/line_items', stripeAuth, (req, res) => {
-    const items = found(stripe.lineItems.get(String(req.params.id)), 'checkout.session', req.params.id);
+    const session = found(req, stripe.checkoutSessions.get(String(req.params.id)), 'checkout.session', req.params.id);
+    const items = foundAt(stripe.lineItems.get(session.id), 'checkout.session', req.params.id);
     const expand = Object.entries(req.query).flatMap(([k, v]) => (/^expand(\[\d*\])?$/.test(k) ? [v].flat() : []));
     const data = expand.includes('data.price.product')
       ? items.map((item) => ({
@@ -57,27 +75,36 @@ export function stripeApiRouter(stripe: StripeFake, secretKey: string): Router {
     const pi = req.query['payment[payment_intent]'];
     const invoice = req.query.invoice;
     const data = [...stripe.invoicePayments.values()].filter(
-      (p) => (pi === undefined || p.payment.payment_intent === pi) && (invoice === undefined || p.invoice === invoice),
+      (p) =>
+        sees(req, p.id) &&
+        (pi === undefined || p.payment.payment_intent === pi) &&
+        (invoice === undefined || p.invoice === invoice),
     );
     res.json({ object: 'list', data, has_more: false, url: '/v1/invoice_payments' });
   });
   router.get('/invoices/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.invoices.get(String(req.params.id)), 'invoice', req.params.id));
+    res.json(found(req, stripe.invoices.get(String(req.params.id)), 'invoice', req.params.id));
   });
   router.get('/invoices/:id/lines', stripeAuth, (req, res) => {
-    const data = found(stripe.invoiceLines.get(String(req.params.id)), 'invoice', req.params.id);
+    const invoice = found(req, stripe.invoices.get(String(req.params.id)), 'invoice', req.params.id);
+    const data = foundAt(stripe.invoiceLines.get(invoice.id), 'invoice', req.params.id);
     res.json({ object: 'list', data, has_more: false, url: `/v1/invoices/${String(req.params.id)}/lines` });
   });
   router.get('/products/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.products.get(String(req.params.id)), 'product', req.params.id));
+    res.json(found(req, stripe.products.get(String(req.params.id)), 'product', req.params.id));
   });
   router.get('/refunds/:id', stripeAuth, (req, res) => {
-    res.json(found(stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
+    res.json(found(req, stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
   });
   router.get('/refunds', stripeAuth, (req, res) => {
     const { charge, payment_intent: pi } = req.query;
     const data = [...stripe.refunds.values()]
-      .filter((r) => (charge === undefined || r.charge === charge) && (pi === undefined || r.payment_intent === pi))
+      .filter(
+        (r) =>
+          sees(req, r.id) &&
+          (charge === undefined || r.charge === charge) &&
+          (pi === undefined || r.payment_intent === pi),
+      )
       .sort((a, b) => b.created - a.created);
     // Newest first, pages of `limit` after `starting_after` (how the library's auto-pagination asks).
     const after = typeof req.query.starting_after === 'string' ? req.query.starting_after : undefined;
@@ -97,7 +124,7 @@ export function bearer(expected: string, refusal: () => unknown) {
 }
 
 /** The object, or Stripe's 404 for it. */
-function found<T>(value: T | undefined, kind: string, id: unknown): T {
+function foundAt<T>(value: T | undefined, kind: string, id: unknown): T {
   if (value === undefined) throw new FakeError(404, 'resource_missing', `No such ${kind}: '${String(id)}'`);
   return value;
 }

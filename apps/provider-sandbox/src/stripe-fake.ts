@@ -58,6 +58,22 @@ export class StripeFake {
   readonly invoices = new Map<string, FakeInvoice>();
   readonly invoiceLines = new Map<string, FakeInvoiceLineItem[]>();
   readonly invoicePayments = new Map<string, FakeInvoicePayment>();
+  /**
+   * Where each object lives, by its id: the connected account it was made on (none: the platform's
+   * own) and whether it is live — an API read must come with that `Stripe-Account` and mode's key.
+   */
+  readonly scopes = new Map<string, { account: string | undefined; livemode: boolean }>();
+
+  /** The object's account and mode (the platform's own, test mode, for one made without them). */
+  scopeOf(objectId: string): { account: string | undefined; livemode: boolean } {
+    return this.scopes.get(objectId) ?? { account: undefined, livemode: false };
+  }
+
+  /** Puts `ids` where `from` is (a refund where its charge is, a balance transaction with it). */
+  private scopeLike(from: string, ...ids: string[]): void {
+    const scope = this.scopes.get(from);
+    if (scope) for (const i of ids) this.scopes.set(i, scope);
+  }
 
   /**
    * A Stripe Invoice paid at once: its products, its lines (each `amount` = quantity × unit amount,
@@ -127,6 +143,12 @@ export class StripeFake {
     const pi = paymentIntentOf(input, paymentMethod, created);
     const charge = chargeOf(input, pi, paymentMethod, created);
     pi.latest_charge = charge.id;
+    if (input.account !== undefined || input.livemode) {
+      const scope = { account: input.account, livemode: input.livemode ?? false };
+      pi.livemode = charge.livemode = scope.livemode;
+      this.scopes.set(pi.id, scope);
+      this.scopes.set(charge.id, scope);
+    }
     this.settlementRates.set(pi.id, input.settlementExchangeRate);
     if (captured) charge.balance_transaction = this.settle(charge, input.settlementExchangeRate);
     this.paymentIntents.set(pi.id, pi);
@@ -184,6 +206,7 @@ export class StripeFake {
       ...(input.status === 'failed' ? { failure_reason: 'expired_or_canceled_card' as const } : {}),
     };
     this.refunds.set(refund.id, refund);
+    this.scopeLike(charge.id, refund.id);
     const events = [this.event('refund.created', refund)];
     if (input.status === 'succeeded') events.push(this.refundSucceeded(charge, refund));
     return { refund, events };
@@ -248,6 +271,7 @@ export class StripeFake {
       type: 'charge',
     };
     this.balanceTransactions.set(txn.id, txn);
+    this.scopeLike(charge.id, txn.id);
     return txn.id;
   }
 
@@ -257,13 +281,16 @@ export class StripeFake {
     object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession | FakeInvoice,
     created = now(),
   ): FakeEvent {
+    // An event of a connected account's object names the account (Connect); its mode is the object's.
+    const scope = this.scopeOf(object.id);
     return {
       id: id('evt'),
       object: 'event',
+      ...(scope.account !== undefined ? { account: scope.account } : {}),
       api_version: Stripe.API_VERSION,
       created,
       data: { object: structuredClone(object) },
-      livemode: false,
+      livemode: scope.livemode,
       pending_webhooks: 1,
       request: { id: null, idempotency_key: null },
       type: type as Stripe.Event['type'],

@@ -132,7 +132,7 @@ export type FakeInvoicePayment = Pick<
 > & { payment: { type: 'payment_intent'; payment_intent: string } };
 export type FakeEvent = Pick<
   Stripe.Event,
-  'id' | 'object' | 'api_version' | 'created' | 'livemode' | 'pending_webhooks' | 'request' | 'type'
+  'id' | 'object' | 'account' | 'api_version' | 'created' | 'livemode' | 'pending_webhooks' | 'request' | 'type'
 > & { data: { object: FakeCharge | FakePaymentIntent | FakeRefund | FakeCheckoutSession | FakeInvoice } };
 
 /** How the customer paid, as a test card or method (what decides the CFDI's FormaPago). */
@@ -165,6 +165,13 @@ export interface NewStripePayment {
    * this `exchange_rate` (pesos per unit). Default: settled in the charge's own currency.
    */
   settlementExchangeRate?: number | undefined;
+  /**
+   * Stripe Connect: the connected account (`acct_…`) the payment is made on — its objects are read
+   * with `Stripe-Account: acct_…`, its events name it (`account`) and go to the Connect endpoint.
+   */
+  account?: string | undefined;
+  /** A live-mode payment: read with the live secret key only (default test mode). */
+  livemode?: boolean | undefined;
 }
 
 /** A line of a Checkout Session: a product (with its metadata), a quantity and a unit price in minor units. */

@@ -19,10 +19,17 @@ export interface StripePaymentInput {
   receiptEmail?: string;
   /** Settled in pesos at this rate (a payment in another currency): its balance transaction's `exchange_rate`. */
   settlementExchangeRate?: number;
+  /** Stripe Connect: made on this connected account (`acct_…`); its events go to the Connect endpoint. */
+  account?: string;
+  /** A live-mode payment (read with the live key only, when the sandbox has one). */
+  livemode?: boolean;
   deliver?: Deliver;
 }
 
-export interface CheckoutSessionInput extends Omit<StripePaymentInput, 'amount' | 'capture' | 'created'> {
+export interface CheckoutSessionInput extends Omit<
+  StripePaymentInput,
+  'amount' | 'capture' | 'created' | 'account' | 'livemode'
+> {
   /** Products bought: name, quantity, unit price in minor units, and the product's metadata. */
   lines: { name: string; quantity?: number; unitAmount: number; metadata?: Record<string, string> }[];
 }

@@ -21,6 +21,10 @@ export interface ProviderSandboxSettings {
   mercadoPagoWebhookSecret: string;
   stripeSecretKey: string;
   mercadoPagoAccessToken: string;
+  /** The live key (live payments read with it only); unset: the secret key reads every payment. */
+  stripeLiveSecretKey?: string;
+  /** Stripe Connect: where connected accounts' events go, and the endpoint's secret. */
+  stripeConnect?: { webhookUrl?: string; webhookSecret: string };
   /** Default 100,300,1000 (ms). */
   retryDelaysMs?: readonly number[];
   /** Default: a free one. */
@@ -51,6 +55,15 @@ export function providerSandboxEnv(settings: ProviderSandboxSettings & { port: n
     PROVIDER_SANDBOX_BANXICO_TOKEN: settings.banxicoToken ?? 'banxico-sandbox-token',
     PROVIDER_SANDBOX_RETRY_DELAYS_MS: (settings.retryDelaysMs ?? [100, 300, 1000]).join(','),
     ...(settings.stripeWebhookUrl ? { PROVIDER_SANDBOX_STRIPE_WEBHOOK_URL: settings.stripeWebhookUrl } : {}),
+    ...(settings.stripeLiveSecretKey ? { PROVIDER_SANDBOX_STRIPE_LIVE_SECRET_KEY: settings.stripeLiveSecretKey } : {}),
+    ...(settings.stripeConnect
+      ? {
+          PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_SECRET: settings.stripeConnect.webhookSecret,
+          ...(settings.stripeConnect.webhookUrl
+            ? { PROVIDER_SANDBOX_STRIPE_CONNECT_WEBHOOK_URL: settings.stripeConnect.webhookUrl }
+            : {}),
+        }
+      : {}),
     ...(settings.mercadoPagoWebhookUrl ? { PROVIDER_SANDBOX_MP_WEBHOOK_URL: settings.mercadoPagoWebhookUrl } : {}),
   };
 }
