@@ -11,13 +11,19 @@ import type { X509Certificate } from 'node:crypto';
 import { catalogsFromSettings, readInvoiceLogo } from '@timbra/cfdi-node';
 import { DEFAULT_SCOPES, isScope, SCOPES, type Scope } from '@timbra/db/keys';
 import { redisConfigProblems } from '@timbra/db/redis';
+import type { ConnectSettings } from './organizations/stripe-connect.ts';
 
 /**
  * The API's settings, and the operator's SAT catalogues read from the files they name
  * (`SAT_CLAVE_PROD_SERV_FILE`, `SAT_CODIGO_POSTAL_FILE`; empty: shape checks), which every run of the
  * SAT rules in the process is given.
  */
-export type ApiConfig = ApiSettings & { catalogs: OperatorCatalogs; trustedCas?: X509Certificate[] };
+export type ApiConfig = ApiSettings & {
+  catalogs: OperatorCatalogs;
+  trustedCas?: X509Certificate[];
+  /** Stripe Connect (STRIPE_CONNECT_*), when on. */
+  connect?: ConnectSettings;
+};
 
 /** Reads the API configuration from `env`; throws listing every problem. */
 export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
@@ -98,7 +104,20 @@ export function loadConfig(given: NodeJS.ProcessEnv): ApiConfig {
       ),
     );
   if (problems.length > 0 || !parsed.success) throw new Error(`invalid api configuration:\n${problems.join('\n')}`);
-  return { ...parsed.data, catalogs, ...(trustedCas ? { trustedCas } : {}) };
+  return { ...parsed.data, catalogs, ...(trustedCas ? { trustedCas } : {}), ...connectOf(parsed.data) };
+}
+
+/** Stripe Connect's settings, when on (STRIPE_CONNECT_WEBHOOK_SECRET; the key is checked beside it). */
+function connectOf(c: ApiSettings): { connect?: ConnectSettings } {
+  if (!c.STRIPE_CONNECT_WEBHOOK_SECRET) return {};
+  return {
+    connect: {
+      webhookSecret: c.STRIPE_CONNECT_WEBHOOK_SECRET,
+      apiKey: c.STRIPE_CONNECT_API_KEY!,
+      testApiKey: c.STRIPE_CONNECT_TEST_API_KEY,
+      toleranceSeconds: c.STRIPE_TOLERANCE_SECONDS,
+    },
+  };
 }
 
 /** Settings that need another with them: each missing one, named. */
@@ -106,6 +125,12 @@ function pairedSettingProblems(c: ApiSettings): string[] {
   const problems: string[] = [];
   if (c.STRIPE_WEBHOOK_SECRET && !c.STRIPE_API_KEY)
     problems.push('  STRIPE_API_KEY: required with STRIPE_WEBHOOK_SECRET (refunds and payment methods are fetched)');
+  if (c.STRIPE_CONNECT_WEBHOOK_SECRET && !c.STRIPE_CONNECT_API_KEY)
+    problems.push(
+      "  STRIPE_CONNECT_API_KEY: required with STRIPE_CONNECT_WEBHOOK_SECRET (connected accounts' objects are read)",
+    );
+  if (c.STRIPE_CONNECT_WEBHOOK_SECRET && !c.PLATFORM_KEY)
+    problems.push('  PLATFORM_KEY: required with STRIPE_CONNECT_WEBHOOK_SECRET (Connect routes to organizations)');
   if (c.EXCHANGE_RATE_SOURCE === 'banxico' && !c.BANXICO_TOKEN)
     problems.push('  BANXICO_TOKEN: required with EXCHANGE_RATE_SOURCE=banxico (its SIE API asks for one)');
   if (c.MERCADOPAGO_WEBHOOK_SECRET && !c.MERCADOPAGO_ACCESS_TOKEN)

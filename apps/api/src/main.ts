@@ -40,15 +40,9 @@ const config = (() => {
 const logger = pino({ level: config.LOG_LEVEL, name: 'api', redact: { paths: REDACT, censor: '[redacted]' } });
 process.on('uncaughtException', (error) => fatal(logger, error, 'uncaught exception'));
 process.on('unhandledRejection', (error) => fatal(logger, error, 'unhandled rejection'));
-for (const [provider, secret] of [
-  ['stripe', config.STRIPE_WEBHOOK_SECRET],
-  ['mercadopago', config.MERCADOPAGO_WEBHOOK_SECRET],
-] as const)
-  if (!secret)
-    logger.warn(
-      { provider },
-      `${provider} webhooks are off: no ${provider === 'stripe' ? 'STRIPE' : 'MERCADOPAGO'}_WEBHOOK_SECRET (its deliveries get 503 webhook_not_configured)`,
-    );
+for (const [provider, name] of [['stripe', 'STRIPE'] as const, ['mercadopago', 'MERCADOPAGO'] as const])
+  if (!config[`${name}_WEBHOOK_SECRET`])
+    logger.warn({ provider }, `${provider} webhooks are off: no ${name}_WEBHOOK_SECRET (503 webhook_not_configured)`);
 
 const redis = connectRedis(redisTarget(config.REDIS_URL, config.REDIS_CLUSTER), {
   lazyConnect: true,
@@ -250,8 +244,9 @@ const app = createPlatform({
     defaults,
     paymentsOf,
     // An organization's own accounts, at the providers' addresses the home one uses.
+    connect: config.connect,
     providers: {
-      stripe: (apiKey) => stripeApi(config.STRIPE_API_URL, apiKey),
+      stripe: (apiKey, account) => stripeApi(config.STRIPE_API_URL, apiKey, account),
       mercadoPago: (accessToken) => mercadoPagoPayments(config.MERCADOPAGO_API_URL, accessToken),
     },
   }),
@@ -265,6 +260,7 @@ const app = createPlatform({
     failures,
     bodyLimit: config.BODY_LIMIT,
   },
+  connect: config.connect,
   logger,
   metrics,
   trustProxy: config.TRUST_PROXY,

@@ -94,6 +94,23 @@ describe('configuration profiles', () => {
     });
   });
 
+  it("Stripe Connect needs the platform's key and platform mode; its settings are read together", () => {
+    const sandbox = { ...base, TIMBRA_PROFILE: 'sandbox', STRIPE_CONNECT_WEBHOOK_SECRET: 'whsec_connect' };
+    expect(() => loadConfig(sandbox)).toThrow(/STRIPE_CONNECT_API_KEY: required[\s\S]*PLATFORM_KEY: required/);
+    const on = loadConfig({
+      ...sandbox,
+      STRIPE_CONNECT_API_KEY: 'sk_live_x',
+      PLATFORM_KEY: 'tk_platform_0123456789abcdef0123456789',
+    });
+    expect(on.connect).toEqual({
+      webhookSecret: 'whsec_connect',
+      apiKey: 'sk_live_x',
+      testApiKey: undefined,
+      toleranceSeconds: 300,
+    });
+    expect(loadConfig({ ...base, TIMBRA_PROFILE: 'sandbox' }).connect).toBeUndefined();
+  });
+
   it('a production start without them exits 1 with the list as one JSON line, no stack trace, no secret', () => {
     const main = fileURLToPath(new URL('../src/main.ts', import.meta.url));
     const run = runEntryPoint(main, { ...base, CSD_PASSWORD: 'do-not-print-me' });

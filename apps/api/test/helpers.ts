@@ -107,6 +107,11 @@ export async function startApi(
     organization?: { emisor: typeof EMISOR; keys: typeof KEYS };
     /** Platform mode, as main runs it: every organization over one pool, `/v1/organizations` for `key`. */
     platform?: { key: string; vault: KeyVault; trustedCas?: X509Certificate[] };
+    /**
+     * Stripe Connect in platform mode (needs `providers`): the Connect endpoint's secret, and the
+     * provider sandbox's live key as the platform's live key (its test key is STRIPE_KEY).
+     */
+    connect?: { webhookSecret: string; liveKey: string; testKey?: string };
   } = {},
 ): Promise<TestApi> {
   const db = options.database ?? (await createTestDatabase());
@@ -137,6 +142,15 @@ export async function startApi(
         mercadoPagoWebhookSecret: MP_SECRET,
         stripeSecretKey: STRIPE_KEY,
         mercadoPagoAccessToken: MP_TOKEN,
+        ...(options.connect
+          ? {
+              stripeLiveSecretKey: options.connect.liveKey,
+              stripeConnect: {
+                webhookUrl: `${url}/webhooks/stripe/connect`,
+                webhookSecret: options.connect.webhookSecret,
+              },
+            }
+          : {}),
       })
     : undefined;
   // Without a sandbox nothing answers there (hand-built events only).
@@ -229,6 +243,12 @@ export async function startApi(
       fetchPayment: mercadoPagoPayments(`${providerUrl}/mercadopago`, MP_TOKEN),
     },
   };
+  const connect = options.connect && {
+    webhookSecret: options.connect.webhookSecret,
+    apiKey: options.connect.liveKey,
+    testApiKey: options.connect.testKey,
+    toleranceSeconds: 300,
+  };
   const app = clients
     ? createPlatform({
         clients,
@@ -240,8 +260,9 @@ export async function startApi(
           defaults,
           paymentsOf: (id, facts, sealing, settings) =>
             paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing, settings),
+          connect,
           providers: {
-            stripe: (apiKey) => stripeApi(providerUrl, apiKey),
+            stripe: (apiKey, account) => stripeApi(providerUrl, apiKey, account),
             mercadoPago: (accessToken) => mercadoPagoPayments(`${providerUrl}/mercadopago`, accessToken),
           },
         }),
@@ -254,6 +275,7 @@ export async function startApi(
           failures: new FailureLimiter({ perAddress: 100_000, perPrefix: 100_000 }),
           bodyLimit: '64kb',
         },
+        connect,
         logger: home.logger,
         metrics,
         trustProxy: false,

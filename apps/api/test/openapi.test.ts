@@ -726,6 +726,16 @@ describe('openapi.yaml', () => {
       expect(stripe.statusCode).toBe(200);
       conforms('/v1/organizations/{id}/providers/{provider}', 'put', stripe);
       conforms('/v1/organizations/{id}/providers/{provider}', 'put', await account('stripe', { webhookSecret: 'x' }));
+      // Stripe Connect is off here (no STRIPE_CONNECT_*): a connected account is refused, its endpoint 503.
+      conforms('/v1/organizations/{id}/providers/{provider}', 'put', await account('stripe', { account: 'acct_1X' }));
+      conforms(
+        '/webhooks/stripe/connect',
+        'post',
+        await on('post', '/webhooks/stripe/connect', {
+          body: '{}',
+          headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+        }),
+      );
       conforms(
         '/v1/organizations/{id}/providers/{provider}',
         'delete',

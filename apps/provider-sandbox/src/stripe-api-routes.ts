@@ -13,22 +13,7 @@ import type { StripeFake } from './stripe-fake.ts';
 /** The router to mount at `/v1`. */
 export function stripeApiRouter(stripe: StripeFake, secretKey: string, liveSecretKey?: string): Router {
   const router = Router();
-  const stripeAuth = (req: Request, res: Response, next: NextFunction) => {
-    const given = req.get('authorization');
-    if (given !== `Bearer ${secretKey}` && (liveSecretKey === undefined || given !== `Bearer ${liveSecretKey}`))
-      return void res
-        .status(401)
-        .json({ error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
-    next();
-  };
-  // Whether the request may see the object `id`: its account, and its mode when keys tell modes apart.
-  const sees = (req: Request, objectId: string) => {
-    const scope = stripe.scopeOf(objectId);
-    const live = liveSecretKey !== undefined && req.get('authorization') === `Bearer ${liveSecretKey}`;
-    return scope.account === req.get('stripe-account') && (liveSecretKey === undefined || scope.livemode === live);
-  };
-  const found = <T extends { id: string }>(req: Request, value: T | undefined, kind: string, objectId: unknown): T =>
-    foundAt(value !== undefined && sees(req, value.id) ? value : undefined, kind, objectId);
+  const { stripeAuth, sees, found } = stripeAccess(stripe, secretKey, liveSecretKey);
   router.get('/charges/:id', stripeAuth, (req, res) => {
     res.json(found(req, stripe.charges.get(String(req.params.id)), 'charge', req.params.id));
   });
@@ -96,6 +81,38 @@ export function stripeApiRouter(stripe: StripeFake, secretKey: string, liveSecre
   router.get('/refunds/:id', stripeAuth, (req, res) => {
     res.json(found(req, stripe.refunds.get(String(req.params.id)), 'refund', req.params.id));
   });
+  refundList(router, stripe, stripeAuth, sees);
+  return router;
+}
+
+/** Who may read what: the key (test, or live when one is set) and, per object, its account and mode. */
+function stripeAccess(stripe: StripeFake, secretKey: string, liveSecretKey: string | undefined) {
+  const stripeAuth = (req: Request, res: Response, next: NextFunction) => {
+    const given = req.get('authorization');
+    if (given !== `Bearer ${secretKey}` && (liveSecretKey === undefined || given !== `Bearer ${liveSecretKey}`))
+      return void res
+        .status(401)
+        .json({ error: { type: 'invalid_request_error', message: 'Invalid API Key provided' } });
+    next();
+  };
+  // Whether the request may see the object `id`: its account, and its mode when keys tell modes apart.
+  const sees = (req: Request, objectId: string) => {
+    const scope = stripe.scopeOf(objectId);
+    const live = liveSecretKey !== undefined && req.get('authorization') === `Bearer ${liveSecretKey}`;
+    return scope.account === req.get('stripe-account') && (liveSecretKey === undefined || scope.livemode === live);
+  };
+  const found = <T extends { id: string }>(req: Request, value: T | undefined, kind: string, objectId: unknown): T =>
+    foundAt(value !== undefined && sees(req, value.id) ? value : undefined, kind, objectId);
+  return { stripeAuth, sees, found };
+}
+
+/** `GET /v1/refunds`: newest first, the caller's account's, paged as the library's auto-pagination asks. */
+function refundList(
+  router: Router,
+  stripe: StripeFake,
+  stripeAuth: (req: Request, res: Response, next: NextFunction) => void,
+  sees: (req: Request, objectId: string) => boolean,
+): void {
   router.get('/refunds', stripeAuth, (req, res) => {
     const { charge, payment_intent: pi } = req.query;
     const data = [...stripe.refunds.values()]
@@ -112,7 +129,6 @@ export function stripeApiRouter(stripe: StripeFake, secretKey: string, liveSecre
     const limit = Math.min(Number(req.query.limit ?? 10) || 10, 100);
     res.json({ object: 'list', data: rest.slice(0, limit), has_more: rest.length > limit, url: '/v1/refunds' });
   });
-  return router;
 }
 
 /** Refuses a request without `Authorization: Bearer <expected>`, with the provider's own answer. */

@@ -246,6 +246,7 @@ describe('keys chosen by a merchant or a provider', () => {
       'invoices(stamp_key)',
       'outbox(cancel_request_id)',
       'outbox(stamp_key)',
+      'provider_accounts(connected_account)',
       'tickets(download_token)',
       'tickets(payment_id)',
     ];

@@ -118,6 +118,15 @@ export const API_PROVIDERS = section('Payment providers and exchange rates', [
     'required with the secret: the key Timbra reads Charges, PaymentIntents and Refunds with (a restricted read-only key is enough), and where (the provider sandbox in `npm run dev`)',
   ),
   entry(
+    {
+      STRIPE_CONNECT_WEBHOOK_SECRET: z.string().optional(),
+      STRIPE_CONNECT_API_KEY: z.string().optional(),
+      STRIPE_CONNECT_TEST_API_KEY: z.string().optional(),
+    },
+    "platform mode with Stripe Connect: the secret of the platform's Connect endpoint (`/webhooks/stripe/connect`, where every connected account's events come, live and test), the platform's live secret key its connected accounts' objects are read with (`Stripe-Account`), and its test key for their test events (a test twin's). An organization names its connected account with `PUT /v1/organizations/:id/providers/stripe` `{account}` ([organizations.md](organizations.md#stripe-connect))",
+    'none: Connect off',
+  ),
+  entry(
     { STRIPE_LINE_ITEMS: bool.default(true) },
     "read the line items of the Checkout Session or Stripe Invoice behind each PaymentIntent (one or two more Stripe API calls per payment, and one per product of an invoice): each product becomes a concepto; `false`: a PaymentIntent's metadata only (`timbra_product` / `sat_product_key`)",
   ),

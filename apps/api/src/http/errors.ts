@@ -109,6 +109,11 @@ export const API_ERRORS = {
     status: 409,
     message: 'An organization with this RFC exists with other facts; details name it.',
   },
+  connect_not_configured: {
+    status: 409,
+    message: 'Stripe Connect is not available here (details: why): STRIPE_CONNECT_* unset, or the home organization.',
+  },
+  connected_account_taken: { status: 409, message: 'Another organization has this Stripe connected account.' },
   organization_is_test: {
     status: 409,
     message: 'This organization is a test twin: do this on its live organization (details name it).',

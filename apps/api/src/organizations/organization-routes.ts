@@ -56,6 +56,8 @@ export interface OrganizationRoutesDeps {
   bodyLimit: string;
   /** Called when an organization's CSD or provider accounts change: its API is rebuilt with them. */
   changed: (organizationId: string) => void;
+  /** Whether Stripe Connect is on (STRIPE_CONNECT_*), and the home organization (its Stripe is STRIPE_*). */
+  connect: { on: boolean; home: string };
 }
 
 const FACTS = z
@@ -206,7 +208,7 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
   });
 
   testModeRoutes(router, { owner: deps.owner, defaults: deps.defaults, found, described });
-  providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed });
+  providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed, connect: deps.connect });
   logoRoutes(router, {
     owner: deps.owner,
     found,

@@ -29,7 +29,8 @@ import { errorHandler } from '../http/error-handler.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { requestPlumbing } from '../http/plumbing.ts';
 import { organizationRoutes, type OrganizationRoutesDeps } from './organization-routes.ts';
-import { openProviderAccounts } from './provider-accounts.ts';
+import { CONNECT_WEBHOOK_PATH, openProviderAccounts } from './provider-accounts.ts';
+import { connectEndpoint, connectedAccountOf, stripeReading, type ConnectSettings } from './stripe-connect.ts';
 import { SELF_INVOICE_PATH } from '../tickets/self-invoice-form.ts';
 
 export interface PlatformDeps {
@@ -43,7 +44,9 @@ export interface PlatformDeps {
   build: (organizationId: string) => Promise<RequestHandler>;
   /** How long an organization's API is kept before it is built again (its CSD read again). */
   refreshMs?: number;
-  routes: Omit<OrganizationRoutesDeps, 'changed' | 'clients'>;
+  routes: Omit<OrganizationRoutesDeps, 'changed' | 'clients' | 'connect'>;
+  /** Stripe Connect (STRIPE_CONNECT_*): its endpoint, `/webhooks/stripe/connect`. */
+  connect?: ConnectSettings | undefined;
   logger: Logger;
   metrics: Metrics;
   trustProxy: boolean;
@@ -93,7 +96,8 @@ class OrganizationApps {
 
 /** The provider clients an organization's own keys open (the deployment's STRIPE_API_URL, MERCADOPAGO_API_URL). */
 export interface ProviderClients {
-  stripe: (apiKey: string) => NonNullable<AppDeps['stripe']['api']>;
+  /** With `account`: as the platform's connected account (Stripe Connect's `Stripe-Account`). */
+  stripe: (apiKey: string, account?: string) => NonNullable<AppDeps['stripe']['api']>;
   mercadoPago: (accessToken: string) => NonNullable<AppDeps['mercadoPago']['fetchPayment']>;
 }
 
@@ -116,6 +120,8 @@ export function organizationApis(options: {
     settings: EffectiveSettings,
   ) => RecordPaymentDeps;
   providers: ProviderClients;
+  /** Stripe Connect (STRIPE_CONNECT_*): its endpoint's secret and the platform's keys. */
+  connect?: ConnectSettings | undefined;
 }): (organizationId: string) => Promise<RequestHandler> {
   return async (organizationId) => {
     const client = options.clients.for(organizationId);
@@ -132,6 +138,8 @@ export function organizationApis(options: {
     if (!stored) throw new ApiError('organization_without_csd');
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
     const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
+    // A twin without a Stripe account of its own takes its live organization's connected account's test events.
+    const connected = !stripe && live ? await connectedAccountOf(live, organization.liveId!) : undefined;
     const own = await ownInvoicing((id) => options.clients.for(id), organizationId);
     const settings = effectiveSettings(own.settings, options.defaults);
     const logo = own.logo;
@@ -148,15 +156,12 @@ export function organizationApis(options: {
       selfInvoicePath: `${SELF_INVOICE_PATH}/${organizationId}`,
       payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,
-      stripe: {
-        ...options.home.stripe,
-        secret: stripe?.webhookSecret,
-        api: stripe ? options.providers.stripe(stripe.apiKey) : undefined,
-      },
+      stripe: { ...options.home.stripe, ...stripeReading(stripe ?? connected, organization.mode, options) },
       mercadoPago: {
         ...options.home.mercadoPago,
-        secret: mercadopago?.webhookSecret,
-        fetchPayment: mercadopago ? options.providers.mercadoPago(mercadopago.apiKey) : undefined,
+        ...(mercadopago && 'apiKey' in mercadopago
+          ? { secret: mercadopago.webhookSecret, fetchPayment: options.providers.mercadoPago(mercadopago.apiKey) }
+          : { secret: undefined, fetchPayment: undefined }),
       },
     });
   };
@@ -168,22 +173,46 @@ const ORGANIZATION_WEBHOOK = new RegExp(`^/webhooks/(stripe|mercadopago)/(${UUID
 /** `/facturar/<organization id>…`: the organization's own self-invoicing page. */
 const ORGANIZATION_PAGE = new RegExp(`^${SELF_INVOICE_PATH}/(${UUID})(?:/|$)`, 'i');
 
-export function createPlatform(deps: PlatformDeps): Express {
-  const keys = new KeyRoutes(deps.clients);
-  const apps = new OrganizationApps(deps.build, deps.refreshMs ?? 300_000);
-
-  // The platform key's routes, with the request plumbing and errors every API answer has.
-  const manage = express();
-  requestPlumbing(manage, deps);
-  manage.use(
-    '/v1/organizations',
-    organizationRoutes({ ...deps.routes, clients: deps.clients, changed: (id) => apps.forget(id) }),
-  );
-  manage.use(errorHandler(deps.logger));
+/** Answers a request whose organization could not be served with its error (`req.routeError`). */
+function failedApp(deps: PlatformDeps): Express {
   const failed = express();
   requestPlumbing(failed, deps);
   failed.use((req: Request, _res: Response, next: NextFunction) => next(req.routeError));
   failed.use(errorHandler(deps.logger));
+  return failed;
+}
+
+/** The platform key's routes, with the request plumbing and errors every API answer has. */
+function managementApp(deps: PlatformDeps, apps: OrganizationApps): Express {
+  const manage = express();
+  requestPlumbing(manage, deps);
+  manage.use(
+    '/v1/organizations',
+    organizationRoutes({
+      ...deps.routes,
+      clients: deps.clients,
+      changed: (id) => apps.forget(id),
+      connect: { on: deps.connect !== undefined, home: deps.home.organizationId },
+    }),
+  );
+  manage.use(errorHandler(deps.logger));
+  return manage;
+}
+
+export function createPlatform(deps: PlatformDeps): Express {
+  const keys = new KeyRoutes(deps.clients);
+  const apps = new OrganizationApps(deps.build, deps.refreshMs ?? 300_000);
+  const appOf = (id: string) => (id === deps.home.organizationId ? Promise.resolve(deps.home.app) : apps.get(id));
+  const manage = managementApp(deps, apps);
+  const connect = connectEndpoint({
+    ...deps,
+    connect: deps.connect,
+    owner: deps.routes.owner,
+    failures: deps.routes.failures,
+    bodyLimit: deps.routes.bodyLimit,
+    appOf,
+  });
+  const failed = failedApp(deps);
 
   const app = express();
   app.disable('x-powered-by');
@@ -202,8 +231,9 @@ export function createPlatform(deps: PlatformDeps): Express {
   const hook = async (req: Request, res: Response, next: NextFunction, at: RegExpExecArray): Promise<void> => {
     const organization = at[2]!.toLowerCase();
     req.url = req.url.replace(/^\/webhooks\/(stripe|mercadopago)\/[^/?]+\/?/, '/webhooks/$1');
-    const handler = organization === deps.home.organizationId ? deps.home.app : await apps.get(organization);
-    await handler(req, res, next);
+    await (
+      await appOf(organization)
+    )(req, res, next);
   };
   // Its self-invoicing page: its API serves it at /facturar/<its id> (the home one's is /facturar).
   const selfInvoice = async (req: Request, res: Response, next: NextFunction, id: string): Promise<void> => {
@@ -221,6 +251,10 @@ export function createPlatform(deps: PlatformDeps): Express {
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (req.path === '/v1/organizations' || req.path.startsWith('/v1/organizations/')) {
       manage(req, res, next);
+      return;
+    }
+    if (req.path === CONNECT_WEBHOOK_PATH) {
+      connect(req, res, next);
       return;
     }
     const page = ORGANIZATION_PAGE.exec(req.path);

@@ -9,9 +9,11 @@ import Stripe from 'stripe';
 import type { FetchMercadoPagoPayment } from './mercadopago-webhook.ts';
 
 /** Stripe's API at `apiUrl` (e.g. https://api.stripe.com), 10 s a call, retried twice by the library. */
-export function stripeApi(apiUrl: string, secretKey: string): Stripe {
+export function stripeApi(apiUrl: string, secretKey: string, connectedAccount?: string): Stripe {
   const url = new URL(apiUrl);
   return new Stripe(secretKey, {
+    // Stripe Connect: every call as the platform's connected account (`Stripe-Account`).
+    ...(connectedAccount ? { stripeAccount: connectedAccount } : {}),
     host: url.hostname,
     port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80,
     protocol: url.protocol === 'http:' ? 'http' : 'https',

@@ -53,21 +53,30 @@ const IGNORED: Effect = { handled: false };
  *   → reversed if it had been recorded; pending → nothing yet;
  * - anything else → recorded as ignored.
  */
+const signatures = new Stripe('sk_timbra_signature_checks_only');
+
+/**
+ * Whether `Stripe-Signature` signs `body` with `secret` (the official library's check: HMAC-SHA256,
+ * at most `toleranceSeconds` old) — and was not made ahead of our clock beyond the clocks' skew (the
+ * library checks only age: a signature from the future was not made by Stripe now).
+ */
+export function stripeSigned(body: Buffer, header: string, secret: string, toleranceSeconds: number, nowMs: number) {
+  try {
+    signatures.webhooks.signature!.verifyHeader(body, header, secret, toleranceSeconds);
+  } catch {
+    return false;
+  }
+  const signedAt = Number(/(?:^|,)\s*t=(\d+)/.exec(header)?.[1]);
+  return signedAt * 1000 <= nowMs + MAX_CLOCK_SKEW_MS;
+}
+
 export function stripeWebhook(deps: StripeWebhookDeps) {
-  const signatures = new Stripe('sk_timbra_signature_checks_only');
   return async (req: Request, res: Response) => {
     if (!deps.secret || !deps.api) throw new ApiError('webhook_not_configured');
     const api = deps.api;
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    try {
-      const header = req.get('stripe-signature') ?? '';
-      signatures.webhooks.signature!.verifyHeader(body, header, deps.secret, deps.toleranceSeconds);
-      // The library checks only a signature's age: one timestamped ahead of our clock (beyond the
-      // clocks' skew) was not made by Stripe now — refused as a bad signature too.
-      const signedAt = Number(/(?:^|,)\s*t=(\d+)/.exec(header)?.[1]);
-      if (!(signedAt * 1000 <= (deps.now?.() ?? Date.now()) + MAX_CLOCK_SKEW_MS))
-        throw new Error('signed in the future');
-    } catch {
+    const header = req.get('stripe-signature') ?? '';
+    if (!stripeSigned(body, header, deps.secret, deps.toleranceSeconds, deps.now?.() ?? Date.now())) {
       deps.metrics.webhooks.inc({ provider: 'stripe', result: 'bad_signature' });
       if (deps.failures?.fail(req.ip ?? 'unknown')) throw new ApiError('rate_limited', 'Too many bad signatures.');
       throw new ApiError('invalid_signature');

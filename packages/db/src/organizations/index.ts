@@ -30,6 +30,8 @@ export {
   type Organization,
 } from './registry.ts';
 export {
+  ConnectedAccountTaken,
+  organizationOfConnectedAccount,
   PROVIDERS,
   providerAccountsOf,
   removeProviderAccount,

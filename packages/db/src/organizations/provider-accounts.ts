@@ -8,26 +8,62 @@ import type { PrismaClient } from '../generated/client.ts';
 export const PROVIDERS = ['stripe', 'mercadopago'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
-/** An account as stored: the sealed secrets (never shown) and when they last changed. */
+/**
+ * An account as stored: the sealed secrets (never shown) and when they last changed; or, for Stripe
+ * Connect, the platform's connected account (nothing secret: the platform's own settings read it).
+ */
 export interface ProviderAccount {
   provider: Provider;
   sealed: object;
+  connectedAccount: string | null;
   updatedAt: Date;
 }
 
-/** Stores (or replaces) the organization's account at `provider`. */
+/** A connected account another organization has (Stripe Connect: one organization an account). */
+export class ConnectedAccountTaken extends Error {
+  constructor(readonly account: string) {
+    super(`connected account ${account} belongs to another organization`);
+  }
+}
+
+/**
+ * Stores (or replaces) the organization's account at `provider`: sealed secrets, or a connected account.
+ * @throws ConnectedAccountTaken
+ */
 export async function saveProviderAccount(
   db: Pick<PrismaClient, 'providerAccount'>,
   organizationId: string,
   provider: Provider,
-  sealed: object,
+  account: { sealed: object; connectedAccount?: string | undefined },
 ): Promise<ProviderAccount> {
-  const row = await db.providerAccount.upsert({
-    where: { organizationId_provider: { organizationId, provider } },
-    create: { organizationId, provider, sealed },
-    update: { sealed },
+  const data = { sealed: account.sealed, connectedAccount: account.connectedAccount ?? null };
+  try {
+    const row = await db.providerAccount.upsert({
+      where: { organizationId_provider: { organizationId, provider } },
+      create: { organizationId, provider, ...data },
+      update: data,
+    });
+    return { provider, sealed: row.sealed as object, connectedAccount: row.connectedAccount, updatedAt: row.updatedAt };
+  } catch (error) {
+    if (account.connectedAccount && (error as { code?: string }).code === 'P2002')
+      throw new ConnectedAccountTaken(account.connectedAccount);
+    throw error;
+  }
+}
+
+/**
+ * The organization a connected account's events are for (Stripe Connect), asked with the owner's
+ * client (the platform's Connect endpoint names no organization before it knows).
+ */
+export async function organizationOfConnectedAccount(
+  owner: Pick<PrismaClient, 'providerAccount'>,
+  account: string,
+): Promise<string | undefined> {
+  const row = await owner.providerAccount.findUnique({
+    where: { connectedAccount: account },
+    select: { organizationId: true },
   });
-  return { provider, sealed: row.sealed as object, updatedAt: row.updatedAt };
+  return row?.organizationId;
 }
 
 /** The organization's accounts (its client's, or the owner's for `organizationId`). */
@@ -36,7 +72,12 @@ export async function providerAccountsOf(
   organizationId: string,
 ): Promise<ProviderAccount[]> {
   const rows = await db.providerAccount.findMany({ where: { organizationId }, orderBy: { provider: 'asc' } });
-  return rows.map((r) => ({ provider: r.provider as Provider, sealed: r.sealed as object, updatedAt: r.updatedAt }));
+  return rows.map((r) => ({
+    provider: r.provider as Provider,
+    sealed: r.sealed as object,
+    connectedAccount: r.connectedAccount,
+    updatedAt: r.updatedAt,
+  }));
 }
 
 /** Forgets the organization's account at `provider`; false when it had none. */
