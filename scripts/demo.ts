@@ -123,8 +123,8 @@ function verified(body: string, header: string, secret: string): boolean {
 let ok = false;
 /** The webhook endpoint's signing secret, once registered: checked against the logs like the rest. */
 let endpointSecret: string | undefined;
-/** The second organization's API key, once made: checked against the logs like the rest. */
-let organizationKey: string | undefined;
+/** The second organization's API keys (live and test), once made: checked against the logs like the rest. */
+let organizationKeys: string[] = [];
 try {
   out('[demo] starting the sandbox PAC, the provider sandbox, the API and the worker…');
   const { rows, endpoint } = await runDemo({
@@ -196,12 +196,13 @@ try {
     timeoutMs: Math.max(1000, deadline - Date.now()),
     log: out,
   });
-  organizationKey = org.key;
-  demoTable([org.row]).forEach(out);
+  organizationKeys = [org.key, org.test.key];
+  demoTable([org.row, org.test.row]).forEach(out);
   const orgFile = join(pdfDir, `${org.row.serieFolio}-${org.row.uuid}.pdf`);
   writeFileSync(orgFile, org.pdf);
   out(`[demo]   its PDF, with its logo and colour → ${orgFile}; its self-invoicing page: ${org.page}`);
   out(`[demo]   curl -H 'authorization: Bearer ${env.PLATFORM_KEY}' ${api}/v1/organizations/${org.id}`);
+  out(`[demo]   its test twin ${org.test.id}: a tk_test_ key's sale, its own folios, stamped at the test PAC`);
   if (adminKey) {
     const g = await runGlobalDemo({
       apiUrl: globalApi,
@@ -267,7 +268,7 @@ if (values['check-secrets']) {
     ...(endpointSecret ? { 'webhook endpoint secret': endpointSecret } : {}),
     'platform key': env.PLATFORM_KEY!,
     'vault master key': env.VAULT_KEYS!.split(':')[1]!,
-    ...(organizationKey ? { "second organization's API key": organizationKey } : {}),
+    ...Object.fromEntries(organizationKeys.map((k, i) => [`second organization's API key ${i + 1}`, k])),
   };
   await sleep(500);
   const logs = system.lines.join('\n');

@@ -2,7 +2,8 @@
  * The demo's second organization (platform mode, PLATFORM_KEY): made through `/v1/organizations` as a
  * platform makes its merchants — its facts, its CSD (the SAT's test persona física, re-issued by the
  * tests' CA like the home one's), a key, its own serie, global mode, email sender, logo and colour — then a payment with
- * its key, stamped by the same worker and sealed as its emisor, and its PDF with its logo and colour.
+ * its key, stamped by the same worker and sealed as its emisor, and its PDF with its logo and colour;
+ * then its test twin, and a sale with its tk_test_ key.
  */
 import { TINY_PNG, testCsdFiles } from '@timbra/test-support';
 import type { DemoRow } from './demo-client.ts';
@@ -15,6 +16,8 @@ export interface OrganizationDemo {
   pdf: Buffer;
   /** Its self-invoicing page. */
   page: string;
+  /** Its test twin: its tk_test_ key and its sale, stamped at the test PAC (the sandbox here). */
+  test: { id: string; key: string; row: DemoRow };
 }
 
 const FACTS = { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612', lugarExpedicion: '36257' };
@@ -25,7 +28,7 @@ export async function runOrganizationDemo(options: {
   timeoutMs: number;
   log: (line: string) => void;
 }): Promise<OrganizationDemo> {
-  const call = async <T>(key: string, method: string, path: string, body?: object | Buffer): Promise<T> => {
+  const call: Call = async <T>(key: string, method: string, path: string, body?: object | Buffer): Promise<T> => {
     const res = await fetch(`${options.apiUrl}${path}`, {
       method,
       headers: {
@@ -63,10 +66,56 @@ export async function runOrganizationDemo(options: {
   });
   options.log(`[demo] a second organization (platform mode): ${FACTS.rfc} ${FACTS.nombre}, id ${id}`);
 
-  const externalId = `ORG-${Date.now()}`;
+  const row = await stampedSale(
+    call,
+    options,
+    key,
+    `ORG-${Date.now()}`,
+    '348.00',
+    `another organization (${FACTS.rfc})`,
+  );
+  const pdf = await fetch(`${options.apiUrl}/v1/invoices/${row.id}/pdf`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  if (!pdf.ok) throw new Error(`GET /v1/invoices/${row.id}/pdf: HTTP ${pdf.status}`);
+
+  // Its test twin (test and live): a tk_test_ key's sale, its own folios, stamped at the test PAC.
+  const twin = await call<{ id: string }>(pk, 'POST', `/v1/organizations/${id}/test`);
+  const test = await call<{ key: string }>(pk, 'POST', `/v1/organizations/${twin.id}/keys`, {
+    name: `demo-${Date.now()}`,
+  });
+  const testRow = await stampedSale(
+    call,
+    options,
+    test.key,
+    `TEST-${Date.now()}`,
+    '116.00',
+    'its test twin (tk_test_)',
+  );
+  return {
+    id,
+    key,
+    row,
+    pdf: Buffer.from(await pdf.arrayBuffer()),
+    page: `${options.apiUrl}/facturar/${id}`,
+    test: { id: twin.id, key: test.key, row: testRow },
+  };
+}
+
+type Call = <T>(key: string, method: string, path: string, body?: object | Buffer) => Promise<T>;
+
+/** A sale with `key` to the SAT's test persona moral, awaited until stamped: its row for the table. */
+async function stampedSale(
+  call: Call,
+  options: { timeoutMs: number },
+  key: string,
+  externalId: string,
+  amount: string,
+  note: string,
+): Promise<DemoRow> {
   const paid = await call<{ invoices: { id: string }[] }>(key, 'POST', '/v1/payments', {
     externalId,
-    amount: '348.00',
+    amount,
     currency: 'MXN',
     occurredAt: new Date(Date.now() - 60_000).toISOString(),
     receptor: {
@@ -85,28 +134,17 @@ export async function runOrganizationDemo(options: {
       'GET',
       `/v1/invoices/${invoiceId}`,
     );
-    if (invoice.status === 'stamped') {
-      const pdf = await fetch(`${options.apiUrl}/v1/invoices/${invoiceId}/pdf`, {
-        headers: { authorization: `Bearer ${key}` },
-      });
-      if (!pdf.ok) throw new Error(`GET /v1/invoices/${invoiceId}/pdf: HTTP ${pdf.status}`);
+    if (invoice.status === 'stamped')
       return {
-        id,
-        key,
-        row: {
-          id: invoiceId,
-          note: `another organization (${FACTS.rfc})`,
-          externalId,
-          amount: '348.00',
-          serieFolio: invoice.serieFolio,
-          uuid: invoice.uuid,
-          status: invoice.status,
-        },
-        pdf: Buffer.from(await pdf.arrayBuffer()),
-        page: `${options.apiUrl}/facturar/${id}`,
+        id: invoiceId,
+        note,
+        externalId,
+        amount,
+        serieFolio: invoice.serieFolio,
+        uuid: invoice.uuid,
+        status: invoice.status,
       };
-    }
-    if (Date.now() > deadline) throw new Error(`the second organization's invoice is ${invoice.status}, not stamped`);
+    if (Date.now() > deadline) throw new Error(`${note}: the invoice is ${invoice.status}, not stamped`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
