@@ -10,6 +10,7 @@ import {
   deliveryOrganizations,
   organizationById,
   organizationIds,
+  ownInvoicing,
   pendingOrganizations,
 } from '@timbra/db/organizations';
 import { connectRedis, logRedisOutages, maxmemoryPolicies, redisTarget } from '@timbra/db/redis';
@@ -221,6 +222,7 @@ const globals = roles.has('sweeper')
         maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS,
         closeDelayMs: config.GLOBAL_CLOSE_DELAY_MINUTES * 60_000,
         logger,
+        settingsOf: async (id) => (await ownInvoicing((o) => orgClients.for(o), id)).settings,
       },
       globalCloserMetrics(workerMetrics.registry),
       { intervalMs: config.GLOBAL_CLOSE_POLL_SECONDS * 1000 },

@@ -31,6 +31,8 @@ beforeAll(async () => {
   worker = startWorkerProcess({ databaseUrl: db.url, sandbox: livePac }, `{t${randomBytes(4).toString('hex')}}`, {
     VAULT_KEYS,
     PAC_TEST_URL: testPac.primary,
+    GLOBAL_CLOSE_DELAY_MINUTES: '0',
+    GLOBAL_CLOSE_POLL_SECONDS: '1',
   });
 });
 afterAll(async () => {
@@ -41,7 +43,7 @@ afterAll(async () => {
   await db.drop();
 });
 
-const call = (key: string, method: 'GET' | 'POST', path: string, body?: object) =>
+const call = (key: string, method: 'GET' | 'POST' | 'PATCH', path: string, body?: object) =>
   apiAnswer(api.url, key, method, path, body);
 /** The stamp keys (SW's customid) a PAC was sent. */
 const customidsAt = async (pac: SandboxProcess) => [
@@ -49,6 +51,9 @@ const customidsAt = async (pac: SandboxProcess) => [
     ((await pac.admin('ledger', undefined)) as { received: { customid?: string }[] }).received.map((r) => r.customid),
   ),
 ];
+
+/** The live organization and its twin's key, made by the first test. */
+let made: { live: string; testKey: string } | undefined;
 
 describe('test and live, the processes', () => {
   it("stamps a test key's documents at the test PAC only, a live key's at the live PAC only", async () => {
@@ -63,6 +68,7 @@ describe('test and live, the processes', () => {
       .key as string;
     const testKey = (await call(PLATFORM_KEY, 'POST', `/v1/organizations/${twin}/keys`, { name: 'pos' })).body
       .key as string;
+    made = { live, testKey };
     expect(testKey).toMatch(/^tk_test_/);
 
     // The same sale in both modes, to the SAT's test persona moral.
@@ -97,5 +103,40 @@ describe('test and live, the processes', () => {
     expect(await customidsAt(livePac)).toEqual([l.stampKey]);
     expect(t.pac).toBe('test');
     expect(l.pac).toBe('primary');
+  });
+
+  it("closes a test twin's period with its live organization's settings, at the test PAC", async () => {
+    const { live, testKey } = made!;
+    // Set on the live organization: global mode and its own serie, the twin's too.
+    const patched = await call(PLATFORM_KEY, 'PATCH', `/v1/organizations/${live}`, {
+      settings: { publicoGeneral: { mode: 'global' }, series: { ingreso: 'G' } },
+    });
+    expect(patched.status).toBe(200);
+    const sold = await call(testKey, 'POST', '/v1/payments', {
+      externalId: 'TILL-1',
+      amount: '116.00',
+      currency: 'MXN',
+      occurredAt: new Date(Date.now() - 2 * 86_400_000).toISOString(),
+    });
+    expect(sold.body.ticket).toMatchObject({ status: 'open' });
+    type Period = { invoices: { id: string }[] };
+    const globalOf = async () => ((await call(testKey, 'GET', '/v1/globals')).body.data as Period[])[0];
+    const statusOf = async (id: string) => (await call(testKey, 'GET', `/v1/invoices/${id}`)).body.status;
+    await eventually(async () => {
+      const period = await globalOf();
+      return period !== undefined && (await statusOf(period.invoices[0]!.id)) === 'stamped';
+    }, 30_000);
+    const invoice = (await call(testKey, 'GET', `/v1/invoices/${(await globalOf())!.invoices[0]!.id}`)).body as {
+      id: string;
+      stampKey: string;
+    };
+    const xml = await fetch(`${api.url}/v1/invoices/${invoice.id}/xml`, {
+      headers: { authorization: `Bearer ${testKey}` },
+    });
+    const text = await xml.text();
+    expect(text).toContain('<cfdi:InformacionGlobal');
+    expect(text).toMatch(/Serie="G" Folio="1"/);
+    expect(await customidsAt(testPac)).toContain(invoice.stampKey);
+    expect(await customidsAt(livePac)).not.toContain(invoice.stampKey);
   });
 });

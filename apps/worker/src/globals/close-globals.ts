@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { OperatorCatalogs } from '@timbra/cfdi-core';
 import { emisorById } from '@timbra/db/invoices';
-import { organizationSettings } from '@timbra/db/organizations';
+import { organizationSettings, type OrganizationSettings } from '@timbra/db/organizations';
 import { globalLag, issueDueGlobals, type IssuedGlobal } from '@timbra/globals';
 import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
 
@@ -23,6 +23,11 @@ export interface GlobalCloserDeps {
   maxConceptosPerGlobal: number;
   closeDelayMs: number;
   logger: Logger;
+  /**
+   * An organization's own settings (a test twin's: its live organization's — ownInvoicing); default:
+   * its row's, read on its client.
+   */
+  settingsOf?: (organizationId: string) => Promise<OrganizationSettings>;
 }
 
 /** The close timer's metrics, on the worker's registry. */
@@ -56,7 +61,7 @@ export async function closeGlobalsOnce(
   const emisor = await emisorById(prisma, organizationId);
   if (!emisor) return []; // the API has not started yet: no emisor, no tickets
   // The organization's own serie (PATCH /v1/organizations/:id), else the deployment's SERIE_INGRESO.
-  const own = await organizationSettings(prisma, organizationId);
+  const own = await (deps.settingsOf?.(organizationId) ?? organizationSettings(prisma, organizationId));
   const issued = csd
     ? await issueDueGlobals(
         prisma,
