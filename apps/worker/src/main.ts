@@ -1,7 +1,7 @@
 /** Composition root of the worker: relay and stamp processors, each switchable by WORKER_ROLES. */
 import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
-import { activeCsd } from '@timbra/db/csds';
+import { activeCsd, sealingCsd } from '@timbra/db/csds';
 import {
   correctionOrganizations,
   joinOrganizationIn,
@@ -132,13 +132,8 @@ async function openOrganization(id: string) {
   const organization = await organizationById(client, id);
   if (organization?.mode === 'test' && !testChain)
     throw new Error(`organization ${id} is a test organization and PAC_TEST_* is not set: its documents wait`);
-  const now = new Date();
-  const stored = vault
-    ? ((await activeCsd(client, id, now)) ??
-      (organization?.liveId
-        ? await activeCsd(orgClients.for(organization.liveId), organization.liveId, now)
-        : undefined))
-    : undefined;
+  const stored =
+    vault && organization ? await sealingCsd((o) => orgClients.for(o), organization, new Date()) : undefined;
   const opened = stored ? await emisorCsd({ stored, vault, files: undefined }) : undefined;
   return {
     prisma: client,

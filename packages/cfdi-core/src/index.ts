@@ -121,7 +121,7 @@ export {
   type VerificationFields,
 } from './print/verification-url.ts';
 export { printableCfdi, type PrintableCfdi, type PrintableConcepto, type PrintablePago } from './print/printable.ts';
-export { renderCfdiPdf, verificationQrPng, type PdfFonts, type PdfOptions } from './print/pdf.ts';
+export { brandedPdf, renderCfdiPdf, verificationQrPng, type PdfFonts, type PdfOptions } from './print/pdf.ts';
 export {
   customerCopy,
   customerCopyZip,

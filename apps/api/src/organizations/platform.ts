@@ -9,9 +9,9 @@
  */
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
-import type { Csd } from '@timbra/cfdi-core';
+import { brandedPdf, type Csd } from '@timbra/cfdi-core';
 import { emisorCsd, type KeyVault } from '@timbra/cfdi-node';
-import { activeCsd } from '@timbra/db/csds';
+import { sealingCsd } from '@timbra/db/csds';
 import { hashApiKey, keyOrganization } from '@timbra/db/keys';
 import {
   effectiveSettings,
@@ -129,17 +129,15 @@ export function organizationApis(options: {
     if (!organization) throw new ApiError('not_found', 'No such organization.');
     // A test twin invoices as its live organization does: with its settings, and its logo and CSD
     // where it has none of its own. Its provider accounts are its own (a provider's test-mode secrets).
-    const live = organization.liveId ? options.clients.for(organization.liveId) : undefined;
-    const now = new Date();
     const stored = options.vault
-      ? ((await activeCsd(client, organizationId, now)) ??
-        (live ? await activeCsd(live, organization.liveId!, now) : undefined))
+      ? await sealingCsd((id) => options.clients.for(id), organization, new Date())
       : undefined;
     if (!stored) throw new ApiError('organization_without_csd');
     const opened = await emisorCsd({ stored, vault: options.vault, files: undefined });
     const { stripe, mercadopago } = await openProviderAccounts(client, options.vault!, organizationId);
     // A twin without a Stripe account of its own takes its live organization's connected account's test events.
-    const connected = !stripe && live ? await connectedAccountOf(live, organization.liveId!) : undefined;
+    const { liveId } = organization;
+    const connected = !stripe && liveId ? await connectedAccountOf(options.clients.for(liveId), liveId) : undefined;
     const own = await ownInvoicing((id) => options.clients.for(id), organizationId);
     const settings = effectiveSettings(own.settings, options.defaults);
     const logo = own.logo;
@@ -148,11 +146,7 @@ export function organizationApis(options: {
       ...options.home,
       prisma: client,
       // Its own logo and colour on its PDFs (and its /facturar), else the deployment's.
-      pdf: {
-        ...options.home.pdf,
-        ...(logo ? { logo } : {}),
-        ...(settings.branding.color ? { color: settings.branding.color } : {}),
-      },
+      pdf: brandedPdf(options.home.pdf, logo, settings.branding.color),
       selfInvoicePath: `${SELF_INVOICE_PATH}/${organizationId}`,
       payments: options.paymentsOf(organizationId, facts, opened!.csd, settings),
       dashboard: undefined,

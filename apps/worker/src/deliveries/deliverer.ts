@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
+import { brandedPdf } from '@timbra/cfdi-core';
 import { dejavuFonts } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
@@ -51,7 +52,7 @@ export function startDeliverer(
             from: sender.from,
             ...(sender.replyTo ? { replyTo: sender.replyTo } : {}),
             timeoutMs: config.EMAIL_TIMEOUT_MS,
-            pdf: brandedPdf(pdf, logo, own.branding?.color ?? undefined),
+            pdf: brandedPdf(pdf, logo, own.branding?.color),
           })
         : undefined;
     const dispatcher = new Dispatcher({
@@ -91,9 +92,4 @@ export function startDeliverer(
       await across.close();
     },
   };
-}
-
-/** The deployment's PDF options with an organization's own logo and colour over them. */
-function brandedPdf<T extends object>(pdf: T, logo: Buffer | undefined, color: string | undefined) {
-  return { ...pdf, ...(logo ? { logo } : {}), ...(color ? { color } : {}) };
 }

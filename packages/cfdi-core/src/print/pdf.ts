@@ -74,6 +74,15 @@ export interface PdfOptions {
   color?: string;
 }
 
+/** The deployment's PDF options with a merchant's own logo and colour over them (each where it has one). */
+export function brandedPdf<T extends Omit<PdfOptions, 'cancelled'>>(
+  pdf: T,
+  logo: Buffer | undefined,
+  color: string | null | undefined,
+): T {
+  return { ...pdf, ...(logo ? { logo } : {}), ...(color ? { color } : {}) };
+}
+
 /**
  * The QR of a CFDI's printed representation, as a PNG: its SAT verification URL (what SW's v4 answer
  * carries). The symbol is qrcode's (one byte-mode segment: the URL is bytes, no need to search mixed

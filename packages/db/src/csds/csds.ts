@@ -151,6 +151,21 @@ export async function listCsds(prisma: PrismaClient, emisorId: string, at: Date)
 }
 
 /** The CSD that seals the emisor's documents at `at` (chooseActive), or undefined when none does. */
+/**
+ * The CSD an organization seals with at `at`: its own active one, else — a test twin without one —
+ * its live organization's (`liveId`, read on that organization's client from `clientOf`).
+ */
+export async function sealingCsd(
+  clientOf: (organizationId: string) => PrismaClient,
+  organization: { id: string; liveId: string | null },
+  at: Date,
+): Promise<StoredCsd | undefined> {
+  return (
+    (await activeCsd(clientOf(organization.id), organization.id, at)) ??
+    (organization.liveId ? await activeCsd(clientOf(organization.liveId), organization.liveId, at) : undefined)
+  );
+}
+
 export async function activeCsd(prisma: PrismaClient, emisorId: string, at: Date): Promise<StoredCsd | undefined> {
   const rows = await prisma.csd.findMany({
     where: { emisorId, activeFrom: { lte: at }, validFrom: { lte: at }, validTo: { gt: at } },

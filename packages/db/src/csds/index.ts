@@ -6,6 +6,7 @@ export {
   csdToWatch,
   csdsToWatch,
   listCsds,
+  sealingCsd,
   storeCsd,
   type CsdView,
   type StoredCsd,
