@@ -93,7 +93,7 @@ function benchJson<T>(script: string, args: string[], databaseUrl: string): Prom
  * from @timbra/db): with 1 000 pending outbox rows written for the purpose, in a transaction that is
  * rolled back at the end. @returns p50 in ms per statement.
  */
-async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: string | undefined) {
+async function hotStatements(prisma: PrismaClient, organizationId: string, uuid: string | undefined) {
   const times: Record<string, number[]> = { claim: [], sweeper: [], gauges: [], byUuid: [] };
   const rollback = new Error('rollback');
   // (available_at is stored to the millisecond: a second back, so this transaction's now() is past it.)
@@ -102,13 +102,13 @@ async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: strin
       async (tx) => {
         const serie = `Q${Math.random().toString(36).slice(2, 8)}`;
         await tx.$executeRaw`
-          INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
-          SELECT timbra_uuid7(), ${emisorId}::uuid, 'I', ${serie}, g, 'MXN', 100, 116, 'pending', ${serie} || '-' || g, '<x/>'
+          INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+          SELECT timbra_uuid7(), ${organizationId}::uuid, 'I', ${serie}, g, 'MXN', 100, 116, 'pending', ${serie} || '-' || g, '<x/>'
           FROM generate_series(1, 1000) g`;
         await tx.$executeRaw`
           INSERT INTO outbox (id, kind, invoice_id, stamp_key, available_at)
           SELECT timbra_uuid7(), 'stamp', i.id, i.stamp_key, now() - interval '1 second'
-          FROM invoices i WHERE i.emisor_id = ${emisorId}::uuid AND i.serie = ${serie}`;
+          FROM invoices i WHERE i.organization_id = ${organizationId}::uuid AND i.serie = ${serie}`;
         for (let i = 0; i < 300; i++) {
           await tx.$executeRaw`SAVEPOINT claim`;
           let t = process.hrtime.bigint();
@@ -121,7 +121,7 @@ async function hotStatements(prisma: PrismaClient, emisorId: string, uuid: strin
           times.sweeper!.push(ms(t));
           t = process.hrtime.bigint();
           // The worker's backlog gauges: one statement a scrape, every organization's figures.
-          await backlogEverywhere(tx, { windowMs: 72 * 3_600_000, marginMs: 12 * 3_600_000 }, emisorId);
+          await backlogEverywhere(tx, { windowMs: 72 * 3_600_000, marginMs: 12 * 3_600_000 }, organizationId);
           times.gauges!.push(ms(t));
           if (uuid) {
             t = process.hrtime.bigint();
@@ -156,13 +156,13 @@ interface Figures {
   drain: number;
 }
 
-async function measure(prisma: PrismaClient, emisorId: string, databaseUrl: string, uuid: string | undefined) {
+async function measure(prisma: PrismaClient, organizationId: string, databaseUrl: string, uuid: string | undefined) {
   // Each measurement starts from a vacuumed, checkpointed database, as autovacuum and the
   // checkpointer keep a steady one: the previous round's updated rows (dead index entries in the
   // outbox's partial indexes) and its WAL are not what is measured.
   await prisma.$executeRawUnsafe('VACUUM ANALYZE');
   await prisma.$executeRawUnsafe('CHECKPOINT');
-  const hot = await hotStatements(prisma, emisorId, uuid);
+  const hot = await hotStatements(prisma, organizationId, uuid);
   say(`    relay claim ${hot.claim.toFixed(2)} ms`);
   const drain = await benchJson<{ drainRate: number }>('bench:drain', ['--rows', values.rows], databaseUrl);
   say(`    drain ${drain.drainRate.toFixed(0)} stamped/s`);
@@ -187,7 +187,12 @@ async function measure(prisma: PrismaClient, emisorId: string, databaseUrl: stri
 }
 
 /** Writes `n` stamped invoices of history, with everything around them, in chunks. */
-async function writeHistory(prisma: PrismaClient, databaseUrl: string, emisorId: string, n: number): Promise<void> {
+async function writeHistory(
+  prisma: PrismaClient,
+  databaseUrl: string,
+  organizationId: string,
+  n: number,
+): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   const written = { outbox: 0, attempts: 0, events: 0 };
   const rowsWritten = async (sql: string) => (await client.query(sql)).rowCount ?? 0;
@@ -221,13 +226,13 @@ async function writeHistory(prisma: PrismaClient, databaseUrl: string, emisorId:
          SELECT payment_id, 'stripe', external_id, 116.00, 'MXN', at, at FROM h`,
       );
       await client.query(
-        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, fecha, moneda, sub_total, total, status, stamp_key,
+        `INSERT INTO invoices (id, organization_id, payment_id, kind, serie, folio, fecha, moneda, sub_total, total, status, stamp_key,
                                frozen_xml, cadena_original, uuid, tfd_xml, pac, stamped_at, created_at, updated_at)
          SELECT invoice_id, $1::uuid, payment_id, 'I', 'H', g, to_char(at, 'YYYY-MM-DD"T"HH24:MI:SS'),
                 'MXN', 100.00, 116.00, 'stamped', 'hist-' || g,
                 repeat(md5('x' || g), 16), repeat(md5('c' || g), 4), uuid, repeat(md5('t' || g), 8), 'primary', at, at, at
          FROM h`,
-        [emisorId],
+        [organizationId],
       );
       written.outbox += await rowsWritten(
         `INSERT INTO outbox (id, kind, invoice_id, stamp_key, status, attempts, enqueued_at, created_at, updated_at)

@@ -456,7 +456,7 @@ try {
       : []),
   ];
   const keyOf = new Map(organizations.map((o) => [o.id, o.key]));
-  /** The store's key of the organization `id` (an invoice's `emisor_id`). */
+  /** The store's key of the organization `id` (an invoice's `organization_id`). */
   const storeKey = (id: string) => keyOf.get(id) ?? secrets.apiKey;
   // Each organization's endpoint, for every event: registered before the first payment.
   for (const o of organizations) {
@@ -987,7 +987,7 @@ try {
             'cancellations',
             changesWanted,
             (db) => db.$queryRaw<{ id: string; org: string }[]>`
-              SELECT i.id, i.emisor_id::text AS org FROM invoices i
+              SELECT i.id, i.organization_id::text AS org FROM invoices i
               WHERE i.kind = 'I' AND i.status = 'stamped' AND NOT EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = i.payment_id)
                 -- Not a ticket's document (a global, a self-invoiced Ingreso): the tickets' checks expect them stamped.
                 AND i.global_period_id IS NULL AND NOT EXISTS (SELECT 1 FROM tickets t WHERE t.payment_id = i.payment_id)
@@ -1026,7 +1026,7 @@ try {
         'replacements',
         changesWanted,
         (db) => db.$queryRaw<{ id: string; org: string }[]>`
-            SELECT i.id, i.emisor_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
+            SELECT i.id, i.organization_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
             WHERE p.provider = 'api:chaos' AND i.kind = 'I' AND i.status = 'stamped'
               AND NOT (i.id = ANY(${cancelsPlanned}::uuid[]))
             ORDER BY md5(i.id::text || ${String(seed)}) LIMIT ${changesWanted}`,
@@ -1094,7 +1094,7 @@ try {
       while (correcting) {
         try {
           const rejected = await db.$queryRaw<{ id: string; org: string }[]>`
-            SELECT i.id, i.emisor_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
+            SELECT i.id, i.organization_id::text AS org FROM invoices i JOIN payments p ON p.id = i.payment_id
             WHERE p.provider = 'api:chaos' AND p.external_id = ANY(${wrongNames}::text[]) AND i.kind = 'I'
               AND i.status = 'stamp_failed'
               AND NOT EXISTS (SELECT 1 FROM invoice_corrections c WHERE c.invoice_id = i.id AND c.status <> 'refused')`;
@@ -1235,7 +1235,7 @@ try {
            count(c.id)::int AS requests
     FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
     LEFT JOIN cancel_requests c ON c.invoice_id = o.id
-    GROUP BY o.id, r.id`;
+    GROUP BY o.id, o.organization_id, r.id, r.organization_id`;
   const [needsData] = await prisma.$queryRaw<{ n: number }[]>`
     SELECT count(*)::int AS n FROM invoices WHERE status = 'needs_data'`;
   const invoices = await prisma.$queryRaw<
@@ -1249,7 +1249,7 @@ try {
       frozen_xml: string | null;
     }[]
   >`
-    SELECT id, emisor_id::text AS org, serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
+    SELECT id, organization_id::text AS org, serie, folio, uuid, stamp_key, frozen_xml FROM invoices`;
   const replacedOriginalIds = new Set(
     (
       await prisma.$queryRaw<
@@ -1302,7 +1302,7 @@ try {
            (SELECT sum(t.total - t.refunded)::text FROM tickets t WHERE t.invoice_id = g.id) AS tickets_net
     FROM invoices g WHERE g.global_period_id IS NOT NULL`;
   const [periodsTwice] = await prisma.$queryRaw<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM (SELECT 1 FROM global_periods GROUP BY emisor_id, periodicidad, starts_on HAVING count(*) > 1) AS twice`;
+    SELECT count(*)::int AS n FROM (SELECT 1 FROM global_periods GROUP BY organization_id, periodicidad, starts_on HAVING count(*) > 1) AS twice`;
   const ticketRefunds = await prisma.$queryRaw<
     { egreso: string | null; egreso_status: string | null; related: string | null; ticket_document: string | null }[]
   >`
@@ -1384,7 +1384,7 @@ try {
     FROM invoices i LEFT JOIN cancel_requests c ON c.invoice_id = i.id
     WHERE (i.status IN ('cancel_requested', 'cancelled') OR c.id IS NOT NULL)
       AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id)
-    GROUP BY i.id`;
+    GROUP BY i.id, i.organization_id`;
   const cancelsOk = cancels.filter(
     (c) => ackedCancels.has(c.id) && c.status === 'cancelled' && c.requests === 1 && c.cancelled === 1,
   ).length;

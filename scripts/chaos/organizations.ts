@@ -73,13 +73,13 @@ export interface Figure {
 
 /** What each list answers with, and where its rows' organization is. */
 const LISTS = [
-  { path: '/v1/invoices', table: 'invoices', column: 'emisor_id' },
+  { path: '/v1/invoices', table: 'invoices', column: 'organization_id' },
   { path: '/v1/payments', table: 'payments', column: 'organization_id' },
   { path: '/v1/customers', table: 'customers', column: 'organization_id' },
   { path: '/v1/webhook-endpoints', table: 'webhook_endpoints', column: 'organization_id' },
   { path: '/v1/deliveries', table: 'deliveries', column: 'organization_id' },
   { path: '/v1/keys', table: 'api_clients', column: 'organization_id', unpaged: true },
-  { path: '/v1/tickets', table: 'tickets', column: 'emisor_id' },
+  { path: '/v1/tickets', table: 'tickets', column: 'organization_id' },
 ] as const;
 
 async function listAll(apiUrl: string, key: string, path: string, unpaged = false): Promise<string[]> {
@@ -133,7 +133,7 @@ export async function crossings(
   for (const org of organizations)
     for (const other of organizations.filter((o) => o !== org)) {
       const sample = await db.$queryRaw<{ kind: string; id: string }[]>`
-        (SELECT 'invoices' AS kind, id::text FROM invoices WHERE emisor_id = ${other.id}::uuid ORDER BY id LIMIT 10)
+        (SELECT 'invoices' AS kind, id::text FROM invoices WHERE organization_id = ${other.id}::uuid ORDER BY id LIMIT 10)
         UNION ALL
         (SELECT 'payments', id::text FROM payments WHERE organization_id = ${other.id}::uuid ORDER BY id LIMIT 10)`;
       for (const { kind, id } of sample)
@@ -171,17 +171,17 @@ export async function perOrganization(
     FROM payments p
     LEFT JOIN invoices i ON i.payment_id = p.id AND i.kind = 'I'
                         AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id)
-    GROUP BY p.id`;
+    GROUP BY p.id, p.organization_id`;
   const folios = await db.$queryRaw<
     { org: string; serie: string; n: number; first: number; last: number; rows: number }[]
   >`
-    SELECT emisor_id::text AS org, serie, count(DISTINCT folio)::int AS n, min(folio) AS first, max(folio) AS last,
+    SELECT organization_id::text AS org, serie, count(DISTINCT folio)::int AS n, min(folio) AS first, max(folio) AS last,
            count(*)::int AS rows
-    FROM invoices GROUP BY emisor_id, serie`;
+    FROM invoices GROUP BY organization_id, serie`;
   const sealed = await db.$queryRaw<{ org: string; rfc: string; stamped: number; foreign: number }[]>`
     SELECT e.id::text AS org, e.rfc, count(i.id)::int AS stamped,
            count(i.id) FILTER (WHERE position('Rfc="' || e.rfc || '"' IN substring(i.frozen_xml FROM '<cfdi:Emisor [^>]*>')) = 0)::int AS foreign
-    FROM emisores e JOIN invoices i ON i.emisor_id = e.id AND i.uuid IS NOT NULL
+    FROM emisores e JOIN invoices i ON i.organization_id = e.id AND i.uuid IS NOT NULL
     GROUP BY e.id, e.rfc`;
   const dead = await db.$queryRaw<{ org: string; n: number }[]>`
     SELECT organization_id::text AS org, count(*)::int AS n FROM outbox WHERE status = 'failed' GROUP BY 1`;

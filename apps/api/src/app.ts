@@ -207,7 +207,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
       payments,
       defaultFormaPago: deps.defaultFormaPago,
       lateMarginMs: (deps.lateMarginHours ?? 12) * 3_600_000,
-      emisorId: payments.emisorId,
+      organizationId: payments.organizationId,
     },
   };
   v1.use(invoiceRoutes(invoiceDeps));

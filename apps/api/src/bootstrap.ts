@@ -11,12 +11,12 @@ import { syncConfiguredApiKeys, type Scope } from '@timbra/db/keys';
 export async function bootstrap(
   prisma: PrismaClient,
   config: {
-    emisorId: string;
+    organizationId: string;
     series: { serie: string; kind: 'I' | 'E' | 'P' }[];
     apiKeys: { name: string; key: string; scopes: readonly Scope[] }[];
   },
 ): Promise<{ revokedKeys: string[] }> {
-  await ensureSeries(prisma, config.emisorId, config.series);
-  const revokedKeys = await syncConfiguredApiKeys(prisma, config.emisorId, config.apiKeys);
+  await ensureSeries(prisma, config.organizationId, config.series);
+  const revokedKeys = await syncConfiguredApiKeys(prisma, config.organizationId, config.apiKeys);
   return { revokedKeys };
 }

@@ -81,11 +81,11 @@ const emisor = {
 const clients = new OrganizationClients(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE });
 const owner = createPrisma(config.DATABASE_URL, { poolSize: 2 });
 // The home organization's row from EMISOR_*, then its client.
-const { prisma, organizationId: emisorId } = await openOrganizationIn(clients, owner, emisor).catch((error: unknown) =>
+const { prisma, organizationId } = await openOrganizationIn(clients, owner, emisor).catch((error: unknown) =>
   fatal(logger, error, 'the organization could not be opened'),
 );
 const { revokedKeys } = await bootstrap(prisma, {
-  emisorId,
+  organizationId,
   series: [
     { serie: config.SERIE_INGRESO, kind: 'I' },
     { serie: config.SERIE_EGRESO, kind: 'E' },
@@ -99,7 +99,7 @@ if (revokedKeys.length > 0) logger.warn({ keys: revokedKeys }, 'API keys no long
 // `ops csd:upload`), else the CSD_* files. A stored CSD that does not open stops the API.
 const vault = vaultOf(config.VAULT_KEYS);
 const sealing = await emisorCsd({
-  stored: vault ? await activeCsd(prisma, emisorId, new Date()) : undefined,
+  stored: vault ? await activeCsd(prisma, organizationId, new Date()) : undefined,
   vault,
   files: readCsdFiles(config),
 }).catch((error: unknown) => fatal(logger, error, 'the stored CSD does not open under VAULT_KEYS'));
@@ -118,7 +118,7 @@ if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertif
 // The expiry of every organization's CSD (TimbraCsdExpiring), the home one's too when it comes from files.
 const metrics = createMetrics({
   csd,
-  organizationId: emisorId,
+  organizationId,
   watched: () => csdsToWatch(clients.unscoped, new Date()),
 });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
@@ -163,7 +163,7 @@ const paymentsOf = (
 ): RecordPaymentDeps => ({
   csd: sealingCsd,
   catalogs: config.catalogs,
-  emisorId: organizationId,
+  organizationId,
   serieIngreso: settings.series.ingreso,
   serieEgreso: settings.series.egreso,
   seriePago: settings.series.pago,
@@ -190,7 +190,7 @@ const home: AppDeps = {
   deadLetters: dlq,
   metrics,
   databaseUrl: config.DATABASE_URL,
-  payments: paymentsOf(emisorId, emisor, csd, defaults),
+  payments: paymentsOf(organizationId, emisor, csd, defaults),
   selfInvoice: {
     requestsPerMinute: config.SELF_INVOICE_REQUESTS_PER_MINUTE,
     failuresPerMinute: config.SELF_INVOICE_FAILURES_PER_MINUTE,
@@ -236,7 +236,7 @@ const home: AppDeps = {
 };
 const app = createPlatform({
   clients,
-  home: { organizationId: emisorId, app: createApp(home) },
+  home: { organizationId, app: createApp(home) },
   build: organizationApis({
     clients,
     vault,

@@ -276,7 +276,9 @@ describe('the dead-letters page in platform mode', () => {
 
     const list = await get(withBoard, '/admin/queues/dead-letters', basic(USER, PASSWORD));
     expect(list.body).toContain(`<tr data-outbox-id="${theirs}"><td data-organization="${org.id}">`);
-    expect(list.body).toContain(`<tr data-outbox-id="${ours}"><td data-organization="${platform.payments.emisorId}">`);
+    expect(list.body).toContain(
+      `<tr data-outbox-id="${ours}"><td data-organization="${platform.payments.organizationId}">`,
+    );
 
     const letterPage = (await get(withBoard, `/admin/queues/dead-letters/${theirs}`, basic(USER, PASSWORD))).body;
     expect(letterPage).toContain(org.id);

@@ -121,7 +121,7 @@ export async function startApi(
   const keys = options.organization?.keys ?? KEYS;
   const clients = options.platform ? new OrganizationClients(db.url, { poolSize: 10 }) : undefined;
   const owner = clients ? createPrisma(db.url, { poolSize: 2 }) : undefined;
-  const { prisma, organizationId: emisorId } = await (
+  const { prisma, organizationId } = await (
     clients ? openOrganizationIn(clients, owner!, emisor) : openOrganization(db.url, emisor, { poolSize: 10 })
   ).catch(async (error: unknown) => {
     await clients?.close();
@@ -162,7 +162,7 @@ export async function startApi(
   await redis.connect();
   const csd = loadTestCsd(emisor.rfc);
   await bootstrap(prisma, {
-    emisorId,
+    organizationId,
     series: [
       { serie: 'A', kind: 'I' },
       { serie: 'NC', kind: 'E' },
@@ -190,7 +190,7 @@ export async function startApi(
   ): RecordPaymentDeps => ({
     csd: sealing,
     ...(options.catalogs ? { catalogs: options.catalogs } : {}),
-    emisorId: id,
+    organizationId: id,
     serieIngreso: settings.series.ingreso,
     serieEgreso: settings.series.egreso,
     seriePago: settings.series.pago,
@@ -202,7 +202,7 @@ export async function startApi(
     },
     ...(settings.publicoGeneral.mode === 'global' ? { global: options.global ?? { maxConceptosPerGlobal: 1000 } } : {}),
   });
-  const payments = paymentsOf(emisorId, emisor, csd, defaults);
+  const payments = paymentsOf(organizationId, emisor, csd, defaults);
   const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
   const home: AppDeps = {
     prisma,
@@ -252,7 +252,7 @@ export async function startApi(
   const app = clients
     ? createPlatform({
         clients,
-        home: { organizationId: emisorId, app: createApp(home) },
+        home: { organizationId, app: createApp(home) },
         build: organizationApis({
           clients,
           vault: options.platform!.vault,

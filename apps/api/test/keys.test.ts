@@ -84,7 +84,7 @@ describe('API keys', () => {
 
   it('API_KEYS is the source of truth of the keys it made: one it no longer lists is revoked; keys made by an admin stay', async () => {
     const config = (keys: { name: string; key: string; scopes: ('read' | 'write' | 'cancel' | 'admin')[] }[]) =>
-      bootstrap(a.prisma, { emisorId: a.payments.emisorId, series: [], apiKeys: keys });
+      bootstrap(a.prisma, { organizationId: a.payments.organizationId, series: [], apiKeys: keys });
     const alpha = { name: 'alpha', key: 'alpha-key-0123456789abcdef', scopes: ['read' as const] };
     const beta = { name: 'beta', key: 'beta-key-0123456789abcdef', scopes: ['read' as const] };
     const kept = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'kept' })).body as Made;

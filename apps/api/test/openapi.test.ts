@@ -251,7 +251,7 @@ describe('openapi.yaml', () => {
     const stampedId = (
       await api.prisma.invoice.create({
         data: {
-          emisorId: (await api.prisma.emisor.findFirstOrThrow()).id,
+          organizationId: (await api.prisma.emisor.findFirstOrThrow()).id,
           kind: 'I',
           serie: 'OA',
           folio: 1,

@@ -28,7 +28,7 @@ const OTHER_KEYS = {
 
 let a: TestApi;
 /** The other organization's API: its own process, or (platform mode) the same one as `a`'s. */
-let b: Pick<TestApi, 'url'> & { payments: { emisorId: string }; close: () => Promise<void> };
+let b: Pick<TestApi, 'url'> & { payments: { organizationId: string }; close: () => Promise<void> };
 /** The other organization's keys (platform mode: made through /v1/organizations). */
 let otherKeys: typeof OTHER_KEYS;
 /** Each organization's objects, made through its own API: what the other must never reach. */
@@ -84,7 +84,7 @@ async function rowsOf(api: TestApi, org: string): Promise<Record<string, string>
       `SELECT c.relname AS table,
               CASE WHEN c.relname = 'emisores' THEN 'id'
                    WHEN EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id')
-                   THEN 'organization_id' ELSE 'emisor_id' END AS column
+                   THEN 'organization_id' ELSE 'organization_id' END AS column
        FROM pg_class c
        WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
          AND c.relname NOT IN ('_prisma_migrations', 'invoice_status_transitions')`,
@@ -135,7 +135,7 @@ async function onePlatformProcess(): Promise<void> {
     other: await keyOf('other', ['read', 'write', 'cancel']),
     admin: await keyOf('ops', ['read', 'write', 'cancel', 'admin']),
   };
-  b = { url: a.url, payments: { emisorId: id }, close: () => Promise.resolve() };
+  b = { url: a.url, payments: { organizationId: id }, close: () => Promise.resolve() };
 }
 
 /** The spec's operations: method and path template. */
@@ -185,7 +185,7 @@ describe.each([
   });
 
   it('every operation of the spec, called with one organization’s admin key, shows and changes nothing of the other’s', async () => {
-    const before = await rowsOf(a, b.payments.emisorId);
+    const before = await rowsOf(a, b.payments.organizationId);
     const secrets = Object.values(made.b);
     let reached = 0;
     for (const { method, path } of operations()) {
@@ -202,7 +202,7 @@ describe.each([
     }
     // Not vacuous: the reads that miss the other's objects find one's own.
     expect(reached).toBeGreaterThanOrEqual(6);
-    expect(await rowsOf(a, b.payments.emisorId)).toEqual(before);
+    expect(await rowsOf(a, b.payments.organizationId)).toEqual(before);
   });
 
   it('each list shows its own organization’s objects only', async () => {

@@ -86,7 +86,7 @@ async function load(prisma: PrismaClient, n: number, tag: string): Promise<void>
     const batch = Array.from({ length: Math.min(1000, n - start) }, (_, k) => freeze(start + k, tag));
     const invoices = batch.map((f, k) => ({
       id: crypto.randomUUID(),
-      emisorId: emisor.id,
+      organizationId: emisor.id,
       kind: 'I',
       serie: `D${run}${tag}`,
       folio: start + k + 1,

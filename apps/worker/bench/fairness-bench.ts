@@ -68,7 +68,7 @@ async function loadBacklog(owner: PrismaClient, org: Org, serie: string, n: numb
     );
     const invoices = frozen.map((f, k) => ({
       id: randomUUID(),
-      emisorId: org.id,
+      organizationId: org.id,
       kind: 'I',
       serie,
       folio: start + k + 1,

@@ -113,7 +113,7 @@ async function lateInvoice(serie: string, folio: number) {
   expect(late.stampKey).toBe(stampKeyFor(emisor.rfc, 'I', `api:pos:${externalId}`));
   return prisma.invoice.create({
     data: {
-      emisorId: emisor.id,
+      organizationId: emisor.id,
       paymentId: payment.id,
       kind: 'I',
       serie,

@@ -235,8 +235,8 @@ describe('events are written with the change they report', () => {
 });
 
 /** An Egreso row as a dependent document is written (no frozen XML yet). */
-const waitingData = (emisorId: string, paymentId: string) => ({
-  emisorId,
+const waitingData = (organizationId: string, paymentId: string) => ({
+  organizationId,
   kind: 'E',
   serie: 'WX',
   folio: Math.floor(Math.random() * 1e9),
@@ -278,7 +278,7 @@ describe('every event type comes from its status move', () => {
     ]);
     // An Egreso waiting for its Ingreso whose data then breaks a rule: needs_data, said once.
     const waiting = await prisma.invoice.create({
-      data: { ...waitingData(invoice.emisorId, payment.id), status: 'waiting' },
+      data: { ...waitingData(invoice.organizationId, payment.id), status: 'waiting' },
     });
     expect(await prisma.event.count({ where: { invoiceId: waiting.id } })).toBe(0);
     await prisma.invoice.update({ where: { id: waiting.id }, data: { status: 'needs_data' } });
@@ -287,7 +287,7 @@ describe('every event type comes from its status move', () => {
     ]);
     // Written as needs_data (money in, the CFDI cannot be frozen as it is): said at once.
     const needing = await prisma.invoice.create({
-      data: { ...waitingData(invoice.emisorId, payment.id), status: 'needs_data' },
+      data: { ...waitingData(invoice.organizationId, payment.id), status: 'needs_data' },
     });
     expect((await prisma.event.findMany({ where: { invoiceId: needing.id } })).map((e) => e.type)).toEqual([
       'invoice.needs_data',

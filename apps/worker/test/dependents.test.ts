@@ -78,7 +78,7 @@ async function waitingEgreso(
   const emisor = await db.emisor.findFirstOrThrow();
   return db.invoice.create({
     data: {
-      emisorId: emisor.id,
+      organizationId: emisor.id,
       kind: 'E',
       serie: 'NC',
       folio,

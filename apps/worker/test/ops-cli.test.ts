@@ -310,7 +310,7 @@ describe('globals:list', () => {
     const ticket = async (code: string, day: string) =>
       prisma.ticket.create({
         data: {
-          emisorId: emisor.id,
+          organizationId: emisor.id,
           paymentId: (await sale(`ops-ticket-${code}`)).id,
           code,
           total: '116.00',
@@ -325,7 +325,7 @@ describe('globals:list', () => {
     await ticket('0PS0PEN002', '2026-11-29');
     await prisma.globalPeriod.create({
       data: {
-        emisorId: emisor.id,
+        organizationId: emisor.id,
         periodicidad: '01',
         startsOn: new Date('2026-11-28T00:00:00Z'),
         endsOn: new Date('2026-11-28T00:00:00Z'),

@@ -18,7 +18,7 @@ export interface CsdFiles {
 
 /** A CSD as the database keeps it (@timbra/db/csds): the certificate's facts and bytes, the rest sealed. */
 export interface SealedCsd {
-  emisorId: string;
+  organizationId: string;
   noCertificado: string;
   rfc: string;
   validFrom: Date;
@@ -30,7 +30,7 @@ export interface SealedCsd {
 }
 
 /** What binds a sealed CSD to its row: opened under another emisor or NoCertificado, it fails. */
-export const csdContext = (emisorId: string, noCertificado: string) => `csd:${emisorId}:${noCertificado}`;
+export const csdContext = (organizationId: string, noCertificado: string) => `csd:${organizationId}:${noCertificado}`;
 
 /**
  * Checks the files for the emisor (checkCsdUpload: pair, CSD not e.firma, RFC, validity at `at`,
@@ -57,7 +57,7 @@ export async function sealCsd(
     return {
       csd,
       stored: {
-        emisorId: emisor.id,
+        organizationId: emisor.id,
         noCertificado: csd.noCertificado,
         rfc: csd.rfc,
         validFrom: csd.validFrom,
@@ -81,13 +81,13 @@ export async function sealCsd(
  *   certificate's key.
  */
 export async function openCsd(
-  stored: Pick<SealedCsd, 'emisorId' | 'noCertificado' | 'certificate'> & { sealed: SealedSecret | object },
+  stored: Pick<SealedCsd, 'organizationId' | 'noCertificado' | 'certificate'> & { sealed: SealedSecret | object },
   vault: KeyVault,
 ): Promise<{ csd: Csd; credentials: CsdFiles }> {
   const plain = await openSecret(
     vault,
     stored.sealed as SealedSecret,
-    csdContext(stored.emisorId, stored.noCertificado),
+    csdContext(stored.organizationId, stored.noCertificado),
   );
   try {
     const { key, password } = JSON.parse(plain.toString('utf8')) as { key: string; password: string };

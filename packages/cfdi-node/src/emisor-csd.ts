@@ -50,7 +50,7 @@ export function vaultOf(keys: string | undefined): KeyVault | undefined {
  * else the files' CSD, else undefined.
  */
 export async function emisorCsd(options: {
-  stored: (Pick<SealedCsd, 'emisorId' | 'noCertificado' | 'certificate'> & { sealed: object }) | undefined;
+  stored: (Pick<SealedCsd, 'organizationId' | 'noCertificado' | 'certificate'> & { sealed: object }) | undefined;
   vault: KeyVault | undefined;
   files: CsdFiles | undefined;
 }): Promise<EmisorCsd | undefined> {

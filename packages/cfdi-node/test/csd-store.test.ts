@@ -24,7 +24,7 @@ async function failure(promise: Promise<unknown>): Promise<string> {
 describe('a CSD sealed for storage and opened again', () => {
   it('opens to the same CSD and files, and keeps neither key nor password in the clear', async () => {
     const { stored, csd } = await sealCsd(eku, emisor, { vault, at, trustedCas });
-    expect(stored).toMatchObject({ emisorId: emisor.id, noCertificado: csd.noCertificado, rfc: 'EKU9003173C9' });
+    expect(stored).toMatchObject({ organizationId: emisor.id, noCertificado: csd.noCertificado, rfc: 'EKU9003173C9' });
     expect(stored.chain).toBe('verified');
     expect(Buffer.from(stored.certificate)).toEqual(eku.cer);
     const json = JSON.stringify(stored.sealed);
@@ -66,7 +66,7 @@ describe('a CSD sealed for storage and opened again', () => {
 
   it('fails closed on a sealed value moved to another emisor’s or another CSD’s row', async () => {
     const { stored } = await sealCsd(eku, emisor, { vault, at });
-    const otherEmisor = { ...stored, emisorId: '0190a8f2-0000-7000-8000-000000000002' };
+    const otherEmisor = { ...stored, organizationId: '0190a8f2-0000-7000-8000-000000000002' };
     expect(await failure(openCsd(otherEmisor, vault))).toBe('vault_cannot_open');
     const otherCsd = { ...stored, noCertificado: '30001000000500003417' };
     expect(await failure(openCsd(otherCsd, vault))).toBe('vault_cannot_open');

@@ -85,18 +85,19 @@ export async function pgbenchPaymentShape(options: { clients: number; seconds: n
         `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion) VALUES (gen_random_uuid(), 'EKU9003173C9', 'E', '601', '42501') RETURNING id`,
       )
     ).rows[0]!.id;
-    await setup.query(`INSERT INTO series (id, emisor_id, serie, kind) VALUES (gen_random_uuid(), $1, 'A', 'I')`, [
-      emisor,
-    ]);
+    await setup.query(
+      `INSERT INTO series (id, organization_id, serie, kind) VALUES (gen_random_uuid(), $1, 'A', 'I')`,
+      [emisor],
+    );
     await setup.end();
     const xml = 'x'.repeat(3000);
     writeFileSync(
       join(dir, 'payment.sql'),
       [
         'BEGIN;',
-        `UPDATE series SET next_folio = next_folio + 1 WHERE emisor_id = '${emisor}' AND serie = 'A' RETURNING next_folio - 1 AS folio \\gset`,
+        `UPDATE series SET next_folio = next_folio + 1 WHERE organization_id = '${emisor}' AND serie = 'A' RETURNING next_folio - 1 AS folio \\gset`,
         `INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at) VALUES (timbra_uuid7(), 'bench', gen_random_uuid()::text, 1160.00, 'MXN', now()) RETURNING id AS payment_id \\gset`,
-        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, cadena_original) VALUES (timbra_uuid7(), '${emisor}', :payment_id, 'I', 'A', :folio, 'MXN', 1000.00, 1160.00, 'pending', gen_random_uuid()::text, '${xml}', '${'c'.repeat(600)}') RETURNING id AS invoice_id, stamp_key \\gset`,
+        `INSERT INTO invoices (id, organization_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, cadena_original) VALUES (timbra_uuid7(), '${emisor}', :payment_id, 'I', 'A', :folio, 'MXN', 1000.00, 1160.00, 'pending', gen_random_uuid()::text, '${xml}', '${'c'.repeat(600)}') RETURNING id AS invoice_id, stamp_key \\gset`,
         `INSERT INTO outbox (id, kind, invoice_id, stamp_key) VALUES (timbra_uuid7(), 'stamp', :invoice_id, :stamp_key);`,
         `SELECT pg_notify('timbra_outbox', :invoice_id);`,
         'COMMIT;',

@@ -5,11 +5,11 @@ import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;
 let prisma: PrismaClient;
-let emisorId: string;
+let organizationId: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   prisma = createPrisma(db.url, { poolSize: 2 });
-  emisorId = (
+  organizationId = (
     await prisma.emisor.create({
       data: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
     })
@@ -24,7 +24,7 @@ const day = 86_400_000;
 const t0 = new Date('2026-12-04T12:00:00Z');
 const at = (days: number) => new Date(t0.getTime() + days * day);
 const csd = (noCertificado: string, validFrom: Date, validTo: Date, activeFrom: Date) => ({
-  emisorId,
+  organizationId,
   noCertificado,
   rfc: 'EKU9003173C9',
   validFrom,
@@ -71,14 +71,14 @@ describe('the CSD store', () => {
     await storeCsd(prisma, csd('30001000000500003416', at(-400), at(30), at(-400)));
     await storeCsd(prisma, csd('30001000000500009999', at(-1), at(1400), at(2)));
 
-    expect((await activeCsd(prisma, emisorId, at(0)))?.noCertificado).toBe('30001000000500003416');
-    const later = await activeCsd(prisma, emisorId, at(3));
+    expect((await activeCsd(prisma, organizationId, at(0)))?.noCertificado).toBe('30001000000500003416');
+    const later = await activeCsd(prisma, organizationId, at(3));
     expect(later?.noCertificado).toBe('30001000000500009999');
     expect(Buffer.from(later!.certificate).toString()).toBe('certificate 30001000000500009999');
     expect(later?.sealed).toEqual({ v: 1, keyId: 'k', ciphertext: 'c' });
-    expect(await activeCsd(prisma, emisorId, at(1500))).toBeUndefined();
+    expect(await activeCsd(prisma, organizationId, at(1500))).toBeUndefined();
 
-    const listed = await listCsds(prisma, emisorId, at(0));
+    const listed = await listCsds(prisma, organizationId, at(0));
     expect(listed.map((c) => [c.noCertificado, c.active])).toEqual([
       ['30001000000500009999', false],
       ['30001000000500003416', true],

@@ -71,7 +71,7 @@ describe('events written set-wise', () => {
     // Their invoices (one statement), then one moved to cancel_requested the way the worker would.
     const invoices = (
       await rows<{ id: string }>(
-        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+        `INSERT INTO invoices (id, organization_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
          SELECT timbra_uuid7(), $1, p, 'I', 'EV', n, 'MXN', 100, 116, 'pending', 'EV-' || n, '<x/>'
          FROM unnest($2::uuid[]) WITH ORDINALITY AS u(p, n) ORDER BY n RETURNING id`,
         [TEST_EMISOR_ID, payments],
@@ -105,7 +105,7 @@ describe('events written set-wise', () => {
               coalesce(array_agg(d.recipient) FILTER (WHERE d.channel = 'email'), '{}') AS emails
        FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
        WHERE e.invoice_id = ANY ($1) AND e.id <> ALL ($2::uuid[])
-       GROUP BY e.id ORDER BY e.invoice_id`,
+       GROUP BY e.id, e.organization_id ORDER BY e.invoice_id`,
       [invoices, eventsBefore],
     );
     const sorted = (ids: string[]) => [...ids].sort();
@@ -152,7 +152,7 @@ describe('events written set-wise', () => {
     );
     const [needsData, pending] = (
       await rows<{ id: string }>(
-        `INSERT INTO invoices (id, emisor_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, problems)
+        `INSERT INTO invoices (id, organization_id, payment_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml, problems)
          VALUES (timbra_uuid7(), $1, $2, 'I', 'ND', 1, 'MXN', 43.10, 50.00, 'needs_data', 'ND-1', NULL, '[{"path":"receptor.rfc"}]'),
                 (timbra_uuid7(), $1, NULL, 'I', 'ND', 2, 'MXN', 43.10, 50.00, 'pending', 'ND-2', '<x/>', NULL)
          RETURNING id`,

@@ -87,7 +87,7 @@ describe('the database enforces the same state machine', () => {
     const [first, ...rest] = path[status];
     folio++;
     const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key)
+      `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key)
        VALUES (gen_random_uuid(), '00000000-0000-4000-8000-000000000001', 'I', 'A', $1, 'MXN', 1, 1, $2, $3) RETURNING id`,
       [folio, first, `I-state-${folio}`],
     );
@@ -112,7 +112,7 @@ describe('the database enforces the same state machine', () => {
       folio++;
       await expect(
         client.query(
-          `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key)
+          `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key)
            VALUES (gen_random_uuid(), '00000000-0000-4000-8000-000000000001', 'I', 'A', $1, 'MXN', 1, 1, $2, $3)`,
           [folio, status, `I-initial-${folio}`],
         ),

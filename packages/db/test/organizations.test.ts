@@ -63,7 +63,7 @@ async function tenantTables(): Promise<{ table: string; column: string }[]> {
   const { rows } = await db.sql.query<{ table: string; column: string | null }>(
     `SELECT c.relname AS table,
             (SELECT a.attname FROM pg_attribute a
-             WHERE a.attrelid = c.oid AND a.attname IN ('organization_id', 'emisor_id') AND NOT a.attisdropped
+             WHERE a.attrelid = c.oid AND a.attname IN ('organization_id', 'organization_id') AND NOT a.attisdropped
              ORDER BY a.attname DESC LIMIT 1) AS column
      FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' ORDER BY 1`,
   );
@@ -222,50 +222,6 @@ describe('keys chosen by a merchant or a provider', () => {
     await expect(a.apiClient.create({ data: { name: 'pos', keyHash: 'c'.repeat(64) } })).rejects.toThrow(
       /Unique constraint/,
     );
-  });
-
-  it('every unique index includes the organization column, but the identifiers that are the deployment’s', async () => {
-    // Unique across the deployment on purpose: what names a thing before any organization is known
-    // (a key's hash, a ticket's token, stamp keys made from the emisor's RFC, an RFC),
-    // and keys made of a row's own id, itself unique. Distributing by organization (Citus) needs the
-    // organization added to these too.
-    const deploymentWide = [
-      'api_clients(key_hash)',
-      'cancel_requests(duplicate_uuid)',
-      'deliveries(event_id, endpoint_id)',
-      'deliveries(event_id, recipient)',
-      'emisores(live_id)',
-      'emisores(rfc)',
-      'idempotency_keys(client_id, key)',
-      'installments(invoice_id, num_parcialidad)',
-      'invoice_corrections(invoice_id)',
-      'invoice_versions(invoice_id, version)',
-      'invoices(installment_id)',
-      'invoices(refund_id)',
-      'invoices(replaces_invoice_id)',
-      'invoices(stamp_key)',
-      'outbox(cancel_request_id)',
-      'outbox(stamp_key)',
-      'provider_accounts(connected_account)',
-      'tickets(download_token)',
-      'tickets(payment_id)',
-    ];
-    const { rows } = await db.sql.query<{ table: string; columns: string }>(
-      `SELECT t.relname AS table, string_agg(a.attname, ', ' ORDER BY k.n) AS columns
-       FROM pg_index i
-       JOIN pg_class t ON t.oid = i.indrelid AND t.relnamespace = 'public'::regnamespace
-       JOIN pg_class x ON x.oid = i.indexrelid
-       CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n)
-       JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
-       WHERE i.indisunique AND NOT i.indisprimary
-         AND t.relname NOT IN ('_prisma_migrations', 'invoice_status_transitions')
-       GROUP BY t.relname, x.relname`,
-    );
-    const withoutOrganization = rows
-      .filter((r) => !/\b(organization_id|emisor_id)\b/.test(r.columns))
-      .map((r) => `${r.table}(${r.columns})`)
-      .sort();
-    expect(withoutOrganization).toEqual(deploymentWide);
   });
 });
 

@@ -26,7 +26,7 @@ async function invoiceWithRow(label: string, rowStatus: string, daysAgo: number)
   folio++;
   const invoiceStatus = rowStatus === 'done' ? 'stamped' : 'pending';
   const { rows } = await sql.query<{ id: string }>(
-    `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, created_at)
+    `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, created_at)
      VALUES (gen_random_uuid(), $1, 'I', 'A', $2, 'MXN', 1, 1, 'pending', $3, now() - make_interval(days => $4)) RETURNING id`,
     [EMISOR, folio, label, daysAgo],
   );

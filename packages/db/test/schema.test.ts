@@ -20,10 +20,10 @@ describe('the migrated database matches the Prisma schema', () => {
     const emisor = await prisma.emisor.create({
       data: { rfc: 'EKU9003173C9', nombre: 'ESCUELA KEMPER URGATE', regimenFiscal: '601', lugarExpedicion: '42501' },
     });
-    const serie = await prisma.serie.create({ data: { emisorId: emisor.id, serie: 'A', kind: 'I' } });
+    const serie = await prisma.serie.create({ data: { organizationId: emisor.id, serie: 'A', kind: 'I' } });
     const csd = await prisma.csd.create({
       data: {
-        emisorId: emisor.id,
+        organizationId: emisor.id,
         noCertificado: '30001000000500003416',
         rfc: 'EKU9003173C9',
         validFrom: new Date('2023-05-18T11:43:51Z'),
@@ -65,7 +65,7 @@ describe('the migrated database matches the Prisma schema', () => {
     });
     const invoice = await prisma.invoice.create({
       data: {
-        emisorId: emisor.id,
+        organizationId: emisor.id,
         paymentId: payment.id,
         kind: 'I',
         serie: 'A',
@@ -207,7 +207,7 @@ describe('invoice versions (DESIGN.md invariant 3)', () => {
     const emisor = await prisma.emisor.findFirstOrThrow();
     const invoice = await prisma.invoice.create({
       data: {
-        emisorId: emisor.id,
+        organizationId: emisor.id,
         kind: 'I',
         serie: 'V',
         folio: 1,

@@ -26,7 +26,7 @@ async function frozen(status: 'pending' | 'stamped' = 'pending', rowStatus = 'en
   folio++;
   const key = `k-${folio}-${randomUUID()}`;
   const { rows } = await sql.query<{ id: string }>(
-    `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+    `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
      VALUES (gen_random_uuid(), $1, 'I', 'A', $2, 'MXN', 1, 1, 'pending', $3, '<cfdi/>') RETURNING id`,
     [EMISOR, folio, key],
   );
@@ -126,7 +126,7 @@ describe('the stamper’s statements, several jobs at once', () => {
     // An Egreso waiting for it (written waiting, as the API writes one before its Ingreso is stamped).
     folio++;
     await sql.query(
-      `INSERT INTO invoices (id, emisor_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, related_invoice_id)
+      `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, related_invoice_id)
        VALUES (gen_random_uuid(), $1, 'E', 'NC', $2, 'MXN', 1, 1, 'waiting', $3, $4)`,
       [EMISOR, folio, `egreso-${folio}`, row.invoiceId],
     );

@@ -36,7 +36,7 @@ import {
 
 /** Who issues the globals, and with what: the emisor, the serie their folios come from, the CSD. */
 export interface GlobalIssuer {
-  emisorId: string;
+  organizationId: string;
   emisor: { rfc: string; nombre: string; regimenFiscal: string; lugarExpedicion: string };
   /** The Ingreso serie (SERIE_INGRESO): each part takes its next folio. */
   serieIngreso: string;
@@ -91,7 +91,7 @@ export async function issueGlobal(
   if (!period) throw new NotAPeriodError(startsOn, periodicidad);
   return prisma.$transaction(
     async (tx) => {
-      const key = { emisorId: issuer.emisorId, periodicidad, startsOn };
+      const key = { organizationId: issuer.organizationId, periodicidad, startsOn };
       if (await lockGlobalPeriod(tx, key, 'exclusive')) return issuedPeriod(tx, key);
       const parts = await writeParts(tx, issuer, period, await lockOpenTickets(tx, key), new Date());
       const periodId = randomUUID();
@@ -149,10 +149,10 @@ async function writeParts(
   );
   const parts = [];
   for (const [n, chunk] of chunks.entries()) {
-    const folio = await takeFolio(tx, issuer.emisorId, issuer.serieIngreso);
+    const folio = await takeFolio(tx, issuer.organizationId, issuer.serieIngreso);
     const built = buildGlobalRequest({
       emisor: issuer.emisor,
-      book: issuer.emisorId,
+      book: issuer.organizationId,
       period,
       part: n + 1,
       tickets: chunk,
@@ -168,13 +168,13 @@ async function writeParts(
   }
   const ids = await insertInvoices(
     tx,
-    issuer.emisorId,
+    issuer.organizationId,
     parts.map((p, n) => ({
       kind: 'I' as const,
       serie: issuer.serieIngreso,
       folio: p.folio,
       paymentId: null,
-      stampKey: stampKeyFor(issuer.emisor.rfc, 'I', globalSourceId(issuer.emisorId, period, n + 1)),
+      stampKey: stampKeyFor(issuer.emisor.rfc, 'I', globalSourceId(issuer.organizationId, period, n + 1)),
       moneda: 'MXN',
       status: p.frozen ? ('pending' as const) : ('needs_data' as const),
       frozen: p.frozen,
@@ -189,7 +189,7 @@ async function writeParts(
 
 async function issuedPeriod(
   tx: Tx,
-  key: { emisorId: string; periodicidad: string; startsOn: string },
+  key: { organizationId: string; periodicidad: string; startsOn: string },
 ): Promise<IssuedGlobal> {
   const row = await issuedGlobalPeriod(tx, key);
   return {
@@ -220,7 +220,7 @@ export async function duePeriods(
   now: Date,
 ): Promise<GlobalPeriod[]> {
   const zone = zoneOf(issuer);
-  const open = await periodsWithOpenTickets(prisma, issuer.emisorId);
+  const open = await periodsWithOpenTickets(prisma, issuer.organizationId);
   return open
     .map((p) => globalPeriodByStart(p.startsOn, p.periodicidad as Periodicidad, zone))
     .filter((p): p is GlobalPeriod => p !== undefined && p.endsAt.getTime() + closeDelayMs <= now.getTime());
@@ -250,10 +250,10 @@ export async function issueDueGlobals(
  */
 export async function globalLag(
   prisma: PrismaClient,
-  issuer: Pick<GlobalIssuer, 'emisorId' | 'emisor'>,
+  issuer: Pick<GlobalIssuer, 'organizationId' | 'emisor'>,
   now = new Date(),
 ): Promise<{ oldestUnstampedSeconds: number; deadlineSeconds: number }> {
-  const backlog = await globalBacklog(prisma, issuer.emisorId);
+  const backlog = await globalBacklog(prisma, issuer.organizationId);
   const zone = timeZoneForCodigoPostal(issuer.emisor.lugarExpedicion);
   const ends: number[] = [];
   if (backlog.oldestOpen) {

@@ -29,7 +29,12 @@ export function waitingFor(original: OriginalInvoice) {
  */
 export async function writeDependentInvoice(
   tx: RawDb,
-  deps: { csd: Csd; catalogs?: OperatorCatalogs | undefined; emisorId: string; emisorRfc: string },
+  deps: {
+    csd: Csd;
+    catalogs?: OperatorCatalogs | undefined;
+    organizationId: string;
+    settings: { emisor: { rfc: string } };
+  },
   doc: {
     kind: 'E' | 'P';
     request: InvoiceRequestInput;
@@ -51,7 +56,7 @@ export async function writeDependentInvoice(
     ? tryFreeze(withRelatedUuid(doc.request, original.uuid!, doc.originalXml ?? undefined), deps.csd, deps.catalogs)
     : {};
   const status = frozen ? 'pending' : stamped ? 'needs_data' : 'waiting';
-  const [id] = await insertInvoices(tx, deps.emisorId, [
+  const [id] = await insertInvoices(tx, deps.organizationId, [
     {
       kind: doc.kind,
       serie: doc.request.serie!, // the build-* functions always set it
@@ -60,7 +65,7 @@ export async function writeDependentInvoice(
       refundId: 'refundId' in doc.link ? doc.link.refundId : null,
       installmentId: 'installmentId' in doc.link ? doc.link.installmentId : null,
       relatedInvoiceId: doc.original.id,
-      stampKey: stampKeyFor(deps.emisorRfc, doc.kind, doc.request.sourceId),
+      stampKey: stampKeyFor(deps.settings.emisor.rfc, doc.kind, doc.request.sourceId),
       moneda: doc.request.moneda ?? 'MXN',
       status,
       frozen,

@@ -55,7 +55,7 @@ export interface InvoiceRoutesDeps {
   prisma: PrismaClient;
   idempotencyTtlHours: number;
   metrics: Metrics;
-  corrections: CorrectInvoiceDeps & { emisorId: string };
+  corrections: CorrectInvoiceDeps & { organizationId: string };
   /** How the PDFs are printed (fonts, the merchant's logo). */
   pdf: Omit<PdfOptions, 'cancelled'>;
 }

@@ -26,7 +26,7 @@ export type ReplacementResult =
  */
 export async function replaceInvoice(
   tx: Tx,
-  deps: CorrectInvoiceDeps & { emisorId: string },
+  deps: CorrectInvoiceDeps & { organizationId: string },
   originalId: string,
   input: CorrectionInput,
   requestedBy: string,
@@ -48,7 +48,7 @@ export async function replaceInvoice(
       `${related} document(s) (Egresos, Pagos) relate to it: the SAT would not cancel it while they stand`,
     );
   const serie = deps.payments.serieIngreso;
-  const folio = await takeFolio(tx, deps.emisorId, serie);
+  const folio = await takeFolio(tx, deps.organizationId, serie);
   const stored = await correctedRequest(tx, deps, { ...original, serie, folio }, input, now);
   const request: InvoiceRequestInput = {
     ...stored.request!,
@@ -58,7 +58,7 @@ export async function replaceInvoice(
   };
   const { frozen, problems } = tryFreeze(request, deps.payments.csd, deps.payments.catalogs);
   if (!frozen) return { kind: 'rejected', problems };
-  const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
+  const [invoiceId] = await insertInvoices(tx, deps.organizationId, [
     {
       kind: 'I',
       serie,

@@ -27,7 +27,7 @@ export interface RecordPaymentDeps {
   serieEgreso: string;
   /** The serie of installments' Pagos (complemento de pago). */
   seriePago: string;
-  emisorId: string;
+  organizationId: string;
   /**
    * Público en general in global mode (PUBLICO_GENERAL_MODE=global): a sale without the customer's
    * data is a ticket, invoiced by its period's factura global. Absent: per-payment mode (its own
@@ -131,7 +131,7 @@ async function recordInvoicedSales(
   const inserted = (
     await insertPaymentsTakingFolios(
       tx,
-      { emisorId: deps.emisorId, serie: deps.serieIngreso },
+      { organizationId: deps.organizationId, serie: deps.serieIngreso },
       indexes.map((i) => newPayment(payments[i]!)),
     )
   ).map((p) => ({ ...p, index: indexes[p.index]! }));
@@ -151,7 +151,7 @@ async function recordInvoicedSales(
 
   const ids = await insertInvoices(
     tx,
-    deps.emisorId,
+    deps.organizationId,
     invoices.map((i) => ({
       kind: 'I',
       serie: deps.serieIngreso,

@@ -70,7 +70,7 @@ export async function recordInstallment(
     numParcialidad,
   });
 
-  const folio = await takeFolio(tx, deps.emisorId, deps.seriePago);
+  const folio = await takeFolio(tx, deps.organizationId, deps.seriePago);
   const request = buildPagoRequest(
     {
       serie: invoice.serie,
@@ -93,20 +93,16 @@ export async function recordInstallment(
     new Date(),
     deps.settings,
   );
-  const pago = await writeDependentInvoice(
-    tx,
-    { csd: deps.csd, catalogs: deps.catalogs, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
-    {
-      kind: 'P',
-      request,
-      folio,
-      paymentId: invoice.paymentId,
-      original: invoice,
-      originalXml: invoice.frozenXml,
-      totals: { subTotal: '0.00', total: '0.00' },
-      link: { installmentId },
-    },
-  );
+  const pago = await writeDependentInvoice(tx, deps, {
+    kind: 'P',
+    request,
+    folio,
+    paymentId: invoice.paymentId,
+    original: invoice,
+    originalXml: invoice.frozenXml,
+    totals: { subTotal: '0.00', total: '0.00' },
+    link: { installmentId },
+  });
   return {
     installmentId,
     pagoId: pago.id,

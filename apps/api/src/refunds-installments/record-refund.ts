@@ -91,21 +91,17 @@ export async function recordRefund(
   if (built.problems) throw new DomainError('validation_failed', undefined, built.problems);
 
   const refundId = await insertRefundOf(tx, payment.id, refund);
-  const folio = await takeFolio(tx, deps.emisorId, deps.serieEgreso);
+  const folio = await takeFolio(tx, deps.organizationId, deps.serieEgreso);
   const request = { ...built.request, folio: String(folio) };
-  const egreso = await writeDependentInvoice(
-    tx,
-    { csd: deps.csd, catalogs: deps.catalogs, emisorId: deps.emisorId, emisorRfc: deps.settings.emisor.rfc },
-    {
-      kind: 'E',
-      request,
-      folio,
-      paymentId: payment.id,
-      original: ingreso,
-      totals: egresoTotals(request),
-      link: { refundId },
-    },
-  );
+  const egreso = await writeDependentInvoice(tx, deps, {
+    kind: 'E',
+    request,
+    folio,
+    paymentId: payment.id,
+    original: ingreso,
+    totals: egresoTotals(request),
+    link: { refundId },
+  });
   return {
     refundId,
     paymentId: payment.id,

@@ -83,7 +83,13 @@ export async function recordTickets(
     const first = period.startsOn;
     const known = periods.get(first);
     if (known) return known;
-    while (await lockGlobalPeriod(tx, { emisorId: deps.emisorId, periodicidad, startsOn: period.startsOn }, 'shared')) {
+    while (
+      await lockGlobalPeriod(
+        tx,
+        { organizationId: deps.organizationId, periodicidad, startsOn: period.startsOn },
+        'shared',
+      )
+    ) {
       // Issued already: the sale joins a later period (never one that ends before now: it would be closed).
       const later = nextGlobalPeriod(period, zone);
       period = later.endsAt < now ? globalPeriodOf(now, periodicidad, zone) : later;
@@ -109,7 +115,7 @@ export async function recordTickets(
       occurredAt: facts.occurredAt,
     });
   }
-  const ids = await insertTickets(tx, deps.emisorId, rows);
+  const ids = await insertTickets(tx, deps.organizationId, rows);
   const result: (RecordedTicket | undefined)[] = sales.map(() => undefined);
   rows.forEach((r, n) => {
     result[r.index] = { id: ids[n]!, paymentId: r.paymentId, code: r.code, periodStartsOn: r.periodStartsOn };
@@ -120,7 +126,7 @@ export async function recordTickets(
 /** What issuing a global needs of the API's settings (@timbra/globals; the worker's close timer builds its own). */
 export function globalIssuer(deps: RecordPaymentDeps & { global: GlobalSettings }): GlobalIssuer {
   return {
-    emisorId: deps.emisorId,
+    organizationId: deps.organizationId,
     emisor: deps.settings.emisor,
     serieIngreso: deps.serieIngreso,
     maxConceptosPerGlobal: deps.global.maxConceptosPerGlobal,

@@ -66,7 +66,7 @@ function sameReceptor(a: ReceptorInput | null, b: ReceptorInput): boolean {
  *   breaks a SAT rule: nothing is written)
  */
 export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvoiceRequest): Promise<SelfInvoiced> {
-  const ticket = await lockTicket(tx, { emisorId: deps.emisorId, code: normalizeTicketCode(req.code) });
+  const ticket = await lockTicket(tx, { organizationId: deps.organizationId, code: normalizeTicketCode(req.code) });
   if (!ticket || !sameAmount(ticket.total, req.total)) throw new DomainError('ticket_not_found');
   const payment = await paymentById(tx, ticket.paymentId);
   if (ticket.status === 'self_invoiced') {
@@ -109,11 +109,11 @@ export async function selfInvoice(tx: Tx, deps: RecordPaymentDeps, req: SelfInvo
     : probe.problems;
   if (problems.length > 0) throw new DomainError('validation_failed', undefined, problems);
 
-  const folio = await takeFolio(tx, deps.emisorId, deps.serieIngreso);
+  const folio = await takeFolio(tx, deps.organizationId, deps.serieIngreso);
   const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
   const { frozen, problems: invalid } = freezeWith(deps, built.request);
   if (!frozen) throw new DomainError('validation_failed', undefined, invalid);
-  const [invoiceId] = await insertInvoices(tx, deps.emisorId, [
+  const [invoiceId] = await insertInvoices(tx, deps.organizationId, [
     {
       kind: 'I',
       serie: deps.serieIngreso,

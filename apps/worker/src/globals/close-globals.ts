@@ -66,7 +66,7 @@ export async function closeGlobalsOnce(
     ? await issueDueGlobals(
         prisma,
         {
-          emisorId: emisor.id,
+          organizationId: emisor.id,
           emisor,
           serieIngreso: own.series?.ingreso ?? deps.serieIngreso,
           maxConceptosPerGlobal: deps.maxConceptosPerGlobal,
@@ -92,7 +92,7 @@ export async function closeGlobalsOnce(
       'factura global issued',
     );
   }
-  const lag = await globalLag(prisma, { emisorId: emisor.id, emisor }, now);
+  const lag = await globalLag(prisma, { organizationId: emisor.id, emisor }, now);
   metrics.lag.set({ organization: organizationId }, lag.oldestUnstampedSeconds);
   if (!csd && lag.oldestUnstampedSeconds > 0)
     log.warn('no CSD: facturas globales are not issued (the periods wait, and the lag gauge grows)');

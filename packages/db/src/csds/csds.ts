@@ -9,7 +9,7 @@ import { queryRows, type RawDb } from '../sql.ts';
 
 /** A CSD as stored: the certificate's facts and bytes, the sealed key and password. */
 export interface StoredCsd {
-  emisorId: string;
+  organizationId: string;
   noCertificado: string;
   rfc: string;
   validFrom: Date;
@@ -33,7 +33,7 @@ export class CsdAlreadyStored extends Error {
 }
 
 const asStored = (row: {
-  emisorId: string;
+  organizationId: string;
   noCertificado: string;
   rfc: string;
   validFrom: Date;
@@ -120,7 +120,7 @@ export async function storeCsd(
   try {
     const row = await prisma.csd.create({
       data: {
-        emisorId: csd.emisorId,
+        organizationId: csd.organizationId,
         noCertificado: csd.noCertificado,
         rfc: csd.rfc,
         validFrom: csd.validFrom,
@@ -140,9 +140,9 @@ export async function storeCsd(
 }
 
 /** The emisor's CSDs, newest activated first, each saying whether it seals at `at`. */
-export async function listCsds(prisma: PrismaClient, emisorId: string, at: Date): Promise<CsdView[]> {
+export async function listCsds(prisma: PrismaClient, organizationId: string, at: Date): Promise<CsdView[]> {
   const rows = await prisma.csd.findMany({
-    where: { emisorId },
+    where: { organizationId },
     orderBy: { activeFrom: 'desc' },
     omit: { certificate: true, sealed: true },
   });
@@ -166,9 +166,13 @@ export async function sealingCsd(
   );
 }
 
-export async function activeCsd(prisma: PrismaClient, emisorId: string, at: Date): Promise<StoredCsd | undefined> {
+export async function activeCsd(
+  prisma: PrismaClient,
+  organizationId: string,
+  at: Date,
+): Promise<StoredCsd | undefined> {
   const rows = await prisma.csd.findMany({
-    where: { emisorId, activeFrom: { lte: at }, validFrom: { lte: at }, validTo: { gt: at } },
+    where: { organizationId, activeFrom: { lte: at }, validFrom: { lte: at }, validTo: { gt: at } },
     orderBy: { activeFrom: 'desc' },
     take: 1,
   });

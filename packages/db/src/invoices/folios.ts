@@ -13,11 +13,11 @@ const takeFolioRow = z.object({ first_folio: col.int });
  * As a fragment, for a set-wise statement that takes `count` folios only when `count` > 0 (no lock
  * otherwise): `RETURNING first_folio`, the first of the `count` consecutive folios taken.
  */
-export function takeFoliosSql(emisorId: string, serie: string, count: Prisma.Sql): Prisma.Sql {
+export function takeFoliosSql(organizationId: string, serie: string, count: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
     UPDATE series SET next_folio = next_folio + taken.n
     FROM (SELECT (${count})::int AS n) AS taken
-    WHERE emisor_id = ${emisorId}::uuid AND serie = ${serie} AND taken.n > 0
+    WHERE organization_id = ${organizationId}::uuid AND serie = ${serie} AND taken.n > 0
     RETURNING next_folio - taken.n AS first_folio`;
 }
 
@@ -33,8 +33,8 @@ export class SerieNotConfiguredError extends Error {
  * Takes the next folio of `serie` in the caller's transaction (its counter row stays locked until
  * commit). @throws SerieNotConfiguredError
  */
-export async function takeFolio(tx: RawDb, emisorId: string, serie: string): Promise<number> {
-  const [counter] = await queryRows(tx, takeFolioRow, takeFoliosSql(emisorId, serie, Prisma.sql`1`));
+export async function takeFolio(tx: RawDb, organizationId: string, serie: string): Promise<number> {
+  const [counter] = await queryRows(tx, takeFolioRow, takeFoliosSql(organizationId, serie, Prisma.sql`1`));
   if (!counter) throw new SerieNotConfiguredError(serie);
   return counter.first_folio;
 }
@@ -42,15 +42,15 @@ export async function takeFolio(tx: RawDb, emisorId: string, serie: string): Pro
 /** Makes sure each configured serie has its counter row (start-up; idempotent). */
 export async function ensureSeries(
   db: RawDb,
-  emisorId: string,
+  organizationId: string,
   series: readonly { serie: string; kind: 'I' | 'E' | 'P' }[],
 ): Promise<void> {
   for (const s of series) {
     await execute(
       db,
       Prisma.sql`
-        INSERT INTO series (id, emisor_id, serie, kind) VALUES (timbra_uuid7(), ${emisorId}::uuid, ${s.serie}, ${s.kind})
-        ON CONFLICT (emisor_id, serie) DO NOTHING`,
+        INSERT INTO series (id, organization_id, serie, kind) VALUES (timbra_uuid7(), ${organizationId}::uuid, ${s.serie}, ${s.kind})
+        ON CONFLICT (organization_id, serie) DO NOTHING`,
     );
   }
 }

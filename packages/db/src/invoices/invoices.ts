@@ -57,7 +57,11 @@ export interface NewInvoice {
  * caller's transaction (the serie's counter row may be locked until commit: every round trip saved
  * is throughput). @returns the new invoices' ids, in input order.
  */
-export async function insertInvoices(tx: RawDb, emisorId: string, invoices: readonly NewInvoice[]): Promise<string[]> {
+export async function insertInvoices(
+  tx: RawDb,
+  organizationId: string,
+  invoices: readonly NewInvoice[],
+): Promise<string[]> {
   if (invoices.length === 0) return [];
   for (const i of invoices) {
     if (!INITIAL_STATUSES.includes(i.status)) throw new InvalidTransitionError(null, i.status);
@@ -82,9 +86,9 @@ export async function insertInvoices(tx: RawDb, emisorId: string, invoices: read
         ) WITH ORDINALITY AS i(payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio, fecha, moneda,
                                sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request, ord)
       ), invoice AS (
-        INSERT INTO invoices (id, emisor_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio,
+        INSERT INTO invoices (id, organization_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio,
                               fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request)
-        SELECT timbra_uuid7(), ${emisorId}::uuid, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
+        SELECT timbra_uuid7(), ${organizationId}::uuid, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
                folio, fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request
         FROM input ORDER BY ord
         RETURNING id, stamp_key, status

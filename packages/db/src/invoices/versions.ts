@@ -196,7 +196,7 @@ export async function freezeVersion(tx: Tx, v: NewVersion): Promise<number | und
         INSERT INTO invoice_versions (id, invoice_id, version, frozen_xml, cadena_original, fecha, stamp_key, reason, created_by, created_at)
         SELECT timbra_uuid7(), id, version, frozen_xml, cadena_original, fecha, stamp_key, 'issued', 'system', created_at
         FROM invoices WHERE id = ${v.invoiceId}::uuid
-        ON CONFLICT (invoice_id, version) DO NOTHING`,
+        ON CONFLICT (invoice_id, version, organization_id) DO NOTHING`,
     );
     await execute(
       tx,

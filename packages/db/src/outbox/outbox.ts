@@ -37,7 +37,7 @@ export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
     INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
     SELECT timbra_uuid7(), s.kind, s.invoice_id, s.stamp_key, s.cancel_request_id FROM (${source}) AS s
-    ON CONFLICT (stamp_key) DO NOTHING
+    ON CONFLICT (stamp_key, organization_id) DO NOTHING
     RETURNING id`;
 }
 

@@ -149,7 +149,7 @@ function ledgerUpsertSql(calls: readonly (PacCallRecord & { invoiceId: string; v
     SELECT COALESCE(a.id, timbra_uuid7()), a.invoice_id, a.pac, a.outcome, a.uuid, a.code, a.version, a.duration_ms
     FROM json_to_recordset(${JSON.stringify(entries)}::json)
          AS a(id uuid, invoice_id uuid, version int, pac text, outcome text, uuid text, code text, duration_ms int)
-    ON CONFLICT (id) DO UPDATE
+    ON CONFLICT (id, organization_id) DO UPDATE
       SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
 }
 

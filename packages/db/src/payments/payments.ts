@@ -64,7 +64,7 @@ export interface InsertedPayment {
  */
 export async function insertPaymentsTakingFolios(
   tx: RawDb,
-  serie: { emisorId: string; serie: string },
+  serie: { organizationId: string; serie: string },
   payments: readonly NewPayment[],
 ): Promise<InsertedPayment[]> {
   const rows = await insertPaymentRows(tx, serie, payments);
@@ -83,7 +83,7 @@ export async function insertPaymentsWithoutFolios(
 
 async function insertPaymentRows(
   tx: RawDb,
-  serie: { emisorId: string; serie: string } | null,
+  serie: { organizationId: string; serie: string } | null,
   payments: readonly NewPayment[],
 ): Promise<{ id: string; index: number; folio: number | null }[]> {
   if (payments.length === 0) return [];
@@ -116,7 +116,7 @@ async function insertPaymentRows(
         SELECT id, ord, row_number() OVER (ORDER BY ord) AS n
         FROM (SELECT payment.id, min(input.ord) AS ord FROM payment JOIN input USING (provider, external_id) GROUP BY payment.id) AS firsts
       ), counter AS (
-        ${serie ? takeFoliosSql(serie.emisorId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`) : Prisma.sql`SELECT NULL::int AS first_folio`}
+        ${serie ? takeFoliosSql(serie.organizationId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`) : Prisma.sql`SELECT NULL::int AS first_folio`}
       )
       SELECT numbered.id, numbered.ord, (counter.first_folio + numbered.n - 1)::int AS folio
       FROM numbered LEFT JOIN counter ON true`,

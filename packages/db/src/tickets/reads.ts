@@ -50,11 +50,11 @@ export function globalPeriodWithTickets(db: Db, id: string) {
 }
 
 /** An issued period by its key, with its invoices' ids by folio; throws when it has not been issued. */
-export function issuedGlobalPeriod(db: Db, key: { emisorId: string; periodicidad: string; startsOn: string }) {
+export function issuedGlobalPeriod(db: Db, key: { organizationId: string; periodicidad: string; startsOn: string }) {
   return db.globalPeriod.findUniqueOrThrow({
     where: {
-      emisorId_periodicidad_startsOn: {
-        emisorId: key.emisorId,
+      organizationId_periodicidad_startsOn: {
+        organizationId: key.organizationId,
         periodicidad: key.periodicidad,
         startsOn: new Date(`${key.startsOn}T00:00:00Z`),
       },
@@ -92,16 +92,16 @@ const lateRow = z.object({ oldest_open: z.string().nullable(), unstamped_ends_at
  */
 export async function globalBacklog(
   db: RawDb,
-  emisorId: string,
+  organizationId: string,
 ): Promise<{ oldestOpen: { periodicidad: string; startsOn: string } | null; oldestUnstampedEndsAt: Date | null }> {
   const [row] = await queryRows(
     db,
     lateRow,
     Prisma.sql`SELECT
-      (SELECT periodicidad || ' ' || period_starts_on::text FROM tickets WHERE status = 'open' AND emisor_id = ${emisorId}::uuid
+      (SELECT periodicidad || ' ' || period_starts_on::text FROM tickets WHERE status = 'open' AND organization_id = ${organizationId}::uuid
         ORDER BY period_starts_on LIMIT 1) AS oldest_open,
       (SELECT min(gp.ends_at) FROM global_periods gp JOIN invoices i ON i.global_period_id = gp.id
-        WHERE gp.emisor_id = ${emisorId}::uuid AND i.status NOT IN ('stamped', 'cancel_requested', 'cancelled')) AS unstamped_ends_at`,
+        WHERE gp.organization_id = ${organizationId}::uuid AND i.status NOT IN ('stamped', 'cancel_requested', 'cancelled')) AS unstamped_ends_at`,
   );
   const [periodicidad, startsOn] = row?.oldest_open?.split(' ') ?? [];
   return {

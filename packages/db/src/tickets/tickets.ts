@@ -19,7 +19,7 @@ export const TICKET_STATUSES = ['open', 'self_invoiced', 'in_global', 'refunded'
 export type TicketStatus = (typeof TICKET_STATUSES)[number];
 
 export interface PeriodKey {
-  emisorId: string;
+  organizationId: string;
   periodicidad: string;
   /** First local day, YYYY-MM-DD. */
   startsOn: string;
@@ -43,7 +43,7 @@ const ticketRow = z.object({
 });
 
 const openPeriodRow = z.object({
-  emisor_id: col.uuid,
+  organization_id: col.uuid,
   periodicidad: col.text,
   period_starts_on: col.text,
   tickets: col.bigint,
@@ -88,7 +88,7 @@ function ticketState(r: z.infer<typeof ticketRow>): TicketState {
 }
 
 function periodLockKey(p: PeriodKey): Prisma.Sql {
-  return Prisma.sql`hashtextextended(${`timbra:global:${p.emisorId}:${p.periodicidad}:${p.startsOn}`}, 0)`;
+  return Prisma.sql`hashtextextended(${`timbra:global:${p.organizationId}:${p.periodicidad}:${p.startsOn}`}, 0)`;
 }
 
 /**
@@ -105,7 +105,7 @@ export async function lockGlobalPeriod(tx: RawDb, period: PeriodKey, mode: 'shar
   const [row] = await queryRows(
     tx,
     existsRow,
-    Prisma.sql`SELECT EXISTS (SELECT 1 FROM global_periods WHERE emisor_id = ${period.emisorId}::uuid
+    Prisma.sql`SELECT EXISTS (SELECT 1 FROM global_periods WHERE organization_id = ${period.organizationId}::uuid
       AND periodicidad = ${period.periodicidad} AND starts_on = ${period.startsOn}::date) AS exists`,
   );
   return row!.exists;
@@ -123,15 +123,19 @@ export interface NewTicket {
 }
 
 /** Inserts tickets (their periods' locks held shared by the caller). @returns their ids, in order. */
-export async function insertTickets(tx: RawDb, emisorId: string, tickets: readonly NewTicket[]): Promise<string[]> {
+export async function insertTickets(
+  tx: RawDb,
+  organizationId: string,
+  tickets: readonly NewTicket[],
+): Promise<string[]> {
   if (tickets.length === 0) return [];
   const c = <T>(f: (t: NewTicket) => T): T[] => tickets.map(f);
   const rows = await queryRows(
     tx,
     insertedTicketRow,
     Prisma.sql`
-      INSERT INTO tickets (emisor_id, payment_id, code, total, forma_pago, parts, periodicidad, period_starts_on, occurred_at)
-      SELECT ${emisorId}::uuid, payment_id, code, total, forma_pago, parts, periodicidad, period_starts_on, occurred_at
+      INSERT INTO tickets (organization_id, payment_id, code, total, forma_pago, parts, periodicidad, period_starts_on, occurred_at)
+      SELECT ${organizationId}::uuid, payment_id, code, total, forma_pago, parts, periodicidad, period_starts_on, occurred_at
       FROM unnest(${c((t) => t.paymentId)}::uuid[], ${c((t) => t.code)}::text[], ${c((t) => t.total)}::numeric[],
                   ${c((t) => t.formaPago)}::text[], ${c((t) => JSON.stringify(t.parts))}::jsonb[],
                   ${c((t) => t.periodicidad)}::text[], ${c((t) => t.periodStartsOn)}::date[],
@@ -146,14 +150,14 @@ export async function insertTickets(tx: RawDb, emisorId: string, tickets: readon
 /** The periods that have open tickets (oldest first), with how many. */
 export async function periodsWithOpenTickets(
   db: RawDb,
-  emisorId: string,
+  organizationId: string,
 ): Promise<{ periodicidad: string; startsOn: string; tickets: number }[]> {
   const rows = await queryRows(
     db,
     openPeriodRow,
-    Prisma.sql`SELECT emisor_id, periodicidad, period_starts_on::text, count(*) AS tickets FROM tickets
-      WHERE status = 'open' AND emisor_id = ${emisorId}::uuid
-      GROUP BY emisor_id, periodicidad, period_starts_on ORDER BY period_starts_on`,
+    Prisma.sql`SELECT organization_id, periodicidad, period_starts_on::text, count(*) AS tickets FROM tickets
+      WHERE status = 'open' AND organization_id = ${organizationId}::uuid
+      GROUP BY organization_id, periodicidad, period_starts_on ORDER BY period_starts_on`,
   );
   return rows.map((r) => ({ periodicidad: r.periodicidad, startsOn: r.period_starts_on, tickets: r.tickets }));
 }
@@ -164,7 +168,7 @@ export async function lockOpenTickets(tx: RawDb, period: PeriodKey): Promise<Tic
     tx,
     ticketRow,
     Prisma.sql`SELECT ${TICKET_COLUMNS} FROM tickets
-      WHERE emisor_id = ${period.emisorId}::uuid AND periodicidad = ${period.periodicidad}
+      WHERE organization_id = ${period.organizationId}::uuid AND periodicidad = ${period.periodicidad}
         AND period_starts_on = ${period.startsOn}::date AND status = 'open'
       ORDER BY occurred_at, code FOR UPDATE`,
   );
@@ -175,11 +179,11 @@ export async function lockOpenTickets(tx: RawDb, period: PeriodKey): Promise<Tic
 /** Locks one ticket (FOR UPDATE): by its code, or by its payment. */
 export async function lockTicket(
   tx: RawDb,
-  where: { emisorId: string; code: string } | { paymentId: string },
+  where: { organizationId: string; code: string } | { paymentId: string },
 ): Promise<TicketState | undefined> {
   const condition =
     'code' in where
-      ? Prisma.sql`emisor_id = ${where.emisorId}::uuid AND code = ${where.code}`
+      ? Prisma.sql`organization_id = ${where.organizationId}::uuid AND code = ${where.code}`
       : Prisma.sql`payment_id = ${where.paymentId}::uuid`;
   const [row] = await queryRows(
     tx,
@@ -226,9 +230,9 @@ export async function recordGlobalPeriod(
   await execute(
     tx,
     Prisma.sql`
-      INSERT INTO global_periods (id, emisor_id, periodicidad, starts_on, ends_on, starts_at, ends_at, meses, year,
+      INSERT INTO global_periods (id, organization_id, periodicidad, starts_on, ends_on, starts_at, ends_at, meses, year,
                                   status, tickets, total, parts, issued_by)
-      VALUES (${period.id}::uuid, ${period.emisorId}::uuid, ${period.periodicidad}, ${period.startsOn}::date,
+      VALUES (${period.id}::uuid, ${period.organizationId}::uuid, ${period.periodicidad}, ${period.startsOn}::date,
               ${period.endsOn}::date, ${period.startsAt}, ${period.endsAt}, ${period.meses}, ${period.year},
               ${period.parts > 0 ? 'issued' : 'empty'}, ${period.tickets}, ${period.total}::numeric, ${period.parts},
               ${period.issuedBy})`,
