@@ -777,6 +777,17 @@ describe('openapi.yaml', () => {
     }
   });
 
+  it('names every operation once, in camelCase (the typed client names its calls after them)', () => {
+    const methods = ['get', 'post', 'put', 'patch', 'delete'];
+    const ids = Object.values(doc.paths).flatMap((ops) =>
+      Object.entries(ops)
+        .filter(([m]) => methods.includes(m))
+        .map(([, op]) => (op as { operationId?: string }).operationId ?? '(none)'),
+    );
+    expect(ids.filter((id) => !/^[a-z][A-Za-z]+$/.test(id))).toEqual([]);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+  });
+
   it('calls every documented operation', () => {
     const methods = ['get', 'post', 'put', 'patch', 'delete'];
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
