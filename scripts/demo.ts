@@ -22,13 +22,14 @@
  * fails when any configured secret (API key, webhook secrets, CSD password, PAC and dashboard
  * passwords, sandbox admin token) appears in their logs. `.ci/run` runs it with both flags.
  */
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { verifyWebhook, WebhookSignatureError } from '@timbra/client';
 import { demoTable, runDemo, runGlobalDemo, waitForDeliveries } from './demo/demo-client.ts';
 import { runOrganizationDemo } from './demo/organization-demo.ts';
 import { freePort, SAT_DIR } from '@timbra/test-support';
@@ -105,20 +106,18 @@ const system = await startLocalSystem(
 );
 const stop = stopOnSignals(system, out);
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The signature check docs/outbound.md gives a receiver: HMAC-SHA256 of `t.body`, constant-time. */
-function verified(body: string, header: string, secret: string): boolean {
-  const pairs = header.split(',').map((kv) => kv.split('=') as [string, string]);
-  const t = pairs.find(([k]) => k === 't')?.[1];
-  const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
-  return pairs
-    .filter(([k]) => k === 'v1')
-    .some(([, v]) => {
-      const given = Buffer.from(v, 'hex');
-      return given.length === expected.length && timingSafeEqual(given, expected);
-    });
+/** The receiver's check, as an integrator writes it with @timbra/client. */
+function verifiedBy(body: string, header: string, secret: string): boolean {
+  try {
+    verifyWebhook(body, header, secret);
+    return true;
+  } catch (error) {
+    if (error instanceof WebhookSignatureError) return false;
+    throw error;
+  }
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let ok = false;
 /** The webhook endpoint's signing secret, once registered: checked against the logs like the rest. */
@@ -171,7 +170,7 @@ try {
     const missing = rows.filter((r) => !stampedIds.has(r.id));
     if (missing.length > 0)
       throw new Error(`no invoice.stamped webhook for ${missing.map((r) => r.serieFolio).join(', ')}`);
-    const forged = received.filter((r) => !verified(r.body, r.signature, endpoint.secret));
+    const forged = received.filter((r) => !verifiedBy(r.body, r.signature, endpoint.secret));
     if (forged.length > 0) throw new Error(`${forged.length} webhook(s) whose Timbra-Signature does not verify`);
     const types = [...new Set(received.map((r) => r.type))].sort();
     out(

@@ -6,6 +6,7 @@
  * table to print. Used by `npm run demo` (local
  * processes) and by the compose `demo` profile (containers).
  */
+import { createTimbra } from '@timbra/client';
 import { ProviderSandboxClient } from '@timbra/provider-client';
 
 export interface DemoOptions {
@@ -261,19 +262,27 @@ export async function runDemo(options: DemoOptions): Promise<{ rows: DemoRow[]; 
   );
   sent.push({ externalId: wrong.paymentIntent.id, note: 'Stripe, corrected (PATCH)' });
 
-  const pos = JSON.stringify({
-    externalId: `pos-${run}`,
-    amount: '250.00',
-    currency: 'MXN',
-    occurredAt: new Date().toISOString(),
-    description: 'Venta de mostrador',
-    email: DEMO_EMAIL,
-  });
-  const restHeaders = { ...auth, 'idempotency-key': `demo-${run}` };
-  await post('/v1/payments', pos, restHeaders, 201);
-  const replay = await post('/v1/payments', pos, restHeaders, 201);
+  // The store's own code: @timbra/client, typed from openapi.yaml. Its retries reuse one key a call;
+  // here the store sends the same sale twice on purpose, with its own key.
+  const timbra = createTimbra({ baseUrl: apiUrl, apiKey: options.apiKey });
+  const counterSale = {
+    params: { header: { 'Idempotency-Key': `demo-${run}` } },
+    body: {
+      externalId: `pos-${run}`,
+      amount: '250.00',
+      currency: 'MXN',
+      occurredAt: new Date().toISOString(),
+      description: 'Venta de mostrador',
+      email: DEMO_EMAIL,
+    },
+  };
+  const first = await timbra.POST('/v1/payments', counterSale);
+  const replay = await timbra.POST('/v1/payments', counterSale);
+  if (first.response.status !== 201 || replay.response.status !== 201 || replay.data?.id !== first.data?.id) {
+    throw new Error(`POST /v1/payments twice: HTTP ${first.response.status}, ${replay.response.status}`);
+  }
   log(
-    `[demo] the same POST /v1/payments with the same Idempotency-Key → 201 again, Idempotent-Replayed: ${replay.headers.get('idempotent-replayed')}`,
+    `[demo] the same POST /v1/payments with the same Idempotency-Key (@timbra/client) → 201 again, Idempotent-Replayed: ${replay.response.headers.get('idempotent-replayed')}`,
   );
   sent.push({ externalId: `pos-${run}`, note: 'REST, Idempotency-Key' });
 

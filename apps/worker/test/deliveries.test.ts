@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import Stripe from 'stripe';
+import { verifyWebhook, WebhookSignatureError } from '@timbra/client';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import {
   claimDueDeliveries,
@@ -413,6 +414,15 @@ describe('webhooks to the merchant', () => {
     expect(verifyAsDocumented(request.body, header, ep.secret)).toBe(true);
     expect(verifyAsDocumented(request.body, header, newEndpointSecret())).toBe(false);
     expect(verifyAsDocumented(request.body.replace('stamped', 'stampee'), header, ep.secret)).toBe(false);
+    // @timbra/client's verifier, as an integrator's receiver calls it.
+    expect(verifyWebhook(request.body, header, ep.secret)).toMatchObject({ type: 'invoice.stamped' });
+    expect(() => verifyWebhook(request.body, header, newEndpointSecret())).toThrow(WebhookSignatureError);
+    expect(() => verifyWebhook(request.body.replace('stamped', 'stampee'), header, ep.secret)).toThrow(
+      /no v1 .* matches/,
+    );
+    expect(() => verifyWebhook(request.body, header, ep.secret, { now: () => Date.now() + 301_000 })).toThrow(
+      /outside the tolerance/,
+    );
     const event = JSON.parse(request.body) as {
       id: string;
       type: string;
@@ -437,6 +447,7 @@ describe('webhooks to the merchant', () => {
     expect(stripe.webhooks.signature!.verifyHeader(during.body, header, ep.secret, 300)).toBe(true);
     expect(verifyAsDocumented(during.body, header, ep.secret)).toBe(true);
     expect(verifyAsDocumented(during.body, header, fresh!)).toBe(true);
+    expect(verifyWebhook(during.body, header, fresh!).data.object).toMatchObject({ id: invoice.id });
     // Grace over: the old secret no longer verifies the next delivery.
     const newest = await rotateEndpointSecret(prisma, ep.id, 0);
     const replay = await replayDelivery(
@@ -452,6 +463,8 @@ describe('webhooks to the merchant', () => {
     expect(afterHeader.match(/v1=/g)).toHaveLength(1);
     expect(verifyAsDocumented(after.body, afterHeader, newest!)).toBe(true);
     expect(verifyAsDocumented(after.body, afterHeader, fresh!)).toBe(false);
+    expect(() => verifyWebhook(after.body, afterHeader, fresh!)).toThrow(WebhookSignatureError);
+    expect(verifyWebhook(after.body, afterHeader, [fresh!, newest!]).id).toBe(after.headers['timbra-event-id']);
   });
 
   it('a receiver that fails and times out gets the same body again with backoff until it answers 2xx', async () => {
