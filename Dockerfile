@@ -23,8 +23,11 @@ COPY apps/worker/package.json apps/worker/
 COPY apps/pac-sandbox/package.json apps/pac-sandbox/
 COPY packages/test-support/package.json packages/test-support/
 COPY packages/provider-client/package.json packages/provider-client/
+COPY packages/client/package.json packages/client/
 COPY apps/provider-sandbox/package.json apps/provider-sandbox/
-# npm ci's postinstall generates the Prisma client: it needs the schema and the generator's stub.
+# npm ci's postinstall generates the Prisma client (it needs the schema and the generator's stub) and
+# @timbra/client's types (from the API's spec).
+COPY apps/api/openapi.yaml apps/api/
 COPY prisma.config.ts ./
 COPY prisma ./prisma
 COPY packages/db/scripts packages/db/scripts
@@ -39,7 +42,7 @@ RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
  && cp -a package.json package-lock.json prisma node_modules /prod/ \
  && cp -a scripts/healthcheck.mjs /prod/scripts/ \
  && cp -a apps/api apps/worker /prod/apps/ \
- && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/globals packages/provider-client /prod/packages/ \
+ && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/globals packages/provider-client packages/client /prod/packages/ \
  && cp -a sat/README.md sat/catalogos sat/cfd /prod/sat/ \
  && rm -rf /prod/node_modules/@timbra/pac-sandbox /prod/node_modules/@timbra/provider-sandbox \
       /prod/node_modules/@timbra/test-support /prod/node_modules/libxmljs2
