@@ -40,9 +40,15 @@ describe('@timbra/client', () => {
     });
     expect(refused.data).toBeUndefined();
     expect(refused.response.status).toBe(422);
-    expect(refused.error!.error.code).toBe('validation_failed');
+    expect(refused.error!.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'validation_failed',
+      param: 'amount',
+    });
     const unknown = await createTimbra({ baseUrl: api.url, apiKey: 'nobody-0123456789abcdef' }).GET('/v1/payments');
     expect(unknown.response.status).toBe(401);
+    expect(unknown.error!.error.type).toBe('authentication_error');
+    expect(unknown.error!.error.param).toBeUndefined();
   });
 
   it('asks again with the same Idempotency-Key when the answer is lost, and the API records the payment once', async () => {

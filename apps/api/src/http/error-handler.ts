@@ -1,9 +1,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { DomainError } from '../domain-errors.ts';
-import { API_ERRORS, ApiError, fromDomainError } from './errors.ts';
+import { API_ERRORS, ApiError, errorTypeOf, fromDomainError, paramOf } from './errors.ts';
 
-/** One error middleware: `{ error: { code, message, details?, requestId } }`; never a stack trace. */
+/** One error middleware: `{ error: { type, code, message, param?, details?, requestId } }`; never a stack trace. */
 export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = error as { type?: string; status?: number; message?: string };
@@ -24,10 +24,13 @@ export function errorHandler(logger: Logger) {
       logger.warn({ code: apiError.code, requestId: req.requestId }, apiError.message);
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.set(k, v);
     res.locals.errorCode = apiError.code;
+    const param = paramOf(apiError.details);
     res.status(apiError.status).json({
       error: {
+        type: errorTypeOf(apiError.code),
         code: apiError.code,
         message: apiError.message || API_ERRORS[apiError.code].message,
+        ...(param !== undefined ? { param } : {}),
         ...(apiError.details !== undefined ? { details: apiError.details } : {}),
         requestId: req.requestId,
       },

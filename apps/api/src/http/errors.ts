@@ -151,6 +151,33 @@ export const API_ERRORS = {
 
 export type ApiErrorCode = keyof typeof API_ERRORS;
 
+/** The family of an error (as Stripe's `type`), for code that handles a kind of failure alike. */
+export const API_ERROR_TYPES = [
+  'invalid_request_error',
+  'idempotency_error',
+  'authentication_error',
+  'permission_error',
+  'rate_limit_error',
+  'api_error',
+] as const;
+export type ApiErrorType = (typeof API_ERROR_TYPES)[number];
+
+export function errorTypeOf(code: ApiErrorCode): ApiErrorType {
+  if (code.startsWith('idempotency_') || code === 'invalid_idempotency_key') return 'idempotency_error';
+  const { status } = API_ERRORS[code];
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 429) return 'rate_limit_error';
+  return status >= 500 ? 'api_error' : 'invalid_request_error';
+}
+
+/** The request field an error is about: the first problem's path, when its details name one. */
+export function paramOf(details: unknown): string | undefined {
+  if (!Array.isArray(details)) return undefined;
+  const path = (details[0] as { path?: unknown } | undefined)?.path;
+  return typeof path === 'string' && path !== '' ? path : undefined;
+}
+
 // Every domain error code is an API error code: the compiler refuses a domain code without its status.
 const _domainCodesAreApiCodes: readonly ApiErrorCode[] = DOMAIN_ERROR_CODES;
 
