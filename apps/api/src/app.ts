@@ -28,6 +28,7 @@ import { ticketRoutes } from './tickets/ticket-routes.ts';
 import { selfInvoicePage, SELF_INVOICE_PATH } from './tickets/self-invoice-page.ts';
 import { webhookEventRoutes } from './provider-webhooks/webhook-event-routes.ts';
 import { deliveryRoutes } from './deliveries/delivery-routes.ts';
+import { eventRoutes } from './deliveries/event-routes.ts';
 import { webhookEndpointRoutes } from './deliveries/webhook-endpoint-routes.ts';
 import type { RecordPaymentDeps } from './payments/record-payment.ts';
 import { webhookIngest } from './provider-webhooks/webhook-ingest.ts';
@@ -233,6 +234,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
     }),
   );
   v1.use(deliveryRoutes({ prisma: deps.prisma }));
+  v1.use(eventRoutes({ prisma: deps.prisma }));
   return v1;
 }
 

@@ -33,6 +33,26 @@ describe('@timbra/client', () => {
     expect(listed.data!.data.map((p) => p.id)).toEqual([payment.id]);
   });
 
+  it("lists the events a payment made, by the object and by type, in the webhooks' shape", async () => {
+    const timbra = createTimbra({ baseUrl: api.url, apiKey: KEYS.pos });
+    const made = await timbra.POST('/v1/payments', {
+      body: { externalId: 'C-ev', amount: '58.00', currency: 'MXN', occurredAt: recent() },
+    });
+    const paymentId = made.data!.id;
+    const listed = await timbra.GET('/v1/events', { params: { query: { paymentId } } });
+    expect(listed.data!.data.map((e) => e.type)).toEqual(['payment.recorded']);
+    const [event] = listed.data!.data;
+    expect(event!.data.object).toMatchObject({ id: paymentId, amount: '58.00' });
+    expect((await timbra.GET('/v1/events/{id}', { params: { path: { id: event!.id } } })).data).toEqual(event);
+    const byType = await timbra.GET('/v1/events', { params: { query: { type: 'payment.recorded', limit: 100 } } });
+    expect(byType.data!.data.every((e) => e.type === 'payment.recorded')).toBe(true);
+    expect(byType.data!.data.map((e) => e.id)).toContain(event!.id);
+    const none = await timbra.GET('/v1/events', { params: { query: { type: 'refund.recorded', paymentId } } });
+    expect(none.data!.data).toEqual([]);
+    const bad = await timbra.GET('/v1/events', { params: { query: { paymentId: 'nope' } } });
+    expect(bad.error!.error).toMatchObject({ code: 'validation_failed', param: 'paymentId' });
+  });
+
   it('answers a refusal as a typed error with its code', async () => {
     const timbra = createTimbra({ baseUrl: api.url, apiKey: KEYS.pos });
     const refused = await timbra.POST('/v1/payments', {

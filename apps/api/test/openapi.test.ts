@@ -540,6 +540,12 @@ describe('openapi.yaml', () => {
     conforms('/v1/deliveries', 'get', await request('get', '/v1/deliveries?status=lost', { headers: auth }));
     conforms('/v1/deliveries/{id}', 'get', await request('get', `/v1/deliveries/${deliveryId}`, { headers: auth }));
     conforms('/v1/deliveries/{id}', 'get', await request('get', `/v1/deliveries/${unknown}`, { headers: auth }));
+    const eventList = await request('get', `/v1/events?type=invoice.stamped`, { headers: auth });
+    conforms('/v1/events', 'get', eventList);
+    const eventId = (JSON.parse(eventList.body) as { data: { id: string }[] }).data[0]!.id;
+    conforms('/v1/events', 'get', await request('get', '/v1/events?type=invoice.lost', { headers: auth }));
+    conforms('/v1/events/{id}', 'get', await request('get', `/v1/events/${eventId}`, { headers: auth }));
+    conforms('/v1/events/{id}', 'get', await request('get', `/v1/events/${unknown}`, { headers: auth }));
     const replayPath = '/v1/deliveries/{id}/replay';
     conforms(
       replayPath,

@@ -45,6 +45,31 @@ export interface DeliveryFilter {
   status?: DeliveryStatus | undefined;
 }
 
+export interface EventFilter {
+  type?: string | undefined;
+  invoiceId?: string | undefined;
+  paymentId?: string | undefined;
+  refundId?: string | undefined;
+}
+
+/** The outbound events, newest first: what webhooks carried (or would have), kept as long as retention keeps them. */
+export function listEvents(db: Db, filter: EventFilter, page: PageQuery) {
+  return db.event.findMany({
+    where: {
+      ...(filter.type ? { type: filter.type } : {}),
+      ...(filter.invoiceId ? { invoiceId: filter.invoiceId } : {}),
+      ...(filter.paymentId ? { paymentId: filter.paymentId } : {}),
+      ...(filter.refundId ? { refundId: filter.refundId } : {}),
+      ...afterCursor(page.cursor),
+    },
+    ...pageWindow(page),
+  });
+}
+
+export function eventById(db: Db, id: string) {
+  return db.event.findUnique({ where: { id } });
+}
+
 /** Deliveries (emails and webhooks) with their events, newest first. */
 export function listDeliveries(db: Db, filter: DeliveryFilter, page: PageQuery) {
   return db.delivery.findMany({
