@@ -546,6 +546,11 @@ describe('openapi.yaml', () => {
     conforms('/v1/events', 'get', await request('get', '/v1/events?type=invoice.lost', { headers: auth }));
     conforms('/v1/events/{id}', 'get', await request('get', `/v1/events/${eventId}`, { headers: auth }));
     conforms('/v1/events/{id}', 'get', await request('get', `/v1/events/${unknown}`, { headers: auth }));
+    const testPath = '/v1/webhook-endpoints/{id}/test';
+    const tested = await request('post', `${endpoints}/${endpointId}/test`, { json: {}, headers: admin });
+    expect(tested.statusCode).toBe(202);
+    conforms(testPath, 'post', tested);
+    conforms(testPath, 'post', await request('post', `${endpoints}/${unknown}/test`, { json: {}, headers: admin }));
     const replayPath = '/v1/deliveries/{id}/replay';
     conforms(
       replayPath,

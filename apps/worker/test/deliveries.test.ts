@@ -18,6 +18,8 @@ import {
   replayDelivery,
   resendInvoiceEmail,
   rotateEndpointSecret,
+  sendTestEvent,
+  setEndpointStatus,
 } from '@timbra/db/deliveries';
 import { backlogOf } from '@timbra/db/organizations';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
@@ -431,6 +433,32 @@ describe('webhooks to the merchant', () => {
     expect(event).toMatchObject({ type: 'invoice.stamped', data: { object: { id: invoice.id, uuid: invoice.uuid } } });
     expect(request.headers['timbra-event-id']).toBe(event.id);
     expect(request.headers['content-type']).toBe('application/json');
+  });
+
+  it('a test event goes to the endpoint that asked for it only, signed like any other; never to a disabled one', async () => {
+    const asked = await endpoint(['invoice.stamped']);
+    const other = await endpoint(['*']);
+    const sent = await sendTestEvent(prisma, asked.id, 'test');
+    expect(sent).toMatchObject({ id: expect.any(String) });
+    const d = dispatcher();
+    await deliverUntil(d, () =>
+      receiver.requests.some((r) => r.body.includes('endpoint.test') && r.body.includes(asked.id)),
+    );
+    const got = receiver.requests.filter((r) => r.body.includes('endpoint.test') && r.body.includes(asked.id));
+    expect(got).toHaveLength(1);
+    const event = verifyWebhook(got[0]!.body, String(got[0]!.headers['timbra-signature']), asked.secret);
+    expect(event).toMatchObject({
+      type: 'endpoint.test',
+      data: { object: { object: 'webhook_endpoint', id: asked.id } },
+    });
+    expect(() => verifyWebhook(got[0]!.body, String(got[0]!.headers['timbra-signature']), other.secret)).toThrow(
+      WebhookSignatureError,
+    );
+    const deliveries = await prisma.delivery.findMany({ where: { eventId: event.id } });
+    expect(deliveries.map((x) => [x.endpointId, x.channel, x.status])).toEqual([[asked.id, 'webhook', 'delivered']]);
+    await setEndpointStatus(prisma, asked.id, 'disabled', 'test');
+    expect(await sendTestEvent(prisma, asked.id, 'test')).toEqual({ refused: 'endpoint_disabled' });
+    expect(await sendTestEvent(prisma, randomUUID(), 'test')).toBeUndefined();
   });
 
   it('during a secret rotation each delivery carries a signature with each secret; after it, only the new one', async () => {

@@ -5,7 +5,7 @@
  */
 import { Router } from 'express';
 import { isUuid, type PrismaClient } from '@timbra/db';
-import { eventById, EVENT_TYPES, listEvents } from '@timbra/db/deliveries';
+import { eventById, EVENT_TYPES, listEvents, TEST_EVENT_TYPE } from '@timbra/db/deliveries';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { listParams, pageOf } from '../http/lists.ts';
@@ -33,6 +33,7 @@ export function eventView(e: EventRow) {
 }
 
 const OBJECT_FILTERS = ['invoiceId', 'paymentId', 'refundId'] as const;
+const TYPES: readonly string[] = [...EVENT_TYPES, TEST_EVENT_TYPE];
 
 export function eventRoutes(deps: { prisma: PrismaClient }): Router {
   const { prisma } = deps;
@@ -47,8 +48,8 @@ export function eventRoutes(deps: { prisma: PrismaClient }): Router {
     for (const name of OBJECT_FILTERS)
       if (q(name) !== undefined && !isUuid(q(name)!)) problems.push({ path: name, message: 'a UUID' });
     const type = q('type');
-    if (type !== undefined && !(EVENT_TYPES as readonly string[]).includes(type))
-      problems.push({ path: 'type', message: `one of ${EVENT_TYPES.join(', ')}` });
+    if (type !== undefined && !TYPES.includes(type))
+      problems.push({ path: 'type', message: `one of ${TYPES.join(', ')}` });
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
     const rows = await listEvents(
       prisma,

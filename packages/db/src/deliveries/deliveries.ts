@@ -29,6 +29,13 @@ export const EVENT_TYPES = [
   'global.issued',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+/**
+ * A test event (POST /v1/webhook-endpoints/:id/test): delivered to the endpoint that asked for it
+ * only; not an event type an endpoint subscribes to.
+ */
+export const TEST_EVENT_TYPE = 'endpoint.test';
+/** Every event type a delivery may carry. */
+export type DeliveredEventType = EventType | typeof TEST_EVENT_TYPE;
 
 export type DeliveryChannel = 'email' | 'webhook';
 
@@ -39,7 +46,7 @@ const claimedRow = z.object({
   recipient: col.text.nullable(),
   created_at: z.date(),
   event_id: col.uuid,
-  event_type: z.enum(EVENT_TYPES),
+  event_type: z.enum([...EVENT_TYPES, TEST_EVENT_TYPE]),
   event_data: col.json,
   event_created_at: z.date(),
   invoice_id: col.uuid.nullable(),
@@ -57,7 +64,7 @@ export interface ClaimedDelivery {
   attempt: number;
   /** When the delivery was written (its retry window starts here). */
   createdAt: Date;
-  event: { id: string; type: EventType; data: unknown; createdAt: Date; invoiceId: string | null };
+  event: { id: string; type: DeliveredEventType; data: unknown; createdAt: Date; invoiceId: string | null };
   /** A webhook's endpoint; `previousSecret` while a rotation's grace period lasts. */
   endpoint: { id: string; url: string; secret: string; previousSecret: string | null } | null;
   /** An email's address. */

@@ -4,6 +4,8 @@ export {
   DELIVERY_CHANNEL,
   deliveryBackoffMs,
   EVENT_TYPES,
+  TEST_EVENT_TYPE,
+  type DeliveredEventType,
   recordDeliveryAttempt,
   releaseDeliveryClaim,
   type AttemptOutcome,
@@ -17,6 +19,7 @@ export {
   replayDelivery,
   resendInvoiceEmail,
   rotateEndpointSecret,
+  sendTestEvent,
   setEndpointStatus,
 } from './operator-actions.ts';
 export {

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from '../generated/client.ts';
-import { buryPendingDeliveries, DELIVERY_CHANNEL, EVENT_TYPES, type EventType } from './deliveries.ts';
+import { buryPendingDeliveries, DELIVERY_CHANNEL, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from './deliveries.ts';
 import { col, execute, queryRows, type Db } from '../sql.ts';
 
 /**
@@ -39,6 +39,38 @@ export async function replayDelivery(
   return { id: replay!.id };
 }
 
+/**
+ * A test event for one endpoint, with its one webhook delivery (signed and sent by the worker like any
+ * other): `data.object` names the endpoint. Refused while the endpoint is disabled.
+ */
+export async function sendTestEvent(
+  db: Db,
+  endpointId: string,
+  by: string,
+): Promise<{ id: string } | { refused: 'endpoint_disabled' } | undefined> {
+  const [endpoint] = await queryRows(
+    db,
+    endpointRow,
+    Prisma.sql`SELECT status, url FROM webhook_endpoints WHERE id = ${endpointId}::uuid`,
+  );
+  if (!endpoint) return undefined;
+  if (endpoint.status === 'disabled') return { refused: 'endpoint_disabled' };
+  const object = { object: 'webhook_endpoint', id: endpointId, url: endpoint.url, message: 'A test event from Timbra.' };
+  const [delivery] = await queryRows(
+    db,
+    eventDeliveryRow,
+    Prisma.sql`WITH event AS (
+        INSERT INTO events (type, data) VALUES (${TEST_EVENT_TYPE}, ${JSON.stringify(object)}::jsonb) RETURNING id)
+      INSERT INTO deliveries (channel, event_id, endpoint_id, requested_by)
+      SELECT 'webhook', event.id, ${endpointId}::uuid, ${by} FROM event
+      RETURNING id, event_id`,
+  );
+  await notifyDeliveries(db, delivery!.event_id);
+  return { id: delivery!.id };
+}
+
+const endpointRow = z.object({ status: col.text, url: col.text });
+const eventDeliveryRow = z.object({ id: col.uuid, event_id: col.uuid });
 const resendEventRow = z.object({ id: col.uuid, type: z.enum(EVENT_TYPES), email: col.text.nullable() });
 const originalRow = z.object({ event_id: col.uuid, endpoint_status: col.text.nullable() });
 const idRow = z.object({ id: col.uuid });
