@@ -55,7 +55,12 @@ export async function sendTestEvent(
   );
   if (!endpoint) return undefined;
   if (endpoint.status === 'disabled') return { refused: 'endpoint_disabled' };
-  const object = { object: 'webhook_endpoint', id: endpointId, url: endpoint.url, message: 'A test event from Timbra.' };
+  const object = {
+    object: 'webhook_endpoint',
+    id: endpointId,
+    url: endpoint.url,
+    message: 'A test event from Timbra.',
+  };
   const [delivery] = await queryRows(
     db,
     eventDeliveryRow,
