@@ -1,10 +1,17 @@
 /**
- * The delivery log (`GET /v1/deliveries`, one delivery with every attempt, an endpoint's deliveries)
- * and replays. Emails are deliveries too: `?invoiceId=…` shows both.
+ * The delivery log (`GET /v1/deliveries`, one delivery with every attempt, an endpoint's deliveries),
+ * replays, and an endpoint's test event. Emails are deliveries too: `?invoiceId=…` shows both.
  */
 import { Router, type Request, type Response } from 'express';
 import { isUuid, type PrismaClient } from '@timbra/db';
-import { deliveryById, DELIVERY_STATUSES, endpointById, listDeliveries, replayDelivery } from '@timbra/db/deliveries';
+import {
+  deliveryById,
+  DELIVERY_STATUSES,
+  endpointById,
+  listDeliveries,
+  replayDelivery,
+  sendTestEvent,
+} from '@timbra/db/deliveries';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { listParams, pageOf } from '../http/lists.ts';
@@ -116,6 +123,14 @@ export function deliveryRoutes(deps: { prisma: PrismaClient }): Router {
     if (!replay) throw new ApiError('not_found');
     if ('refused' in replay) throw new ApiError('endpoint_disabled');
     res.status(202).json(deliveryView((await deliveryById(prisma, replay.id))!));
+  });
+
+  /** A signed test event to this endpoint only (202, its delivery): a receiver checked before real events flow. */
+  router.post('/webhook-endpoints/:id/test', async (req: Request, res: Response) => {
+    const sent = await sendTestEvent(prisma, String(req.params.id), `api:${req.client!.name}`);
+    if (!sent) throw new ApiError('not_found');
+    if ('refused' in sent) throw new ApiError('endpoint_disabled');
+    res.status(202).json(deliveryView((await deliveryById(prisma, sent.id))!));
   });
 
   return router;

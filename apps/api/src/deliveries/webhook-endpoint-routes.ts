@@ -1,7 +1,8 @@
 /**
  * The merchant's webhook endpoints (admin keys: they receive every customer's data): register one
- * (its signing secret shown once), list, change, enable or disable it, rotate its secret, send it a
- * test event. Their deliveries: delivery-routes.ts. docs/webhooks.md tells a receiver how to verify and dedupe.
+ * (its signing secret shown once), list, change, enable or disable it, rotate its secret. Their
+ * deliveries and test events: delivery-routes.ts. docs/webhooks.md tells a receiver how to verify
+ * and dedupe.
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
@@ -14,12 +15,9 @@ import {
   endpointAddressProblem,
   EVENT_TYPES,
   newEndpointSecret,
-  deliveryById,
   rotateEndpointSecret,
-  sendTestEvent,
   setEndpointStatus,
 } from '@timbra/db/deliveries';
-import { deliveryView } from './delivery-routes.ts';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { listParams, pageOf, validation } from '../http/lists.ts';
@@ -186,14 +184,6 @@ export function webhookEndpointRoutes(deps: {
     const secret = await rotateEndpointSecret(prisma, id, (parsed.data.graceHours ?? 24) * 3_600_000);
     if (!secret) throw new ApiError('not_found');
     res.json({ ...endpointView((await endpointById(prisma, id))!), secret });
-  });
-
-  /** A signed test event to this endpoint only (202, its delivery): a receiver checked before real events flow. */
-  router.post('/webhook-endpoints/:id/test', async (req: Request, res: Response) => {
-    const sent = await sendTestEvent(prisma, String(req.params.id), `api:${req.client!.name}`);
-    if (!sent) throw new ApiError('not_found');
-    if ('refused' in sent) throw new ApiError('endpoint_disabled');
-    res.status(202).json(deliveryView((await deliveryById(prisma, sent.id))!));
   });
 
   return router;
