@@ -9,7 +9,7 @@ import type { RedisConnection } from '@timbra/db/redis';
 import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { requestPlumbing } from './http/plumbing.ts';
-import { apiKeyAuth, requireScopes } from './keys/auth.ts';
+import { apiKeyAuth, apiVersion, requireScopes } from './keys/auth.ts';
 import { DASHBOARD_PATH } from './operations/dashboard.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
 import type { Metrics } from './http/metrics.ts';
@@ -187,6 +187,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
   );
   v1.use(express.json({ limit: deps.bodyLimit, strict: true }));
   v1.use(apiKeyAuth(deps.prisma, failures));
+  v1.use(apiVersion);
   v1.use(requireScopes);
   v1.use(refuseUnstorableInput);
   const paymentDeps = {

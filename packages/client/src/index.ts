@@ -22,11 +22,16 @@ export type { components, operations, paths };
 export type Schemas = components['schemas'];
 export type Timbra = Client<paths>;
 
+/** The API version this client's types describe (openapi.yaml's `info.version`); sent as Timbra-Version. */
+export const TIMBRA_API_VERSION = '2026-12-05';
+
 export interface TimbraOptions {
   /** Where the API listens, e.g. `http://localhost:3000`. */
   baseUrl: string;
   /** An API key (`tk_live_…`, `tk_test_…`, or a deployment's own). Sent as a bearer token. */
   apiKey: string;
+  /** The API version to be answered in (docs/versioning.md). Default: TIMBRA_API_VERSION, the types'. */
+  apiVersion?: string;
   /** Attempts after the first, for a call that may be repeated. Default 2. */
   retries?: number;
   /** The first wait between attempts, doubled each time (at most 5 s). Default 250 ms. `Retry-After` wins. */
@@ -42,7 +47,10 @@ const MAX_WAIT_MS = 30_000;
 export function createTimbra(options: TimbraOptions): Timbra {
   const client = createClient<paths>({
     baseUrl: options.baseUrl,
-    headers: { authorization: `Bearer ${options.apiKey}` },
+    headers: {
+      authorization: `Bearer ${options.apiKey}`,
+      'timbra-version': options.apiVersion ?? TIMBRA_API_VERSION,
+    },
     fetch: retrying(options),
   });
   client.use(idempotencyKeys);
@@ -112,6 +120,8 @@ export interface TimbraEvent {
   id: string;
   type: string;
   createdAt: string;
+  /** The API version `data.object` is written in (docs/versioning.md). */
+  apiVersion: string;
   data: { object: Record<string, unknown> };
 }
 

@@ -1,6 +1,6 @@
 /**
  * The outbound events (`GET /v1/events`, one by id): what the webhooks carry, in the same shape as a
- * delivery's body (`id`, `type`, `createdAt`, `data.object`), with the ids of the objects it is about.
+ * delivery's body (`id`, `type`, `createdAt`, `apiVersion`, `data.object`), with the ids of the objects it is about.
  * A receiver that missed deliveries reads them here; retention keeps them as long as their deliveries.
  */
 import { Router } from 'express';
@@ -17,6 +17,7 @@ interface EventRow {
   paymentId: string | null;
   refundId: string | null;
   data: unknown;
+  apiVersion: string;
   createdAt: Date;
 }
 
@@ -25,6 +26,7 @@ export function eventView(e: EventRow) {
     id: e.id,
     type: e.type,
     createdAt: e.createdAt.toISOString(),
+    apiVersion: e.apiVersion,
     data: { object: e.data },
     invoiceId: e.invoiceId,
     paymentId: e.paymentId,

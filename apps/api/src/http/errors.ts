@@ -19,6 +19,10 @@ export const API_ERRORS = {
     message: 'A query parameter this list does not take; the message names those it does.',
   },
   invalid_idempotency_key: { status: 400, message: 'Idempotency-Key must be 1–255 printable ASCII characters.' },
+  unknown_api_version: {
+    status: 400,
+    message: 'Timbra-Version names no version of this API; details list those it has (docs/versioning.md).',
+  },
   idempotency_required: {
     status: 400,
     message: 'Send an Idempotency-Key header or an externalId: without either, a retry would record this twice.',

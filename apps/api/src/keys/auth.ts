@@ -1,6 +1,15 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { PrismaClient } from '@timbra/db';
-import { findApiKey, keyPrefix, touchApiKey, type Scope } from '@timbra/db/keys';
+import {
+  API_VERSIONS,
+  CURRENT_API_VERSION,
+  findApiKey,
+  isApiVersion,
+  keyPrefix,
+  touchApiKey,
+  type ApiVersion,
+  type Scope,
+} from '@timbra/db/keys';
 import { ApiError } from '../http/errors.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 
@@ -8,12 +17,16 @@ export interface ApiClientIdentity {
   id: string;
   name: string;
   scopes: readonly Scope[];
+  /** The API version the key is answered in unless a request names another. */
+  apiVersion: string;
 }
 
 declare module 'express-serve-static-core' {
   interface Request {
     client?: ApiClientIdentity;
     requestId?: string;
+    /** The API version this request is answered in (Timbra-Version, else its key's). */
+    apiVersion?: ApiVersion;
   }
 }
 
@@ -79,4 +92,25 @@ export function requireScopes(req: Request, _res: Response, next: NextFunction):
   } catch (error) {
     next(error);
   }
+}
+
+/**
+ * Middleware after authentication: the request is answered in the version its `Timbra-Version` names,
+ * else in its key's — the current one for the platform key (docs/versioning.md); the answer says
+ * which in its own `Timbra-Version`.
+ */
+export function apiVersion(req: Request, res: Response, next: NextFunction): void {
+  const asked = req.get('timbra-version');
+  const version = asked ?? req.client?.apiVersion ?? CURRENT_API_VERSION;
+  if (!isApiVersion(version)) {
+    next(
+      new ApiError('unknown_api_version', undefined, [
+        { path: 'Timbra-Version', message: `one of ${API_VERSIONS.join(', ')}` },
+      ]),
+    );
+    return;
+  }
+  req.apiVersion = version;
+  res.set('Timbra-Version', version);
+  next();
 }

@@ -15,6 +15,7 @@ import {
   SCOPES,
   API_KEY_NAME_RULE,
   isApiKeyName,
+  API_VERSIONS,
   type ApiKeyView,
   type KeyMode,
 } from '@timbra/db/keys';
@@ -26,6 +27,8 @@ export const createKeySchema = z
   .object({
     name: z.string().refine(isApiKeyName, API_KEY_NAME_RULE),
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length).optional(),
+    /** The version the key is answered in (docs/versioning.md); default: the current one. */
+    apiVersion: z.enum(API_VERSIONS).optional(),
   })
   .strict();
 
@@ -36,6 +39,7 @@ export function keyView(k: ApiKeyView) {
     prefix: k.prefix,
     scopes: k.scopes,
     source: k.source,
+    apiVersion: k.apiVersion,
     createdAt: k.createdAt.toISOString(),
     lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
     revokedAt: k.revokedAt?.toISOString() ?? null,
@@ -56,6 +60,7 @@ export function keyRoutes(prisma: PrismaClient, mode: KeyMode = 'live'): Router 
         parsed.data.name,
         [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)],
         mode,
+        parsed.data.apiVersion,
       );
       // The only time the key is seen: it is stored hashed.
       res.status(201).json({ key: made.key, ...keyView(made.apiKey) });

@@ -8,6 +8,7 @@
  * `/v1/organizations` is the platform key's (organization-routes.ts).
  */
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { apiVersion } from '../keys/auth.ts';
 import type { Logger } from 'pino';
 import { brandedPdf, type Csd } from '@timbra/cfdi-core';
 import { emisorCsd, type KeyVault } from '@timbra/cfdi-node';
@@ -182,6 +183,7 @@ function managementApp(deps: PlatformDeps, apps: OrganizationApps): Express {
   requestPlumbing(manage, deps);
   manage.use(
     '/v1/organizations',
+    apiVersion,
     organizationRoutes({
       ...deps.routes,
       clients: deps.clients,

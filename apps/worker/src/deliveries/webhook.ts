@@ -19,6 +19,7 @@ export function webhookBody(event: ClaimedDelivery['event']): string {
     id: event.id,
     type: event.type,
     createdAt: event.createdAt.toISOString(),
+    apiVersion: event.apiVersion,
     data: { object: event.data },
   });
 }

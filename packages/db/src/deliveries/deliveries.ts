@@ -49,6 +49,7 @@ const claimedRow = z.object({
   event_type: z.enum([...EVENT_TYPES, TEST_EVENT_TYPE]),
   event_data: col.json,
   event_created_at: z.date(),
+  event_api_version: col.text,
   invoice_id: col.uuid.nullable(),
   endpoint_id: col.uuid.nullable(),
   endpoint_url: col.text.nullable(),
@@ -64,7 +65,15 @@ export interface ClaimedDelivery {
   attempt: number;
   /** When the delivery was written (its retry window starts here). */
   createdAt: Date;
-  event: { id: string; type: DeliveredEventType; data: unknown; createdAt: Date; invoiceId: string | null };
+  event: {
+    id: string;
+    type: DeliveredEventType;
+    data: unknown;
+    createdAt: Date;
+    /** The API version its data was written in. */
+    apiVersion: string;
+    invoiceId: string | null;
+  };
   /** A webhook's endpoint; `previousSecret` while a rotation's grace period lasts. */
   endpoint: { id: string; url: string; secret: string; previousSecret: string | null } | null;
   /** An email's address. */
@@ -91,7 +100,7 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
         FROM due WHERE d.id = due.id
         RETURNING d.*)
       SELECT c.id, c.channel, c.attempts, c.recipient, c.created_at, e.id AS event_id, e.type AS event_type,
-             e.data AS event_data, e.created_at AS event_created_at, e.invoice_id,
+             e.data AS event_data, e.created_at AS event_created_at, e.api_version AS event_api_version, e.invoice_id,
              w.id AS endpoint_id, w.url AS endpoint_url, w.secret AS endpoint_secret,
              CASE WHEN w.previous_secret_expires_at > ${new Date()} THEN w.previous_secret END AS endpoint_previous_secret
       FROM claimed c JOIN events e ON e.id = c.event_id LEFT JOIN webhook_endpoints w ON w.id = c.endpoint_id
@@ -107,6 +116,7 @@ export async function claimDueDeliveries(db: Db, limit: number, leaseMs: number)
       type: r.event_type,
       data: r.event_data,
       createdAt: r.event_created_at,
+      apiVersion: r.event_api_version,
       invoiceId: r.invoice_id,
     },
     endpoint:

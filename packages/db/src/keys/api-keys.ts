@@ -4,6 +4,7 @@
  * authentication, its admin routes, the ops CLI and the start-up bootstrap all call here.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { CURRENT_API_VERSION, type ApiVersion } from './api-versions.ts';
 import { z } from 'zod';
 import { Prisma, type PrismaClient } from '../generated/client.ts';
 import { queryRows, type RawDb } from '../sql.ts';
@@ -47,6 +48,8 @@ export interface ApiKeyView {
   prefix: string | null;
   scopes: string[];
   source: string;
+  /** The API version the key is answered in unless a request names another. */
+  apiVersion: string;
   createdAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
@@ -58,6 +61,7 @@ const view = (row: ApiKeyView): ApiKeyView => ({
   prefix: row.prefix,
   scopes: row.scopes,
   source: row.source,
+  apiVersion: row.apiVersion,
   createdAt: row.createdAt,
   lastUsedAt: row.lastUsedAt,
   revokedAt: row.revokedAt,
@@ -71,7 +75,8 @@ export class ApiKeyNameTaken extends Error {
 
 /**
  * Makes a new key (`tk_live_` or, for a test organization, `tk_test_`, then 32 random bytes,
- * base64url) with `scopes`. @returns the key — shown once, never stored — and its row.
+ * base64url) with `scopes`, answered in `apiVersion` (default: the current one). @returns the key —
+ * shown once, never stored — and its row.
  * @throws ApiKeyNameTaken
  */
 export async function createApiKey(
@@ -79,12 +84,13 @@ export async function createApiKey(
   name: string,
   scopes: readonly Scope[],
   mode: KeyMode = 'live',
+  apiVersion: ApiVersion = CURRENT_API_VERSION,
 ): Promise<{ key: string; apiKey: ApiKeyView }> {
   const key = `tk_${mode}_${randomBytes(32).toString('base64url')}`;
   if (!isApiKeyName(name)) throw new RangeError(`an API key's name is ${API_KEY_NAME_RULE}`);
   if (await prisma.apiClient.findFirst({ where: { name } })) throw new ApiKeyNameTaken(name);
   const row = await prisma.apiClient.create({
-    data: { name, keyHash: hashApiKey(key), prefix: keyPrefix(key), scopes: [...scopes], source: 'ops' },
+    data: { name, keyHash: hashApiKey(key), prefix: keyPrefix(key), scopes: [...scopes], source: 'ops', apiVersion },
   });
   return { key, apiKey: view(row) };
 }
@@ -111,17 +117,17 @@ export async function revokeApiKey(
   return view(await prisma.apiClient.update({ where: { id: row.id }, data: { revokedAt: new Date() } }));
 }
 
-/** The key's owner if the key is known and not revoked: its id, name and scopes. */
+/** The key's owner if the key is known and not revoked: its id, name, scopes and API version. */
 export async function findApiKey(
   prisma: Pick<PrismaClient, 'apiClient'>,
   key: string,
-): Promise<{ id: string; name: string; scopes: Scope[] } | undefined> {
+): Promise<{ id: string; name: string; scopes: Scope[]; apiVersion: string } | undefined> {
   const row = await prisma.apiClient.findUnique({
     where: { keyHash: hashApiKey(key) },
-    select: { id: true, name: true, scopes: true, revokedAt: true },
+    select: { id: true, name: true, scopes: true, revokedAt: true, apiVersion: true },
   });
   if (!row || row.revokedAt) return undefined;
-  return { id: row.id, name: row.name, scopes: row.scopes.filter(isScope) };
+  return { id: row.id, name: row.name, scopes: row.scopes.filter(isScope), apiVersion: row.apiVersion };
 }
 
 /**

@@ -1,4 +1,5 @@
-/** `@timbra/db/keys`: API keys and Idempotency-Keys. */
+/** `@timbra/db/keys`: API keys, their API versions, and Idempotency-Keys. */
+export { API_VERSIONS, CURRENT_API_VERSION, isApiVersion, type ApiVersion } from './api-versions.ts';
 export {
   SCOPES,
   DEFAULT_SCOPES,
