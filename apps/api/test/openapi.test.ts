@@ -25,6 +25,7 @@ const documentUrl = new URL('../openapi.yaml', import.meta.url);
 const doc = parse(readFileSync(documentUrl, 'utf8')) as {
   paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
   components: { schemas: Record<string, { properties: Record<string, unknown>; required: string[] }> };
+  webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: object }> } } }>;
 };
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -153,6 +154,40 @@ describe('openapi.yaml', () => {
       'get',
       await request('get', `/v1/payments/${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}`, { headers: auth }),
     );
+
+    // Metadata: set, filtered on, refused past its limits, and on an invoice.
+    const paymentMetadata = (json: object) => request('patch', `/v1/payments/${payment.id}`, { json, headers: auth });
+    conforms('/v1/payments/{id}', 'patch', await paymentMetadata({ metadata: { order: 'A-1', store: 'norte' } }));
+    conforms('/v1/payments/{id}', 'patch', await paymentMetadata({ metadata: { 'a[b]': 'x' } }));
+    conforms('/v1/payments/{id}', 'patch', await paymentMetadata({ metadata: {}, amount: '1.00' }));
+    conforms(
+      '/v1/payments',
+      'get',
+      await request('get', '/v1/payments?metadata[order]=A-1&metadata[store]=norte', { headers: auth }),
+    );
+    conforms(
+      '/v1/payments',
+      'get',
+      await request('get', `/v1/payments?metadata[${'k'.repeat(41)}]=1`, { headers: auth }),
+    );
+    const invoiceMetadata = (id: string, json: object) =>
+      request('patch', `/v1/invoices/${id}/metadata`, { json, headers: auth });
+    conforms(
+      '/v1/invoices/{id}/metadata',
+      'patch',
+      await invoiceMetadata(payment.invoices[0]!.id, { metadata: { order: 'A-1' } }),
+    );
+    conforms(
+      '/v1/invoices/{id}/metadata',
+      'patch',
+      await invoiceMetadata(payment.invoices[0]!.id, { metadata: { big: 'x'.repeat(501) } }),
+    );
+    conforms(
+      '/v1/invoices/{id}/metadata',
+      'patch',
+      await invoiceMetadata(`${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}`, { metadata: { a: 'b' } }),
+    );
+    conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?metadata[order]=A-1', { headers: auth }));
 
     const refunds = `/v1/payments/${payment.id}/refunds`;
     const refundPath = '/v1/payments/{id}/refunds';
@@ -786,6 +821,37 @@ describe('openapi.yaml', () => {
     } finally {
       await platform.close();
     }
+  });
+
+  it("describes every event's webhook body in its `webhooks:` section, one per event type", async () => {
+    const documented = Object.keys(doc.webhooks).sort();
+    const enumTypes = (doc.components.schemas.EventType as unknown as { enum: string[] }).enum;
+    expect(documented).toEqual([...enumTypes, 'endpoint.test'].sort());
+    // Every event the runs above made, as the worker sends it (the events list keeps the same fields).
+    const seen = new Set<string>();
+    let cursor: string | null = null;
+    do {
+      const page = JSON.parse(
+        (await request('get', `/v1/events?limit=100${cursor ? `&cursor=${cursor}` : ''}`, { headers: auth })).body,
+      ) as { data: (Record<string, unknown> & { type: string })[]; nextCursor: string | null };
+      for (const { invoiceId: _i, paymentId: _p, refundId: _r, ...body } of page.data) {
+        seen.add(body.type);
+        const schema = doc.webhooks[body.type]!.post.requestBody.content['application/json']!.schema;
+        const validate = ajv.compile({ ...schema, components: doc.components });
+        const valid = validate(body);
+        expect({ type: body.type, errors: valid ? null : validate.errors }).toEqual({ type: body.type, errors: null });
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect([...seen].sort()).toEqual(
+      expect.arrayContaining([
+        'endpoint.test',
+        'invoice.failed',
+        'invoice.stamped',
+        'payment.recorded',
+        'refund.recorded',
+      ]),
+    );
   });
 
   it('names every operation once, in camelCase (the typed client names its calls after them)', () => {

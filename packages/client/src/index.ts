@@ -15,9 +15,9 @@
  */
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { components, operations, paths } from './generated/schema.ts';
+import type { components, operations, paths, webhooks } from './generated/schema.ts';
 
-export type { components, operations, paths };
+export type { components, operations, paths, webhooks };
 /** The spec's schemas by name: `Schemas['Payment']`, `Schemas['Invoice']`, … */
 export type Schemas = components['schemas'];
 export type Timbra = Client<paths>;
@@ -115,15 +115,14 @@ function retrying(options: TimbraOptions): (request: Request) => Promise<Respons
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** An outbound event as Timbra POSTs it to a webhook endpoint (docs/outbound.md). */
-export interface TimbraEvent {
-  id: string;
-  type: string;
-  createdAt: string;
-  /** The API version `data.object` is written in (docs/versioning.md). */
-  apiVersion: string;
-  data: { object: Record<string, unknown> };
-}
+type WebhookRequest<T extends keyof webhooks> = NonNullable<webhooks[T]['post']>['requestBody'];
+type WebhookBodyOf<T extends keyof webhooks> = NonNullable<WebhookRequest<T>>['content']['application/json'];
+
+/**
+ * An outbound event as Timbra POSTs it to a webhook endpoint (docs/outbound.md), from the spec's
+ * `webhooks:` section: narrowing on `type` gives `data.object` its shape.
+ */
+export type TimbraEvent = { [T in keyof webhooks]: WebhookBodyOf<T> & { type: T } }[keyof webhooks];
 
 export type WebhookSignatureProblem = 'signature_missing' | 'signature_mismatch' | 'signature_expired';
 

@@ -32,6 +32,15 @@ describe('verifyWebhook', () => {
     expect(verifyWebhook(Buffer.from(body), header, 'whsec_a', { now: at }).id).toBe('evt_1');
   });
 
+  it("narrows on the event's type to its object's shape, from the spec's webhooks section", () => {
+    const event = verifyWebhook(body, `t=${t},${v1('whsec_a')}`, 'whsec_a', { now: at });
+    // A compile-time check as much as a run-time one: `uuid` exists only on an invoice's events.
+    const uuid = event.type === 'invoice.stamped' ? event.data.object.uuid : 'not an invoice';
+    expect(uuid).toBeUndefined();
+    const amount = event.type === 'payment.recorded' ? event.data.object.amount : 'not a payment';
+    expect(amount).toBe('not a payment');
+  });
+
   it('accepts any v1 that matches any of the secrets given (a rotation, either side)', () => {
     const header = `t=${t},${v1('whsec_new')},${v1('whsec_old')}`;
     expect(verifyWebhook(body, header, 'whsec_old', { now: at }).id).toBe('evt_1');

@@ -42,6 +42,18 @@ export { GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { hasUnstorableText, isStorableText } from './text.ts';
 export { pingDatabase } from './health.ts';
 export {
+  changeMetadata,
+  metadataKeyProblems,
+  metadataProblems,
+  metadataValueProblems,
+  metadataWhere,
+  newMetadata,
+  providerMetadata,
+  METADATA_LIMITS,
+  type Metadata,
+  type MetadataTable,
+} from './metadata.ts';
+export {
   databaseTrouble,
   isTransactionConflict,
   retryOnConflict,

@@ -128,7 +128,7 @@ describe('the migrated database matches the Prisma schema', () => {
     await expect(
       prisma.$executeRaw`UPDATE invoices SET status = 'lost' WHERE id = ${invoice.id}::uuid`,
     ).rejects.toThrow(/invalid input value for enum invoice_status/);
-    const { id: _id, createdAt: _c, updatedAt: _u, request: _r, ...copy } = invoice;
+    const { id: _id, createdAt: _c, updatedAt: _u, request: _r, metadata: _m, ...copy } = invoice;
     await expect(
       prisma.invoice.create({
         data: { ...copy, status: 'pending', problems: copy.problems ?? [], uuid: null, folio: 2 },

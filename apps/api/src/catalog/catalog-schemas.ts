@@ -17,6 +17,7 @@ import {
 } from '@timbra/cfdi-core';
 import { isStorableText } from '@timbra/db';
 import type { ReceptorInput } from '../payments/build-ingreso.ts';
+import { metadataSchema } from '../http/schemas.ts';
 
 /** A percentage as merchants write it: "16", "10.6667", "26.5". */
 const percent = z.string().regex(/^\d{1,3}(\.\d{1,4})?$/, 'a percentage like "16" or "10.6667"');
@@ -159,6 +160,8 @@ export const customerSchema = z
       .optional(),
     /** Some RFCs the SAT issued do not match their own check digit: set to accept one anyway. */
     acceptCheckDigitMismatch: z.boolean().optional(),
+    /** The merchant's own strings; never in a CFDI. */
+    metadata: metadataSchema.optional(),
   })
   .strict();
 export type CustomerInput = z.output<typeof customerSchema>;

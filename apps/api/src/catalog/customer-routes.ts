@@ -8,10 +8,11 @@ import {
   type CustomerConflict,
   type CustomerRow,
 } from '@timbra/db/catalog';
+import { changeMetadata, newMetadata } from '@timbra/db';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
-import { listParams, pageOf } from '../http/lists.ts';
+import { changed, listParams, metadataFilter, pageOf } from '../http/lists.ts';
 import { customerProblems, customerSchema } from './catalog-schemas.ts';
 import { parse, type CatalogRoutesDeps } from './product-routes.ts';
 
@@ -26,6 +27,7 @@ export function customerView(c: CustomerRow) {
     email: c.email,
     stripeCustomerId: c.stripeCustomerId,
     mercadoPagoPayerId: c.mercadoPagoPayerId,
+    metadata: c.metadata,
     createdAt: c.createdAt.toISOString(),
     updatedAt: c.updatedAt.toISOString(),
   };
@@ -60,6 +62,7 @@ export function customerRoutes(deps: CatalogRoutesDeps): Router {
           email: input.email ?? null,
           stripeCustomerId: input.stripeCustomerId ?? null,
           mercadoPagoPayerId: input.mercadoPagoPayerId ?? null,
+          metadata: newMetadata(input.metadata),
         }),
       );
       return { status: 201, body: customerView(customer) };
@@ -69,8 +72,8 @@ export function customerRoutes(deps: CatalogRoutesDeps): Router {
   router.patch('/customers/:id', async (req: Request, res: Response) => {
     const id = String(req.params.id);
     const input = parse(customerSchema.partial().strict(), req.body);
-    const { acceptCheckDigitMismatch, ...fields } = input;
-    if (Object.keys(fields).length === 0)
+    const { acceptCheckDigitMismatch, metadata, ...fields } = input;
+    if (Object.keys(fields).length === 0 && metadata === undefined)
       throw new ApiError('validation_failed', undefined, [{ path: '', message: 'give at least one field' }]);
     const current = await findCustomer(deps.prisma, { id });
     if (!current) throw new ApiError('not_found');
@@ -86,7 +89,11 @@ export function customerRoutes(deps: CatalogRoutesDeps): Router {
       ...(fields.rfc === undefined ? { acceptCheckDigitMismatch: true } : {}),
     });
     if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
-    const customer = written(await updateCustomer(deps.prisma, id, fields));
+    // The fields and the metadata change together or not at all.
+    const customer = await deps.prisma.$transaction(async (tx) => {
+      if (metadata !== undefined) changed(await changeMetadata(tx, 'customers', id, metadata));
+      return written(await updateCustomer(tx, id, fields));
+    });
     res.json(customerView(customer));
   });
 
@@ -97,9 +104,9 @@ export function customerRoutes(deps: CatalogRoutesDeps): Router {
   });
 
   router.get('/customers', async (req, res) => {
-    const { limit, cursor } = listParams(req, ['rfc']);
+    const { limit, cursor } = listParams(req, ['rfc', 'metadata']);
     const rfc = typeof req.query.rfc === 'string' ? req.query.rfc.toUpperCase() : undefined;
-    const rows = await listCustomers(deps.prisma, { rfc }, { limit, cursor });
+    const rows = await listCustomers(deps.prisma, { rfc, metadata: metadataFilter(req) }, { limit, cursor });
     res.json(pageOf(rows, limit, customerView));
   });
 

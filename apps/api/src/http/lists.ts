@@ -4,7 +4,7 @@
  */
 import type { Request } from 'express';
 import type { z } from 'zod';
-import { isUuid } from '@timbra/db';
+import { isUuid, metadataKeyProblems, metadataValueProblems, METADATA_LIMITS, type Metadata } from '@timbra/db';
 import { ApiError } from './errors.ts';
 
 /** 422 validation_failed naming every field the schema refused. */
@@ -16,17 +16,21 @@ export function validation(error: z.ZodError): ApiError {
   );
 }
 
-/** 400 `unknown_parameter` unless every query parameter of `req` is one of `allowed`. */
+/**
+ * 400 `unknown_parameter` unless every query parameter of `req` is one of `allowed`; `metadata`
+ * allows each `metadata[key]`.
+ */
 export function onlyParams(req: Request, allowed: readonly string[]): void {
-  const unknown = Object.keys(req.query).filter((name) => !allowed.includes(name));
+  const byMetadata = allowed.includes('metadata');
+  const unknown = Object.keys(req.query).filter((name) =>
+    name === 'metadata' || METADATA_PARAM.test(name) ? !byMetadata || name === 'metadata' : !allowed.includes(name),
+  );
+  const takes = allowed.map((name) => (name === 'metadata' ? 'metadata[key]' : name)).join(', ') || 'none';
   if (unknown.length > 0)
     throw new ApiError(
       'unknown_parameter',
-      `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; this list takes ${allowed.join(', ') || 'none'}.`,
-      unknown.map((name) => ({
-        path: name,
-        message: `not a parameter of this list (${allowed.join(', ') || 'none'})`,
-      })),
+      `Unknown query parameter${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; this list takes ${takes}.`,
+      unknown.map((name) => ({ path: name, message: `not a parameter of this list (${takes})` })),
     );
 }
 
@@ -80,4 +84,37 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
   } catch {
     return null;
   }
+}
+
+const METADATA_PARAM = /^metadata\[(.*)\]$/s;
+
+/**
+ * A list's metadata filter: each `metadata[key]=value` query parameter (all of them must match), or
+ * undefined when none is given; 422 naming a key or value the rules refuse, or a key given twice.
+ */
+export function metadataFilter(req: Request): Metadata | undefined {
+  const filter: Metadata = {};
+  const problems: { path: string; message: string }[] = [];
+  for (const [name, value] of Object.entries(req.query)) {
+    const key = METADATA_PARAM.exec(name)?.[1];
+    if (key === undefined) continue;
+    if (typeof value !== 'string') {
+      problems.push({ path: name, message: 'given once, as a string' });
+      continue;
+    }
+    problems.push(...metadataKeyProblems(key, name), ...metadataValueProblems(value, name, false));
+    filter[key] = value;
+  }
+  if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
+  return Object.keys(filter).length > 0 ? filter : undefined;
+}
+
+/** A metadata change's outcome as the API answers it: 404, or 422 when it would pass 50 keys. */
+export function changed<T>(outcome: T | 'not_found' | 'too_many_keys'): T {
+  if (outcome === 'not_found') throw new ApiError('not_found');
+  if (outcome === 'too_many_keys')
+    throw new ApiError('validation_failed', undefined, [
+      { path: 'metadata', message: `at most ${METADATA_LIMITS.keys} keys once changed` },
+    ]);
+  return outcome;
 }

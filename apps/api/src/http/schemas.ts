@@ -1,7 +1,7 @@
 /** Field schemas the creating requests share: ids, stored text, amounts. */
 import { z } from 'zod';
 import { isBlank, parseAmount } from '@timbra/cfdi-core';
-import { isStorableText } from '@timbra/db';
+import { isStorableText, metadataProblems, type Metadata } from '@timbra/db';
 
 /** An id of the caller's: printable ASCII, no spaces. */
 export const printable = (max: number) =>
@@ -22,3 +22,20 @@ export const amountSchema = z.string().superRefine((a, ctx) => {
   const parsed = parseAmount(a, 'MXN');
   if (!parsed.ok) ctx.addIssue({ code: 'custom', message: parsed.problem.message });
 });
+
+/**
+ * The merchant's own strings (`metadata`), checked by @timbra/db's rules: at most 50 keys of 1–40
+ * characters (no square brackets), values up to 500; a value "" removes its key.
+ */
+export const metadataSchema = z.unknown().transform((m, ctx): Metadata => {
+  for (const p of metadataProblems(m, 'metadata'))
+    ctx.addIssue({
+      code: 'custom',
+      path: p.path === 'metadata' ? [] : [p.path.slice('metadata.'.length)],
+      message: p.message,
+    });
+  return m as Metadata;
+});
+
+/** The body of a metadata change: `{ "metadata": { … } }`. */
+export const metadataChangeSchema = z.object({ metadata: metadataSchema }).strict();

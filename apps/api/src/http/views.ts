@@ -61,6 +61,7 @@ export function paymentView(p: Payment & { ticket?: Ticket | null }, invoices: P
     customerId: p.customerId,
     email: p.email,
     tipoCambio: p.tipoCambio ? { rate: p.tipoCambio.toFixed(), source: p.tipoCambioSource } : null,
+    metadata: p.metadata,
     createdAt: p.createdAt.toISOString(),
     invoices: invoices.map(invoiceSummary),
     /** Global mode: the sale's ticket (its code for the customer, and where it stands). */
@@ -164,6 +165,7 @@ export function invoiceView(
     pac: i.pac,
     stampedAt: i.stampedAt?.toISOString() ?? null,
     relatedInvoiceId: i.relatedInvoiceId,
+    metadata: i.metadata,
     createdAt: i.createdAt.toISOString(),
     updatedAt: i.updatedAt.toISOString(),
     cancellations: (i.cancelRequests ?? []).map(cancelRequestView),

@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { type PdfOptions } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
+import { changeMetadata, type PrismaClient } from '@timbra/db';
 import {
   correctionById,
   invoiceWithHistory,
@@ -13,7 +13,8 @@ import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { listParams, pageOf, validation } from '../http/lists.ts';
+import { changed, listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
+import { metadataChangeSchema } from '../http/schemas.ts';
 import { lineSchema } from '../catalog/catalog-schemas.ts';
 import { correctInvoice, type CorrectInvoiceDeps } from './correct-invoice.ts';
 import { replaceInvoice } from './replace-invoice.ts';
@@ -115,6 +116,15 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     });
   });
 
+  /** Changes the invoice's metadata (keys set, "" removes); its CFDI is not touched. */
+  router.patch('/invoices/:id/metadata', async (req, res) => {
+    const id = String(req.params.id);
+    const parsed = metadataChangeSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    changed(await changeMetadata(prisma, 'invoices', id, parsed.data.metadata));
+    res.json(invoiceView(await find(id)));
+  });
+
   /** Every version of the invoice's frozen document, oldest first, with why and by whom each was frozen. */
   router.get('/invoices/:id/versions', async (req, res) => {
     const invoice = await invoiceWithVersions(prisma, String(req.params.id));
@@ -123,7 +133,7 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   });
 
   router.get('/invoices', async (req, res) => {
-    const { limit, cursor } = listParams(req, ['status', 'externalId', 'uuid']);
+    const { limit, cursor } = listParams(req, ['status', 'externalId', 'uuid', 'metadata']);
     const status = INVOICE_STATUSES.find((s) => s === req.query.status);
     if (req.query.status !== undefined && !status) {
       throw new ApiError('validation_failed', undefined, [
@@ -132,11 +142,13 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
     }
     const externalId = typeof req.query.externalId === 'string' ? req.query.externalId : undefined;
     const uuid = typeof req.query.uuid === 'string' ? req.query.uuid.toUpperCase() : undefined;
-    const rows = await listInvoices(prisma, { status, externalId, uuid }, { limit, cursor });
+    const metadata = metadataFilter(req);
+    const rows = await listInvoices(prisma, { status, externalId, uuid, metadata }, { limit, cursor });
     res.json(
       pageOf(rows, limit, (i) => ({
         ...invoiceSummary(i),
         paymentId: i.paymentId,
+        metadata: i.metadata,
         createdAt: i.createdAt.toISOString(),
       })),
     );

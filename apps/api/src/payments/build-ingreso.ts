@@ -66,6 +66,8 @@ export interface PaymentFacts {
   email?: string | null;
   /** TipoCambio of a sale in another currency, and where it came from (exchange-rates.ts). */
   tipoCambio?: { rate: string; source: string } | null;
+  /** The merchant's own strings, kept on the payment; never in the CFDI. */
+  metadata?: Record<string, string>;
   /** Why the Ingreso cannot be frozen as the sale stands (found while resolving it): it waits in needs_data. */
   problems?: readonly ValidationIssue[];
 }

@@ -1,8 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { catalogs, parseAmount, rfcKind } from '@timbra/cfdi-core';
-import { amountSchema, printable, storableText } from '../http/schemas.ts';
-import type { PrismaClient } from '@timbra/db';
+import { amountSchema, metadataChangeSchema, metadataSchema, printable, storableText } from '../http/schemas.ts';
+import { changeMetadata, newMetadata, type PrismaClient } from '@timbra/db';
 import { listPayments, paymentWithInvoices } from '@timbra/db/payments';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -15,7 +15,7 @@ import type { ExchangeRateSource } from './exchange-rates.ts';
 import { lineSchema, rfcCheckDigitProblem } from '../catalog/catalog-schemas.ts';
 import { prepareSale } from './sale.ts';
 import { paymentView, problemView } from '../http/views.ts';
-import { listParams, pageOf, validation } from '../http/lists.ts';
+import { changed, listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
 
 export const createPaymentSchema = z
   .object({
@@ -72,6 +72,8 @@ export const createPaymentSchema = z
       .regex(/^\d{1,12}(\.\d{1,6})?$/, 'a positive decimal with up to 6 decimals')
       .refine((t) => Number(t) > 0, 'greater than 0')
       .optional(),
+    /** The merchant's own strings (an order number, a store): kept on the payment, never in the CFDI. */
+    metadata: metadataSchema.optional(),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -134,6 +136,7 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
       formaPago: input.paymentTerms === 'installments' ? '99' : (input.formaPago ?? deps.defaultFormaPago),
       paymentTerms: input.paymentTerms ?? 'single',
       email: input.email ?? null,
+      metadata: newMetadata(input.metadata),
     };
     const create = async (tx: Tx) => {
       // The lines' products, the customer, the TipoCambio: each refused with its code if wrong.
@@ -175,14 +178,25 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     res.json(paymentView(payment, payment.invoices));
   });
 
+  /** Changes the payment's metadata (the only thing of a payment that changes): keys set, "" removes. */
+  router.patch('/payments/:id', async (req, res) => {
+    const id = String(req.params.id);
+    const parsed = metadataChangeSchema.safeParse(req.body);
+    if (!parsed.success) throw validation(parsed.error);
+    changed(await changeMetadata(deps.prisma, 'payments', id, parsed.data.metadata));
+    const payment = (await paymentWithInvoices(deps.prisma, id))!;
+    res.json(paymentView(payment, payment.invoices));
+  });
+
   router.get('/payments', async (req, res) => {
-    const { limit, cursor } = listParams(req, ['externalId', 'provider', 'uuid']);
+    const { limit, cursor } = listParams(req, ['externalId', 'provider', 'uuid', 'metadata']);
     const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
     // By the provider's (or your) id, and by an invoice's SAT UUID (folio fiscal).
     const externalId = q('externalId');
     const provider = q('provider');
     const uuid = q('uuid')?.toUpperCase();
-    const rows = await listPayments(deps.prisma, { externalId, provider, uuid }, { limit, cursor });
+    const metadata = metadataFilter(req);
+    const rows = await listPayments(deps.prisma, { externalId, provider, uuid, metadata }, { limit, cursor });
     res.json(pageOf(rows, limit, (p) => paymentView(p, p.invoices)));
   });
 

@@ -230,6 +230,7 @@ function newPayment({ facts, clientId }: PaymentToRecord): NewPayment {
     customerId: facts.customerId ?? null,
     tipoCambio: facts.currency !== 'MXN' ? (facts.tipoCambio ?? null) : null,
     email: facts.email ?? null,
+    metadata: facts.metadata ?? {},
   };
 }
 

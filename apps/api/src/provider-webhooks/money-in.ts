@@ -4,6 +4,7 @@
  * was paid (one table per provider). Metadata keys are the same for every provider (docs/webhooks.md).
  */
 import { catalogs } from '@timbra/cfdi-core';
+import { providerMetadata } from '@timbra/db';
 import type { WebhookDelivery } from './record-webhook.ts';
 import { namedReceptor, type ReceptorInput } from '../payments/build-ingreso.ts';
 
@@ -57,6 +58,8 @@ export function moneyIn(received: {
       formaPago: installments ? '99' : received.formaPago,
       paymentTerms: installments ? 'installments' : 'single',
       email: emailOrNull(received.email),
+      // The provider's metadata rides along (its strings, within the limits), for the merchant's own ids.
+      metadata: providerMetadata(received.metadata),
     },
   };
 }

@@ -7,6 +7,7 @@ import { Prisma } from '../generated/client.ts';
 import { isUuid } from '../light.ts';
 import type { Db } from '../sql.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
+import { metadataWhere, type Metadata } from '../metadata.ts';
 
 export type ProductRow = Prisma.ProductGetPayload<object>;
 export type CustomerRow = Prisma.CustomerGetPayload<object>;
@@ -82,9 +83,17 @@ export function updateCustomer(db: Db, id: string, changes: CustomerChanges): Pr
   return db.customer.update({ where: { id }, data: changes }).catch(customerConflict);
 }
 
-export function listCustomers(db: Db, filter: { rfc?: string | undefined }, page: PageQuery) {
+export async function listCustomers(
+  db: Db,
+  filter: { rfc?: string | undefined; metadata?: Metadata | undefined },
+  page: PageQuery,
+) {
   return db.customer.findMany({
-    where: { ...(filter.rfc ? { rfc: filter.rfc } : {}), ...afterCursor(page.cursor) },
+    where: {
+      ...(await metadataWhere(db, 'customers', filter.metadata)),
+      ...(filter.rfc ? { rfc: filter.rfc } : {}),
+      ...afterCursor(page.cursor),
+    },
     ...pageWindow(page),
   });
 }

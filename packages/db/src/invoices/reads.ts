@@ -4,6 +4,7 @@
  */
 import type { Db } from '../sql.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
+import { metadataWhere, type Metadata } from '../metadata.ts';
 import type { InvoiceStatus } from './invoice-status.ts';
 
 const oldestFirst = { orderBy: { createdAt: 'asc' as const } };
@@ -55,11 +56,14 @@ export interface InvoiceFilter {
   /** The payment's external id. */
   externalId?: string | undefined;
   uuid?: string | undefined;
+  /** Every key equal to its value. */
+  metadata?: Metadata | undefined;
 }
 
-export function listInvoices(db: Db, filter: InvoiceFilter, page: PageQuery) {
+export async function listInvoices(db: Db, filter: InvoiceFilter, page: PageQuery) {
   return db.invoice.findMany({
     where: {
+      ...(await metadataWhere(db, 'invoices', filter.metadata)),
       ...(filter.status ? { status: filter.status } : {}),
       ...(filter.externalId ? { payment: { externalId: filter.externalId } } : {}),
       ...(filter.uuid ? { uuid: filter.uuid } : {}),

@@ -47,6 +47,8 @@ export interface NewPayment {
   tipoCambio?: { rate: string; source: string } | null;
   /** Where the customer's copy of its invoices is emailed. */
   email?: string | null;
+  /** The merchant's own strings (metadata.ts); none: {}. */
+  metadata?: Record<string, string>;
 }
 
 /** A payment the insert created: its position in the input (0-based) and the folio taken for its invoice. */
@@ -100,14 +102,14 @@ async function insertPaymentRows(
           ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[],
           ${c((p) => (p.lines ? JSON.stringify(p.lines) : null))}::jsonb[], ${c((p) => p.customerId ?? null)}::uuid[],
           ${c((p) => p.tipoCambio?.rate ?? null)}::numeric[], ${c((p) => p.tipoCambio?.source ?? null)}::text[],
-          ${c((p) => p.email ?? null)}::text[]
+          ${c((p) => p.email ?? null)}::text[], ${c((p) => JSON.stringify(p.metadata ?? {}))}::jsonb[]
         ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
-                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, ord)
+                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata, ord)
       ), payment AS (
         INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email)
+                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata)
         SELECT timbra_uuid7(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email
+               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata
         FROM input ORDER BY ord
         ON CONFLICT (organization_id, provider, external_id) DO NOTHING
         RETURNING id, provider, external_id

@@ -4,6 +4,7 @@
  */
 import type { Db } from '../sql.ts';
 import { afterCursor, pageWindow, type PageQuery } from '../pages.ts';
+import { metadataWhere, type Metadata } from '../metadata.ts';
 
 const WITH_INVOICES = { invoices: true, ticket: true } as const;
 
@@ -21,11 +22,14 @@ export interface PaymentFilter {
   provider?: string | undefined;
   /** An invoice's SAT UUID (folio fiscal), upper case. */
   uuid?: string | undefined;
+  /** Every key equal to its value. */
+  metadata?: Metadata | undefined;
 }
 
-export function listPayments(db: Db, filter: PaymentFilter, page: PageQuery) {
+export async function listPayments(db: Db, filter: PaymentFilter, page: PageQuery) {
   return db.payment.findMany({
     where: {
+      ...(await metadataWhere(db, 'payments', filter.metadata)),
       ...(filter.externalId ? { externalId: filter.externalId } : {}),
       ...(filter.provider ? { provider: filter.provider } : {}),
       ...(filter.uuid ? { invoices: { some: { uuid: filter.uuid } } } : {}),
