@@ -38,8 +38,9 @@ ENV TURBO_TELEMETRY_DISABLED=1
 RUN npx turbo run build && npx tsc -p scripts/demo/tsconfig.build.json && npm prune --omit=dev --ignore-scripts
 # The production tree: the API, the worker, the migration and the packages they import, with the
 # production dependencies; the sandboxes' workspaces and the SAT's test CSDs left out.
-RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts \
+RUN mkdir -p /prod/apps /prod/packages /prod/sat /prod/scripts /prod/docs \
  && cp -a package.json package-lock.json prisma node_modules /prod/ \
+ && cp -a docs/errors.md /prod/docs/ \
  && cp -a scripts/healthcheck.mjs /prod/scripts/ \
  && cp -a apps/api apps/worker /prod/apps/ \
  && cp -a packages/cfdi-core packages/cfdi-node packages/settings packages/db packages/globals packages/provider-client packages/client /prod/packages/ \

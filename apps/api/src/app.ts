@@ -12,6 +12,7 @@ import { requestPlumbing } from './http/plumbing.ts';
 import { apiKeyAuth, apiVersion, requireScopes } from './keys/auth.ts';
 import { DASHBOARD_PATH } from './operations/dashboard.ts';
 import { refuseUnstorableInput } from './http/unstorable-input.ts';
+import { DOCS_PATH, referenceRoutes } from './http/reference.ts';
 import type { Metrics } from './http/metrics.ts';
 import { cancellationRoutes } from './invoices/cancellation-routes.ts';
 import { invoiceDocumentRoutes } from './invoices/document-routes.ts';
@@ -106,6 +107,8 @@ export function createApp(deps: AppDeps) {
     res.json({ ok: true });
   });
   app.get('/readyz', readiness(deps));
+  // The API's reference and its error codes (no key: it is public documentation).
+  app.use(DOCS_PATH, referenceRoutes());
 
   // Webhooks: Stripe signs the raw bytes, so its body is kept raw. A signed delivery is never rate
   // limited (the providers pace their own deliveries and retries); bad signatures count as failed

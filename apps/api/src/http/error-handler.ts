@@ -2,8 +2,9 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { DomainError } from '../domain-errors.ts';
 import { API_ERRORS, ApiError, errorTypeOf, fromDomainError, paramOf } from './errors.ts';
+import { errorDocPath } from './reference.ts';
 
-/** One error middleware: `{ error: { type, code, message, param?, details?, requestId } }`; never a stack trace. */
+/** One error middleware: `{ error: { type, code, message, param?, details?, docUrl, requestId } }`; never a stack trace. */
 export function errorHandler(logger: Logger) {
   return (error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const e = error as { type?: string; status?: number; message?: string };
@@ -32,6 +33,7 @@ export function errorHandler(logger: Logger) {
         message: apiError.message || API_ERRORS[apiError.code].message,
         ...(param !== undefined ? { param } : {}),
         ...(apiError.details !== undefined ? { details: apiError.details } : {}),
+        docUrl: `${req.get('host') ? `${req.protocol}://${req.get('host')}` : ''}${errorDocPath(apiError.code)}`,
         requestId: req.requestId,
       },
     });
