@@ -5,6 +5,7 @@ import { LocalKeyVault } from '@timbra/cfdi-node';
 import { X509Certificate } from 'node:crypto';
 import { certificateVariant, testCaPem, testCsdFiles, TINY_PNG } from '@timbra/test-support';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { API_VERSIONS, CURRENT_API_VERSION } from '@timbra/db/keys';
 
 // Platform mode, as main runs it: one API process, every organization over one pool, and the
 // platform key making a second organization (its keys, its CSD) beside the home one (EMISOR_*).
@@ -82,7 +83,19 @@ describe('platform mode: organizations made through /v1/organizations', () => {
       scopes: ['read', 'write'],
     });
     expect(key.status).toBe(201);
+    expect(key.body.apiVersion).toBe(CURRENT_API_VERSION);
     orgKey = key.body.key as string;
+    // A key pinned to a version: the version asked for, not ignored; an unknown one refused.
+    const pinned = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/keys`, {
+      name: 'pinned',
+      apiVersion: API_VERSIONS[0],
+    });
+    expect([pinned.status, pinned.body.apiVersion]).toEqual([201, API_VERSIONS[0]]);
+    const unknownVersion = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/keys`, {
+      name: 'future',
+      apiVersion: '2999-01-01',
+    });
+    expect([unknownVersion.status, unknownVersion.code]).toEqual([422, 'validation_failed']);
     const early = await call(orgKey, 'POST', '/v1/payments', { ...sale, externalId: 'P-1' });
     expect([early.status, early.code]).toEqual([409, 'organization_without_csd']);
 

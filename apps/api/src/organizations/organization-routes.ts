@@ -231,6 +231,7 @@ function keyRoute(router: Router, deps: OrganizationRoutesDeps, found: (id: stri
         parsed.data.name,
         [...new Set(parsed.data.scopes ?? DEFAULT_SCOPES)],
         organization.mode,
+        parsed.data.apiVersion,
       );
       res.status(201).json({ key: made.key, organization: organization.id, ...keyView(made.apiKey) });
     } catch (error) {
