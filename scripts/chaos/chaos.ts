@@ -59,13 +59,14 @@
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
  * only if the harness catches it (orphans or duplicates).
  */
-import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createTimbra, verifyWebhook, WebhookSignatureError } from '@timbra/client';
 import { createPrisma } from '@timbra/db';
 import { createTestDatabase } from '@timbra/db/testing';
 import { ProviderSandboxClient } from '@timbra/provider-client';
@@ -170,13 +171,15 @@ const receiver = createServer((req, res) => {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks).toString('utf8');
-    const header = String(req.headers['timbra-signature'] ?? '');
-    const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
     const path = req.url ?? '';
-    const expected = createHmac('sha256', hooks.secrets.get(path) ?? '')
-      .update(`${parts.t}.${body}`)
-      .digest();
-    const given = Buffer.from(parts.v1 ?? '', 'hex');
+    // Checked as an integrator checks it: @timbra/client's verifier, with the endpoint's secret.
+    let verified = true;
+    try {
+      verifyWebhook(body, req.headers['timbra-signature'] as string | undefined, hooks.secrets.get(path) ?? '-');
+    } catch (error) {
+      if (!(error instanceof WebhookSignatureError)) throw error;
+      verified = false;
+    }
     const event = JSON.parse(body) as { id: string; type: string; data: { object: { id?: string } } };
     const r = deliveryRandom();
     const answer = r < 0.05 ? 0 : r < 0.15 ? 500 : 200;
@@ -184,7 +187,7 @@ const receiver = createServer((req, res) => {
       eventId: event.id,
       type: event.type,
       invoiceId: event.type.startsWith('invoice.') ? (event.data.object.id ?? null) : null,
-      verified: given.length === expected.length && timingSafeEqual(given, expected),
+      verified,
       answered: answer,
       path,
     });
@@ -458,6 +461,13 @@ try {
   const keyOf = new Map(organizations.map((o) => [o.id, o.key]));
   /** The store's key of the organization `id` (an invoice's `organization_id`). */
   const storeKey = (id: string) => keyOf.get(id) ?? secrets.apiKey;
+  // The harness calls the API as an integrator does: @timbra/client, one per key (its retries off:
+  // deliver() below retries with the same Idempotency-Key, and counts each try).
+  const clients = new Map<string, ReturnType<typeof createTimbra>>();
+  const timbraFor = (key: string) => {
+    if (!clients.has(key)) clients.set(key, createTimbra({ baseUrl: apiUrl, apiKey: key, retries: 0 }));
+    return clients.get(key)!;
+  };
   // Each organization's endpoint, for every event: registered before the first payment.
   for (const o of organizations) {
     const path = o.tag === 'home' ? '/hooks' : `/hooks/${o.tag}`;
@@ -618,25 +628,29 @@ try {
    * minutes itself: on a slow machine sending lasts well past the run's duration, and a payment sent
    * then must get the same patience as one sent on time.
    */
-  async function deliver(onAck: () => void, build: () => { url: string; init: RequestInit }, timeoutMs?: number) {
+  /**
+   * A REST call through @timbra/client until the API says 2xx: the same Idempotency-Key on every try
+   * (the harness is more patient than the client's own retries, which are off here).
+   */
+  async function deliver(
+    onAck: () => void,
+    what: string,
+    send: (signal: AbortSignal) => Promise<{ response: Response; error?: unknown }>,
+    timeoutMs?: number,
+  ) {
     const firstTry = Date.now();
     let last: string;
     for (let attempt = 0; ; attempt++) {
       counters.deliveries++;
       if (attempt > 0) counters.deliveryRetries++;
-      const { url, init } = build();
       await slot();
       try {
-        const response = await fetch(url, {
-          ...init,
-          signal: AbortSignal.timeout(attempt === 0 && timeoutMs ? timeoutMs : 10_000),
-        });
-        const text = await response.text();
+        const { response, error } = await send(AbortSignal.timeout(attempt === 0 && timeoutMs ? timeoutMs : 10_000));
         if (response.ok) {
           onAck();
           return;
         }
-        last = `HTTP ${response.status} ${text.slice(0, 160)}`;
+        last = `HTTP ${response.status} ${JSON.stringify(error ?? null).slice(0, 160)}`;
       } catch (error) {
         if ((error as Error).name === 'TimeoutError') counters.restTimeouts++;
         last = `${(error as Error).name}: ${(error as Error).message}`;
@@ -646,7 +660,7 @@ try {
       const now = Date.now();
       if (now - started > (durationS + 120) * 1000 && now - firstTry > 120_000) {
         // What the API last said tells a refusal of the product from the harness's own patience.
-        log(`gave up on ${init.method ?? 'GET'} ${url} after ${attempt + 1} tries; last: ${last}`);
+        log(`gave up on ${what} after ${attempt + 1} tries; last: ${last}`);
         return;
       }
       await sleep(200 + attempt * 200);
@@ -725,8 +739,8 @@ try {
     const money = (c: number) => (c / 100).toFixed(2);
     return [
       { descripcion: 'Artículo', amount: money(a) },
-      { descripcion: 'Alimento', amount: money(b), taxes: { iva: '0' } },
-      { descripcion: 'Libro', amount: money(centavos - a - b), taxes: { iva: 'exento' } },
+      { descripcion: 'Alimento', amount: money(b), taxes: { iva: '0' as const } },
+      { descripcion: 'Libro', amount: money(centavos - a - b), taxes: { iva: 'exento' as const } },
     ];
   };
 
@@ -772,32 +786,28 @@ try {
       return;
     }
     const named = p.correction === 'wrong-name' || p.correction === 'race-named';
-    const body = JSON.stringify({
+    const body = {
       externalId: p.externalId,
       amount: (p.centavos / 100).toFixed(2),
       currency: 'MXN',
       occurredAt: new Date(started - 10_000).toISOString(),
       email: `cliente-${p.i}@chaos.example`,
+      metadata: { chaos_payment: String(p.i) },
       ...(named
         ? { receptor: { ...XOCHILT, nombre: p.correction === 'wrong-name' ? 'XOCHILT CASAS' : XOCHILT.nombre } }
         : {}),
       ...(p.lines && !p.correction ? { conceptos: linesOf(p.centavos) } : {}),
-    });
+    };
     // A tight first timeout: the client gives up while the API may commit, and retries with the same key.
     await deliver(
       () => void acked.add(paymentKey(p)),
-      () => ({
-        url: `${apiUrl}/v1/payments`,
-        init: {
-          method: 'POST',
+      `POST /v1/payments ${p.externalId}`,
+      (signal) =>
+        timbraFor(storeKey(p.org)).POST('/v1/payments', {
           body,
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${storeKey(p.org)}`,
-            'idempotency-key': `chaos-${p.i}`,
-          },
-        },
-      }),
+          params: { header: { 'Idempotency-Key': `chaos-${p.i}` } },
+          signal,
+        }),
       random() < 0.5 ? 5 : undefined,
     );
     if (p.correction === 'race-named' || p.correction === 'race-public') await raceCorrection(p);
@@ -1002,18 +1012,13 @@ try {
         cancelsPlanned.map((id) =>
           deliver(
             () => void ackedCancels.add(id),
-            () => ({
-              url: `${apiUrl}/v1/invoices/${id}/cancel`,
-              init: {
-                method: 'POST',
-                body: JSON.stringify({ motivo: '02' }),
-                headers: {
-                  'content-type': 'application/json',
-                  authorization: `Bearer ${storeKey(invoiceOrg.get(id) ?? home)}`,
-                  'idempotency-key': `chaos-cancel-${id}`,
-                },
-              },
-            }),
+            `POST /v1/invoices/${id}/cancel`,
+            (signal) =>
+              timbraFor(storeKey(invoiceOrg.get(id) ?? home)).POST('/v1/invoices/{id}/cancel', {
+                params: { path: { id }, header: { 'Idempotency-Key': `chaos-cancel-${id}` } },
+                body: { motivo: '02' },
+                signal,
+              }),
           ),
         ),
       );
