@@ -17,6 +17,7 @@ import type { Metrics } from './http/metrics.ts';
 import { cancellationRoutes } from './invoices/cancellation-routes.ts';
 import { invoiceDocumentRoutes } from './invoices/document-routes.ts';
 import { invoiceRoutes } from './invoices/invoice-routes.ts';
+import { metadataRoutes } from './http/metadata-routes.ts';
 import { customerRoutes } from './catalog/customer-routes.ts';
 import { productRoutes } from './catalog/product-routes.ts';
 import { FailureLimiter } from './http/failure-limiter.ts';
@@ -217,6 +218,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
   };
   v1.use(invoiceRoutes(invoiceDeps));
   v1.use(invoiceDocumentRoutes(invoiceDeps));
+  v1.use(metadataRoutes(deps.prisma));
   v1.use(cancellationRoutes(invoiceDeps));
   const catalogDeps = {
     prisma: deps.prisma,

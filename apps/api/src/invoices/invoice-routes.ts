@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { type PdfOptions } from '@timbra/cfdi-core';
-import { changeMetadata, type PrismaClient } from '@timbra/db';
+import type { PrismaClient } from '@timbra/db';
 import {
   correctionById,
   invoiceWithHistory,
@@ -13,8 +13,7 @@ import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
 import { idempotentResponder } from '../http/idempotency.ts';
 import type { Metrics } from '../http/metrics.ts';
-import { changed, listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
-import { metadataChangeSchema } from '../http/schemas.ts';
+import { listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
 import { lineSchema } from '../catalog/catalog-schemas.ts';
 import { correctInvoice, type CorrectInvoiceDeps } from './correct-invoice.ts';
 import { replaceInvoice } from './replace-invoice.ts';
@@ -114,15 +113,6 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
       const created = (await invoiceWithHistory(tx, result.invoiceId))!;
       return { status: 201, body: invoiceView(created) };
     });
-  });
-
-  /** Changes the invoice's metadata (keys set, "" removes); its CFDI is not touched. */
-  router.patch('/invoices/:id/metadata', async (req, res) => {
-    const id = String(req.params.id);
-    const parsed = metadataChangeSchema.safeParse(req.body);
-    if (!parsed.success) throw validation(parsed.error);
-    changed(await changeMetadata(prisma, 'invoices', id, parsed.data.metadata));
-    res.json(invoiceView(await find(id)));
   });
 
   /** Every version of the invoice's frozen document, oldest first, with why and by whom each was frozen. */

@@ -1,8 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { catalogs, parseAmount, rfcKind } from '@timbra/cfdi-core';
-import { amountSchema, metadataChangeSchema, metadataSchema, printable, storableText } from '../http/schemas.ts';
-import { changeMetadata, newMetadata, type PrismaClient } from '@timbra/db';
+import { amountSchema, metadataSchema, printable, storableText } from '../http/schemas.ts';
+import { newMetadata, type PrismaClient } from '@timbra/db';
 import { listPayments, paymentWithInvoices } from '@timbra/db/payments';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -15,7 +15,7 @@ import type { ExchangeRateSource } from './exchange-rates.ts';
 import { lineSchema, rfcCheckDigitProblem } from '../catalog/catalog-schemas.ts';
 import { prepareSale } from './sale.ts';
 import { paymentView, problemView } from '../http/views.ts';
-import { changed, listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
+import { listParams, metadataFilter, pageOf, validation } from '../http/lists.ts';
 
 export const createPaymentSchema = z
   .object({
@@ -178,25 +178,13 @@ export function paymentRoutes(deps: PaymentRoutesDeps): Router {
     res.json(paymentView(payment, payment.invoices));
   });
 
-  /** Changes the payment's metadata (the only thing of a payment that changes): keys set, "" removes. */
-  router.patch('/payments/:id', async (req, res) => {
-    const id = String(req.params.id);
-    const parsed = metadataChangeSchema.safeParse(req.body);
-    if (!parsed.success) throw validation(parsed.error);
-    changed(await changeMetadata(deps.prisma, 'payments', id, parsed.data.metadata));
-    const payment = (await paymentWithInvoices(deps.prisma, id))!;
-    res.json(paymentView(payment, payment.invoices));
-  });
-
   router.get('/payments', async (req, res) => {
     const { limit, cursor } = listParams(req, ['externalId', 'provider', 'uuid', 'metadata']);
     const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
-    // By the provider's (or your) id, and by an invoice's SAT UUID (folio fiscal).
-    const externalId = q('externalId');
-    const provider = q('provider');
+    // By the provider's (or your) id, an invoice's SAT UUID (folio fiscal), and metadata.
     const uuid = q('uuid')?.toUpperCase();
-    const metadata = metadataFilter(req);
-    const rows = await listPayments(deps.prisma, { externalId, provider, uuid, metadata }, { limit, cursor });
+    const filter = { externalId: q('externalId'), provider: q('provider'), uuid, metadata: metadataFilter(req) };
+    const rows = await listPayments(deps.prisma, filter, { limit, cursor });
     res.json(pageOf(rows, limit, (p) => paymentView(p, p.invoices)));
   });
 
