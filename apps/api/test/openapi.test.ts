@@ -145,7 +145,7 @@ describe('openapi.yaml', () => {
       }),
     );
 
-    const payment = JSON.parse(created.body) as { id: string; invoices: { id: string }[] };
+    const payment = JSON.parse(created.body) as { id: string; invoices: { id: string; serieFolio: string }[] };
     conforms('/v1/payments', 'get', await request('get', '/v1/payments?limit=1', { headers: auth }));
     conforms('/v1/payments', 'get', await request('get', '/v1/payments?limit=0', { headers: auth }));
     conforms('/v1/payments/{id}', 'get', await request('get', `/v1/payments/${payment.id}`, { headers: auth }));
@@ -251,6 +251,24 @@ describe('openapi.yaml', () => {
     const invoiceId = payment.invoices[0]!.id;
     conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=pending', { headers: auth }));
     conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?status=nope', { headers: auth }));
+    // The console's search: serie-folio, the customer, a window of creation (a receptor on each row).
+    const since = encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString());
+    const searched = await request(
+      'get',
+      `/v1/invoices?serieFolio=${payment.invoices[0]!.serieFolio}&createdFrom=${since}&createdTo=2099-01-01T00:00:00-06:00`,
+      { headers: auth },
+    );
+    expect(JSON.parse(String(searched.body))).toMatchObject({
+      data: [{ serieFolio: payment.invoices[0]!.serieFolio }],
+    });
+    conforms('/v1/invoices', 'get', searched);
+    conforms('/v1/invoices', 'get', await request('get', '/v1/invoices?rfc=CACX7605101P8', { headers: auth }));
+    const badSearch = await request('get', '/v1/invoices?serieFolio=A12&rfc=x&createdFrom=yesterday', {
+      headers: auth,
+    });
+    const refused = JSON.parse(String(badSearch.body)) as { error: { details: { path: string }[] } };
+    expect(refused.error.details.map((d) => d.path)).toEqual(['serieFolio', 'rfc', 'createdFrom']);
+    conforms('/v1/invoices', 'get', badSearch);
     conforms('/v1/invoices/{id}', 'get', await request('get', `/v1/invoices/${invoiceId}`, { headers: auth }));
     conforms('/v1/invoices/{id}/xml', 'get', await request('get', `/v1/invoices/${invoiceId}/xml`, { headers: auth }));
     // Pending: 409 not_stamped (the 200 with a PDF is pdf.test.ts's).

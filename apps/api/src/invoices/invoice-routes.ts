@@ -1,13 +1,14 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { type PdfOptions } from '@timbra/cfdi-core';
-import type { PrismaClient } from '@timbra/db';
+import { isUuid, type PrismaClient } from '@timbra/db';
 import {
   correctionById,
   invoiceWithHistory,
   invoiceWithVersions,
   INVOICE_STATUSES,
   listInvoices,
+  type InvoiceFilter,
 } from '@timbra/db/invoices';
 import { ApiError } from '../http/errors.ts';
 import { uuidParams } from '../http/ids.ts';
@@ -123,25 +124,77 @@ export function invoiceRoutes(deps: InvoiceRoutesDeps): Router {
   });
 
   router.get('/invoices', async (req, res) => {
-    const { limit, cursor } = listParams(req, ['status', 'externalId', 'uuid', 'metadata']);
-    const status = INVOICE_STATUSES.find((s) => s === req.query.status);
-    if (req.query.status !== undefined && !status) {
-      throw new ApiError('validation_failed', undefined, [
-        { path: 'status', message: `one of ${INVOICE_STATUSES.join(', ')}` },
-      ]);
-    }
-    const externalId = typeof req.query.externalId === 'string' ? req.query.externalId : undefined;
-    const uuid = typeof req.query.uuid === 'string' ? req.query.uuid.toUpperCase() : undefined;
-    const metadata = metadataFilter(req);
-    const rows = await listInvoices(prisma, { status, externalId, uuid, metadata }, { limit, cursor });
+    const { limit, cursor } = listParams(req, INVOICE_FILTERS);
+    const rows = await listInvoices(prisma, invoiceFilter(req), { limit, cursor });
     res.json(
       pageOf(rows, limit, (i) => ({
         ...invoiceSummary(i),
         paymentId: i.paymentId,
+        receptor: receptorOf(i.payment?.receptor),
         metadata: i.metadata,
         createdAt: i.createdAt.toISOString(),
       })),
     );
   });
   return router;
+}
+
+const INVOICE_FILTERS = [
+  'status',
+  'externalId',
+  'uuid',
+  'serieFolio',
+  'rfc',
+  'customerId',
+  'createdFrom',
+  'createdTo',
+  'metadata',
+] as const;
+
+/** A serie-folio as printed: the serie (any characters but the last hyphen's), a hyphen, the folio. */
+const SERIE_FOLIO = /^(.{0,25})-(\d{1,10})$/;
+const RFC = /^[A-ZÑ&]{3,4}\d{6}[A-Z\d]{3}$/;
+
+/** GET /v1/invoices's filters, each checked (422 naming every malformed one). */
+function invoiceFilter(req: Request): InvoiceFilter {
+  const q = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined);
+  const problems: { path: string; message: string }[] = [];
+  const status = INVOICE_STATUSES.find((s) => s === q('status'));
+  if (q('status') !== undefined && !status)
+    problems.push({ path: 'status', message: `one of ${INVOICE_STATUSES.join(', ')}` });
+  const serieFolio = q('serieFolio') === undefined ? undefined : SERIE_FOLIO.exec(q('serieFolio')!);
+  if (serieFolio === null) problems.push({ path: 'serieFolio', message: 'a serie and folio, e.g. A-12' });
+  const rfc = q('rfc')?.toUpperCase();
+  if (rfc !== undefined && !RFC.test(rfc)) problems.push({ path: 'rfc', message: 'an RFC of 12 or 13 characters' });
+  const customerId = q('customerId');
+  if (customerId !== undefined && !isUuid(customerId)) problems.push({ path: 'customerId', message: 'a UUID' });
+  const instant = (name: string) => {
+    const given = q(name);
+    if (given === undefined) return undefined;
+    const at = new Date(given);
+    if (!/^\d{4}-\d{2}-\d{2}T/.test(given) || Number.isNaN(at.getTime()))
+      problems.push({ path: name, message: 'a date-time with its offset, e.g. 2026-12-01T00:00:00-06:00' });
+    return at;
+  };
+  const createdFrom = instant('createdFrom');
+  const createdTo = instant('createdTo');
+  if (problems.length > 0) throw new ApiError('validation_failed', undefined, problems);
+  return {
+    status,
+    externalId: q('externalId'),
+    uuid: q('uuid')?.toUpperCase(),
+    metadata: metadataFilter(req),
+    ...(serieFolio ? { serie: serieFolio[1], folio: Number(serieFolio[2]) } : {}),
+    rfc,
+    customerId,
+    createdFrom,
+    createdTo,
+  };
+}
+
+/** The receptor's RFC and name a payment recorded; null for público en general. */
+function receptorOf(receptor: unknown): { rfc: string; nombre: string } | null {
+  if (!receptor || typeof receptor !== 'object') return null;
+  const { rfc, nombre } = receptor as { rfc?: unknown; nombre?: unknown };
+  return typeof rfc === 'string' ? { rfc, nombre: typeof nombre === 'string' ? nombre : '' } : null;
 }

@@ -58,17 +58,47 @@ export interface InvoiceFilter {
   uuid?: string | undefined;
   /** Every key equal to its value. */
   metadata?: Metadata | undefined;
+  /** One serie-folio (`A-12`: serie `A`, folio 12). */
+  serie?: string | undefined;
+  folio?: number | undefined;
+  /** The customer: the receptor's RFC its payment recorded (upper case), or the payment's customer. */
+  rfc?: string | undefined;
+  customerId?: string | undefined;
+  /** Created at or after `createdFrom`, and before `createdTo`. */
+  createdFrom?: Date | undefined;
+  createdTo?: Date | undefined;
 }
 
+/** The payment-side conditions of a filter (one `payment` relation filter, or none). */
+function paymentWhere(filter: InvoiceFilter) {
+  const where = {
+    ...(filter.externalId ? { externalId: filter.externalId } : {}),
+    ...(filter.rfc ? { receptor: { path: ['rfc'], equals: filter.rfc } } : {}),
+    ...(filter.customerId ? { customerId: filter.customerId } : {}),
+  };
+  return Object.keys(where).length > 0 ? { payment: where } : {};
+}
+
+/** Invoices newest first, each with its receptor's RFC and name (its payment's, null for a global). */
 export async function listInvoices(db: Db, filter: InvoiceFilter, page: PageQuery) {
+  const created = {
+    ...(filter.createdFrom ? { gte: filter.createdFrom } : {}),
+    ...(filter.createdTo ? { lt: filter.createdTo } : {}),
+  };
   return db.invoice.findMany({
     where: {
-      ...(await metadataWhere(db, 'invoices', filter.metadata)),
-      ...(filter.status ? { status: filter.status } : {}),
-      ...(filter.externalId ? { payment: { externalId: filter.externalId } } : {}),
-      ...(filter.uuid ? { uuid: filter.uuid } : {}),
-      ...afterCursor(page.cursor),
+      AND: [
+        await metadataWhere(db, 'invoices', filter.metadata),
+        filter.status ? { status: filter.status } : {},
+        paymentWhere(filter),
+        filter.uuid ? { uuid: filter.uuid } : {},
+        filter.serie !== undefined ? { serie: filter.serie } : {},
+        filter.folio !== undefined ? { folio: filter.folio } : {},
+        Object.keys(created).length > 0 ? { createdAt: created } : {},
+        afterCursor(page.cursor),
+      ],
     },
+    include: { payment: { select: { receptor: true } } },
     ...pageWindow(page),
   });
 }
