@@ -1,4 +1,5 @@
 /** Composition root of the API: config, logger, Prisma, Redis, CSD, then the Express app. */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
@@ -11,6 +12,7 @@ import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
 import { connectRedis, bullmqErrorListener, logRedisOutages, redisTarget } from '@timbra/db/redis';
 import { createApp, type AppDeps } from './app.ts';
+import { withConsole } from './console/console-app.ts';
 import { FailureLimiter } from './http/failure-limiter.ts';
 import { createPlatform, organizationApis } from './organizations/platform.ts';
 import { REDACT } from './http/log-redact.ts';
@@ -266,7 +268,20 @@ const app = createPlatform({
   trustProxy: config.TRUST_PROXY,
 });
 
-const server = app.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
+// The merchant console in front of the API it calls (console/console-app.ts).
+if (!config.CONSOLE_SECRET)
+  logger.warn(
+    'CONSOLE_SECRET not set: console sessions end when this process does (set it with more than one API instance)',
+  );
+const served = withConsole({
+  api: app,
+  secret: config.CONSOLE_SECRET ?? randomBytes(32).toString('base64url'),
+  sessionHours: config.CONSOLE_SESSION_HOURS,
+  logger,
+  metrics,
+  trustProxy: config.TRUST_PROXY,
+});
+const server = served.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
 server.on('error', (error) => fatal(logger, error, `the API port ${config.PORT} could not be opened`));
 const metricsServer =
   config.METRICS_PORT > 0

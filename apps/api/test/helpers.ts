@@ -26,6 +26,7 @@ import { csdsToWatch } from '@timbra/db/csds';
 import type { KeyVault } from '@timbra/cfdi-node';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
+import { withConsole } from '../src/console/console-app.ts';
 import { createApp, type AppDeps } from '../src/app.ts';
 import { createPlatform, organizationApis } from '../src/organizations/platform.ts';
 import { bootstrap } from '../src/bootstrap.ts';
@@ -41,6 +42,7 @@ export const STRIPE_SECRET = 'whsec_test_timbra_0123456789abcdef';
 export const MP_SECRET = 'mp-test-secret-0123456789';
 export const STRIPE_KEY = 'sk_test_timbra_api_tests';
 export const MP_TOKEN = 'TEST-timbra-api-tests';
+export const CONSOLE_SECRET = 'console-test-secret-0123456789abcdef';
 export const KEYS = {
   pos: 'pos-key-0123456789abcdef',
   other: 'other-key-0123456789abcdef',
@@ -281,7 +283,18 @@ export async function startApi(
         trustProxy: false,
       })
     : createApp(home);
-  server.on('request', app);
+  // As main serves it: the merchant console in front of the API.
+  server.on(
+    'request',
+    withConsole({
+      api: app,
+      secret: CONSOLE_SECRET,
+      sessionHours: 8,
+      logger: home.logger,
+      metrics,
+      trustProxy: home.trustProxy,
+    }),
+  );
   const metricsServer = await listenMetrics(metrics, 0, '127.0.0.1');
   return {
     url,

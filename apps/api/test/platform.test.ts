@@ -150,6 +150,28 @@ describe('platform mode: organizations made through /v1/organizations', () => {
     expect((await call(KEYS.pos, 'GET', `/v1/invoices/${theirInvoice}`)).status).toBe(404);
     // The key's scopes are its organization's to enforce: no admin scope, no key list.
     expect((await call(orgKey, 'GET', '/v1/keys')).status).toBe(403);
+
+    // The console signed in with each key: its own organization's invoices, and a 404 for the other's.
+    for (const [key, own, other] of [
+      [orgKey, theirInvoice, ourInvoice],
+      [KEYS.pos, ourInvoice, theirInvoice],
+    ] as const) {
+      const login = await fetch(`${api.url}/console/login`, {
+        method: 'POST',
+        body: new URLSearchParams({ key }),
+        redirect: 'manual',
+      });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+      const page = async (path: string) => {
+        const res = await fetch(`${api.url}${path}`, { headers: { cookie }, redirect: 'manual' });
+        return { status: res.status, html: await res.text() };
+      };
+      const list = await page('/console/invoices');
+      expect([...list.html.matchAll(/href="\/console\/invoices\/([0-9a-f-]{36})"/g)].map((m) => m[1])).toEqual([own]);
+      expect((await page(`/console/invoices/${own}`)).status).toBe(200);
+      expect((await page(`/console/invoices/${other}`)).status).toBe(404);
+    }
   });
 
   it("takes its own settings over the deployment's: series, concepto, público en general", async () => {

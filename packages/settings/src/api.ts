@@ -179,6 +179,15 @@ export const API_OPERATOR = section("Merchants' webhooks and the queue dashboard
     'unset: the chain is not checked, and each upload answers `chain: "unchecked"`',
   ),
   entry(
+    { CONSOLE_SECRET: z.string().min(32).optional() },
+    "the merchant console at `/console` ([console.md](console.md)): seals each session's cookie (it holds the API key signed in with, encrypted) and signs its forms; at least 32 characters, the same on every API instance",
+    'a random one per process: sessions end when the API restarts, and work only with one API instance',
+  ),
+  entry(
+    { CONSOLE_SESSION_HOURS: z.coerce.number().int().min(1).max(24).default(8) },
+    'how long a console session lasts after sign-in (1–24 hours)',
+  ),
+  entry(
     { DASHBOARD_ALLOW_DLQ_RETRY: bool.default(false) },
     "offer Retry (a re-drive, with a reason, recorded as `dashboard:<user>`) on the dashboard's dead-letters page, `/admin/queues/dead-letters`; the board itself is always read-only (bull-board cannot offer Retry without Delete, Edit, Add, Empty and Obliterate)",
   ),

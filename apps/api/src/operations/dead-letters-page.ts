@@ -6,7 +6,7 @@
  * organization, each re-drive written in that organization's name. Nothing on it deletes or edits anything. Plain server-rendered HTML:
  * no script, every value escaped, RFCs and XML redacted as on the board.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import { isUuid, type PrismaClient } from '@timbra/db';
 import {
@@ -18,7 +18,7 @@ import {
   type DeadLetterQueue,
 } from '@timbra/db/outbox';
 import { redactForDashboard } from './dashboard-redact.ts';
-import { escapeHtml } from '../http/html.ts';
+import { crossSite, escapeHtml, sameToken } from '../http/html.ts';
 
 export const DEAD_LETTERS_PATH = 'dead-letters';
 
@@ -67,20 +67,6 @@ function formToken(secret: string, user: string, outboxId: string): string {
 
 const user = (res: Response) => String(res.locals.dashboardUser ?? 'unknown');
 type Send = (res: Response, status: number, title: string, body: string) => void;
-
-function sameToken(given: unknown, expected: string): boolean {
-  const a = Buffer.from(typeof given === 'string' ? given : '');
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** A cross-site request (a form on another site posting here with the operator's credentials). */
-function crossSite(req: Request): boolean {
-  const site = req.get('sec-fetch-site');
-  if (site && site !== 'same-origin' && site !== 'none') return true;
-  const origin = req.get('origin');
-  return origin !== undefined && origin !== 'null' && new URL(origin).host !== req.get('host');
-}
 
 export function deadLettersPage(options: DeadLettersPageOptions): Router {
   // What the page reads: every organization's rows in platform mode.
