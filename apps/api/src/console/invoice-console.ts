@@ -72,12 +72,13 @@ async function invoice(req: Request, res: Response): Promise<void> {
   const path = { params: { path: { id } } };
   const found = await timbra.GET('/v1/invoices/{id}', path);
   if (found.error) return failed(req, res, found.response.status, errorOf(found.error, found.response.status));
-  const [versions, deliveries, events] = await Promise.all([
+  const i = found.data;
+  const [versions, deliveries, events, payment] = await Promise.all([
     timbra.GET('/v1/invoices/{id}/versions', path),
     timbra.GET('/v1/deliveries', { params: { query: { invoiceId: id, limit: 100 } } }),
     timbra.GET('/v1/events', { params: { query: { invoiceId: id, limit: 100 } } }),
+    i.paymentId ? timbra.GET('/v1/payments/{id}', { params: { path: { id: i.paymentId } } }) : undefined,
   ]);
-  const i = found.data;
   send(
     req,
     res,
@@ -86,6 +87,7 @@ async function invoice(req: Request, res: Response): Promise<void> {
     invoicePage(i, versions.data ?? { versions: [] }, deliveries.data?.data ?? [], events.data?.data ?? [], {
       token: req.signed!.token,
       once,
+      customer: payment?.data ? { receptor: payment.data.receptor, email: payment.data.email } : undefined,
       notice: DONE[text(req.query.done)],
     }),
   );

@@ -71,6 +71,8 @@ export interface InvoiceActions {
   /** A fresh Idempotency-Key for each form: sent twice (a double click), it is done once. */
   once: () => string;
   notice?: string | undefined;
+  /** The customer as the payment recorded it (none for a global). */
+  customer?: { receptor: { rfc: string; nombre: string } | null; email: string | null } | undefined;
 }
 
 export function invoicePage(
@@ -81,19 +83,20 @@ export function invoicePage(
   act: InvoiceActions,
 ): string {
   return `${act.notice ? `<p class="done" role="status">${escape(act.notice)}</p>` : ''}
-${summary(invoice)}
+${summary(invoice, act.customer)}
 ${documents(invoice)}
 ${actions(invoice, act)}
 <h2>History</h2>
 ${historyTables(invoice, versions, deliveries, events)}`;
 }
 
-function summary(i: Invoice): string {
+function summary(i: Invoice, customer: InvoiceActions['customer']): string {
   const metadata = Object.entries((i.metadata ?? {}) as Record<string, string>);
   const row = (label: string, value: string) => `<tr><th scope="row">${escape(label)}</th><td>${value}</td></tr>`;
   return `<div class="scroll" role="region" aria-label="Invoice" tabindex="0"><table>
 ${row('Status', badge(i.status))}
 ${row('Type', escape(KIND[i.kind] ?? i.kind))}
+${row('Customer', customerCell(customer))}
 ${row('UUID', `<code>${escape(i.uuid ?? 'not stamped yet')}</code>`)}
 ${row('Total', `$${escape(i.total)} ${escape(i.moneda)}`)}
 ${row('Fecha (CFDI)', escape(i.fecha ?? '—'))}
@@ -108,6 +111,14 @@ ${row('Metadata', metadata.length ? metadata.map(([k, v]) => `<code>${escape(k)}
       ? `<div class="problem"><p><strong>Why it cannot be issued</strong></p><ul>${i.problems.map(problemItem).join('')}</ul><p><a href="${at(`/invoices/${escape(i.id)}/correct`)}">Correct it</a></p></div>`
       : ''
   }`;
+}
+
+function customerCell(customer: InvoiceActions['customer']): string {
+  if (!customer) return '—';
+  const who = customer.receptor
+    ? `${escape(customer.receptor.nombre)} <code>${escape(customer.receptor.rfc)}</code>`
+    : 'Público en general';
+  return `${who}${customer.email ? ` · ${escape(customer.email)}` : ''}`;
 }
 
 export function problemItem(p: Schemas['Problem']): string {
@@ -162,7 +173,7 @@ function historyTables(i: Invoice, versions: Versions, deliveries: Delivery[], e
   return [
     section(
       'Versions',
-      ['Version', 'Fecha', 'Why', 'By', 'When', ''],
+      ['Version', 'Fecha', 'Why', 'By', 'When', 'State'],
       versions.versions.map(
         (v) =>
           `<tr><td>${v.version}</td><td>${escape(v.fecha)}</td><td>${escape(v.reason)}</td><td>${escape(v.createdBy)}</td><td>${mexicoTime(v.createdAt)}</td><td>${[v.current ? 'current' : '', v.stamped ? 'stamped' : ''].filter(Boolean).join(', ')}</td></tr>`,

@@ -23,12 +23,12 @@ header form{margin:0 0 0 auto;display:flex;gap:10px;align-items:center}header bu
 main{padding:16px;max-width:1200px;margin:0 auto}h1{font-size:22px;margin:4px 0 12px}h2{font-size:18px;margin:24px 0 8px}
 .scroll{overflow-x:auto;max-width:100%}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{border:1px solid #d0d7de;padding:6px 8px;text-align:left;vertical-align:top}thead th{background:#eaeef2}
-th[scope=row]{background:#f6f8fa;width:12em}td.num{text-align:right;white-space:nowrap}code{overflow-wrap:anywhere}
+th[scope=row]{background:#f6f8fa;width:12em}td.num{text-align:right;white-space:nowrap}code{overflow-wrap:anywhere}td code{white-space:nowrap;overflow-wrap:normal}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:13px;font-weight:600;border:1px solid}
 .s-stamped{color:#116329;border-color:#1a7f37;background:#dafbe1}.s-cancelled,.s-cancel_requested{color:#57606a;border-color:#8c959f;background:#eaeef2}
 .s-needs_data,.s-stamp_failed{color:#a40e26;border-color:#cf222e;background:#ffebe9}.s-pending,.s-waiting{color:#7d4e00;border-color:#bf8700;background:#fff8c5}
 .note{background:#fff8c5;padding:8px 12px;border:1px solid #bf8700;border-radius:4px}.done{background:#dafbe1;padding:8px 12px;border:1px solid #1a7f37;border-radius:4px}
-.problem{background:#ffebe9;padding:8px 12px;border:1px solid #cf222e;border-radius:4px}
+.problem{background:#ffebe9;padding:8px 12px;border:1px solid #cf222e;border-radius:4px}ul.problem{list-style:none;width:100%;margin:0}
 form.box,fieldset{background:#fff;padding:12px;border:1px solid #d0d7de;border-radius:4px;margin:12px 0}
 .fields{display:flex;flex-wrap:wrap;gap:10px 16px;align-items:flex-end}.fields label{display:flex;flex-direction:column;font-size:14px;font-weight:600}
 input,select,textarea{font:inherit;padding:5px 7px;border:1px solid #6e7781;border-radius:4px;max-width:100%}input[aria-invalid=true]{border:2px solid #cf222e}

@@ -10,7 +10,7 @@ export function needsDataPage(rows: readonly InvoiceListItem[]): string {
   if (rows.length === 0) return '<p class="done" role="status">Nothing needs data: every invoice could be issued.</p>';
   return `<p>These payments were recorded, and their folio is kept, but their CFDI cannot be issued until the data it lacks is given. Correct each: it is then sealed and stamped with the same serie-folio.</p>
 ${table(
-  ['Serie-folio', 'Customer', 'Total', 'Since', 'What is wrong', ''],
+  ['Serie-folio', 'Customer', 'Total', 'Since', 'What is wrong', 'Action'],
   rows.map(
     (i) =>
       `<tr><td><a href="${at(`/invoices/${escape(i.id)}`)}">${escape(i.serieFolio)}</a></td><td>${
@@ -89,7 +89,7 @@ ${problems.length ? `<div class="problem"><p><strong>The rules it breaks</strong
 <fieldset><legend>Customer</legend><div class="fields">${CORRECTION_FIELDS.filter((f) => f.group === 'receptor')
     .map(field)
     .join('')}</div></fieldset>
-<fieldset><legend>Payment and concepto</legend><div class="fields">${CORRECTION_FIELDS.filter(
+<fieldset><legend>Payment and concepto <span class="hint">(empty: as they are)</span></legend><div class="fields">${CORRECTION_FIELDS.filter(
     (f) => f.group !== 'receptor',
   )
     .map(field)
