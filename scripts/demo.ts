@@ -230,6 +230,8 @@ try {
     out(`[demo]   self-invoicing page (global mode): ${globalApi}/facturar`);
   }
   out(`[demo] queue dashboard: ${api}/admin/queues (user ${env.DASHBOARD_USER}, password in DASHBOARD_PASSWORD)`);
+  if (rows[0]) await consoleShows(rows[0]);
+  out(`[demo] merchant console: ${api}/console (sign in with ${apiKey})`);
   // The operator's command, run here as printed (so it is known to work), with the demo's database.
   const target = rows[0]?.uuid ?? '<uuid>';
   const shown = new URL(env.DATABASE_URL!).password ? '' : `DATABASE_URL=${env.DATABASE_URL} `;
@@ -288,4 +290,19 @@ function runCommand(command: string, args: string[], env: Record<string, string>
       done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     ),
   );
+}
+
+/** The console, signed in with the store's key as a person would, opens the demo's first invoice. */
+async function consoleShows(row: { id: string; serieFolio: string }): Promise<void> {
+  const login = await fetch(`${api}/console/login`, {
+    method: 'POST',
+    body: new URLSearchParams({ key: apiKey }),
+    redirect: 'manual',
+  });
+  const cookie = login.headers.get('set-cookie')?.split(';')[0];
+  if (login.status !== 303 || !cookie) throw new Error(`console sign-in: HTTP ${login.status}`);
+  const page = await fetch(`${api}/console/invoices/${row.id}`, { headers: { cookie } });
+  const html = await page.text();
+  if (!page.ok || !html.includes(`<h1>${row.serieFolio}</h1>`))
+    throw new Error(`console: HTTP ${page.status}, ${row.serieFolio} not shown`);
 }

@@ -265,6 +265,18 @@ describe('the console', () => {
   });
 });
 
+describe('a key revoked while signed in', () => {
+  it('ends the session at the next page', async () => {
+    const viewer = await signedIn(READ_ONLY);
+    expect((await viewer.get('/console/needs-data')).status).toBe(200);
+    await api.prisma.apiClient.updateMany({ where: { name: 'viewer' }, data: { revokedAt: new Date() } });
+    const next = await viewer.get('/console/needs-data');
+    expect(next).toMatchObject({ status: 303, location: '/console/login' });
+    expect(next.set).toMatch(/^timbra_console=;/);
+    expect((await browser().post('/console/login', { key: READ_ONLY })).status).toBe(401);
+  });
+});
+
 describe("the console's calls to the API", () => {
   let limited: TestApi;
   beforeAll(async () => {
