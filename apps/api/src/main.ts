@@ -1,5 +1,4 @@
 /** Composition root of the API: config, logger, Prisma, Redis, CSD, then the Express app. */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
@@ -269,19 +268,9 @@ const app = createPlatform({
 });
 
 // The merchant console in front of the API it calls (console/console-app.ts).
-if (!config.CONSOLE_SECRET)
-  logger.warn(
-    'CONSOLE_SECRET not set: console sessions end when this process does (set it with more than one API instance)',
-  );
-const served = withConsole({
-  api: app,
-  secret: config.CONSOLE_SECRET ?? randomBytes(32).toString('base64url'),
-  sessionHours: config.CONSOLE_SESSION_HOURS,
-  logger,
-  metrics,
-  trustProxy: config.TRUST_PROXY,
-});
-const server = served.listen(config.PORT, config.HOST, () => logger.info({ port: config.PORT }, 'api listening'));
+const server = withConsole(app, config, { logger, metrics }).listen(config.PORT, config.HOST, () =>
+  logger.info({ port: config.PORT }, 'api listening'),
+);
 server.on('error', (error) => fatal(logger, error, `the API port ${config.PORT} could not be opened`));
 const metricsServer =
   config.METRICS_PORT > 0

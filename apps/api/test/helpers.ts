@@ -286,14 +286,11 @@ export async function startApi(
   // As main serves it: the merchant console in front of the API.
   server.on(
     'request',
-    withConsole({
-      api: app,
-      secret: CONSOLE_SECRET,
-      sessionHours: 8,
-      logger: home.logger,
-      metrics,
-      trustProxy: home.trustProxy,
-    }),
+    withConsole(
+      app,
+      { CONSOLE_SECRET, CONSOLE_SESSION_HOURS: 8, TRUST_PROXY: home.trustProxy },
+      { logger: home.logger, metrics },
+    ),
   );
   const metricsServer = await listenMetrics(metrics, 0, '127.0.0.1');
   return {

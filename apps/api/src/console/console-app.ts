@@ -5,6 +5,7 @@
  * API with the signed-in key (api-client.ts), so the console can do exactly what that key's scopes
  * allow, in its organization only; a refusal is shown as the API gave it.
  */
+import { randomBytes } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { keyPrefix } from '@timbra/db/keys';
@@ -21,7 +22,7 @@ import { SessionSeal } from './session.ts';
 export interface ConsoleOptions {
   /** The API the console calls: the handler the server runs (one organization's app, or the platform's). */
   api: RequestHandler;
-  /** CONSOLE_SECRET: seals the sessions and signs the forms (every API instance must share it). */
+  /** Seals the sessions and signs the forms (every API instance must share it). */
   secret: string;
   sessionHours: number;
   logger: Logger;
@@ -29,14 +30,39 @@ export interface ConsoleOptions {
   trustProxy: unknown;
 }
 
-/** The server's handler: the console at /console, everything else to `api`. */
-export function withConsole(options: ConsoleOptions): Express {
+/** The console's settings (docs/configuration.md). */
+export interface ConsoleSettings {
+  CONSOLE_SECRET?: string | undefined;
+  CONSOLE_SESSION_HOURS: number;
+  TRUST_PROXY: unknown;
+}
+
+/**
+ * The server's handler: the console at /console, everything else to `api`. Without CONSOLE_SECRET a
+ * random one is drawn, said in the log: sessions then end with this process.
+ */
+export function withConsole(
+  api: RequestHandler,
+  settings: ConsoleSettings,
+  deps: { logger: Logger; metrics: Metrics },
+): Express {
+  if (!settings.CONSOLE_SECRET)
+    deps.logger.warn(
+      'CONSOLE_SECRET not set: console sessions end with this process (set it with more than one API instance)',
+    );
+  const options: ConsoleOptions = {
+    api,
+    secret: settings.CONSOLE_SECRET ?? randomBytes(32).toString('base64url'),
+    sessionHours: settings.CONSOLE_SESSION_HOURS,
+    trustProxy: settings.TRUST_PROXY,
+    ...deps,
+  };
   const app = express();
   const vouch = new AddressVouch();
   app.disable('x-powered-by');
   app.use(vouch.middleware);
   app.use(at(''), consoleApp(options, vouch));
-  app.use(options.api);
+  app.use(api);
   return app;
 }
 
