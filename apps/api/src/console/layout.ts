@@ -3,6 +3,7 @@
  * status as a badge, times in Mexico City's clock, an API error as a person reads it. Plain
  * server-rendered HTML with no script; every value escaped.
  */
+import { DEFAULT_TIME_ZONE, formatFecha, instantOf } from '@timbra/cfdi-core';
 import { escapeHtml as escape } from '../http/html.ts';
 import type { ApiError } from './api-client.ts';
 
@@ -56,29 +57,16 @@ export function badge(status: string): string {
   return `<span class="badge s-${escape(status)}">${escape(status.replace('_', ' '))}</span>`;
 }
 
-const MEXICO = new Intl.DateTimeFormat('en-CA', {
-  timeZone: 'America/Mexico_City',
-  year: 'numeric',
-  month: '2-digit',
-  day: '2-digit',
-  hour: '2-digit',
-  minute: '2-digit',
-  second: '2-digit',
-  hourCycle: 'h23',
-});
-
 /** An instant as Mexico City's clock shows it: `2026-12-05 11:23:04`. */
 export function mexicoTime(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  const parts = Object.fromEntries(MEXICO.formatToParts(new Date(iso)).map((p) => [p.type, p.value]));
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}`;
+  return iso ? formatFecha(new Date(iso), DEFAULT_TIME_ZONE).replace('T', ' ') : '—';
 }
 
-/** The instant a Mexico City calendar day starts (UTC−6 all year since 2022), `days` later. */
+/** The instant a Mexico City calendar day starts, `days` later. */
 export function mexicoDayStart(day: string, days = 0): string {
-  const start = new Date(`${day}T00:00:00-06:00`);
-  start.setUTCDate(start.getUTCDate() + days);
-  return start.toISOString();
+  const date = new Date(`${day}T00:00:00Z`);
+  date.setUTCDate(date.getUTCDate() + days);
+  return instantOf(`${date.toISOString().slice(0, 10)}T00:00:00`, DEFAULT_TIME_ZONE).toISOString();
 }
 
 /** An API error as a person reads it: the message, each detail, the code linked to its explanation. */
