@@ -5,7 +5,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { isUuid } from '@timbra/db';
 import { errorOf } from './api-client.ts';
-import { createdBounds, failed, field, idempotency, once, refused, send } from './respond.ts';
+import { createdBounds, failed, field, formAction, once, send, text } from './respond.ts';
 import { invoicePage, invoiceRows, searchForm, type Search } from './invoice-pages.ts';
 import { at, errorBox, escape } from './layout.ts';
 
@@ -17,8 +17,6 @@ const DONE: Record<string, string> = {
     'Correction accepted: the PACs that received the old version are being asked whether they stamped it; once all say no, the new version is issued.',
   retry: 'Sent back to the PAC with the same frozen bytes.',
 };
-
-const text = (value: unknown) => (typeof value === 'string' ? value.trim() : '');
 
 export function invoiceRoutes(form: RequestHandler): Router {
   const router = Router();
@@ -55,6 +53,7 @@ async function search(req: Request, res: Response): Promise<void> {
     ...(typeof req.query.cursor === 'string' ? { cursor: req.query.cursor } : {}),
   };
   const page = await timbra.GET('/v1/invoices', { params: { query } });
+  if (page.response.status === 401) return failed(req, res, 401, errorOf(page.error, 401));
   const results = page.error
     ? errorBox(errorOf(page.error, page.response.status))
     : `${invoiceRows(page.data.data)}${
@@ -62,7 +61,6 @@ async function search(req: Request, res: Response): Promise<void> {
           ? `<p><a href="${at(`/invoices?${escape(new URLSearchParams({ ...s, cursor: page.data.nextCursor }).toString())}`)}">Older invoices</a></p>`
           : ''
       }`;
-  if (page.error?.error.code === 'unauthorized') return failed(req, res, 401, page.error.error);
   send(req, res, page.error ? page.response.status : 200, 'Invoices', `${searchForm(s)}\n${results}`);
 }
 
@@ -109,32 +107,33 @@ async function document(req: Request, res: Response, kind: 'pdf' | 'xml'): Promi
   res.send(Buffer.from(got.data));
 }
 
-async function resend(req: Request, res: Response): Promise<void> {
+function resend(req: Request, res: Response): Promise<void> {
   const id = String(req.params.id);
-  const signed = req.signed!;
-  if (!signed.checks(`email:${id}`, field(req, 'token'))) return refused(req, res);
   const to = field(req, 'to');
-  const sent = await signed.timbra.POST('/v1/invoices/{id}/email', {
-    params: { path: { id } },
-    body: to ? { to } : {},
-    headers: idempotency(req),
-  });
-  if (sent.error) return failed(req, res, sent.response.status, errorOf(sent.error, sent.response.status), 'Not sent');
-  res.redirect(303, at(`/invoices/${id}?done=email`));
+  return formAction(
+    req,
+    res,
+    { action: `email:${id}`, title: 'Not sent' },
+    (timbra, headers) =>
+      timbra.POST('/v1/invoices/{id}/email', { params: { path: { id } }, body: to ? { to } : {}, headers }),
+    () => at(`/invoices/${id}?done=email`),
+  );
 }
 
-async function cancel(req: Request, res: Response): Promise<void> {
+function cancel(req: Request, res: Response): Promise<void> {
   const id = String(req.params.id);
-  const signed = req.signed!;
-  if (!signed.checks(`cancel:${id}`, field(req, 'token'))) return refused(req, res);
   const motivo = field(req, 'motivo') as '01' | '02' | '03' | '04';
   const folioSustitucion = field(req, 'folioSustitucion');
-  const asked = await signed.timbra.POST('/v1/invoices/{id}/cancel', {
-    params: { path: { id } },
-    body: { motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
-    headers: idempotency(req),
-  });
-  if (asked.error)
-    return failed(req, res, asked.response.status, errorOf(asked.error, asked.response.status), 'Not cancelled');
-  res.redirect(303, at(`/invoices/${id}?done=cancel`));
+  return formAction(
+    req,
+    res,
+    { action: `cancel:${id}`, title: 'Not cancelled' },
+    (timbra, headers) =>
+      timbra.POST('/v1/invoices/{id}/cancel', {
+        params: { path: { id } },
+        body: { motivo, ...(folioSustitucion ? { folioSustitucion } : {}) },
+        headers,
+      }),
+    () => at(`/invoices/${id}?done=cancel`),
+  );
 }

@@ -28,13 +28,13 @@ th[scope=row]{background:#f6f8fa;width:12em}td.num{text-align:right;white-space:
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:13px;font-weight:600;border:1px solid}
 .s-stamped{color:#116329;border-color:#1a7f37;background:#dafbe1}.s-cancelled,.s-cancel_requested{color:#57606a;border-color:#8c959f;background:#eaeef2}
 .s-needs_data,.s-stamp_failed{color:#a40e26;border-color:#cf222e;background:#ffebe9}.s-pending,.s-waiting{color:#7d4e00;border-color:#bf8700;background:#fff8c5}
-.note{background:#fff8c5;padding:8px 12px;border:1px solid #bf8700;border-radius:4px}.done{background:#dafbe1;padding:8px 12px;border:1px solid #1a7f37;border-radius:4px}
+.done{background:#dafbe1;padding:8px 12px;border:1px solid #1a7f37;border-radius:4px}
 .problem{background:#ffebe9;padding:8px 12px;border:1px solid #cf222e;border-radius:4px}ul.problem{list-style:none;width:100%;margin:0}
 form.box,fieldset{background:#fff;padding:12px;border:1px solid #d0d7de;border-radius:4px;margin:12px 0}
 .fields{display:flex;flex-wrap:wrap;gap:10px 16px;align-items:flex-end}.fields label{display:flex;flex-direction:column;font-size:14px;font-weight:600}
 input,select,textarea{font:inherit;padding:5px 7px;border:1px solid #6e7781;border-radius:4px;max-width:100%}input[aria-invalid=true]{border:2px solid #cf222e}
 button{font:inherit;padding:6px 14px;border-radius:4px;border:1px solid #1f2328;background:#1f883d;color:#fff;cursor:pointer}
-button.danger{background:#cf222e;border-color:#82071e}button.plain{background:#fff;color:#1f2328}
+button.danger{background:#cf222e;border-color:#82071e}
 .hint{font-weight:400;color:#57606a;font-size:13px}
 @media (max-width:640px){main{padding:10px}th[scope=row]{width:auto}.fields label{width:100%}.fields input,.fields select{width:100%}}
 `;

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import type { Timbra } from '@timbra/client';
-import type { ApiError } from './api-client.ts';
+import { errorOf, type ApiError } from './api-client.ts';
 import { at, errorBox, layout, mexicoDayStart, type Chrome } from './layout.ts';
 import { COOKIE, type Session } from './session.ts';
 
@@ -77,8 +77,33 @@ export function idempotency(req: Request): { 'Idempotency-Key'?: string } {
   return key ? { 'Idempotency-Key': key } : {};
 }
 
+/** A value as text (trimmed; "" when not text). */
+export const text = (value: unknown) => (typeof value === 'string' ? value.trim() : '');
+
 /** A form field as text (trimmed; "" when absent or not text). */
 export function field(req: Request, name: string): string {
-  const value = (req.body as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value.trim() : '';
+  return text((req.body as Record<string, unknown> | undefined)?.[name]);
+}
+
+/**
+ * A form that changes something: refused unless its token is this session's for `action`; then
+ * `call` (the API, with the form's Idempotency-Key); a refusal shown under `title`, else a redirect
+ * to where `next` says.
+ */
+export async function formAction<T>(
+  req: Request,
+  res: Response,
+  form: { action: string; title: string },
+  call: (
+    timbra: Timbra,
+    headers: { 'Idempotency-Key'?: string },
+  ) => Promise<{ data?: T; error?: unknown; response: globalThis.Response }>,
+  next: (data: T) => string,
+): Promise<void> {
+  const signed = req.signed!;
+  if (!signed.checks(form.action, field(req, 'token'))) return refused(req, res);
+  const answer = await call(signed.timbra, idempotency(req));
+  if (answer.error !== undefined)
+    return failed(req, res, answer.response.status, errorOf(answer.error, answer.response.status), form.title);
+  res.redirect(303, next(answer.data as T));
 }

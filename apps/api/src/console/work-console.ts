@@ -7,7 +7,7 @@ import type { Schemas, Timbra } from '@timbra/client';
 import { errorOf } from './api-client.ts';
 import type { Invoice } from './invoice-pages.ts';
 import { at } from './layout.ts';
-import { failed, field, idempotency, once, refused, send } from './respond.ts';
+import { failed, field, formAction, idempotency, once, refused, send, text } from './respond.ts';
 import { errorBox } from './layout.ts';
 import {
   CORRECTION_FIELDS,
@@ -17,8 +17,6 @@ import {
   type CorrectionValues,
   type DeadLetter,
 } from './work-pages.ts';
-
-const text = (value: unknown) => (typeof value === 'string' ? value.trim() : '');
 
 export function workRoutes(form: RequestHandler): Router {
   const router = Router();
@@ -161,17 +159,19 @@ async function deadLetters(req: Request, res: Response): Promise<void> {
   );
 }
 
-async function retry(req: Request, res: Response): Promise<void> {
+function retry(req: Request, res: Response): Promise<void> {
   const outboxId = String(req.params.outboxId);
-  const signed = req.signed!;
-  if (!signed.checks(`retry:${outboxId}`, field(req, 'token'))) return refused(req, res);
   const reason = field(req, 'reason');
-  const sent = await signed.timbra.POST('/v1/outbox/{id}/retry', {
-    params: { path: { id: outboxId } },
-    body: reason ? { reason } : {},
-    headers: idempotency(req),
-  });
-  if (sent.error)
-    return failed(req, res, sent.response.status, errorOf(sent.error, sent.response.status), 'Not retried');
-  res.redirect(303, at(`/invoices/${sent.data.invoiceId}?done=retry`));
+  return formAction(
+    req,
+    res,
+    { action: `retry:${outboxId}`, title: 'Not retried' },
+    (timbra, headers) =>
+      timbra.POST('/v1/outbox/{id}/retry', {
+        params: { path: { id: outboxId } },
+        body: reason ? { reason } : {},
+        headers,
+      }),
+    (sent) => at(`/invoices/${sent.invoiceId}?done=retry`),
+  );
 }

@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { type PdfOptions } from '@timbra/cfdi-core';
+import { rfcKind, type PdfOptions } from '@timbra/cfdi-core';
 import { isUuid, type PrismaClient } from '@timbra/db';
 import {
   correctionById,
@@ -153,7 +153,6 @@ const INVOICE_FILTERS = [
 
 /** A serie-folio as printed: the serie (any characters but the last hyphen's), a hyphen, the folio. */
 const SERIE_FOLIO = /^(.{0,25})-(\d{1,10})$/;
-const RFC = /^[A-ZÑ&]{3,4}\d{6}[A-Z\d]{3}$/;
 
 /** GET /v1/invoices's filters, each checked (422 naming every malformed one). */
 function invoiceFilter(req: Request): InvoiceFilter {
@@ -165,7 +164,8 @@ function invoiceFilter(req: Request): InvoiceFilter {
   const serieFolio = q('serieFolio') === undefined ? undefined : SERIE_FOLIO.exec(q('serieFolio')!);
   if (serieFolio === null) problems.push({ path: 'serieFolio', message: 'a serie and folio, e.g. A-12' });
   const rfc = q('rfc')?.toUpperCase();
-  if (rfc !== undefined && !RFC.test(rfc)) problems.push({ path: 'rfc', message: 'an RFC of 12 or 13 characters' });
+  if (rfc !== undefined && rfcKind(rfc) === null)
+    problems.push({ path: 'rfc', message: 'an RFC of 12 or 13 characters' });
   const customerId = q('customerId');
   if (customerId !== undefined && !isUuid(customerId)) problems.push({ path: 'customerId', message: 'a UUID' });
   const instant = (name: string) => {
