@@ -43,6 +43,14 @@ const schema = z.object({
    * CA (test-support test-ca.ts), whose certificates do not expire with the SAT's test CSDs.
    */
   SANDBOX_TRUSTED_CA_FILE: z.string().optional(),
+  /**
+   * The SAT's lag: Descarga Masiva lists a stamp (and a cancellation) this long after it happened.
+   * Real PACs report to the SAT within minutes; a reconciliation waits past it before calling a
+   * stamp missing.
+   */
+  SANDBOX_SAT_LAG_MS: z.coerce.number().int().nonnegative().default(0),
+  /** How long a Descarga Masiva request is "En proceso" before it is decided. */
+  SANDBOX_DESCARGA_PROCESS_MS: z.coerce.number().int().nonnegative().default(1000),
   /** Seed of the fault-injection random numbers (reproducible runs). */
   SANDBOX_SEED: z.coerce.number().int().default(1),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

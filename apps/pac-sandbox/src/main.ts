@@ -42,6 +42,7 @@ const sandbox = new Sandbox({
   },
   ...(config.SANDBOX_STATE_FILE ? { stateFile: config.SANDBOX_STATE_FILE } : {}),
   ...(config.SANDBOX_TRUSTED_CA_FILE ? { trustedCa: readFileSync(config.SANDBOX_TRUSTED_CA_FILE, 'utf8') } : {}),
+  descarga: { lagMs: config.SANDBOX_SAT_LAG_MS, processMs: config.SANDBOX_DESCARGA_PROCESS_MS },
   logger,
 });
 

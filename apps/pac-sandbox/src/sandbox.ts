@@ -8,7 +8,9 @@ import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import type { CancellationPolicy } from './cancellation.ts';
 import { DEFAULT_SAT_DIR } from './config.ts';
+import { DescargaMasiva, DESCARGA_DEFAULTS, type DescargaOptions } from './descarga/descarga-masiva.ts';
 import { adminRoutes } from './http/admin-routes.ts';
+import { descargaRoutes } from './http/descarga-routes.ts';
 import { finkokRoutes } from './http/finkok-routes.ts';
 import { satRoutes } from './http/sat-routes.ts';
 import { swRoutes } from './http/sw-routes.ts';
@@ -53,6 +55,8 @@ export interface SandboxOptions {
   trustedCa?: string;
   /** The SAT-issued certificates (DER) the sandbox knows; default: every `.cer` in `satDir/csd`. */
   satCertificates?: readonly Buffer[];
+  /** Descarga Masiva's timings and limits (default: DESCARGA_DEFAULTS). */
+  descarga?: Partial<DescargaOptions>;
 }
 
 interface Listener {
@@ -69,6 +73,8 @@ export class Sandbox {
   /** The SAT's list of registered taxpayers (L_RFC), shared by every instance. */
   readonly taxpayers = new TaxpayerList();
   readonly instances = new Map<string, PacInstance>();
+  /** The SAT's Descarga Masiva, answering from the registry; its e.firmas must chain to `trustedCa`. */
+  readonly descarga: DescargaMasiva;
   private readonly listeners = new Map<string, Listener>();
   private adminServer?: Server;
   private readonly saver;
@@ -89,6 +95,7 @@ export class Sandbox {
       ),
       ...(options.trustedCa ? { ca: new X509Certificate(options.trustedCa) } : {}),
     };
+    this.descarga = new DescargaMasiva(this.registry, trust.ca, { ...DESCARGA_DEFAULTS, ...options.descarga });
     let seed = options.seed;
     for (const name of Object.keys(options.instancePorts)) {
       this.instances.set(
@@ -210,8 +217,13 @@ export class Sandbox {
         this.options.logger.info({ instance: instance.name, faults: instance.faults }, 'faults set');
         this.applyOutage(instance);
       },
-      onReset: () => this.saver?.schedule(),
+      onReset: () => this.onReset(),
     });
+  }
+
+  private onReset(): void {
+    this.descarga.clear();
+    this.saver?.schedule();
   }
 
   private app(instance: PacInstance) {
@@ -228,6 +240,7 @@ export class Sandbox {
     app.use(swRoutes({ ...shared, credentials: this.options.sw }));
     app.use(finkokRoutes({ ...shared, credentials: this.options.finkok }));
     app.use(satRoutes(shared));
+    app.use(descargaRoutes({ descarga: this.descarga, now: this.now }));
     if (this.options.adminToken) {
       const admin = adminRoutes({
         token: this.options.adminToken,
@@ -240,7 +253,7 @@ export class Sandbox {
           this.options.logger.info({ instance: i.name, faults: i.faults }, 'faults set');
           this.applyOutage(i);
         },
-        onReset: () => this.saver?.schedule(),
+        onReset: () => this.onReset(),
       });
       app.use('/__admin', admin);
     }

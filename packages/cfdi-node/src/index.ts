@@ -34,3 +34,12 @@ export {
   type VaultErrorCode,
   type WrappedKey,
 } from './vault.ts';
+export {
+  descargaEndpoints,
+  descargaService,
+  DESCARGA_SERVICE_PATHS,
+  fielOf,
+  PacHttpWebClient,
+  type Efirma,
+} from './sat/descarga-service.ts';
+export { EstadoCfdiClient, estadoConsumer } from './sat/estado-client.ts';

@@ -25,6 +25,7 @@ export {
   testCaFile,
   testCaPem,
   testCsdFor,
+  testEfirmaFor,
   TEST_CERTIFICATE_END,
 } from './test-ca.ts';
 export { sampleIngreso, withConcepto, freezeSample, rawVerifySignRate, testPac, testTfd, TINY_PNG } from './samples.ts';

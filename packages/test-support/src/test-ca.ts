@@ -183,12 +183,19 @@ export function testCsdFor(
     password?: string;
     /** A key pair to certify (one for many taxpayers: making 1,000 RSA keys costs a minute); else a new one. */
     keyPair?: { privateKey: KeyObject; publicKey: KeyObject };
+    /** An e.firma (FIEL) instead: the same layout with no branch (no OU). */
+    efirma?: boolean;
   } = {},
 ): { cer: Buffer; key: Buffer; password: string; noCertificado: string } {
   const password = options.password ?? '12345678a';
   const noCertificado =
     options.noCertificado ??
-    `3000${BigInt(`0x${createHash('sha256').update(rfc).digest('hex').slice(0, 15)}`)
+    `3000${BigInt(
+      `0x${createHash('sha256')
+        .update(options.efirma ? `efirma ${rfc}` : rfc)
+        .digest('hex')
+        .slice(0, 15)}`,
+    )
       .toString()
       .padStart(16, '0')
       .slice(0, 16)}`;
@@ -205,7 +212,7 @@ export function testCsdFor(
     { name: 'organizationName', value: nombre },
     { type: '2.5.4.45', value: rfc },
     { name: 'serialNumber', value: ' ' },
-    { shortName: 'OU', value: 'Matriz' },
+    ...(options.efirma ? [] : [{ shortName: 'OU', value: 'Matriz' }]),
   ]);
   cert.setIssuer(caCert.subject.attributes);
   cert.setExtensions([
@@ -219,4 +226,16 @@ export function testCsdFor(
     password,
     noCertificado,
   };
+}
+
+/**
+ * An e.firma (FIEL) for any taxpayer, issued by the test CA: what the SAT sandbox's Descarga Masiva
+ * authenticates in tests (it trusts the test CA only when told to). The key is encrypted PKCS#8 DER.
+ */
+export function testEfirmaFor(
+  rfc: string,
+  nombre: string,
+  options: { password?: string } = {},
+): { cer: Buffer; key: Buffer; password: string; noCertificado: string } {
+  return testCsdFor(rfc, nombre, { ...options, efirma: true });
 }

@@ -16,7 +16,9 @@ export function satRoutes(deps: { registry: SatRegistry; policy: CancellationPol
       res.status(400).type('text/plain').send('Invalid SOAP envelope');
       return;
     }
-    const params = new URLSearchParams(expresion.startsWith('?') ? expresion.slice(1) : expresion);
+    // CFDI 3.3/4.0 expressions are the verification URL; older ones only its query (`?re=…`).
+    const question = expresion.indexOf('?');
+    const params = new URLSearchParams(question >= 0 ? expresion.slice(question + 1) : expresion);
     const status = statusOf(
       deps.registry,
       {
@@ -29,17 +31,17 @@ export function satRoutes(deps: { registry: SatRegistry; policy: CancellationPol
       deps.policy,
     );
     const a = (name: string, value: string) => `<a:${name}>${escapeXml(value)}</a:${name}>`;
-    res
-      .type('text/xml; charset=utf-8')
-      .send(
-        '<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>' +
-          `<ConsultaResponse xmlns="http://tempuri.org/"><ConsultaResult xmlns:a="${RESULT_NS}">` +
-          a('CodigoEstatus', status.codigoEstatus) +
-          a('EsCancelable', status.esCancelable) +
-          a('Estado', status.estado) +
-          a('EstatusCancelacion', status.estatusCancelacion) +
-          '</ConsultaResult></ConsultaResponse></s:Body></s:Envelope>',
-      );
+    res.type('text/xml; charset=utf-8').send(
+      '<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body>' +
+        `<ConsultaResponse xmlns="http://tempuri.org/"><ConsultaResult xmlns:a="${RESULT_NS}">` +
+        a('CodigoEstatus', status.codigoEstatus) +
+        a('EsCancelable', status.esCancelable) +
+        a('Estado', status.estado) +
+        a('EstatusCancelacion', status.estatusCancelacion) +
+        // 200: the emisor is not on the SAT's EFOS list (the sandbox has none); empty when not found.
+        a('ValidacionEFOS', status.estado === 'No Encontrado' ? '' : '200') +
+        '</ConsultaResult></ConsultaResponse></s:Body></s:Envelope>',
+    );
   });
   return router;
 }
