@@ -3,7 +3,7 @@
  * the worker process) and what the ops CLI reads of them (`loadOpsConfig`). Kept apart from config.ts so that `npm run ops` loads zod and this file, not the CFDI domain that the
  * worker's own start-up checks need (its emisor, CSD and catalogues).
  */
-import { withSecretFiles, workerSettings, type WorkerSettings } from '@timbra/settings';
+import { SANDBOX_PAC, withSecretFiles, workerSettings, type WorkerSettings } from '@timbra/settings';
 import { redisConfigProblems } from '@timbra/db/redis';
 import type { RetentionPolicy } from '@timbra/db/retention';
 
@@ -51,6 +51,31 @@ export function loadOpsConfig(given: NodeJS.ProcessEnv) {
     throw new Error(
       `invalid ops configuration:\n${[...problems, ...(parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.')}: ${i.message}`)].join('\n')}` +
         "\n  (the worker's settings: DATABASE_URL is required, e.g. postgresql://postgres@127.0.0.1:5432/timbra for `npm run dev`)",
+    );
+  return parsed.data;
+}
+
+/**
+ * The settings of reconciliation with the SAT's record (the sweeper's job and `ops reconcile
+ * --source sat`); the sandbox profile points Descarga Masiva at the local sandbox.
+ */
+export function loadSatRecordConfig(given: NodeJS.ProcessEnv) {
+  const { env, problems } = withSecretFiles(given);
+  const sandbox = env.TIMBRA_PROFILE === 'sandbox';
+  const parsed = schema
+    .pick({
+      EFIRMA_DIR: true,
+      SAT_DESCARGA_URL: true,
+      SAT_LAG_MS: true,
+      SAT_POLL_MS: true,
+      SAT_WAIT_MAX_MS: true,
+      SAT_RECONCILE_DAYS: true,
+      SAT_RECONCILE_EVERY_MS: true,
+    })
+    .safeParse(sandbox ? { ...SANDBOX_PAC, ...env } : env);
+  if (!parsed.success || problems.length > 0)
+    throw new Error(
+      `invalid configuration:\n${[...problems, ...(parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.')}: ${i.message}`)].join('\n')}`,
     );
   return parsed.data;
 }

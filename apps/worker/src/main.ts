@@ -24,6 +24,7 @@ import { PacChain } from './stamping/pac-chain.ts';
 import { runRelay } from './stamping/relay.ts';
 import { runSweeper } from './stamping/sweeper.ts';
 import { runRetention } from './operations/retention.ts';
+import { startSatSchedule } from './operations/sat-schedule.ts';
 import { runCorrections } from './invoices/corrections.ts';
 import { globalCloserMetrics, runGlobalCloser } from './globals/close-globals.ts';
 import { startDeliverer } from './deliveries/deliverer.ts';
@@ -203,6 +204,10 @@ const retention = roles.has('sweeper')
       { intervalMs: config.RETENTION_INTERVAL_MS },
     )
   : undefined;
+// Reconciliation with the SAT's own record (docs/sat-record.md), for organizations with an e.firma.
+const satRecord = roles.has('sweeper')
+  ? startSatSchedule(config, w.eachOrganization, workerMetrics.registry, logger)
+  : undefined;
 const corrections =
   roles.has('sweeper') && w.corrections
     ? runCorrections(w.corrections, { intervalMs: config.CORRECTION_POLL_MS, logger })
@@ -268,6 +273,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       healthServer?.close();
       sweeper?.stop();
       retention?.stop();
+      satRecord?.stop();
       corrections?.stop();
       waitingOn = 'the facturas globales being issued';
       await globals?.stop();

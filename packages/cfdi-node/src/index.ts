@@ -43,3 +43,12 @@ export {
   type Efirma,
 } from './sat/descarga-service.ts';
 export { EstadoCfdiClient, estadoConsumer } from './sat/estado-client.ts';
+export {
+  DEFAULT_SAT_WAIT,
+  satCfdi,
+  satIssued,
+  SatRecordError,
+  type SatRecordRow,
+  type SatWait,
+} from './sat/sat-record.ts';
+export { efirmaFiles } from './sat/efirma-files.ts';

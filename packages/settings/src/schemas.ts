@@ -7,6 +7,7 @@ import {
   WORKER_GLOBALS,
   WORKER_PROCESS,
   WORKER_RETENTION,
+  WORKER_SAT_RECORD,
   WORKER_STAMPING,
 } from './worker.ts';
 
@@ -31,6 +32,7 @@ export const workerSettings = z.object({
   ...WORKER_GLOBALS.shape,
   ...WORKER_RETENTION.shape,
   ...WORKER_DELIVERIES.shape,
+  ...WORKER_SAT_RECORD.shape,
 });
 
 export type ApiSettings = z.output<typeof apiSettings>;

@@ -13,6 +13,9 @@ export const SANDBOX_PAC = {
   PAC_PRIMARY_USER: 'timbra',
   PAC_PRIMARY_PASSWORD: 'timbra-sandbox',
   SAT_STATUS_URL: 'http://127.0.0.1:4010/ConsultaCFDIService.svc',
+  SAT_DESCARGA_URL: 'http://127.0.0.1:4010',
+  SAT_LAG_MS: '60000',
+  SAT_POLL_MS: '500',
 } as const;
 
 export const WORKER_PROCESS = section('Roles, health and shutdown', [
@@ -202,6 +205,35 @@ export const WORKER_DELIVERIES = section("Customers' emails and merchants' webho
   ),
 ]);
 
+export const WORKER_SAT_RECORD = section("Reconciliation with the SAT's record", [
+  entry(
+    { EFIRMA_DIR: z.string().optional() },
+    "where each organization's e.firma (FIEL) is read from, as secret files: `<RFC>.cer`, `<RFC>.key` and `<RFC>.password` (the key's password). Descarga Masiva authenticates with it; an organization without one is not reconciled (`timbra_sat_reconcile_last_success_timestamp` stays 0 for it) ([sat-record.md](sat-record.md))",
+    'none: no reconciliation with the SAT',
+  ),
+  entry(
+    { SAT_DESCARGA_URL: z.union([z.literal('sat'), z.string().url()]).default('sat') },
+    "Descarga Masiva: `sat` (the SAT's own four endpoints) or one base URL serving the SAT's paths",
+    '`sat`; sandbox: the sandbox PAC (`http://127.0.0.1:4010`)',
+  ),
+  entry(
+    {
+      SAT_RECONCILE_EVERY_MS: z.coerce.number().int().nonnegative().default(86_400_000),
+      SAT_RECONCILE_DAYS: z.coerce.number().int().positive().max(365).default(7),
+    },
+    'how often the worker (role `sweeper`) reconciles each organization with an e.firma (0: never; `npm run ops -- reconcile --source sat` runs one now), and over how many days back',
+  ),
+  entry(
+    { SAT_LAG_MS: z.coerce.number().int().nonnegative().default(259_200_000) },
+    "how long after its stamp a CFDI may be absent from the SAT's record before it is called missing (PACs report to the SAT within 72 hours)",
+    '72 hours; sandbox: 1 minute',
+  ),
+  entry(
+    { SAT_POLL_MS: ms(30_000), SAT_WAIT_MAX_MS: ms(21_600_000) },
+    "a Descarga Masiva request is verified after this, doubling up to 10 minutes, until the SAT decides it or this long has passed (the SAT's may take hours)",
+  ),
+]);
+
 /** The worker's own sections. */
 export const WORKER_SECTIONS = [
   WORKER_PROCESS,
@@ -210,4 +242,5 @@ export const WORKER_SECTIONS = [
   WORKER_GLOBALS,
   WORKER_RETENTION,
   WORKER_DELIVERIES,
+  WORKER_SAT_RECORD,
 ] as const;

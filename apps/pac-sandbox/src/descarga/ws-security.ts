@@ -46,7 +46,9 @@ export function parseEnvelope(xml: string): Document {
   if (/<!DOCTYPE/i.test(xml)) throw new DescargaRefusal('301', 'XML Mal Formado');
   let failed = false;
   const doc = new DOMParser({
-    errorHandler: { warning: () => undefined, error: () => (failed = true), fatalError: () => (failed = true) },
+    errorHandler: (level: string) => {
+      if (level !== 'warning') failed = true;
+    },
   }).parseFromString(xml, 'text/xml');
   const root = doc?.documentElement;
   if (failed || !root || root.localName !== 'Envelope' || root.namespaceURI !== NS.soap) {

@@ -3,15 +3,26 @@ import { parseSince } from '../operations/since.ts';
 import { type Command, Option } from 'commander';
 import { dbLib, UsageError, CannotCheck, out, db, setExitCode } from './context.ts';
 
-/** `reconcile`: compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window). */
+/**
+ * `reconcile`: compare our invoices with a record of what was stamped — a PAC ledger (the sandbox's:
+ * orphan stamps and duplicates) or the SAT's own (`--source sat`: Descarga Masiva). Exit 1 when
+ * anything needs a person; exit 3 when the record cannot be read or does not cover the window.
+ */
 function reconcile(program: Command): void {
   program
     .command('reconcile')
     .description(
-      "compare a PAC ledger (the sandbox's) with our invoices: orphan stamps and duplicates (exit 1 when any; exit 3 when the ledger cannot be read or does not cover the window)",
+      "compare our invoices with a record of what was stamped: a PAC ledger (the sandbox's; orphan stamps and duplicates) or, with --source sat, the SAT's own (Descarga Masiva: orphans adopted or reported, missing, status, totals, receptors); exit 1 when anything needs a person, 3 when the record cannot be read or does not cover the window",
     )
-    .requiredOption('--ledger-url <url>', 'the PAC ledger (the sandbox admin URL)')
-    .requiredOption('--admin-token <token>', 'its admin token')
+    .addOption(new Option('--source <record>', 'ledger or sat').choices(['ledger', 'sat']).default('ledger'))
+    .option('--ledger-url <url>', 'the PAC ledger (the sandbox admin URL); --source ledger')
+    .option('--admin-token <token>', 'its admin token; --source ledger')
+    .addOption(
+      new Option('--until <when>', '--source sat: the end of the window (default: now)').argParser((v) =>
+        parseSince(v),
+      ),
+    )
+    .option('--organization <id or RFC>', '--source sat: whose record (default: EMISOR_RFC, or the only one)')
     .addOption(
       new Option(
         '--since <when>',
@@ -24,8 +35,25 @@ function reconcile(program: Command): void {
     )
     .option('--execute', 'with --fix: queue those cancellations for the worker')
     .action(
-      async (options: { ledgerUrl: string; adminToken: string; since?: Date; fix?: boolean; execute?: boolean }) => {
+      async (options: {
+        source: 'ledger' | 'sat';
+        ledgerUrl?: string;
+        adminToken?: string;
+        since?: Date;
+        until?: Date;
+        organization?: string;
+        fix?: boolean;
+        execute?: boolean;
+      }) => {
         if (options.execute && !options.fix) throw new UsageError('--execute goes with --fix');
+        if (options.source === 'sat') {
+          if (options.fix) throw new UsageError('--fix goes with --source ledger');
+          const { reconcileWithSatCommand } = await import('./sat-reconcile-command.ts');
+          return reconcileWithSatCommand(options);
+        }
+        if (!options.ledgerUrl || !options.adminToken)
+          throw new UsageError('--source ledger needs --ledger-url and --admin-token');
+        const { ledgerUrl, adminToken } = options;
         const prisma = await db();
         const { proposeFixes, reconcile, sandboxLedger, stampInstant } = await import('../operations/reconcile.ts');
         // Our first stamp by the PAC's clock (its FechaTimbrado), the clock of the ledger's window.
@@ -33,9 +61,9 @@ function reconcile(program: Command): void {
         const windowStart = options.since ?? (firstTfd ? stampInstant(firstTfd) : undefined);
         let ledger;
         try {
-          ledger = await sandboxLedger(options.ledgerUrl, options.adminToken).list(options.since?.toISOString());
+          ledger = await sandboxLedger(ledgerUrl, adminToken).list(options.since?.toISOString());
         } catch (error) {
-          throw new CannotCheck(`cannot read the PAC ledger at ${options.ledgerUrl}: ${(error as Error).message}`);
+          throw new CannotCheck(`cannot read the PAC ledger at ${ledgerUrl}: ${(error as Error).message}`);
         }
         if (!ledger.coversSince)
           throw new CannotCheck('the PAC ledger does not say which window it covers: nothing can be concluded');

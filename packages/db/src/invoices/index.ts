@@ -87,3 +87,14 @@ export {
   namedInvoiceWithVersions,
   stampedUuids,
 } from './operator-reads.ts';
+export {
+  adoptSatStamp,
+  finishSatReconciliation,
+  invoicesForSat,
+  invoiceVersionsBySerieFolio,
+  latestSatReconciliations,
+  liveRfcOf,
+  startSatReconciliation,
+  type InvoiceForSat,
+  type SatReconciliationRow,
+} from './sat-record.ts';
