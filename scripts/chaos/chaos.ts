@@ -54,6 +54,10 @@
  * each invoice's webhooks at its own organization's endpoint, and no row of one listed or read with
  * another's keys.
  *
+ * The SAT's record (#48): the table's last rows are each organization reconciled with the sandbox's
+ * Descarga Masiva through `npm run ops -- reconcile --source sat` — 0 orphans, 0 missing, 0 status
+ * differences (sat-record.ts).
+ *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
  * (failover on any error, fresh keys, no transaction): with `--expect-violations` the run succeeds
@@ -87,6 +91,7 @@ import {
   perOrganization,
   type ChaosOrganization,
 } from './organizations.ts';
+import { satRecordFigures } from './sat-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -1197,6 +1202,17 @@ try {
   }
   log(deliveriesOpen === 0 ? 'every email and webhook sent' : `${deliveriesOpen} deliveries still open`);
 
+  // The SAT's own record, read as production reads it (sat-record.ts), before the checks below (an
+  // adopted timbre is then in our DB, as in production).
+  const satFigures = naive
+    ? []
+    : await satRecordFigures({
+        organizations,
+        databaseUrl,
+        descargaUrl: `http://127.0.0.1:${primaryPort}`,
+        log,
+      });
+
   // --- Checks --------------------------------------------------------------------------------------
   const ledger = (await admin('/ledger')) as {
     stamps: { uuid: string; cadenaHash: string; instance: string; customid?: string; cancellation?: object }[];
@@ -1694,6 +1710,8 @@ try {
       },
     );
   }
+  // The last rows: the SAT's view of the whole run.
+  figures.push(...satFigures);
   const violations = figures.filter((f) => !f.ok);
   const markdown = [
     `# Chaos run — ${new Date().toISOString()}`,
