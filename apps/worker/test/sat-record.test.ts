@@ -163,7 +163,8 @@ describe('reconcile --source sat', () => {
       // The ops runs above were just now: not due yet; the gauges show the latest.
       await satPass(deps);
       expect(await own.satReconciliation.count()).toBe(before);
-      const series = async () => (await registry.getMetricsAsJSON()).find((m) => m.name === 'timbra_sat_findings')!.values;
+      const series = async () =>
+        (await registry.getMetricsAsJSON()).find((m) => m.name === 'timbra_sat_findings')!.values;
       expect((await series()).find((v) => v.labels.kind === 'missing')?.value).toBe(1);
       // An hour on, it is due: the worker runs one and records it.
       await satPass({ ...deps, now: () => new Date(Date.now() + 3_600_000) });

@@ -95,7 +95,9 @@ describe('the self-invoicing page in a browser', () => {
       const uso = page.getByLabel('Uso del CFDI');
       await expect(uso.getAttribute('aria-invalid')).resolves.toBe('true');
       // The choices are now the ones the SAT allows with 605; what was typed is kept.
-      const offered = await uso.locator('option').evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value));
+      const offered = await uso
+        .locator('option')
+        .evaluateAll((os) => os.map((o) => (o as unknown as { value: string }).value));
       expect(offered).toContain('D10');
       expect(offered).not.toContain('G03');
       await expect(page.getByLabel('RFC').inputValue()).resolves.toBe('CACX7605101P8');
