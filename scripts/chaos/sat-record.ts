@@ -2,7 +2,7 @@
  * The chaos run's last word: each organization's invoices against the SAT's own record, as
  * production checks them — `npm run ops -- reconcile --source sat` (the real CLI, its own process)
  * asking the sandbox's Descarga Masiva with a test e.firma per organization (issued by the tests'
- * CA, which the sandbox trusts). A run adopts a timbre only when `planted` names it.
+ * CA, which the sandbox trusts). Nothing may be adopted: every stamp's answer was recorded.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -65,7 +65,6 @@ export async function satRecordFigures(options: {
   organizations: readonly ChaosOrganization[];
   databaseUrl: string;
   descargaUrl: string;
-  planted?: { invoiceId: string; uuid: string };
   log: (line: string) => void;
 }): Promise<Figure[]> {
   const dir = mkdtempSync(join(tmpdir(), 'timbra-chaos-efirma-'));
@@ -97,11 +96,6 @@ export async function satRecordFigures(options: {
   const listed = runs.reduce((n, r) => n + (r.report?.sat ?? 0), 0);
   const matched = runs.reduce((n, r) => n + (r.report?.matched ?? 0), 0);
   const adopted = findings.filter((f) => f.kind === 'adopted');
-  const plantedOk = options.planted
-    ? adopted.length === 1 &&
-      adopted[0]!.uuid === options.planted.uuid &&
-      adopted[0]!.invoiceId === options.planted.invoiceId
-    : adopted.length === 0;
   return [
     {
       figure: 'SAT record (Descarga Masiva): organizations read; CFDIs it lists, found in our DB',
@@ -111,9 +105,9 @@ export async function satRecordFigures(options: {
     },
     {
       figure: 'SAT record: orphan timbres (at the SAT, not ours); adopted',
-      value: `${count(['orphan'])}; ${adopted.length}${options.planted ? ` (planted ${options.planted.uuid})` : ''}`,
-      must: options.planted ? '0; the planted one' : '0; 0',
-      ok: count(['orphan']) === 0 && plantedOk,
+      value: `${count(['orphan'])}; ${adopted.length}`,
+      must: '0; 0',
+      ok: count(['orphan']) === 0 && adopted.length === 0,
     },
     {
       figure: 'SAT record: stamped here, missing at the SAT',

@@ -1,16 +1,12 @@
 import { Router, type Request, type Response } from 'express';
 import { escapeXml } from '@timbra/cfdi-core';
+import { DESCARGA_SERVICE_PATHS } from '@timbra/cfdi-node';
 import type { DescargaMasiva, Verification } from '../descarga/descarga-masiva.ts';
 import { OPERATIONS, type Operation } from '../descarga/queries.ts';
 import { DescargaRefusal, NS, operationOf, parseEnvelope } from '../descarga/ws-security.ts';
 
-/** The paths of the SAT's four Descarga Masiva services (after their hosts). */
-export const DESCARGA_PATHS = {
-  authenticate: '/Autenticacion/Autenticacion.svc',
-  query: '/SolicitaDescargaService.svc',
-  verify: '/VerificaSolicitudDescargaService.svc',
-  download: '/DescargaMasivaService.svc',
-} as const;
+/** The paths of the SAT's four Descarga Masiva services (after their hosts): the client's own. */
+const DESCARGA_PATHS = DESCARGA_SERVICE_PATHS;
 
 const envelope = (body: string, header = '') =>
   `<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="${NS.soap}" xmlns:u="${NS.wsu}">` +

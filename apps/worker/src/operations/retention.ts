@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { runPeriodically } from './periodic.ts';
 import type { PrismaClient } from '@timbra/db';
 import type { EachOrganization } from '../organizations/across.ts';
 import { purgeExpiredIdempotencyKeys } from '@timbra/db/keys';
@@ -54,22 +55,9 @@ export async function pruneEveryOrganization(deps: RetentionDeps): Promise<Recor
 
 /** Runs a pass a minute after start, then every `intervalMs`, until stopped. One pass at a time. */
 export function runRetention(deps: RetentionDeps, options: { intervalMs: number; firstAfterMs?: number }) {
-  let running = false;
-  const pass = () => {
-    if (running) return;
-    running = true;
-    pruneEveryOrganization(deps)
-      .catch((error: unknown) => deps.logger.error({ err: error }, 'history prune failed'))
-      .finally(() => (running = false));
-  };
-  const first = setTimeout(pass, options.firstAfterMs ?? 60_000);
-  const timer = setInterval(pass, options.intervalMs);
-  first.unref();
-  timer.unref();
-  return {
-    stop: () => {
-      clearTimeout(first);
-      clearInterval(timer);
-    },
-  };
+  return runPeriodically(
+    () => pruneEveryOrganization(deps),
+    (error) => deps.logger.error({ err: error }, 'history prune failed'),
+    options,
+  );
 }

@@ -6,6 +6,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import { runPeriodically } from './periodic.ts';
 import { efirmaFiles } from '@timbra/cfdi-node';
 import { latestSatReconciliations, liveRfcOf } from '@timbra/db/invoices';
 import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
@@ -114,24 +115,11 @@ export function satPass(deps: SatScheduleDeps) {
 
 /** Looks every `intervalMs` (first after a minute); one pass at a time. */
 export function runSatSchedule(deps: SatScheduleDeps, options: { intervalMs: number; firstAfterMs?: number }) {
-  let running = false;
-  const pass = () => {
-    if (running) return;
-    running = true;
-    satPass(deps)
-      .catch((error: unknown) => deps.logger.error({ err: error }, 'sat reconcile pass failed'))
-      .finally(() => (running = false));
-  };
-  const first = setTimeout(pass, options.firstAfterMs ?? 60_000);
-  const timer = setInterval(pass, options.intervalMs);
-  first.unref();
-  timer.unref();
-  return {
-    stop: () => {
-      clearTimeout(first);
-      clearInterval(timer);
-    },
-  };
+  return runPeriodically(
+    () => satPass(deps),
+    (error) => deps.logger.error({ err: error }, 'sat reconcile pass failed'),
+    options,
+  );
 }
 
 /** The sweeper's schedule from the worker's settings, its gauges on `registry`; looks every 5 minutes. */

@@ -14,6 +14,7 @@ import {
   Uuid,
   type Service,
 } from '@nodecfdi/sat-ws-descarga-masiva';
+import { DEFAULT_TIME_ZONE } from '@timbra/cfdi-core';
 
 /** One row of the SAT's metadata for a CFDI. Dates as the SAT writes them (Mexico City, `YYYY-MM-DD HH:mm:ss`). */
 export interface SatRecordRow {
@@ -113,9 +114,11 @@ export async function satIssued(
   period: { from: string; to: string },
   wait: SatWait = DEFAULT_SAT_WAIT,
 ): Promise<SatRecordRow[]> {
-  const zone = 'America/Mexico_City';
   const parameters = QueryParameters.create(
-    DateTimePeriod.create(DateTime.create(period.from, zone), DateTime.create(period.to, zone)),
+    DateTimePeriod.create(
+      DateTime.create(period.from, DEFAULT_TIME_ZONE),
+      DateTime.create(period.to, DEFAULT_TIME_ZONE),
+    ),
     new DownloadType('issued'),
     new RequestType('metadata'),
   );

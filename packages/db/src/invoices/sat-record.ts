@@ -40,19 +40,7 @@ const select = {
   cancelRequests: { where: { status: { in: ['requested', 'accepted'] } }, select: { id: true } },
 } satisfies Prisma.InvoiceSelect;
 
-type Selected = {
-  id: string;
-  serie: string;
-  folio: number;
-  kind: string;
-  status: InvoiceStatus;
-  uuid: string | null;
-  total: { toFixed(digits: number): string };
-  fecha: string | null;
-  frozenXml: string | null;
-  stampedAt: Date | null;
-  cancelRequests: { id: string }[];
-};
+type Selected = Prisma.InvoiceGetPayload<{ select: typeof select }>;
 
 const shape = (i: Selected): InvoiceForSat => ({
   id: i.id,
@@ -88,7 +76,7 @@ export async function invoicesForSat(
     },
     select,
   });
-  return (rows as Selected[]).map(shape);
+  return rows.map(shape);
 }
 
 /** An invoice by serie and folio, with every frozen version it ever had (the current one last). */
