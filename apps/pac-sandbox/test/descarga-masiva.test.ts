@@ -26,7 +26,11 @@ import { certificateVariant, testEfirmaFor, withConcepto } from '@timbra/test-su
 import { emisor, freshInvoice, startSandbox, swClient, type RunningSandbox } from './helpers.ts';
 
 let run: RunningSandbox;
-/** The sandbox's clock runs ahead of the real one by this much: verifying moves it, not sleeping. */
+/**
+ * The sandbox's clock: real while the documents are stamped, then held still at `heldAt` and moved
+ * only by `ahead` as the tests verify, so a slow machine cannot skip a request's states.
+ */
+let heldAt: number | undefined;
 let ahead = 0;
 const efirma: Efirma = testEfirmaFor('EKU9003173C9', 'ESCUELA KEMPER URGATE');
 const stamped: { uuid: string; xml: string; total: string }[] = [];
@@ -72,7 +76,7 @@ async function packagesOf(service: Service, result: VerifyResult): Promise<strin
 
 beforeAll(async () => {
   run = await startSandbox({
-    now: () => new Date(Date.now() + ahead),
+    now: () => new Date((heldAt ?? Date.now()) + ahead),
     descarga: { acceptMs: 200, processMs: 300, packageSize: 2 },
   });
   const sw = swClient(run);
@@ -84,6 +88,7 @@ beforeAll(async () => {
   cancelledUuid = stamped[2]!.uuid;
   const csd = { cer: emisor.cer, key: emisor.key, password: emisor.password };
   await sw.cancel({ uuid: cancelledUuid, rfcEmisor: 'EKU9003173C9', motivo: '02', csd });
+  heldAt = Date.now();
 });
 afterAll(async () => {
   for (const close of closers) close();
