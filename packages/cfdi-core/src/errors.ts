@@ -19,6 +19,8 @@ export const CfdiErrorCode = {
   CsdUnreadable: 'CSD_UNREADABLE',
   /** The certificate is an e.firma (FIEL): CFDIs are sealed with a CSD. */
   CsdIsEfirma: 'CSD_IS_EFIRMA',
+  /** The certificate handed over as an e.firma (FIEL) is a CSD: the SAT's web services want the e.firma. */
+  EfirmaIsCsd: 'EFIRMA_IS_CSD',
   /** The certificate does not chain to one of the CAs the deployment trusts as the SAT's. */
   CsdUntrusted: 'CSD_UNTRUSTED',
   /** An XML document could not be parsed or is not the expected kind of document. */

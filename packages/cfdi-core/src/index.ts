@@ -67,6 +67,7 @@ export {
 } from './csd/csd.ts';
 export {
   checkCsdUpload,
+  checkEfirmaUpload,
   chainsTo,
   readCertificates,
   satCertificateKind,

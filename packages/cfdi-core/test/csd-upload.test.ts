@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { certificateVariant, testCaPem, testCsdFiles, testCsdFor } from '@timbra/test-support';
-import { CfdiError, checkCsdUpload, readCertificates, satCertificateKind } from '../src/index.ts';
+import { certificateVariant, testCaPem, testCsdFiles, testCsdFor, testEfirmaFor } from '@timbra/test-support';
+import { CfdiError, checkCsdUpload, checkEfirmaUpload, readCertificates, satCertificateKind } from '../src/index.ts';
 
 const eku = testCsdFiles('EKU9003173C9');
 const cacx = testCsdFiles('CACX7605101P8');
@@ -9,9 +9,13 @@ const trustedCas = readCertificates(Buffer.from(testCaPem()));
 const now = new Date('2026-12-04T12:00:00Z');
 const expected = { rfc: 'EKU9003173C9', at: now, trustedCas };
 
-function refusal(files: { cer: Buffer; key: Buffer; password: string }, exp = expected): string | undefined {
+function refusal(
+  files: { cer: Buffer; key: Buffer; password: string },
+  exp = expected,
+  check = checkCsdUpload,
+): string | undefined {
   try {
-    checkCsdUpload(files, exp);
+    check(files, exp);
   } catch (error) {
     if (error instanceof CfdiError) return error.code;
     throw error;
@@ -93,5 +97,41 @@ describe('a CSD upload', () => {
     expect(readCertificates(Buffer.from(pem + '\n' + pem))).toHaveLength(2);
     expect(readCertificates(new X509Certificate(pem).raw)).toHaveLength(1);
     expect(() => readCertificates(Buffer.from('nothing'))).toThrow(CfdiError);
+  });
+});
+
+describe('an e.firma upload', () => {
+  const efirma = testEfirmaFor('EKU9003173C9', 'ESCUELA KEMPER URGATE');
+  const at = new Date();
+  const mine = { rfc: 'EKU9003173C9', at, trustedCas };
+
+  it('takes the taxpayer’s e.firma issued by a trusted CA, and says the chain was verified', () => {
+    const checked = checkEfirmaUpload(efirma, mine);
+    expect([checked.csd.rfc, checked.csd.noCertificado, checked.chain]).toEqual([
+      'EKU9003173C9',
+      efirma.noCertificado,
+      'verified',
+    ]);
+    expect(checkEfirmaUpload(efirma, { rfc: 'EKU9003173C9', at }).chain).toBe('unchecked');
+  });
+
+  it.each([
+    ['a CSD (it names a branch)', testCsdFor('EKU9003173C9', 'ESCUELA KEMPER URGATE'), mine, 'EFIRMA_IS_CSD'],
+    ['a wrong password', { ...efirma, password: 'wrong-password' }, mine, 'CSD_WRONG_PASSWORD'],
+    ['another taxpayer’s e.firma', efirma, { ...mine, rfc: 'CACX7605101P8' }, 'CSD_RFC_MISMATCH'],
+    [
+      'an expired e.firma',
+      { ...efirma, cer: certificateVariant(efirma.cer, { notAfter: new Date(at.getTime() - 86_400_000) }) },
+      mine,
+      'CSD_EXPIRED',
+    ],
+    [
+      'an e.firma issued by a CA nothing trusts',
+      { ...efirma, cer: certificateVariant(efirma.cer, { by: 'other-ca' }) },
+      mine,
+      'CSD_UNTRUSTED',
+    ],
+  ])('refuses %s', (_what, files, exp, code) => {
+    expect(refusal(files, exp, checkEfirmaUpload)).toBe(code);
   });
 });

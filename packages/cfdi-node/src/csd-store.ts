@@ -48,27 +48,63 @@ export async function sealCsd(
     at: options.at,
     ...(options.trustedCas ? { trustedCas: options.trustedCas } : {}),
   });
+  const sealed = await sealKeyPair(options.vault, files, csdContext(emisor.id, csd.noCertificado));
+  return {
+    csd,
+    stored: {
+      organizationId: emisor.id,
+      noCertificado: csd.noCertificado,
+      rfc: csd.rfc,
+      validFrom: csd.validFrom,
+      validTo: csd.validTo,
+      certificate: new Uint8Array(csd.certificate.raw),
+      sealed,
+      chain,
+    },
+  };
+}
+
+/** The private key and its password sealed together under `context` (a CSD's or an e.firma's). */
+export async function sealKeyPair(
+  vault: KeyVault,
+  files: Pick<CsdFiles, 'key' | 'password'>,
+  context: string,
+): Promise<SealedSecret> {
   const secret = Buffer.from(
     JSON.stringify({ key: Buffer.from(files.key).toString('base64'), password: files.password }),
     'utf8',
   );
   try {
-    const sealed = await sealSecret(options.vault, secret, csdContext(emisor.id, csd.noCertificado));
-    return {
-      csd,
-      stored: {
-        organizationId: emisor.id,
-        noCertificado: csd.noCertificado,
-        rfc: csd.rfc,
-        validFrom: csd.validFrom,
-        validTo: csd.validTo,
-        certificate: new Uint8Array(csd.certificate.raw),
-        sealed,
-        chain,
-      },
-    };
+    return await sealSecret(vault, secret, context);
   } finally {
     secret.fill(0);
+  }
+}
+
+/**
+ * `sealKeyPair`'s way back, with the stored certificate: the files as handed over, loaded (the key
+ * must open with the password and be the certificate's) and checked to be `noCertificado`'s.
+ *
+ * @throws VaultError as openSecret; CfdiError CSD_KEY_MISMATCH when what opens is not the certificate's key.
+ */
+export async function openKeyPair(
+  vault: KeyVault,
+  stored: { certificate: Uint8Array; noCertificado: string; sealed: SealedSecret | object },
+  context: string,
+): Promise<{ csd: Csd; credentials: CsdFiles }> {
+  const plain = await openSecret(vault, stored.sealed as SealedSecret, context);
+  try {
+    const { key, password } = JSON.parse(plain.toString('utf8')) as { key: string; password: string };
+    const credentials = { cer: Buffer.from(stored.certificate), key: Buffer.from(key, 'base64'), password };
+    const csd = loadCsd(credentials.cer, credentials.key, credentials.password);
+    if (csd.noCertificado !== stored.noCertificado)
+      throw new CfdiError(
+        CfdiErrorCode.CsdKeyMismatch,
+        `the stored certificate is ${csd.noCertificado}, not ${stored.noCertificado}`,
+      );
+    return { csd, credentials };
+  } finally {
+    plain.fill(0);
   }
 }
 
@@ -84,22 +120,5 @@ export async function openCsd(
   stored: Pick<SealedCsd, 'organizationId' | 'noCertificado' | 'certificate'> & { sealed: SealedSecret | object },
   vault: KeyVault,
 ): Promise<{ csd: Csd; credentials: CsdFiles }> {
-  const plain = await openSecret(
-    vault,
-    stored.sealed as SealedSecret,
-    csdContext(stored.organizationId, stored.noCertificado),
-  );
-  try {
-    const { key, password } = JSON.parse(plain.toString('utf8')) as { key: string; password: string };
-    const credentials = { cer: Buffer.from(stored.certificate), key: Buffer.from(key, 'base64'), password };
-    const csd = loadCsd(credentials.cer, credentials.key, credentials.password);
-    if (csd.noCertificado !== stored.noCertificado)
-      throw new CfdiError(
-        CfdiErrorCode.CsdKeyMismatch,
-        `the stored certificate is ${csd.noCertificado}, not ${stored.noCertificado}`,
-      );
-    return { csd, credentials };
-  } finally {
-    plain.fill(0);
-  }
+  return openKeyPair(vault, stored, csdContext(stored.organizationId, stored.noCertificado));
 }

@@ -52,3 +52,4 @@ export {
   type SatWait,
 } from './sat/sat-record.ts';
 export { efirmaFiles } from './sat/efirma-files.ts';
+export { efirmaContext, openEfirma, sealEfirma, type SealedEfirma } from './sat/efirma-store.ts';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from '@jest/globals';
-import { certificateVariant, testCaPem, testCsdFiles } from '@timbra/test-support';
+import { certificateVariant, testCaPem, testCsdFiles, testEfirmaFor } from '@timbra/test-support';
 import { CfdiError, readCertificates } from '@timbra/cfdi-core';
-import { LocalKeyVault, VaultError, openCsd, sealCsd } from '../src/index.ts';
+import { LocalKeyVault, VaultError, openCsd, openEfirma, sealCsd, sealEfirma } from '../src/index.ts';
 
 const keyLine = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
 const vault = LocalKeyVault.fromFile(keyLine('2026-12'));
@@ -76,5 +76,30 @@ describe('a CSD sealed for storage and opened again', () => {
     const { stored } = await sealCsd(eku, emisor, { vault, at });
     const renewed = certificateVariant(eku.cer, { noCertificado: '30001000000500009999' });
     expect(await failure(openCsd({ ...stored, certificate: renewed }, vault))).toBe('CSD_KEY_MISMATCH');
+  });
+});
+
+describe('an e.firma sealed for storage and opened again', () => {
+  const efirma = testEfirmaFor('EKU9003173C9', 'ESCUELA KEMPER URGATE');
+  const now = new Date();
+
+  it('opens to the same files, bound to its organization and certificate', async () => {
+    const stored = await sealEfirma(efirma, emisor, { vault, at: now, trustedCas });
+    expect(stored).toMatchObject({ noCertificado: efirma.noCertificado, rfc: 'EKU9003173C9', chain: 'verified' });
+    const json = JSON.stringify(stored.sealed);
+    expect(json).not.toContain(efirma.password);
+    expect(json).not.toContain(efirma.key.toString('base64').slice(0, 40));
+    const opened = await openEfirma(stored, vault);
+    expect([opened.cer, opened.key, opened.password]).toEqual([efirma.cer, efirma.key, efirma.password]);
+    // Sealed as an e.firma, it does not open as the same organization's CSD, nor as another's e.firma.
+    expect(await failure(openCsd(stored, vault))).toBe('vault_cannot_open');
+    const moved = { ...stored, organizationId: '0190a8f2-0000-7000-8000-000000000002' };
+    expect(await failure(openEfirma(moved, vault))).toBe('vault_cannot_open');
+  });
+
+  it('refuses a CSD handed over as the e.firma, and a CSD sealed as a CSD does not open as one', async () => {
+    expect(await failure(sealEfirma(eku, emisor, { vault, at, trustedCas }))).toBe('EFIRMA_IS_CSD');
+    const { stored } = await sealCsd(eku, emisor, { vault, at });
+    expect(await failure(openEfirma(stored, vault))).toBe('vault_cannot_open');
   });
 });

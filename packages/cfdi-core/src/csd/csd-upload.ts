@@ -57,6 +57,9 @@ export interface CsdUploadCheck {
   chain: 'verified' | 'unchecked';
 }
 
+type UploadedFiles = { cer: Uint8Array; key: Uint8Array; password: string };
+type UploadExpected = { rfc: string; at: Date; trustedCas?: readonly X509Certificate[] };
+
 /**
  * The one rule for a CSD an organization hands over: the files read and the key opened with its
  * password, the pair matching, a CSD and not an e.firma, issued to the organization's RFC, valid
@@ -65,23 +68,41 @@ export interface CsdUploadCheck {
  * @throws CfdiError CSD_UNREADABLE, CSD_WRONG_PASSWORD, CSD_KEY_MISMATCH, CSD_IS_EFIRMA,
  *   CSD_RFC_MISMATCH, CSD_EXPIRED, CSD_UNTRUSTED — in that order: the first that applies.
  */
-export function checkCsdUpload(
-  files: { cer: Uint8Array; key: Uint8Array; password: string },
-  expected: { rfc: string; at: Date; trustedCas?: readonly X509Certificate[] },
-): CsdUploadCheck {
+export function checkCsdUpload(files: UploadedFiles, expected: UploadExpected): CsdUploadCheck {
+  return checkSatCertificate('csd', files, expected);
+}
+
+/**
+ * The same rule for the e.firma (FIEL) an organization hands over so Timbra can ask the SAT's web
+ * services (Descarga Masiva) in its name: everything `checkCsdUpload` checks, but an e.firma and
+ * not a CSD. (`csd` in the answer is the loaded pair: the same shape signs either way.)
+ *
+ * @throws CfdiError as checkCsdUpload, with EFIRMA_IS_CSD in CSD_IS_EFIRMA's place.
+ */
+export function checkEfirmaUpload(files: UploadedFiles, expected: UploadExpected): CsdUploadCheck {
+  return checkSatCertificate('efirma', files, expected);
+}
+
+function checkSatCertificate(kind: 'csd' | 'efirma', files: UploadedFiles, expected: UploadExpected): CsdUploadCheck {
   const csd = loadCsd(files.cer, files.key, files.password);
-  if (satCertificateKind(csd.certificate) === 'efirma')
-    throw new CfdiError(
-      CfdiErrorCode.CsdIsEfirma,
-      'the certificate is an e.firma (FIEL), not a CSD: CFDIs are sealed with a CSD (certificado de sello digital)',
-    );
-  assertCsdUsable(csd, expected.rfc, expected.at);
+  const what = kind === 'csd' ? 'CSD' : 'e.firma';
+  if (satCertificateKind(csd.certificate) !== kind)
+    throw kind === 'csd'
+      ? new CfdiError(
+          CfdiErrorCode.CsdIsEfirma,
+          'the certificate is an e.firma (FIEL), not a CSD: CFDIs are sealed with a CSD (certificado de sello digital)',
+        )
+      : new CfdiError(
+          CfdiErrorCode.EfirmaIsCsd,
+          "the certificate is a CSD (it names a branch), not an e.firma (FIEL): the SAT's web services authenticate the taxpayer's e.firma",
+        );
+  assertCsdUsable(csd, expected.rfc, expected.at, what);
   const cas = expected.trustedCas ?? [];
   if (cas.length === 0) return { csd, chain: 'unchecked' };
   if (!chainsTo(csd.certificate, cas, expected.at))
     throw new CfdiError(
       CfdiErrorCode.CsdUntrusted,
-      `the certificate ${csd.noCertificado} was not issued by a trusted CA (its issuer names ${JSON.stringify(csd.certificate.issuer.split('\n').find((l) => l.startsWith('CN=')) ?? '')})`,
+      `the ${what} ${csd.noCertificado} was not issued by a trusted CA (its issuer names ${JSON.stringify(csd.certificate.issuer.split('\n').find((l) => l.startsWith('CN=')) ?? '')})`,
     );
   return { csd, chain: 'verified' };
 }

@@ -89,17 +89,17 @@ function subjectField(certificate: X509Certificate, field: string): string | und
  *
  * @throws CfdiError CSD_RFC_MISMATCH, CSD_EXPIRED.
  */
-export function assertCsdUsable(csd: Csd, emisorRfc: string, at: Date): void {
+export function assertCsdUsable(csd: Csd, emisorRfc: string, at: Date, what: 'CSD' | 'e.firma' = 'CSD'): void {
   if (csd.rfc !== emisorRfc) {
     throw new CfdiError(
       CfdiErrorCode.CsdRfcMismatch,
-      `the CSD was issued to ${csd.rfc}, not to the emisor ${emisorRfc}`,
+      `the ${what} was issued to ${csd.rfc}, not to the emisor ${emisorRfc}`,
     );
   }
   if (at < csd.validFrom || at > csd.validTo) {
     throw new CfdiError(
       CfdiErrorCode.CsdExpired,
-      `the CSD ${csd.noCertificado} is valid from ${csd.validFrom.toISOString()} to ${csd.validTo.toISOString()}, not at ${at.toISOString()}`,
+      `the ${what} ${csd.noCertificado} is valid from ${csd.validFrom.toISOString()} to ${csd.validTo.toISOString()}, not at ${at.toISOString()}`,
     );
   }
 }
