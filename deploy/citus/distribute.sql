@@ -43,6 +43,7 @@ SELECT create_distributed_table('deliveries', 'organization_id', colocate_with =
 SELECT create_distributed_table('delivery_attempts', 'organization_id', colocate_with => 'series');
 SELECT create_distributed_table('tickets', 'organization_id', colocate_with => 'series');
 SELECT create_distributed_table('sat_reconciliations', 'organization_id', colocate_with => 'series');
+SELECT create_distributed_table('efirmas', 'organization_id', colocate_with => 'series');
 
 ALTER TABLE invoices ADD CONSTRAINT invoices_installment_id_fkey
   FOREIGN KEY (installment_id, organization_id) REFERENCES installments (id, organization_id) ON DELETE RESTRICT;

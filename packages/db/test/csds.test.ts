@@ -1,6 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPrisma, type PrismaClient } from '../src/index.ts';
-import { CsdAlreadyStored, activeCsd, chooseActive, csdToWatch, listCsds, storeCsd } from '../src/csds/index.ts';
+import {
+  CsdAlreadyStored,
+  EfirmaAlreadyStored,
+  activeCsd,
+  chooseActive,
+  csdToWatch,
+  currentEfirma,
+  listCsds,
+  listEfirmas,
+  storeCsd,
+  storeEfirma,
+} from '../src/csds/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;
@@ -103,5 +114,42 @@ describe('the CSD store', () => {
 
   it('refuses a row the database’s checks reject: a NoCertificado that is not 20 digits', async () => {
     await expect(storeCsd(prisma, csd('3000', at(-1), at(10), at(0)))).rejects.toThrow(/no_certificado/);
+  });
+});
+
+describe('the e.firma store', () => {
+  const efirma = (noCertificado: string, validFrom: Date, validTo: Date) => {
+    const { activeFrom: _activeFrom, ...row } = csd(noCertificado, validFrom, validTo, validFrom);
+    return row;
+  };
+
+  it('answers the newest uploaded valid at a moment, and lists without the sealed bytes', async () => {
+    expect(await currentEfirma(prisma, organizationId, at(0))).toBeUndefined();
+    await storeEfirma(prisma, efirma('00001000000700000001', at(-400), at(30)));
+    // Uploaded later, valid from tomorrow: the old one until then.
+    await storeEfirma(prisma, efirma('00001000000700000002', at(1), at(1400)));
+    expect((await currentEfirma(prisma, organizationId, at(0)))?.noCertificado).toBe('00001000000700000001');
+    const renewed = await currentEfirma(prisma, organizationId, at(2));
+    expect([renewed?.noCertificado, renewed?.sealed]).toEqual([
+      '00001000000700000002',
+      { v: 1, keyId: 'k', ciphertext: 'c' },
+    ]);
+    expect(await currentEfirma(prisma, organizationId, at(1500))).toBeUndefined();
+    const listed = await listEfirmas(prisma, organizationId, at(0));
+    expect(listed.map((e) => [e.noCertificado, e.current])).toEqual([
+      ['00001000000700000002', false],
+      ['00001000000700000001', true],
+    ]);
+    expect(listed[0]).not.toHaveProperty('sealed');
+    // The CSDs are another table: an e.firma never seals.
+    expect((await listCsds(prisma, organizationId, at(0))).map((c) => c.noCertificado)).not.toContain(
+      '00001000000700000001',
+    );
+  });
+
+  it('refuses the same e.firma twice for an organization', async () => {
+    await expect(storeEfirma(prisma, efirma('00001000000700000001', at(-400), at(30)))).rejects.toBeInstanceOf(
+      EfirmaAlreadyStored,
+    );
   });
 });

@@ -1,4 +1,4 @@
-/** `@timbra/db/csds`: the emisor's CSDs, stored sealed, and the one that seals at a moment. */
+/** `@timbra/db/csds`: the emisor's CSDs and e.firmas, stored sealed, and the one in use at a moment. */
 export {
   CsdAlreadyStored,
   activeCsd,
@@ -11,3 +11,12 @@ export {
   type CsdView,
   type StoredCsd,
 } from './csds.ts';
+export {
+  EfirmaAlreadyStored,
+  chooseCurrentEfirma,
+  currentEfirma,
+  listEfirmas,
+  storeEfirma,
+  type EfirmaView,
+  type StoredEfirma,
+} from './efirmas.ts';
