@@ -9,7 +9,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { LocalKeyVault } from '@timbra/cfdi-node';
 import { walkInvoiceTo } from '@timbra/db/testing';
-import { testCsdFiles, TINY_PNG } from '@timbra/test-support';
+import { testCsdFiles, testEfirmaFor, TINY_PNG } from '@timbra/test-support';
 import { createPaymentSchema } from '../src/payments/payment-routes.ts';
 import { createInstallmentSchema, createRefundSchema } from '../src/refunds-installments/refund-routes.ts';
 import { cancelInvoiceSchema } from '../src/invoices/cancellation-routes.ts';
@@ -771,6 +771,21 @@ describe('openapi.yaml', () => {
         'post',
         await on('post', `${one}/csds`, { json: { ...upload, password: 'mala' }, headers: pk }),
       );
+      const fiel = testEfirmaFor('CACX7605101P8', 'XOCHILT CASAS CHAVEZ');
+      const efirma = {
+        certificate: fiel.cer.toString('base64'),
+        privateKey: fiel.key.toString('base64'),
+        password: fiel.password,
+      };
+      const stored = await on('post', `${one}/efirmas`, { json: efirma, headers: pk });
+      expect(stored.statusCode).toBe(201);
+      conforms('/v1/organizations/{id}/efirmas', 'post', stored);
+      for (const [where, json] of [
+        [one, efirma],
+        [one, upload],
+        [`/v1/organizations/${twinId}`, efirma],
+      ] as const)
+        conforms('/v1/organizations/{id}/efirmas', 'post', await on('post', `${where}/efirmas`, { json, headers: pk }));
 
       const logo = (body: Buffer, type: string) =>
         on('put', `${one}/logo`, { body, headers: { ...pk, 'content-type': type } });

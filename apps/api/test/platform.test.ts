@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import got from 'got';
 import { LocalKeyVault } from '@timbra/cfdi-node';
 import { X509Certificate } from 'node:crypto';
-import { certificateVariant, testCaPem, testCsdFiles, TINY_PNG } from '@timbra/test-support';
+import { certificateVariant, testCaPem, testCsdFiles, testEfirmaFor, TINY_PNG } from '@timbra/test-support';
 import { KEYS, startApi, type TestApi } from './helpers.ts';
 import { API_VERSIONS, CURRENT_API_VERSION } from '@timbra/db/keys';
 
@@ -123,6 +123,42 @@ describe('platform mode: organizations made through /v1/organizations', () => {
       .find((l) => l.startsWith('timbra_csd_expires_in_seconds{') && l.includes(`organization="${id}"`));
     expect(line).toContain(`no_certificado="${noCertificado}"`);
     expect(Number(line!.split(' ').pop())).toBeGreaterThan(0);
+  });
+
+  it("stores the organization's e.firma for the SAT's record, and never a CSD in its place", async () => {
+    const efirma = testEfirmaFor(CACX.rfc, CACX.nombre);
+    const body = (f: { cer: Buffer; key: Buffer; password: string }) => ({
+      certificate: f.cer.toString('base64'),
+      privateKey: f.key.toString('base64'),
+      password: f.password,
+    });
+    const csd = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/efirmas`, files('CACX7605101P8'));
+    expect([csd.status, csd.code]).toEqual([422, 'efirma_rejected']);
+    expect(JSON.stringify(csd.body.error?.details)).toMatch(/EFIRMA_IS_CSD/);
+    const theirs = await call(
+      PLATFORM_KEY,
+      'POST',
+      `/v1/organizations/${id}/efirmas`,
+      body(testEfirmaFor('EKU9003173C9', 'ESCUELA KEMPER URGATE')),
+    );
+    expect(JSON.stringify(theirs.body.error?.details)).toMatch(/CSD_RFC_MISMATCH/);
+    const stored = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/efirmas`, body(efirma));
+    expect(stored.status).toBe(201);
+    expect(stored.body.efirmas).toEqual([
+      expect.objectContaining({ noCertificado: efirma.noCertificado, inUse: true, chain: 'verified' }),
+    ]);
+    expect(JSON.stringify(stored.body)).not.toContain(efirma.password);
+    const twice = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/efirmas`, body(efirma));
+    expect([twice.status, twice.code]).toEqual([409, 'efirma_already_stored']);
+    // A test twin is not a taxpayer of its own: its live organization's e.firma is the one.
+    const twin = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/test`);
+    const onTwin = await call(
+      PLATFORM_KEY,
+      'POST',
+      `/v1/organizations/${twin.body.id as string}/efirmas`,
+      body(efirma),
+    );
+    expect([onTwin.status, onTwin.code]).toEqual([409, 'organization_is_test']);
   });
 
   it("keeps each organization's keys to its own API and rows", async () => {

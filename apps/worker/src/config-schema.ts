@@ -65,6 +65,7 @@ export function loadSatRecordConfig(given: NodeJS.ProcessEnv) {
   const parsed = schema
     .pick({
       EFIRMA_DIR: true,
+      VAULT_KEYS: true,
       SAT_DESCARGA_URL: true,
       SAT_LAG_MS: true,
       SAT_POLL_MS: true,

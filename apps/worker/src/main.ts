@@ -206,7 +206,7 @@ const retention = roles.has('sweeper')
   : undefined;
 // Reconciliation with the SAT's own record (docs/sat-record.md), for organizations with an e.firma.
 const satRecord = roles.has('sweeper')
-  ? startSatSchedule(config, w.eachOrganization, workerMetrics.registry, logger)
+  ? startSatSchedule(config, w.eachOrganization, workerMetrics.registry, logger, vault)
   : undefined;
 const corrections =
   roles.has('sweeper') && w.corrections

@@ -4,13 +4,14 @@
  * each planted case is found, adopted or reported, and the run is recorded.
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { persistStamp } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { freezeSample, testCsdFiles, testEfirmaFor } from '@timbra/test-support';
+import { freezeSample, testCaFile, testCsdPaths, testCsdFiles, testEfirmaFor } from '@timbra/test-support';
 import { Registry } from 'prom-client';
 import { pino } from 'pino';
 import type { EachOrganization } from '../src/organizations/across.ts';
@@ -189,5 +190,52 @@ describe('reconcile --source sat', () => {
     });
     expect(run.status).toBe(3);
     expect(run.stderr).toMatch(/no e\.firma of EKU9003173C9/);
+  });
+
+  it('signs with the e.firma stored by efirma:upload, sealed under VAULT_KEYS, and never with a CSD', async () => {
+    const efirma = testEfirmaFor('EKU9003173C9', 'ESCUELA KEMPER URGATE');
+    const dir = mkdtempSync(join(tmpdir(), 'timbra-efirma-upload-'));
+    const file = (name: string, bytes: Buffer | string) => {
+      writeFileSync(join(dir, name), bytes);
+      return join(dir, name);
+    };
+    const vaultKeys = file('master.keys', `2026-12:${randomBytes(32).toString('base64')}\n`);
+    const upload = (cer: string, key: string, passwordFile: string) =>
+      opsHere(
+        db.url,
+        ['efirma:upload', '--cer', cer, '--key', key, '--password-file', passwordFile, '--trusted-cas', testCaFile()],
+        { VAULT_KEYS_FILE: vaultKeys, EMISOR_RFC: 'EKU9003173C9' },
+      );
+    // A CSD handed over as the e.firma is refused, and nothing is stored.
+    const csd = testCsdPaths('EKU9003173C9');
+    const refused = await upload(csd.cer, csd.key, csd.passwordFile);
+    expect([refused.status, refused.stderr]).toEqual([1, expect.stringMatching(/EFIRMA_IS_CSD/)]);
+    expect(await prisma.efirma.count()).toBe(0);
+
+    const stored = await upload(file('e.cer', efirma.cer), file('e.key', efirma.key), file('e.pw', efirma.password));
+    expect(stored.stderr).toBe('');
+    expect(stored.status).toBe(0);
+    const row = await prisma.efirma.findFirstOrThrow();
+    expect([row.noCertificado, row.chain]).toEqual([efirma.noCertificado, 'verified']);
+    expect(JSON.stringify(row.sealed)).not.toContain(efirma.password);
+    const listed = await opsHere(db.url, ['efirma:list'], { EMISOR_RFC: 'EKU9003173C9' });
+    expect(listed.stdout).toMatch(new RegExp(`${efirma.noCertificado}\\s+IN USE`));
+
+    // No EFIRMA_DIR: the stored one asks the SAT, and the run finds what the first one found.
+    const env = { SAT_DESCARGA_URL: sandbox.primary, SAT_LAG_MS: '0', SAT_POLL_MS: '100', EMISOR_RFC: 'EKU9003173C9' };
+    const run = await opsHere(db.url, ['reconcile', '--source', 'sat', '--since', '1d', '--json'], {
+      ...env,
+      VAULT_KEYS_FILE: vaultKeys,
+    });
+    expect(run.stderr).toMatch(/with the stored e\.firma/);
+    expect(run.status).toBe(1);
+    const report = JSON.parse(run.stdout) as { findings: SatFinding[]; matched: number };
+    expect(report.findings.filter((f) => f.kind === 'orphan')).toHaveLength(2);
+    // Under another master key it does not open: exit 3, and no secret in what is said.
+    const other = file('other.keys', `2026-12:${randomBytes(32).toString('base64')}\n`);
+    const closed = await opsHere(db.url, ['reconcile', '--source', 'sat'], { ...env, VAULT_KEYS_FILE: other });
+    expect(closed.status).toBe(3);
+    expect(closed.stderr).toMatch(/e\.firma of EKU9003173C9 cannot be used/);
+    expect(closed.stderr).not.toContain(efirma.password);
   });
 });

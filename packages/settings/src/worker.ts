@@ -208,8 +208,8 @@ export const WORKER_DELIVERIES = section("Customers' emails and merchants' webho
 export const WORKER_SAT_RECORD = section("Reconciliation with the SAT's record", [
   entry(
     { EFIRMA_DIR: z.string().optional() },
-    "where each organization's e.firma (FIEL) is read from, as secret files: `<RFC>.cer`, `<RFC>.key` and `<RFC>.password` (the key's password). Descarga Masiva authenticates with it; an organization without one is not reconciled (`timbra_sat_reconcile_last_success_timestamp` stays 0 for it) ([sat-record.md](sat-record.md))",
-    'none: no reconciliation with the SAT',
+    "where an organization's e.firma (FIEL) is read from when none is stored for it (`ops efirma:upload`, sealed with `VAULT_KEYS`), as secret files: `<RFC>.cer`, `<RFC>.key` and `<RFC>.password` (the key's password). Descarga Masiva authenticates with it; an organization with neither is not reconciled ([sat-record.md](sat-record.md))",
+    'none: only stored e.firmas',
   ),
   entry(
     { SAT_DESCARGA_URL: z.union([z.literal('sat'), z.string().url()]).default('sat') },

@@ -132,6 +132,11 @@ export const API_ERRORS = {
     status: 422,
     message: 'The CSD does not pass its checks (details: which one); nothing was stored.',
   },
+  efirma_already_stored: { status: 409, message: 'This e.firma (its NoCertificado) is stored already.' },
+  efirma_rejected: {
+    status: 422,
+    message: 'The e.firma does not pass its checks (details: which one); nothing was stored.',
+  },
   customer_conflict: { status: 409, message: 'Another customer has this Stripe or Mercado Pago id.' },
   installment_exceeds_balance: { status: 422, message: 'The installment is more than the invoice still owes.' },
   refund_exceeds_payment: { status: 422, message: 'The refunds would add up to more than the payment.' },
@@ -143,7 +148,8 @@ export const API_ERRORS = {
   webhook_not_configured: { status: 503, message: 'This webhook is not configured.' },
   vault_not_configured: {
     status: 503,
-    message: 'CSDs are stored sealed by the master keys (VAULT_KEYS), which this deployment has not set.',
+    message:
+      'CSDs, e.firmas and provider secrets are stored sealed by the master keys (VAULT_KEYS), which this deployment has not set.',
   },
   unavailable: { status: 503, message: 'A dependency is unavailable.' },
   exchange_rate_source_down: {

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { CfdiError, type OperatorCatalogs } from '@timbra/cfdi-core';
 import { sealCsd, type KeyVault } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
-import { CsdAlreadyStored, listCsds, storeCsd } from '@timbra/db/csds';
+import { CsdAlreadyStored, listCsds, listEfirmas, storeCsd } from '@timbra/db/csds';
 import { ApiKeyNameTaken, createApiKey, DEFAULT_SCOPES, keyPrefix } from '@timbra/db/keys';
 import {
   createOrganization,
@@ -34,6 +34,7 @@ import type { FailureLimiter } from '../http/failure-limiter.ts';
 import { createKeySchema, keyView } from '../keys/key-routes.ts';
 import { providerAccountRoutes, providerAccountView } from './provider-accounts.ts';
 import { logoRoutes } from './organization-logo.ts';
+import { efirmaRoutes, efirmaViews } from './organization-efirmas.ts';
 import { testModeRoutes } from './organization-test-mode.ts';
 import { fiscalProblems, seriesOf, updateSettings } from './organization-settings.ts';
 
@@ -101,7 +102,7 @@ function organizationView(
   testId: string | null,
   logo: boolean,
   settings: EffectiveSettings,
-  csds: Awaited<ReturnType<typeof listCsds>>,
+  held: { csds: Awaited<ReturnType<typeof listCsds>>; efirmas: Awaited<ReturnType<typeof listEfirmas>> },
   providers: readonly ProviderAccount[],
 ) {
   return {
@@ -117,7 +118,7 @@ function organizationView(
     settings,
     /** Its own logo on its PDFs (else the deployment's INVOICE_LOGO_FILE). */
     logo,
-    csds: csds.map((c) => ({
+    csds: held.csds.map((c) => ({
       noCertificado: c.noCertificado,
       validFrom: c.validFrom.toISOString(),
       validTo: c.validTo.toISOString(),
@@ -125,11 +126,12 @@ function organizationView(
       sealing: c.active,
       chain: c.chain,
     })),
+    efirmas: efirmaViews(held.efirmas),
     providers: providers.map((p) => providerAccountView(o.id, p)),
   };
 }
 
-/** An organization as the platform key sees it: its facts, settings, CSDs and provider accounts (no secret). */
+/** An organization as the platform key sees it: its facts, settings, CSDs, e.firmas and provider accounts (no secret). */
 async function describe(deps: OrganizationRoutesDeps, o: Organization) {
   // Whether it has one, without reading its bytes.
   const logo = (await deps.owner.emisor.count({ where: { id: o.id, logo: { not: null } } })) > 0;
@@ -139,7 +141,7 @@ async function describe(deps: OrganizationRoutesDeps, o: Organization) {
     twin?.id ?? null,
     logo,
     effectiveSettings(await organizationSettings(deps.owner, o.id), deps.defaults),
-    await listCsds(deps.owner, o.id, new Date()),
+    { csds: await listCsds(deps.owner, o.id, new Date()), efirmas: await listEfirmas(deps.owner, o.id, new Date()) },
     await providerAccountsOf(deps.owner, o.id),
   );
 }
@@ -207,6 +209,7 @@ export function organizationRoutes(deps: OrganizationRoutesDeps): Router {
     res.status(201).json(await described(organization));
   });
 
+  efirmaRoutes(router, { clients: deps.clients, vault: deps.vault, trustedCas: deps.trustedCas, found, described });
   testModeRoutes(router, { owner: deps.owner, defaults: deps.defaults, found, described });
   providerAccountRoutes(router, { clients: deps.clients, vault: deps.vault, found, changed, connect: deps.connect });
   logoRoutes(router, {

@@ -1,17 +1,18 @@
 /**
- * The sweeper's reconciliation with the SAT's record: each live organization with an e.firma in
- * EFIRMA_DIR, every SAT_RECONCILE_EVERY_MS over the last SAT_RECONCILE_DAYS. When a run is due is
+ * The sweeper's reconciliation with the SAT's record: each live organization with an e.firma
+ * (stored under VAULT_KEYS, or in EFIRMA_DIR: sat-efirma.ts), every SAT_RECONCILE_EVERY_MS over the last SAT_RECONCILE_DAYS. When a run is due is
  * read from `sat_reconciliations` (so a restart neither repeats nor forgets one), and so are the
  * gauges: the latest finished run's findings stay loud until a later run no longer finds them.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { runPeriodically } from './periodic.ts';
-import { efirmaFiles } from '@timbra/cfdi-node';
+import type { KeyVault } from '@timbra/cfdi-node';
 import { latestSatReconciliations, liveRfcOf } from '@timbra/db/invoices';
 import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
 import { needsPerson, type SatFinding } from './sat-findings.ts';
 import { describeFinding } from './sat-report.ts';
+import { anyEfirmaSource, efirmaOf } from './sat-efirma.ts';
 import { runSatReconciliation, type SatRunSettings } from './sat-reconcile.ts';
 
 const KINDS: readonly SatFinding['kind'][] = [
@@ -67,6 +68,8 @@ export interface SatScheduleDeps {
     SAT_RECONCILE_EVERY_MS: number;
     SAT_RECONCILE_DAYS: number;
   };
+  /** Opens the organizations' stored e.firmas (VAULT_KEYS). */
+  vault?: KeyVault | undefined;
   metrics: SatRecordMetrics;
   logger: Logger;
   now?: () => Date;
@@ -75,18 +78,27 @@ export interface SatScheduleDeps {
 /** One organization's turn: its gauges from the record, and a run when one is due. */
 async function visit(deps: SatScheduleDeps, org: OrganizationVisit): Promise<void> {
   const { settings } = deps;
-  const rfc = settings.EFIRMA_DIR ? await liveRfcOf(org.prisma, org.organizationId) : undefined;
-  if (!rfc || !settings.EFIRMA_DIR) return;
-  const efirma = efirmaFiles(settings.EFIRMA_DIR, rfc);
-  if (!efirma) return;
+  const sources = { vault: deps.vault, EFIRMA_DIR: settings.EFIRMA_DIR };
+  const rfc = anyEfirmaSource(sources) ? await liveRfcOf(org.prisma, org.organizationId) : undefined;
+  if (!rfc) return;
+  const now = (deps.now ?? (() => new Date()))();
+  const log = deps.logger.child({ organization: org.organizationId, rfc });
+  let found;
+  try {
+    found = await efirmaOf(org.prisma, { id: org.organizationId, rfc }, sources, now);
+  } catch (error) {
+    deps.metrics.failed(org.organizationId);
+    log.error({ err: error }, 'sat_reconcile_failed: the stored e.firma does not open');
+    return;
+  }
+  if (!found) return;
+  const efirma = found.efirma;
   const { latest, finished } = await latestSatReconciliations(org.prisma);
   deps.metrics.show(org.organizationId, finished);
-  const now = (deps.now ?? (() => new Date()))();
   // A run that started and never finished (a worker killed mid-run) is due again after its longest wait.
   const since = latest ? latest.startedAt.getTime() + (latest.finishedAt ? 0 : settings.SAT_WAIT_MAX_MS) : 0;
   if (settings.SAT_RECONCILE_EVERY_MS === 0 || now.getTime() - since < settings.SAT_RECONCILE_EVERY_MS) return;
-  const log = deps.logger.child({ organization: org.organizationId, rfc });
-  log.info('sat_reconcile_started');
+  log.info({ efirma: found.source }, 'sat_reconcile_started');
   try {
     const result = await runSatReconciliation(org.prisma, efirma, settings, {
       since: new Date(now.getTime() - settings.SAT_RECONCILE_DAYS * 86_400_000),
@@ -128,8 +140,10 @@ export function startSatSchedule(
   each: EachOrganization,
   registry: Registry,
   logger: Logger,
+  vault: KeyVault | undefined,
 ) {
   const metrics = satRecordMetrics(registry);
-  if (!settings.EFIRMA_DIR) logger.info('EFIRMA_DIR is not set: no reconciliation with the SAT’s record');
-  return runSatSchedule({ each, settings, metrics, logger }, { intervalMs: 300_000 });
+  if (!anyEfirmaSource({ vault, EFIRMA_DIR: settings.EFIRMA_DIR }))
+    logger.info('neither VAULT_KEYS nor EFIRMA_DIR is set: no e.firma, no reconciliation with the SAT’s record');
+  return runSatSchedule({ each, settings, vault, metrics, logger }, { intervalMs: 300_000 });
 }

@@ -1,10 +1,23 @@
-/** `npm run ops --` commands: the CSD's validity, and the CSDs stored sealed in the database. */
+/** `npm run ops --` commands: the CSD's validity, and the CSDs and e.firmas stored sealed in the database. */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { CSD_EXPIRY_WARNING_DAYS, csdExpiry, noCertificadoOf, rfcOf } from '@timbra/cfdi-core/csd';
-import { CannotCheck, UsageError, config, db, dbLib, note, out, fail, setExitCode, env } from './context.ts';
+import {
+  CannotCheck,
+  UsageError,
+  config,
+  db,
+  dbLib,
+  note,
+  out,
+  fail,
+  setExitCode,
+  env,
+  organizationDb,
+  organizationNamed,
+} from './context.ts';
 
 /** A path as the operator typed it: npm runs the CLI from apps/worker, so relative means INIT_CWD. */
 const typed = (path: string) => resolve(env().INIT_CWD ?? process.cwd(), path);
@@ -157,8 +170,92 @@ function csdList(program: Command): void {
     });
 }
 
+/** `efirma:upload`: check an e.firma for the organization, seal its key and password, store it. */
+function efirmaUpload(program: Command): void {
+  program
+    .command('efirma:upload')
+    .description(
+      "check the organization's e.firma (FIEL: the pair, an e.firma and not a CSD, the RFC, validity, the chain), seal its key and password with VAULT_KEYS and store it; reconciliation with the SAT's record signs with it from its next run",
+    )
+    .requiredOption('--cer <path>', 'the certificate (.cer)')
+    .requiredOption('--key <path>', 'the private key (.key, encrypted PKCS#8)')
+    .requiredOption('--password-file <path>', "a file holding the key's password (never on the command line)")
+    .option('--organization <id or RFC>', 'the organization (default EMISOR_RFC)')
+    .option('--trusted-cas <path>', "the SAT's CA certificates (PEM bundle or DER): the e.firma must chain to one")
+    .action(
+      async (options: {
+        cer: string;
+        key: string;
+        passwordFile: string;
+        organization?: string;
+        trustedCas?: string;
+      }) => {
+        const files = {
+          cer: readTyped('--cer', options.cer),
+          key: readTyped('--key', options.key),
+          password: readTyped('--password-file', options.passwordFile)
+            .toString('utf8')
+            .replace(/\r?\n$/, ''),
+        };
+        const node = await import('@timbra/cfdi-node');
+        const { readCertificates, CfdiError } = await import('@timbra/cfdi-core');
+        const trustedCas = options.trustedCas
+          ? readCertificates(readTyped('--trusted-cas', options.trustedCas))
+          : undefined;
+        const vault = node.vaultOf((await config()).VAULT_KEYS);
+        if (!vault)
+          throw new CannotCheck('VAULT_KEYS is not set (VAULT_KEYS_FILE: the master key file): nothing stored');
+        const organization = await organizationNamed(options.organization);
+        const { storeEfirma, EfirmaAlreadyStored } = await dbLib.csds();
+        try {
+          const sealed = await node.sealEfirma(files, organization, {
+            vault,
+            at: new Date(),
+            ...(trustedCas ? { trustedCas } : {}),
+          });
+          const row = await storeEfirma(await organizationDb(organization.id), sealed);
+          if (row.chain === 'unchecked')
+            note("the chain was not checked: give --trusted-cas with the SAT's CA certificates\n");
+          out(
+            { ...row, certificate: undefined, sealed: undefined },
+            `stored e.firma ${row.noCertificado} of ${row.rfc}: valid until ${row.validTo.toISOString()} (the SAT's record is asked with it from the next run)`,
+          );
+        } catch (error) {
+          if (error instanceof CfdiError) return fail(`${error.code}: ${error.message}`);
+          if (error instanceof EfirmaAlreadyStored) return fail(error.message);
+          throw error;
+        }
+      },
+    );
+}
+
+/** `efirma:list`: the organization's stored e.firmas: NoCertificado, validity, which one is in use. */
+function efirmaList(program: Command): void {
+  program
+    .command('efirma:list')
+    .description("the organization's stored e.firmas: NoCertificado, validity, days left, which one is in use now")
+    .option('--organization <id or RFC>', 'the organization (default EMISOR_RFC)')
+    .action(async (options: { organization?: string }) => {
+      const organization = await organizationNamed(options.organization);
+      const now = new Date();
+      const { listEfirmas } = await dbLib.csds();
+      const efirmas = await listEfirmas(await organizationDb(organization.id), organization.id, now);
+      out(
+        efirmas,
+        efirmas
+          .map((e) => {
+            const days = Math.floor((e.validTo.getTime() - now.getTime()) / 86_400_000);
+            return `${e.noCertificado}  ${e.current ? 'IN USE' : '      '}  valid ${e.validFrom.toISOString().slice(0, 10)} to ${e.validTo.toISOString().slice(0, 10)} (${days < 0 ? 'EXPIRED' : `${days} days left`})  uploaded ${e.uploadedAt.toISOString()}  chain ${e.chain}`;
+          })
+          .join('\n') || `no e.firma stored for ${organization.rfc}`,
+      );
+    });
+}
+
 export function csdCommands(program: Command): void {
   csdCheck(program);
   csdUpload(program);
   csdList(program);
+  efirmaUpload(program);
+  efirmaList(program);
 }

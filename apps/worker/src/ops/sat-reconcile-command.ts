@@ -17,10 +17,7 @@ export async function reconcileWithSatCommand(options: SatReconcileOptions): Pro
   }
   await db();
   const organization = await organizationNamed(options.organization);
-  if (!settings.EFIRMA_DIR) throw new CannotCheck('EFIRMA_DIR is not set: no e.firma to ask the SAT with');
-  const { efirmaFiles } = await import('@timbra/cfdi-node');
-  const efirma = efirmaFiles(settings.EFIRMA_DIR, organization.rfc);
-  if (!efirma) throw new CannotCheck(`no e.firma of ${organization.rfc} in EFIRMA_DIR (${organization.rfc}.cer)`);
+  const efirma = await organizationEfirma(organization, settings);
   const until = options.until ?? new Date();
   const since = options.since ?? new Date(until.getTime() - settings.SAT_RECONCILE_DAYS * 86_400_000);
   const { runSatReconciliation } = await import('../operations/sat-reconcile.ts');
@@ -39,4 +36,26 @@ export async function reconcileWithSatCommand(options: SatReconcileOptions): Pro
   }
   out({ organization: organization.rfc, ...result }, satReport(organization.rfc, result));
   setExitCode(result.findings.some(needsPerson) ? 1 : 0);
+}
+
+/** The organization's stored e.firma (VAULT_KEYS), else its files in EFIRMA_DIR; exit 3 when neither. */
+async function organizationEfirma(
+  organization: { id: string; rfc: string },
+  settings: { VAULT_KEYS?: string | undefined; EFIRMA_DIR?: string | undefined },
+) {
+  const { vaultOf } = await import('@timbra/cfdi-node');
+  const { efirmaOf } = await import('../operations/sat-efirma.ts');
+  const sources = { vault: vaultOf(settings.VAULT_KEYS), EFIRMA_DIR: settings.EFIRMA_DIR };
+  let found;
+  try {
+    found = await efirmaOf(await organizationDb(organization.id), organization, sources);
+  } catch (error) {
+    throw new CannotCheck(`the e.firma of ${organization.rfc} cannot be used: ${(error as Error).message}`);
+  }
+  if (!found)
+    throw new CannotCheck(
+      `no e.firma of ${organization.rfc}: store one (npm run ops -- efirma:upload) or put ${organization.rfc}.cer/.key/.password in EFIRMA_DIR${settings.EFIRMA_DIR ? '' : ' (not set)'}`,
+    );
+  note(`signing the SAT's requests with the ${found.source === 'stored' ? 'stored' : "EFIRMA_DIR's"} e.firma\n`);
+  return found.efirma;
 }

@@ -1,0 +1,46 @@
+/**
+ * Which e.firma asks the SAT for an organization's record: the one stored for it (sealed under
+ * VAULT_KEYS, `ops efirma:upload` or the organizations API), else `<RFC>.cer/.key/.password` in
+ * EFIRMA_DIR. A stored e.firma that does not open is an error, never a silent fallback to files.
+ */
+import type { PrismaClient } from '@timbra/db';
+import { currentEfirma } from '@timbra/db/csds';
+import { efirmaFiles, openEfirma, type Efirma, type KeyVault } from '@timbra/cfdi-node';
+
+export interface EfirmaSources {
+  vault?: KeyVault | undefined;
+  EFIRMA_DIR?: string | undefined;
+}
+
+export class EfirmaUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EfirmaUnavailable';
+  }
+}
+
+/**
+ * The organization's e.firma at `at` and where it came from, or undefined when it has none.
+ *
+ * @throws EfirmaUnavailable when one is stored but VAULT_KEYS is not set; VaultError when it does not open.
+ */
+export async function efirmaOf(
+  prisma: PrismaClient,
+  organization: { id: string; rfc: string },
+  sources: EfirmaSources,
+  at: Date = new Date(),
+): Promise<{ efirma: Efirma; source: 'stored' | 'files' } | undefined> {
+  const stored = await currentEfirma(prisma, organization.id, at);
+  if (stored) {
+    if (!sources.vault)
+      throw new EfirmaUnavailable(
+        `an e.firma of ${organization.rfc} is stored (${stored.noCertificado}) but VAULT_KEYS is not set to open it`,
+      );
+    return { efirma: await openEfirma(stored, sources.vault), source: 'stored' };
+  }
+  const files = sources.EFIRMA_DIR ? efirmaFiles(sources.EFIRMA_DIR, organization.rfc) : undefined;
+  return files ? { efirma: files, source: 'files' } : undefined;
+}
+
+/** Whether any e.firma can be found at all: a vault to open stored ones, or a directory of files. */
+export const anyEfirmaSource = (sources: EfirmaSources) => Boolean(sources.vault ?? sources.EFIRMA_DIR);
