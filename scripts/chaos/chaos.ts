@@ -56,7 +56,9 @@
  *
  * The SAT's record (#48): the table's last rows are each organization reconciled with the sandbox's
  * Descarga Masiva through `npm run ops -- reconcile --source sat` — 0 orphans, 0 missing, 0 status
- * differences (sat-record.ts).
+ * differences (sat-record.ts). Before them, with the workers held, an orphan is planted (a payment
+ * made, its frozen XML stamped at the primary with the answer dropped and never retried), and one
+ * reconciliation must adopt it: the invoice stamped with the PAC's UUID, its outbox row done.
  *
  * Prints the table; writes it as JSON and Markdown to --out (default .chaos/<time>); exits 1 when an
  * invariant fails. `--variant naive` runs a deliberately broken stamper instead of the workers
@@ -90,8 +92,9 @@ import {
   MAX_ORGANIZATIONS,
   perOrganization,
   type ChaosOrganization,
+  type Figure,
 } from './organizations.ts';
-import { satRecordFigures } from './sat-record.ts';
+import { adoptionFigure, plantOrphan, satRecordFigures } from './sat-record.ts';
 
 const { values } = parseArgs({
   options: {
@@ -1190,6 +1193,43 @@ try {
       : `outbox NOT drained in ${drainMs / 1000} s: ${JSON.stringify(open)}`,
   );
   await sleep(1500); // answers in flight land in the ledger
+  // The orphan production fears, planted (sat-record.ts): the workers held, so nothing but the
+  // reconciliation with the SAT's record can find it; they come back for its webhook.
+  let adoption: Figure | undefined;
+  if (!naive) {
+    for (const w of workers) held.add(w);
+    await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+    const externalId = `chaos-plant-${seed}`;
+    const planted = await plantOrphan({
+      databaseUrl,
+      externalId,
+      makePayment: async () => {
+        const { error } = await timbraFor(secrets.apiKey).POST('/v1/payments', {
+          body: {
+            externalId,
+            amount: '116.00',
+            currency: 'MXN',
+            occurredAt: new Date(Date.now() - 60_000).toISOString(),
+          },
+          params: { header: { 'Idempotency-Key': externalId } },
+        });
+        if (error) throw new Error(`the planted payment was refused: ${JSON.stringify(error)}`);
+      },
+      pac: { url: `http://127.0.0.1:${primaryPort}`, user: 'timbra', password: pacPassword },
+      admin,
+    });
+    log(
+      `planted an orphan: invoice ${planted.invoiceId} stamped at the primary as ${planted.uuid}, its answer dropped`,
+    );
+    adoption = await adoptionFigure({
+      organization: organizations[0]!,
+      planted,
+      databaseUrl,
+      descargaUrl: `http://127.0.0.1:${primaryPort}`,
+      log,
+    });
+    for (const w of workers) held.delete(w);
+  }
   // Emails and webhooks of everything that happened, through the faults, until none is left to send.
   let deliveriesOpen = -1;
   // (The naive stamper has no deliverer: nothing to wait for.)
@@ -1710,8 +1750,8 @@ try {
       },
     );
   }
-  // The last rows: the SAT's view of the whole run.
-  figures.push(...satFigures);
+  // The last rows: the SAT's view of the whole run, after the planted orphan's adoption.
+  figures.push(...(adoption ? [adoption] : []), ...satFigures);
   const violations = figures.filter((f) => !f.ok);
   const markdown = [
     `# Chaos run — ${new Date().toISOString()}`,

@@ -2,12 +2,16 @@
  * The chaos run's last word: each organization's invoices against the SAT's own record, as
  * production checks them — `npm run ops -- reconcile --source sat` (the real CLI, its own process)
  * asking the sandbox's Descarga Masiva with a test e.firma per organization (issued by the tests'
- * CA, which the sandbox trusts). Nothing may be adopted: every stamp's answer was recorded.
+ * CA, which the sandbox trusts). Nothing may be adopted there: every stamp's answer was recorded.
+ * Before it, `plantOrphan` makes the one case production fears — a stamp whose answer was dropped and
+ * never retried — and `adoptionFigure` shows the reconciliation finding and adopting it.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SwClient } from '@timbra/cfdi-node';
+import { createPrisma } from '@timbra/db';
 import { testEfirmaFor, tsEntryArgs } from '@timbra/test-support';
 import { ROOT } from '../lib/processes.ts';
 import type { ChaosOrganization, Figure } from './organizations.ts';
@@ -60,15 +64,20 @@ function reconcile(
   });
 }
 
-/** The table's rows: the SAT's view of the run, per organization summed. */
-export async function satRecordFigures(options: {
+/** The ops CLI's settings: a test e.firma per organization (issued by the tests' CA) in EFIRMA_DIR. */
+function reconcileEnv(options: {
   organizations: readonly ChaosOrganization[];
   databaseUrl: string;
   descargaUrl: string;
-  log: (line: string) => void;
-}): Promise<Figure[]> {
+}): Record<string, string> {
   const dir = mkdtempSync(join(tmpdir(), 'timbra-chaos-efirma-'));
-  const env = {
+  for (const organization of options.organizations) {
+    const efirma = testEfirmaFor(organization.rfc, organization.rfc);
+    writeFileSync(join(dir, `${organization.rfc}.cer`), efirma.cer);
+    writeFileSync(join(dir, `${organization.rfc}.key`), efirma.key);
+    writeFileSync(join(dir, `${organization.rfc}.password`), efirma.password);
+  }
+  return {
     DATABASE_URL: options.databaseUrl,
     EFIRMA_DIR: dir,
     SAT_DESCARGA_URL: options.descargaUrl,
@@ -76,12 +85,114 @@ export async function satRecordFigures(options: {
     SAT_LAG_MS: '0',
     SAT_POLL_MS: '200',
   };
+}
+
+export interface PlantedOrphan {
+  invoiceId: string;
+  uuid: string;
+}
+
+/**
+ * A stamp whose answer was dropped and never retried, made as it happens: with the workers stopped
+ * (the caller holds them), a payment is made through the API, and its invoice's frozen XML is sent to
+ * the primary PAC with its stamp key while the PAC drops every answer (`dropRate` 1, after stamping).
+ * The PAC stamped it; Timbra never heard. Returns the invoice and the UUID the PAC's ledger holds.
+ */
+export async function plantOrphan(options: {
+  databaseUrl: string;
+  externalId: string;
+  makePayment: () => Promise<void>;
+  pac: { url: string; user: string; password: string };
+  admin: (path: string, body?: object) => Promise<Record<string, unknown>>;
+}): Promise<PlantedOrphan> {
+  await options.makePayment();
+  const db = createPrisma(options.databaseUrl, { poolSize: 1 });
+  let invoice: { id: string; frozen_xml: string; stamp_key: string; status: string } | undefined;
+  try {
+    [invoice] = await db.$queryRaw<{ id: string; frozen_xml: string; stamp_key: string; status: string }[]>`
+      SELECT i.id::text, i.frozen_xml, i.stamp_key, i.status FROM invoices i JOIN payments p ON p.id = i.payment_id
+      WHERE p.external_id = ${options.externalId} AND i.kind = 'I'`;
+  } finally {
+    await db.$disconnect();
+  }
+  const frozen = invoice;
+  if (!frozen?.frozen_xml || frozen.status !== 'pending')
+    throw new Error(
+      `the planted payment's invoice is not pending with a frozen XML: ${JSON.stringify(frozen?.status)}`,
+    );
+  const { url, user, password } = options.pac;
+  const pac = new SwClient({
+    name: 'primary',
+    baseUrl: url,
+    user,
+    password,
+    satStatusUrl: `${url}/ConsultaCFDIService.svc`,
+    timeouts: { connectMs: 1_000, responseMs: 3_000 },
+  });
+  await options.admin('/faults', { instance: 'primary', reset: true, dropRate: 1, dropMode: 'destroy' });
+  try {
+    await pac.stamp(frozen.frozen_xml, { idempotencyKey: frozen.stamp_key });
+    throw new Error('the primary answered a stamp it was told to drop');
+  } catch (error) {
+    if ((error as Error).message.startsWith('the primary answered')) throw error;
+  } finally {
+    await options.admin('/faults', { instance: 'primary', reset: true });
+  }
+  const ledger = (await options.admin('/ledger')) as { stamps: { uuid: string; customid?: string }[] };
+  const stamp = ledger.stamps.find((st) => st.customid === frozen.stamp_key);
+  if (!stamp) throw new Error('the planted stamp is not in the primary’s ledger');
+  return { invoiceId: frozen.id, uuid: stamp.uuid.toUpperCase() };
+}
+
+/**
+ * The planted orphan found and adopted: one reconciliation of its organization through the ops CLI
+ * must report it `adopted`, and the invoice must then hold the PAC's UUID with its outbox row done.
+ */
+export async function adoptionFigure(options: {
+  organization: ChaosOrganization;
+  planted: PlantedOrphan;
+  databaseUrl: string;
+  descargaUrl: string;
+  log: (line: string) => void;
+}): Promise<Figure> {
+  const env = reconcileEnv({ ...options, organizations: [options.organization] });
+  const run = await reconcile(options.organization, env);
+  const adopted = (run.report?.findings ?? []).filter((f) => f.kind === 'adopted');
+  const db = createPrisma(options.databaseUrl, { poolSize: 1 });
+  let row: { uuid: string | null; status: string; outbox: string } | undefined;
+  try {
+    [row] = await db.$queryRaw<{ uuid: string | null; status: string; outbox: string }[]>`
+      SELECT i.uuid, i.status, string_agg(o.status, ',') AS outbox FROM invoices i
+      JOIN outbox o ON o.invoice_id = i.id AND o.kind = 'stamp'
+      WHERE i.id = ${options.planted.invoiceId}::uuid GROUP BY i.id, i.organization_id`;
+  } finally {
+    await db.$disconnect();
+  }
+  const found = adopted.filter(
+    (f) => f.invoiceId === options.planted.invoiceId && f.uuid.toUpperCase() === options.planted.uuid,
+  ).length;
+  const held = row?.uuid?.toUpperCase() === options.planted.uuid && row.status === 'stamped' && row.outbox === 'done';
+  options.log(
+    `planted orphan ${options.planted.uuid}: reconciliation exit ${run.status}, ${adopted.length} adopted; the invoice is ${row?.status} with ${row?.uuid ?? 'no UUID'}, its outbox row ${row?.outbox}`,
+  );
+  return {
+    figure: 'SAT record: a planted orphan (answer dropped, never retried) found and adopted, its invoice stamped',
+    value: `${found} of 1 adopted${adopted.length > found ? ` (and ${adopted.length - found} others)` : ''}; invoice ${held ? 'stamped with its UUID' : `${row?.status ?? 'missing'} (${row?.uuid ?? 'no UUID'})`}`,
+    must: '1 of 1; stamped with its UUID',
+    ok: found === 1 && adopted.length === 1 && held,
+  };
+}
+
+/** The table's rows: the SAT's view of the run, per organization summed. */
+export async function satRecordFigures(options: {
+  organizations: readonly ChaosOrganization[];
+  databaseUrl: string;
+  descargaUrl: string;
+  log: (line: string) => void;
+}): Promise<Figure[]> {
+  const env = reconcileEnv(options);
   const runs: { organization: ChaosOrganization; status: number; report?: Reconciled; stderr: string }[] = [];
   for (const organization of options.organizations) {
-    const efirma = testEfirmaFor(organization.rfc, organization.rfc);
-    writeFileSync(join(dir, `${organization.rfc}.cer`), efirma.cer);
-    writeFileSync(join(dir, `${organization.rfc}.key`), efirma.key);
-    writeFileSync(join(dir, `${organization.rfc}.password`), efirma.password);
     const run = { organization, ...(await reconcile(organization, env)) };
     runs.push(run);
     options.log(
