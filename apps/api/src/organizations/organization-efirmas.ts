@@ -13,13 +13,21 @@ import type { Organization, OrganizationClients } from '@timbra/db/organizations
 import { ApiError } from '../http/errors.ts';
 import { validation } from '../http/lists.ts';
 
-const EFIRMA_UPLOAD = z
-  .object({
-    certificate: z.string().base64().min(1),
-    privateKey: z.string().base64().min(1),
-    password: z.string().min(1).max(256),
-  })
-  .strict();
+/** A certificate and its key as the organizations API takes them (a CSD's or an e.firma's): base64 DER. */
+export const CERTIFICATE_FILES = z.object({
+  certificate: z.string().base64().min(1),
+  privateKey: z.string().base64().min(1),
+  password: z.string().min(1).max(256),
+});
+
+/** The files' bytes and password of a parsed CERTIFICATE_FILES body. */
+export const filesOf = (body: z.infer<typeof CERTIFICATE_FILES>) => ({
+  cer: Buffer.from(body.certificate, 'base64'),
+  key: Buffer.from(body.privateKey, 'base64'),
+  password: body.password,
+});
+
+const EFIRMA_UPLOAD = CERTIFICATE_FILES.strict();
 
 /** The organization's e.firmas as its description lists them: no secret, which one is in use. */
 export const efirmaViews = (efirmas: Awaited<ReturnType<typeof listEfirmas>>) =>
@@ -51,11 +59,7 @@ export function efirmaRoutes(
         { path: 'id', message: `its live organization ${organization.liveId} is the taxpayer the SAT knows` },
       ]);
     if (!deps.vault) throw new ApiError('vault_not_configured');
-    const files = {
-      cer: Buffer.from(parsed.data.certificate, 'base64'),
-      key: Buffer.from(parsed.data.privateKey, 'base64'),
-      password: parsed.data.password,
-    };
+    const files = filesOf(parsed.data);
     try {
       const sealed = await sealEfirma(files, organization, {
         vault: deps.vault,

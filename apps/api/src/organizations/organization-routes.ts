@@ -34,7 +34,7 @@ import type { FailureLimiter } from '../http/failure-limiter.ts';
 import { createKeySchema, keyView } from '../keys/key-routes.ts';
 import { providerAccountRoutes, providerAccountView } from './provider-accounts.ts';
 import { logoRoutes } from './organization-logo.ts';
-import { efirmaRoutes, efirmaViews } from './organization-efirmas.ts';
+import { CERTIFICATE_FILES, efirmaRoutes, efirmaViews, filesOf } from './organization-efirmas.ts';
 import { testModeRoutes } from './organization-test-mode.ts';
 import { fiscalProblems, seriesOf, updateSettings } from './organization-settings.ts';
 
@@ -70,14 +70,9 @@ const FACTS = z
   })
   .strict();
 
-const CSD_UPLOAD = z
-  .object({
-    certificate: z.string().base64().min(1),
-    privateKey: z.string().base64().min(1),
-    password: z.string().min(1).max(256),
-    activeFrom: z.string().datetime({ offset: true }).optional(),
-  })
-  .strict();
+const CSD_UPLOAD = CERTIFICATE_FILES.extend({
+  activeFrom: z.string().datetime({ offset: true }).optional(),
+}).strict();
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
@@ -253,11 +248,7 @@ async function storeUploadedCsd(
   const parsed = CSD_UPLOAD.safeParse(body);
   if (!parsed.success) throw validation(parsed.error);
   if (!deps.vault) throw new ApiError('vault_not_configured');
-  const files = {
-    cer: Buffer.from(parsed.data.certificate, 'base64'),
-    key: Buffer.from(parsed.data.privateKey, 'base64'),
-    password: parsed.data.password,
-  };
+  const files = filesOf(parsed.data);
   try {
     const { stored } = await sealCsd(files, organization, {
       vault: deps.vault,

@@ -84,6 +84,23 @@ function csdCheck(program: Command): void {
     });
 }
 
+/** What an upload command was given: the files read, the trusted CAs, and the vault that seals. */
+async function uploaded(options: { cer: string; key: string; passwordFile: string; trustedCas?: string }) {
+  const files = {
+    cer: readTyped('--cer', options.cer),
+    key: readTyped('--key', options.key),
+    password: readTyped('--password-file', options.passwordFile)
+      .toString('utf8')
+      .replace(/\r?\n$/, ''),
+  };
+  const node = await import('@timbra/cfdi-node');
+  const { readCertificates, CfdiError } = await import('@timbra/cfdi-core');
+  const trustedCas = options.trustedCas ? readCertificates(readTyped('--trusted-cas', options.trustedCas)) : undefined;
+  const vault = node.vaultOf((await config()).VAULT_KEYS);
+  if (!vault) throw new CannotCheck('VAULT_KEYS is not set (VAULT_KEYS_FILE: the master key file): nothing stored');
+  return { files, trustedCas, vault, node, CfdiError };
+}
+
 /** `csd:upload`: check a CSD for the emisor, seal its key and password, store it; active from now (or --active-from). */
 function csdUpload(program: Command): void {
   program
@@ -109,21 +126,7 @@ function csdUpload(program: Command): void {
         const activeFrom = options.activeFrom === undefined ? undefined : new Date(options.activeFrom);
         if (activeFrom && Number.isNaN(activeFrom.getTime()))
           throw new UsageError(`--active-from: ${JSON.stringify(options.activeFrom)} is not an ISO 8601 time`);
-        const files = {
-          cer: readTyped('--cer', options.cer),
-          key: readTyped('--key', options.key),
-          password: readTyped('--password-file', options.passwordFile)
-            .toString('utf8')
-            .replace(/\r?\n$/, ''),
-        };
-        const node = await import('@timbra/cfdi-node');
-        const { readCertificates, CfdiError } = await import('@timbra/cfdi-core');
-        const trustedCas = options.trustedCas
-          ? readCertificates(readTyped('--trusted-cas', options.trustedCas))
-          : undefined;
-        const vault = node.vaultOf((await config()).VAULT_KEYS);
-        if (!vault)
-          throw new CannotCheck('VAULT_KEYS is not set (VAULT_KEYS_FILE: the master key file): nothing stored');
+        const { files, trustedCas, vault, node, CfdiError } = await uploaded(options);
         const emisor = await emisorOf(options.rfc);
         const { storeCsd, CsdAlreadyStored } = await dbLib.csds();
         try {
@@ -190,21 +193,7 @@ function efirmaUpload(program: Command): void {
         organization?: string;
         trustedCas?: string;
       }) => {
-        const files = {
-          cer: readTyped('--cer', options.cer),
-          key: readTyped('--key', options.key),
-          password: readTyped('--password-file', options.passwordFile)
-            .toString('utf8')
-            .replace(/\r?\n$/, ''),
-        };
-        const node = await import('@timbra/cfdi-node');
-        const { readCertificates, CfdiError } = await import('@timbra/cfdi-core');
-        const trustedCas = options.trustedCas
-          ? readCertificates(readTyped('--trusted-cas', options.trustedCas))
-          : undefined;
-        const vault = node.vaultOf((await config()).VAULT_KEYS);
-        if (!vault)
-          throw new CannotCheck('VAULT_KEYS is not set (VAULT_KEYS_FILE: the master key file): nothing stored');
+        const { files, trustedCas, vault, node, CfdiError } = await uploaded(options);
         const organization = await organizationNamed(options.organization);
         const { storeEfirma, EfirmaAlreadyStored } = await dbLib.csds();
         try {
