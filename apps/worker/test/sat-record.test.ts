@@ -11,7 +11,17 @@ import { join } from 'node:path';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { persistStamp } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import { freezeSample, testCaFile, testCsdPaths, testCsdFiles, testEfirmaFor } from '@timbra/test-support';
+import {
+  certificateVariant,
+  freezeSample,
+  testCaFile,
+  testCsdPaths,
+  testCsdFiles,
+  testEfirmaFor,
+} from '@timbra/test-support';
+import { LocalKeyVault, sealEfirma } from '@timbra/cfdi-node';
+import { storeEfirma } from '@timbra/db/csds';
+import { EfirmaUnavailable, efirmaOf } from '../src/operations/sat-efirma.ts';
 import { Registry } from 'prom-client';
 import { pino } from 'pino';
 import type { EachOrganization } from '../src/organizations/across.ts';
@@ -237,5 +247,50 @@ describe('reconcile --source sat', () => {
     expect(closed.status).toBe(3);
     expect(closed.stderr).toMatch(/e\.firma of EKU9003173C9 cannot be used/);
     expect(closed.stderr).not.toContain(efirma.password);
+  });
+
+  it('says so, loudly, when the only e.firma stored has expired: no silent end to the reconciliation', async () => {
+    const vault = LocalKeyVault.fromFile(`2026-12:${randomBytes(32).toString('base64')}`);
+    const { id } = await prisma.emisor.create({
+      data: { rfc: 'CACX7605101P8', nombre: 'XOCHILT CASAS CHAVEZ', regimenFiscal: '612', lugarExpedicion: '36257' },
+    });
+    const efirma = testEfirmaFor('CACX7605101P8', 'XOCHILT CASAS CHAVEZ');
+    const ended = new Date(Date.now() - 86_400_000);
+    const expired = { ...efirma, cer: certificateVariant(efirma.cer, { notAfter: ended }) };
+    const own = createPrisma(db.url, { poolSize: 1, organization: id });
+    try {
+      await storeEfirma(
+        own,
+        await sealEfirma(expired, { id, rfc: 'CACX7605101P8' }, { vault, at: new Date(+ended - 60_000) }),
+      );
+      await expect(efirmaOf(own, { id, rfc: 'CACX7605101P8' }, { vault })).rejects.toThrow(EfirmaUnavailable);
+      await expect(efirmaOf(own, { id, rfc: 'CACX7605101P8' }, { vault })).rejects.toThrow(
+        /not now: upload its renewal/,
+      );
+      const registry = new Registry();
+      const each: EachOrganization = async (_what, duty) => ({
+        results: [await duty({ organizationId: id, prisma: own, csd: undefined })],
+        failed: 0,
+      });
+      const settings = {
+        SAT_DESCARGA_URL: sandbox.primary,
+        SAT_LAG_MS: 0,
+        SAT_POLL_MS: 100,
+        SAT_WAIT_MAX_MS: 60_000,
+        SAT_RECONCILE_EVERY_MS: 3_600_000,
+        SAT_RECONCILE_DAYS: 1,
+      };
+      await satPass({ each, settings, vault, metrics: satRecordMetrics(registry), logger: pino({ level: 'silent' }) });
+      const metric = async (name: string) =>
+        (await registry.getMetricsAsJSON())
+          .find((m) => m.name === name)!
+          .values.find((v) => v.labels.organization === id)?.value;
+      expect(await metric('timbra_sat_reconcile_failures_total')).toBe(1);
+      // Never reconciled: the last success is 0, which the stale alert reads.
+      expect(await metric('timbra_sat_reconcile_last_success_timestamp_seconds')).toBe(0);
+      expect(await own.satReconciliation.count()).toBe(0);
+    } finally {
+      await own.$disconnect();
+    }
   });
 });

@@ -87,8 +87,10 @@ async function visit(deps: SatScheduleDeps, org: OrganizationVisit): Promise<voi
   try {
     found = await efirmaOf(org.prisma, { id: org.organizationId, rfc }, sources, now);
   } catch (error) {
+    // Expired or not opening: the failures counter, and the gauges still shown so the stale alert fires.
     deps.metrics.failed(org.organizationId);
-    log.error({ err: error }, 'sat_reconcile_failed: the stored e.firma does not open');
+    deps.metrics.show(org.organizationId, (await latestSatReconciliations(org.prisma)).finished);
+    log.error({ err: error }, 'sat_reconcile_failed: no usable e.firma');
     return;
   }
   if (!found) return;
