@@ -5,6 +5,7 @@ import {
   CfdiErrorCode,
   CfdiValidationError,
   checkCsdUpload,
+  checkEfirmaUpload,
   readCertificates,
   freezeComprobante,
   insertTfd,
@@ -58,6 +59,7 @@ describe('every error code has a trigger', () => {
           { rfc: 'EKU9003173C9', at: new Date() },
         ),
     ],
+    [CfdiErrorCode.EfirmaIsCsd, () => checkEfirmaUpload(eku, { rfc: 'EKU9003173C9', at: new Date() })],
     [
       CfdiErrorCode.CsdUntrusted,
       () =>
