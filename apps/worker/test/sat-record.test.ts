@@ -21,6 +21,7 @@ import {
 } from '@timbra/test-support';
 import { LocalKeyVault, sealEfirma } from '@timbra/cfdi-node';
 import { storeEfirma } from '@timbra/db/csds';
+import { finishSatReconciliation, SatReconciliationRunning, startSatReconciliation } from '@timbra/db/invoices';
 import { EfirmaUnavailable, efirmaOf } from '../src/operations/sat-efirma.ts';
 import { Registry } from 'prom-client';
 import { pino } from 'pino';
@@ -187,6 +188,33 @@ describe('reconcile --source sat', () => {
         (m) => m.name === 'timbra_sat_reconcile_last_success_timestamp_seconds',
       )!.values[0]!;
       expect(last.value).toBeGreaterThan(Date.now() / 1000 - 60);
+    } finally {
+      await own.$disconnect();
+    }
+  });
+
+  it('runs one reconciliation an organization at a time; one a dead process left is closed after its longest wait', async () => {
+    const { id } = await testEmisor(prisma);
+    const own = createPrisma(db.url, { poolSize: 1, organization: id });
+    try {
+      const run = { periodFrom: '2026-12-05 00:00:00', periodTo: '2026-12-06 00:00:00', runBy: 'worker' };
+      const first = await startSatReconciliation(own, run, 60_000);
+      await expect(startSatReconciliation(own, run, 60_000)).rejects.toBeInstanceOf(SatReconciliationRunning);
+      // An operator asking meanwhile is told, and nothing is asked of the SAT or recorded.
+      const before = await own.satReconciliation.count();
+      const busy = await opsHere(db.url, ['reconcile', '--source', 'sat', '--since', '1d'], {
+        EFIRMA_DIR: efirmaDir,
+        SAT_DESCARGA_URL: sandbox.primary,
+        EMISOR_RFC: 'EKU9003173C9',
+      });
+      expect([busy.status, busy.stderr]).toEqual([3, expect.stringMatching(/EKU9003173C9: .*already running \(since/)]);
+      expect(await own.satReconciliation.count()).toBe(before);
+      // Past its longest wait (0 here) the unfinished one is closed as abandoned, and the next starts.
+      const second = await startSatReconciliation(own, run, 0);
+      const rows = await own.satReconciliation.findMany({ where: { id: { in: [first, second] } } });
+      expect(rows.find((r) => r.id === first)).toMatchObject({ error: expect.stringMatching(/^abandoned/) });
+      expect(rows.find((r) => r.id === second)?.finishedAt).toBeNull();
+      await finishSatReconciliation(own, second, { error: 'closed by the test' });
     } finally {
       await own.$disconnect();
     }

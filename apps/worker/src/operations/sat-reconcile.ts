@@ -138,7 +138,8 @@ export function satWallClock(instant: Date): string {
 /**
  * One recorded run for one organization: started and finished in `sat_reconciliations` (its
  * findings, or why it could not finish), the SAT's connections closed after.
- * @throws what stopped it (the SAT refused or never decided, a network failure), once recorded.
+ * @throws SatReconciliationRunning (nothing recorded) when another run of the organization's is
+ *   under way; what stopped it (the SAT refused or never decided, a network failure), once recorded.
  */
 export async function runSatReconciliation(
   db: PrismaClient,
@@ -147,7 +148,11 @@ export async function runSatReconciliation(
   run: { since: Date; until: Date; runBy: string; now?: () => Date },
 ): Promise<SatReconciliation & { id: string }> {
   const period = { from: satWallClock(run.since), to: satWallClock(run.until) };
-  const id = await startSatReconciliation(db, { periodFrom: period.from, periodTo: period.to, runBy: run.runBy });
+  const id = await startSatReconciliation(
+    db,
+    { periodFrom: period.from, periodTo: period.to, runBy: run.runBy },
+    settings.SAT_WAIT_MAX_MS,
+  );
   const { service, close } = descargaService(efirma, settings.SAT_DESCARGA_URL);
   try {
     const result = await reconcileWithSat(

@@ -8,7 +8,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { runPeriodically } from './periodic.ts';
 import type { KeyVault } from '@timbra/cfdi-node';
-import { latestSatReconciliations, liveRfcOf } from '@timbra/db/invoices';
+import { latestSatReconciliations, liveRfcOf, SatReconciliationRunning } from '@timbra/db/invoices';
 import type { EachOrganization, OrganizationVisit } from '../organizations/across.ts';
 import { needsPerson, type SatFinding } from './sat-findings.ts';
 import { describeFinding } from './sat-report.ts';
@@ -117,6 +117,8 @@ async function visit(deps: SatScheduleDeps, org: OrganizationVisit): Promise<voi
     );
     deps.metrics.show(org.organizationId, { finishedAt: new Date(), findings: result.findings });
   } catch (error) {
+    // Another sweeper or an operator is running one: theirs counts, nothing failed.
+    if (error instanceof SatReconciliationRunning) return log.info({ reason: error.message }, 'sat_reconcile_skipped');
     deps.metrics.failed(org.organizationId);
     log.error({ err: error }, 'sat_reconcile_failed');
   }

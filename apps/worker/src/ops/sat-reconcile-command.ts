@@ -32,6 +32,9 @@ export async function reconcileWithSatCommand(options: SatReconcileOptions): Pro
       runBy: 'ops',
     });
   } catch (error) {
+    const { SatReconciliationRunning } = await import('@timbra/db/invoices');
+    if (error instanceof SatReconciliationRunning)
+      throw new CannotCheck(`${organization.rfc}: ${error.message}; its result will be in sat_reconciliations`);
     throw new CannotCheck(`the SAT's record could not be read: ${(error as Error).message}`);
   }
   out({ organization: organization.rfc, ...result }, satReport(organization.rfc, result));

@@ -94,6 +94,7 @@ export {
   invoiceVersionsBySerieFolio,
   latestSatReconciliations,
   liveRfcOf,
+  SatReconciliationRunning,
   startSatReconciliation,
   type InvoiceForSat,
   type SatReconciliationRow,

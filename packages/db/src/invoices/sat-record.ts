@@ -136,13 +136,41 @@ export interface SatReconciliationRow {
   error: string | null;
 }
 
-/** Records that a run starts (so a run that dies half-way is seen: started, never finished). */
+/** Another run of the organization's is under way (started at `startedAt`, not finished). */
+export class SatReconciliationRunning extends Error {
+  constructor(readonly startedAt: Date | undefined) {
+    super(
+      `a reconciliation with the SAT's record is already running${startedAt ? ` (since ${startedAt.toISOString()})` : ''}`,
+    );
+    this.name = 'SatReconciliationRunning';
+  }
+}
+
+/**
+ * Records that a run starts (so a run that dies half-way is seen: started, never finished), one at
+ * a time per organization: a run unfinished for `abandonAfterMs` (the longest a run waits on the
+ * SAT) is closed as abandoned first; one still within it refuses this one.
+ *
+ * @throws SatReconciliationRunning
+ */
 export async function startSatReconciliation(
   db: Db,
   run: { periodFrom: string; periodTo: string; runBy: string },
+  abandonAfterMs: number,
 ): Promise<string> {
-  const row = await db.satReconciliation.create({ data: run, select: { id: true } });
-  return row.id;
+  const now = new Date();
+  await db.satReconciliation.updateMany({
+    where: { finishedAt: null, startedAt: { lt: new Date(now.getTime() - abandonAfterMs) } },
+    data: { finishedAt: now, error: 'abandoned: the run stopped before it finished (its process ended)' },
+  });
+  try {
+    const row = await db.satReconciliation.create({ data: run, select: { id: true } });
+    return row.id;
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'P2002') throw error;
+    const running = await db.satReconciliation.findFirst({ where: { finishedAt: null }, select: { startedAt: true } });
+    throw new SatReconciliationRunning(running?.startedAt);
+  }
 }
 
 /** Records how a run ended: its counts and findings, or why it could not finish. */
