@@ -73,6 +73,25 @@ async function stampedInvoice(tag: string, pac: 0 | 1 = 0) {
   return { ...invoice, uuid: result.uuid.toUpperCase() };
 }
 
+/** The sweeper's pass over one organization (its own client), with the schedule's test settings. */
+function sweeperFor(id: string, own: PrismaClient, extra: { EFIRMA_DIR?: string } = {}) {
+  const registry = new Registry();
+  const each: EachOrganization = async (_what, duty) => ({
+    results: [await duty({ organizationId: id, prisma: own, csd: undefined })],
+    failed: 0,
+  });
+  const settings = {
+    ...extra,
+    SAT_DESCARGA_URL: sandbox.primary,
+    SAT_LAG_MS: 0,
+    SAT_POLL_MS: 100,
+    SAT_WAIT_MAX_MS: 60_000,
+    SAT_RECONCILE_EVERY_MS: 3_600_000,
+    SAT_RECONCILE_DAYS: 1,
+  };
+  return { registry, deps: { each, settings, metrics: satRecordMetrics(registry), logger: pino({ level: 'silent' }) } };
+}
+
 describe('reconcile --source sat', () => {
   it('adopts a timbre whose answer was lost, and reports each case a person must see', async () => {
     const [primary, backup] = swClients(sandbox);
@@ -155,21 +174,7 @@ describe('reconcile --source sat', () => {
   it("the sweeper's schedule: a run when due, recorded; its gauges from the latest run; none again before its time", async () => {
     const { id } = await testEmisor(prisma);
     const own = createPrisma(db.url, { poolSize: 1, organization: id });
-    const registry = new Registry();
-    const each: EachOrganization = async (_what, duty) => ({
-      results: [await duty({ organizationId: id, prisma: own, csd: undefined })],
-      failed: 0,
-    });
-    const settings = {
-      EFIRMA_DIR: efirmaDir,
-      SAT_DESCARGA_URL: sandbox.primary,
-      SAT_LAG_MS: 0,
-      SAT_POLL_MS: 100,
-      SAT_WAIT_MAX_MS: 60_000,
-      SAT_RECONCILE_EVERY_MS: 3_600_000,
-      SAT_RECONCILE_DAYS: 1,
-    };
-    const deps = { each, settings, metrics: satRecordMetrics(registry), logger: pino({ level: 'silent' }) };
+    const { registry, deps } = sweeperFor(id, own, { EFIRMA_DIR: efirmaDir });
     try {
       const before = await own.satReconciliation.count();
       // The ops runs above were just now: not due yet; the gauges show the latest.
@@ -295,20 +300,8 @@ describe('reconcile --source sat', () => {
       await expect(efirmaOf(own, { id, rfc: 'CACX7605101P8' }, { vault })).rejects.toThrow(
         /not now: upload its renewal/,
       );
-      const registry = new Registry();
-      const each: EachOrganization = async (_what, duty) => ({
-        results: [await duty({ organizationId: id, prisma: own, csd: undefined })],
-        failed: 0,
-      });
-      const settings = {
-        SAT_DESCARGA_URL: sandbox.primary,
-        SAT_LAG_MS: 0,
-        SAT_POLL_MS: 100,
-        SAT_WAIT_MAX_MS: 60_000,
-        SAT_RECONCILE_EVERY_MS: 3_600_000,
-        SAT_RECONCILE_DAYS: 1,
-      };
-      await satPass({ each, settings, vault, metrics: satRecordMetrics(registry), logger: pino({ level: 'silent' }) });
+      const { registry, deps } = sweeperFor(id, own);
+      await satPass({ ...deps, vault });
       const metric = async (name: string) =>
         (await registry.getMetricsAsJSON())
           .find((m) => m.name === name)!
