@@ -58,20 +58,29 @@ export class Proc {
     private readonly env: Record<string, string>,
     /** Run as this user (a process started by root that must not run as root: Postgres). */
     private readonly user?: { uid: number; gid: number },
+    private readonly cwd?: string,
   ) {}
 
   /**
    * An app started from its TypeScript entry point (as `npm run dev` does). With TIMBRA_CPU_PROF_DIR
    * set, each app writes a V8 CPU profile to DIR/<name> when it stops (`tsEntryArgs`):
-   * `TIMBRA_CPU_PROF_DIR=/tmp/prof npm run bench:e2e` (docs/performance.md).
+   * `TIMBRA_CPU_PROF_DIR=/tmp/prof npm run bench:e2e` (docs/performance.md). `root` is the checkout
+   * it runs from (default this one; another commit's, when a benchmark compares two).
    */
-  static app(name: string, entry: string, env: Record<string, string>): Proc {
-    return new Proc(name, process.execPath, tsEntryArgs(`${ROOT}${entry}`, name), {
-      ...(process.env as Record<string, string>),
-      // The harnesses run against the sandbox PAC with the SAT test CSD.
-      TIMBRA_PROFILE: 'sandbox',
-      ...env,
-    });
+  static app(name: string, entry: string, env: Record<string, string>, root = ROOT): Proc {
+    return new Proc(
+      name,
+      process.execPath,
+      tsEntryArgs(join(root, entry), name),
+      {
+        ...(process.env as Record<string, string>),
+        // The harnesses run against the sandbox PAC with the SAT test CSD.
+        TIMBRA_PROFILE: 'sandbox',
+        ...env,
+      },
+      undefined,
+      root === ROOT ? undefined : root,
+    );
   }
 
   get pid(): number | undefined {
@@ -90,6 +99,7 @@ export class Proc {
       env: this.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
+      ...(this.cwd ? { cwd: this.cwd } : {}),
       ...this.user,
     });
     for (const stream of [child.stdout, child.stderr]) stream?.setEncoding('utf8').on('data', this.lines());
@@ -171,9 +181,13 @@ export function privateRedis(port: number): Proc {
  * exit"), and the next `proc.start()` goes through crash recovery.
  * The binaries come from `$PG_BINDIR`, else `pg_config --bindir`. Started by root, it runs as the
  * `postgres` user (Postgres refuses to run as root), with the real clock as `privateRedis`.
+ * `settings` are passed as `-c name=value` (`shared_preload_libraries`, say).
  * `remove()` deletes the cluster's directory.
  */
-export function privatePostgres(port: number): {
+export function privatePostgres(
+  port: number,
+  settings: Record<string, string> = {},
+): {
   proc: Proc;
   serverUrl: string;
   /** Whether it accepts connections now (pg_isready). */
@@ -201,7 +215,10 @@ export function privatePostgres(port: number): {
   const proc = new Proc(
     'postgres',
     join(bindir, 'postgres'),
-    ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    [
+      ...['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+      ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
     { ...(realClockEnv() as Record<string, string>), LC_ALL: 'C' },
     user,
   );

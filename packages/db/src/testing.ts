@@ -40,17 +40,18 @@ export interface TestDatabase {
 
 /**
  * Creates `timbra_test_<random>` and (unless `migrated: false`) applies every migration, on
- * `serverUrl` (default {@link TEST_SERVER_URL}).
+ * `serverUrl` (default {@link TEST_SERVER_URL}); those of `migrationsDir` when given (another
+ * checkout's: a benchmark comparing two commits).
  */
 export async function createTestDatabase(
-  options: { migrated?: boolean; serverUrl?: string } = {},
+  options: { migrated?: boolean; serverUrl?: string; migrationsDir?: string } = {},
 ): Promise<TestDatabase> {
   const serverUrl = options.serverUrl ?? TEST_SERVER_URL;
   const name = `timbra_test_${randomBytes(6).toString('hex')}`;
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   await ensureDatabase(url.toString());
-  if (options.migrated !== false) await migrate(url.toString(), MIGRATIONS_DIR);
+  if (options.migrated !== false) await migrate(url.toString(), options.migrationsDir ?? MIGRATIONS_DIR);
   return {
     url: url.toString(),
     name,
@@ -74,8 +75,13 @@ export async function createTestDatabase(
  *
  * @returns transactions per second.
  */
-export async function pgbenchPaymentShape(options: { clients: number; seconds: number }): Promise<number> {
-  const db = await createTestDatabase();
+export async function pgbenchPaymentShape(options: {
+  clients: number;
+  seconds: number;
+  /** The Postgres to run on (default {@link TEST_SERVER_URL}). */
+  serverUrl?: string;
+}): Promise<number> {
+  const db = await createTestDatabase({ serverUrl: options.serverUrl });
   const dir = mkdtempSync(join(tmpdir(), 'timbra-pgbench-'));
   try {
     const setup = new pg.Client({ connectionString: db.url });

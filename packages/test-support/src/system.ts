@@ -48,23 +48,26 @@ export function privateRedisArgs(port: number, maxmemoryPolicy = 'noeviction'): 
 }
 
 /**
- * User + system CPU ms (Linux /proc) of one process, or summed over every process whose command
- * name is `comm` (all of Postgres's backends, say). A process that is gone counts 0; for the
- * benchmarks' "where did the cores go" lines.
+ * User + system CPU ms (Linux /proc) of one process; or summed over every process whose command
+ * name is `comm` (all of Postgres's backends, say); or of a process with its children, those alive
+ * and those ended (`tree`: a private Postgres's postmaster, so another cluster on the machine does
+ * not count). A process that is gone counts 0; for the benchmarks' "where did the cores go" lines.
  */
-export function cpuMs(filter: { pid: number | undefined } | { comm: string }): number {
+export function cpuMs(filter: { pid: number | undefined } | { comm: string } | { tree: number | undefined }): number {
   const pids = 'pid' in filter ? [String(filter.pid)] : readdirSync('/proc').filter((d) => /^\d+$/.test(d));
   let total = 0;
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const close = stat.lastIndexOf(')');
-      if ('comm' in filter && stat.slice(stat.indexOf('(') + 1, close) !== filter.comm) continue;
       const fields = stat.slice(close + 2).split(' ');
-      // utime + stime; by name, cutime + cstime too: a process that ended (a Postgres backend whose
-      // connection closed) is counted in its parent's, so the total never goes back.
+      if ('comm' in filter && stat.slice(stat.indexOf('(') + 1, close) !== filter.comm) continue;
+      // fields[1] is the parent's pid.
+      if ('tree' in filter && pid !== String(filter.tree) && fields[1] !== String(filter.tree)) continue;
+      // utime + stime; by name or tree, cutime + cstime too: a process that ended (a Postgres backend
+      // whose connection closed) is counted in its parent's, so the total never goes back.
       const own = Number(fields[11]) + Number(fields[12]);
-      const children = 'comm' in filter ? Number(fields[13]) + Number(fields[14]) : 0;
+      const children = 'pid' in filter ? 0 : Number(fields[13]) + Number(fields[14]);
       total += ((own + children) * 1000) / 100;
     } catch {
       // the process ended meanwhile
