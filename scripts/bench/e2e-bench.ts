@@ -33,7 +33,6 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
   cpuMs,
@@ -235,6 +234,37 @@ const prisma = createPrisma(database.url, { poolSize: 2 });
 await prisma.$executeRawUnsafe(`${'/* bench */'} CREATE EXTENSION IF NOT EXISTS pg_stat_statements`);
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
 
+/**
+ * When each job was added and became active, from the stamp queue's events stream read as it is
+ * written (BullMQ's XADDs, timed by the stream's ids): the jobs themselves are removed once completed.
+ * Its own XREADs are left out of the Redis figures (`reads`).
+ */
+const jobTimes = {
+  added: new Map<string, number>(),
+  active: new Map<string, number>(),
+  reads: 0,
+  stopped: false,
+  async follow(reader: Redis): Promise<void> {
+    const key = `{timbra}:${STAMP_QUEUE}:events`;
+    let last = '$';
+    while (!this.stopped) {
+      const batch = await reader.xread('COUNT', 5000, 'BLOCK', 500, 'STREAMS', key, last);
+      this.reads++;
+      for (const [, entries] of batch ?? [])
+        for (const [id, fields] of entries) {
+          last = id;
+          const field = (name: string) => fields[fields.indexOf(name) + 1];
+          const event = field('event');
+          const jobId = field('jobId');
+          const at = Number(id.split('-')[0]);
+          if (jobId && event === 'added' && !this.added.has(jobId)) this.added.set(jobId, at);
+          if (jobId && event === 'active' && !this.active.has(jobId)) this.active.set(jobId, at);
+        }
+    }
+  },
+};
+const eventsReader = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+
 /** CPU ms so far of each process of the system, Postgres's backends and this load generator. */
 function cpuSnapshot(): Record<string, number> {
   const load = process.cpuUsage();
@@ -274,7 +304,10 @@ function cpuPerStamp(
  */
 async function redisCommands(): Promise<Map<string, number>> {
   const stats = await redis.info('commandstats');
-  return new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  const counts = new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  // The benchmark's own reads of the events stream (jobTimes) are not the product's.
+  counts.set('xread', (counts.get('xread') ?? 0) - jobTimes.reads);
+  return counts;
 }
 
 /** Commands per stamped payment between two counts, and "47.9 (evalsha 6.0, …)", the most called first. */
@@ -418,19 +451,18 @@ async function measure(
   const statements = await statementsPer(stampedRows.length);
   const latencies = stampedRows.map((r) => r.stamped_at!.getTime() - acked.get(r.external_id)!).sort((a, b) => a - b);
   const lastStamp = Math.max(...stampedRows.map((r) => r.stamped_at!.getTime()));
-  const queue = new Queue(STAMP_QUEUE, { connection: redis, prefix: '{timbra}' });
   const relay: number[] = [];
   const added: number[] = [];
   const pickup: number[] = [];
   for (const r of stampedRows) {
-    const job = await queue.getJob(r.stamp_key);
-    if (!job?.processedOn) continue;
+    const addedAt = jobTimes.added.get(r.stamp_key);
+    const activeAt = jobTimes.active.get(r.stamp_key);
+    if (addedAt === undefined || activeAt === undefined) continue;
     const ok = acked.get(r.external_id)!;
-    relay.push(job.processedOn - ok);
-    added.push(job.timestamp - ok);
-    pickup.push(job.processedOn - job.timestamp);
+    relay.push(activeAt - ok);
+    added.push(addedAt - ok);
+    pickup.push(activeAt - addedAt);
   }
-  await queue.close();
   for (const list of [relay, added, pickup]) list.sort((a, b) => a - b);
   const p50p99 = (list: number[]) => ({ p50: percentile(list, 50), p99: percentile(list, 99) });
   return {
@@ -460,6 +492,9 @@ try {
     },
     20_000,
   );
+  eventsReader.on('error', () => undefined);
+  await eventsReader.connect();
+  void jobTimes.follow(eventsReader).catch(() => undefined);
   await until('the API', async () => (await fetch(`${apiUrl}/readyz`)).ok, 60_000);
   const admin = await fetch(`http://127.0.0.1:${adminPort}/__admin/faults`, {
     method: 'POST',
@@ -693,6 +728,8 @@ try {
 } finally {
   await prisma.$disconnect();
   redis.disconnect();
+  jobTimes.stopped = true;
+  eventsReader.disconnect();
   agent.destroy();
   // The apps first, then Redis: a worker closing against a Redis already gone waits for it until it
   // is killed, and a process killed writes no CPU profile (TIMBRA_CPU_PROF_DIR).

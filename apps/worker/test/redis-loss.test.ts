@@ -8,6 +8,7 @@ import { insertInvoices } from '@timbra/db/invoices';
 import { privateRedisArgs, realClockEnv } from '@timbra/test-support';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { createWorker } from '../src/create-worker.ts';
+import { JOBS, jobIdFor } from '../src/stamping/jobs.ts';
 import { PacChain } from '../src/stamping/pac-chain.ts';
 import {
   eventually,
@@ -137,24 +138,41 @@ describe('a job that finished in another life of its row', () => {
       const row = await pendingInvoice(prisma, `restored-${Date.now()}`);
       expect(await w.relay.drainAll()).toBe(1);
       void w.worker.run();
-      await eventually(
-        async () => (await prisma.outboxRow.findFirstOrThrow({ where: { stampKey: row.stampKey } })).status === 'done',
-        30_000,
+      const doneRow = async () => prisma.outboxRow.findFirstOrThrow({ where: { stampKey: row.stampKey } });
+      await eventually(async () => (await doneRow()).status === 'done', 30_000);
+      // A completed job is not kept: Postgres holds the outcome.
+      const jobId = jobIdFor(row.stampKey, 1);
+      await eventually(async () => (await w.queue.getJob(jobId)) === undefined);
+      // A job kept by an earlier version (it kept completed jobs for a day), added again here: the
+      // stamper skips a row already done, and the job stays completed.
+      const { id: outboxId } = await doneRow();
+      await w.queue.add(
+        JOBS.stamp.name,
+        { v: JOBS.stamp.version, outboxId, stampKey: row.stampKey },
+        { jobId, removeOnComplete: false },
       );
+      await eventually(async () => (await w.queue.getJob(jobId))?.finishedOn !== undefined);
+      expect(await (await w.queue.getJob(jobId))!.getState()).toBe('completed');
       await w.worker.pause();
-      const [job] = await w.queue.getJobs(['completed']);
-      expect(job).toBeDefined();
       // The database goes back in time (a restore): the row is enqueued again, its job long finished.
       await prisma.outboxRow.updateMany({
         where: { stampKey: row.stampKey },
         data: { status: 'enqueued', enqueuedAt: new Date((await databaseNow(prisma)) - 60_000) },
       });
       expect(await w.sweeper.sweepOnce()).toBe(1);
-      expect(await w.queue.getJob(job!.id!)).toBeUndefined();
-      expect((await prisma.outboxRow.findFirstOrThrow({ where: { stampKey: row.stampKey } })).status).toBe('pending');
+      expect(await w.queue.getJob(jobId)).toBeUndefined();
+      expect((await doneRow()).status).toBe('pending');
       // A row enqueued whose job waits is left alone.
       expect(await w.relay.drainAll()).toBe(1);
       expect(await w.sweeper.sweepOnce()).toBe(0);
+      // With no job at all (removed on completion), the row is published again too.
+      await prisma.outboxRow.updateMany({
+        where: { stampKey: row.stampKey },
+        data: { status: 'enqueued', enqueuedAt: new Date((await databaseNow(prisma)) - 60_000) },
+      });
+      await w.queue.remove(jobId);
+      expect(await w.sweeper.sweepOnce()).toBe(1);
+      expect((await doneRow()).status).toBe('pending');
     } finally {
       await w.close();
     }

@@ -22,7 +22,10 @@ export function stampJobOptions(policy: RetryPolicy, jobId: string): JobsOptions
     jobId,
     attempts: policy.attempts,
     backoff: { type: 'timbra' },
-    removeOnComplete: { age: 24 * 3600, count: 100_000 },
+    // Postgres holds the outcome (the invoice, the outbox row, the PAC ledger): a completed job kept in
+    // Redis was three writes and a trim a payment for no reader (issue #49). A job added again after
+    // its row is done is skipped by the stamper without a PAC call (stamp-processor.ts).
+    removeOnComplete: true,
     // Postgres keeps the failure and the DLQ queue shows it; removing the job lets a re-drive add it again.
     removeOnFail: true,
   };

@@ -51,8 +51,9 @@ export class Sweeper {
         continue;
       }
       // A job that finished while its row is still enqueued is from another life of the row (a
-      // database restored from a backup, a second database on the same Redis prefix): BullMQ ignores
-      // an add with its id, so the row would wait for ever. It is removed and the row published again.
+      // database restored from a backup, a second database on the same Redis prefix) or kept by an
+      // earlier version (which kept completed jobs for a day): BullMQ ignores an add with its id, so
+      // the row would wait for ever. It is removed and the row published again.
       const state = await job.getState();
       if (state === 'completed' || state === 'failed') {
         await job.remove().catch(() => undefined);
