@@ -83,14 +83,27 @@ export function heardForLife(pool: pg.Pool): pg.Pool {
 }
 
 /**
- * The sessions for statements `plannedOnce` marks: at most two connections beside `pool`, opened
- * when first used (only a stamping worker does) and ended with it. `options`: the pool's own session
- * settings (its organization), which they share.
+ * A pool of sessions for the statements `plannedOnce` marks (at most two connections), with
+ * `options` added to their own settings (a role, an organization): the one place their settings are
+ * made.
+ */
+export function plannedOnceSessions(connectionString: string, options = ''): pg.Pool {
+  return heardForLife(
+    new pg.Pool({
+      connectionString,
+      max: 2,
+      options: `-c plan_cache_mode=force_generic_plan ${options}`.trim(),
+    }),
+  );
+}
+
+/**
+ * The sessions for statements `plannedOnce` marks beside `pool`, opened when first used (only a
+ * stamping worker does) and ended with it. `options`: the pool's own session settings (its
+ * organization), which they share.
  */
 export function plannedOnceSessionsBeside(pool: pg.Pool, connectionString: string, options = ''): pg.Pool {
-  const sessions = heardForLife(
-    new pg.Pool({ connectionString, max: 2, options: `-c plan_cache_mode=force_generic_plan ${options}`.trim() }),
-  );
+  const sessions = plannedOnceSessions(connectionString, options);
   const endPool = pool.end.bind(pool);
   pool.end = async () => {
     await Promise.all([endPool(), sessions.end()]);

@@ -27,7 +27,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import type { PrismaClient } from '../generated/client.ts';
 import { prismaOver } from '../client.ts';
-import { heardForLife, leanDbOver, registerLeanDb } from '../lean.ts';
+import { heardForLife, leanDbOver, plannedOnceSessions, registerLeanDb } from '../lean.ts';
 import { isUuid } from '../light.ts';
 import { APP_ROLE } from './session.ts';
 
@@ -139,9 +139,7 @@ export class OrganizationClients {
     this.shared = heardForLife(
       new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, options: role }),
     );
-    this.plannedOnce = heardForLife(
-      new pg.Pool({ connectionString: databaseUrl, max: 2, options: `-c plan_cache_mode=force_generic_plan ${role}` }),
-    );
+    this.plannedOnce = plannedOnceSessions(databaseUrl, role);
     // app.org '' is no organization (timbra_organization() reads it as NULL).
     this.base = prismaOver(poolFor(this.shared, () => this.scope.getStore() ?? ''));
     sendFromCallerScope(this.base);
