@@ -121,6 +121,8 @@ const [redisPort, apiPort, primaryPort, backupPort, adminPort, postgresPort] = (
 const postgres = privatePostgres(postgresPort, {
   shared_preload_libraries: 'pg_stat_statements',
   'pg_stat_statements.track': 'all',
+  // Planning apart from execution: a statement planned at every call shows it.
+  'pg_stat_statements.track_planning': 'on',
 });
 postgres.proc.start();
 await until('Postgres', postgres.ready, 30_000);
@@ -350,8 +352,8 @@ async function resetStatements(): Promise<void> {
  */
 async function statementsPer(stamped: number, top = 10): Promise<{ total: number; lines: string[] }> {
   const all = await prisma.$queryRawUnsafe<
-    { query: string; calls: bigint; ms: number; rows: bigint; wal: string; toplevel: boolean }[]
-  >(`${OWN} SELECT query, calls, total_exec_time + total_plan_time AS ms, rows, wal_bytes::text AS wal, toplevel
+    { query: string; calls: bigint; ms: number; planMs: number; rows: bigint; wal: string; toplevel: boolean }[]
+  >(`${OWN} SELECT query, calls, total_exec_time + total_plan_time AS ms, total_plan_time AS "planMs", rows, wal_bytes::text AS wal, toplevel
       FROM pg_stat_statements
       WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '${OWN}%'
       ORDER BY ms DESC`);
@@ -364,12 +366,12 @@ async function statementsPer(stamped: number, top = 10): Promise<{ total: number
   return {
     total: calls / stamped,
     lines: [
-      `Postgres statements per stamped payment: ${(calls / stamped).toFixed(1)}, ${(ms / stamped).toFixed(2)} ms of execution and planning, ${(wal / stamped / 1024).toFixed(1)} KiB of WAL (pg_stat_statements); the most expensive:`,
+      `Postgres statements per stamped payment: ${(calls / stamped).toFixed(1)}, ${(ms / stamped).toFixed(2)} ms of execution and planning (planning ${((100 * sum((r) => r.planMs)) / ms).toFixed(0)}%), ${(wal / stamped / 1024).toFixed(1)} KiB of WAL (pg_stat_statements); the most expensive:`,
       ...all
         .slice(0, top)
         .map(
           (r) =>
-            `  ${((100 * r.ms) / ms).toFixed(0).padStart(3)}%  ${(Number(r.calls) / stamped).toFixed(2)}/payment  ${(r.ms / Number(r.calls)).toFixed(3)} ms a call  ${(Number(r.rows) / Number(r.calls)).toFixed(1)} rows  ${(Number(r.wal) / stamped / 1024).toFixed(2)} KiB WAL/payment  ${r.toplevel ? '' : '↳ '}${text(r.query)}`,
+            `  ${((100 * r.ms) / ms).toFixed(0).padStart(3)}%  ${(Number(r.calls) / stamped).toFixed(2)}/payment  ${(r.ms / Number(r.calls)).toFixed(3)} ms a call (planning ${((100 * r.planMs) / r.ms).toFixed(0)}%)  ${(Number(r.rows) / Number(r.calls)).toFixed(1)} rows  ${(Number(r.wal) / stamped / 1024).toFixed(2)} KiB WAL/payment  ${r.toplevel ? '' : '↳ '}${text(r.query)}`,
         ),
     ],
   };
