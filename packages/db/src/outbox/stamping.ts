@@ -44,15 +44,16 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
 
 /** `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order asked. */
 export async function loadStampRows(db: RawDb, outboxIds: readonly string[]): Promise<(StampRow | undefined)[]> {
+  // Planned once per session (lean.ts): planning was 83% of its time (pg_stat_statements, issue #49).
   const rows = await queryRows(
     db,
     stampRowColumns,
-    Prisma.sql`
+    plannedOnce(Prisma.sql`
       SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml, i.version,
              COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
                        FROM pac_attempts a WHERE a.invoice_id = o.invoice_id AND a.version = i.version), '[]'::json) AS history
       FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.id = ANY(${outboxIds}::uuid[])`,
+      WHERE o.id = ANY(${outboxIds}::uuid[])`),
   );
   const byId = new Map(
     rows.map((row) => [
