@@ -175,7 +175,7 @@ describe('events written set-wise', () => {
   });
 });
 
-describe('what the event writers cost (migration 20270108000000)', () => {
+describe('what the functions run on every payment cost (migrations 20270108000000, 20270109000000)', () => {
   it('each plans its queries once per session, whatever the caller’s plan_cache_mode', async () => {
     // A CREATE OR REPLACE that forgot the SET clause would plan them again at every call: the
     // stamp's UPDATE took 0.51 ms instead of 0.30 in a session on plan_cache_mode = auto.
@@ -201,5 +201,13 @@ describe('what the event writers cost (migration 20270108000000)', () => {
       .join('\n');
     expect(plan).toContain('gen_random_uuid()');
     expect(plan).not.toContain('timbra_uuid7');
+  });
+
+  it('timbra_pending_organizations (the relay, at every drain) is PL/pgSQL: its query planned once per session', async () => {
+    const [fn] = await rows<{ language: string; definer: boolean }>(
+      `SELECT l.lanname AS language, p.prosecdef AS definer FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+       WHERE p.proname = 'timbra_pending_organizations'`,
+    );
+    expect(fn).toEqual({ language: 'plpgsql', definer: true });
   });
 });
