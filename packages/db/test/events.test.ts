@@ -210,4 +210,27 @@ describe('what the functions run on every payment cost (migrations 2027010800000
     );
     expect(fn).toEqual({ language: 'plpgsql', definer: true });
   });
+
+  it('compresses the documents with lz4 (migration 20270110000000), and reads them back', async () => {
+    const columns = await rows<{ column: string; compression: string }>(
+      `SELECT attrelid::regclass || '.' || attname AS column, attcompression AS compression FROM pg_attribute
+       WHERE (attrelid, attname) IN (('invoices'::regclass, 'frozen_xml'), ('invoices'::regclass, 'stamped_xml'),
+             ('invoices'::regclass, 'tfd_xml'), ('invoice_versions'::regclass, 'frozen_xml'), ('webhook_events'::regclass, 'payload'))
+       ORDER BY 1`,
+    );
+    expect(columns.every((c) => c.compression === 'l')).toBe(true);
+    expect(columns).toHaveLength(5);
+    // A document large enough to be compressed comes back byte for byte, compressed by lz4.
+    const xml = `<cfdi:Comprobante>${'<cfdi:Concepto Descripcion="Venta" Importe="100.00"/>'.repeat(200)}</cfdi:Comprobante>`;
+    await t.sql.query(
+      `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, frozen_xml)
+       VALUES (timbra_uuid7(), $1, 'I', 'LZ', 1, 'MXN', 100, 116, 'pending', 'LZ-1', $2)`,
+      [TEST_EMISOR_ID, xml],
+    );
+    const [stored] = await rows<{ method: string; same: boolean }>(
+      `SELECT pg_column_compression(frozen_xml) AS method, frozen_xml = $1 AS same FROM invoices WHERE stamp_key = 'LZ-1'`,
+      [xml],
+    );
+    expect(stored).toEqual({ method: 'lz4', same: true });
+  });
 });
