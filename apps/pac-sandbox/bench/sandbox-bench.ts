@@ -4,11 +4,13 @@
  * 1. **The sandbox's capacity**: fresh stamps per second driven by a lean `node:http` client
  *    (keep-alive, SW's multipart request as our client sends it), the sandbox in its own process
  *    with no injected latency, beside the raw RSA sign + verify rate of node:crypto measured in the
- *    same run — the work a stamp cannot avoid (verify the emisor's Sello, sign the TFD). Target:
- *    ≥ 30% of that raw rate, so the sandbox is never the bottleneck of end-to-end figures.
+ *    same run — the work a stamp cannot avoid (verify the emisor's Sello, sign the TFD). A figure:
+ *    the sandbox is a test tool, and its target is that it never limits a benchmark (bench:e2e
+ *    prints its capacity against what that run drove: ≥ 2×).
  * 2. **Our PAC clients' cost**: CPU of this process per call of `SwClient.stamp` and
  *    `FinkokClient.stamp` against a bare `node:http` request carrying the same bytes to the same
- *    server (the answer read as text), one call at a time, in alternating rounds of 20. Target: ≤ 1.5×.
+ *    server (the answer read as text), one call at a time, in alternating rounds of 20. A figure:
+ *    their CPU is inside Timbra's own CPU a stamped payment, which bench:e2e --compare targets.
  *
  * The sandbox validates with the SAT rules only by default (`--validation rules`): its XSD check
  * costs ~6 ms a stamp (libxml2 compiles the schemas on every validation through libxmljs2) — a real
@@ -230,7 +232,6 @@ try {
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[xs.length >> 1] ?? NaN;
   const medians = (client: 'sw' | 'finkok', bare: 'bareSw' | 'bareFinkok') =>
     `(medians ${median(each[bare]).toFixed(3)} → ${median(each[client]).toFixed(3)} ms = ${(median(each[client]) / median(each[bare])).toFixed(2)}×)`;
-  const verdict = (ok: boolean) => (ok ? 'OK' : 'MISSED');
   process.stdout.write(
     [
       `bench:sandbox — ${new Date().toISOString()} — ${cpus()[0]?.model ?? 'cpu'} ×${cpus().length}, node ${process.version}`,
@@ -238,13 +239,13 @@ try {
       '',
       `  stamps through the sandbox           ${rate.toFixed(0).padStart(7)} stamps/s   (sandbox CPU ${sandboxMsPerStamp.toFixed(3)} ms a stamp)`,
       `  raw RSA-2048 verify + sign (1 core)  ${rawRate.toFixed(0).padStart(7)} ops/s   ← reference`,
-      `  sandbox / raw = ${(share * 100).toFixed(1)}%   (target ≥ 30%)  ${verdict(share >= 0.3)}`,
+      `  sandbox / raw = ${(share * 100).toFixed(1)}%   (a figure; the target is bench:e2e's sandbox headroom)`,
       '',
       `our PAC clients, CPU of this process per call, mean (${n} calls each, one at a time, ${rounds} alternating rounds):`,
       `  bare node:http, SW request           ${ms(totals.bareSw)} ms   ← reference`,
-      `  SwClient.stamp                       ${ms(totals.sw)} ms   = ${swRatio.toFixed(2)}×   (target ≤ 1.5×)  ${verdict(swRatio <= 1.5)}   ${medians('sw', 'bareSw')}`,
+      `  SwClient.stamp                       ${ms(totals.sw)} ms   = ${swRatio.toFixed(2)}×   ${medians('sw', 'bareSw')}`,
       `  bare node:http, Finkok request       ${ms(totals.bareFinkok)} ms   ← reference`,
-      `  FinkokClient.stamp                   ${ms(totals.finkok)} ms   = ${finkokRatio.toFixed(2)}×   (target ≤ 1.5×)  ${verdict(finkokRatio <= 1.5)}   ${medians('finkok', 'bareFinkok')}`,
+      `  FinkokClient.stamp                   ${ms(totals.finkok)} ms   = ${finkokRatio.toFixed(2)}×   ${medians('finkok', 'bareFinkok')}`,
       '',
     ].join('\n'),
   );
