@@ -599,15 +599,10 @@ try {
     }
     await Promise.all(inFlight);
     const fixedResult = await measure(fixed, fixedStart, fixedCommands, fixedCommits);
-    const {
-      line: fixedCpuLine,
-      own: fixedOwn,
-      postgres: fixedPostgres,
-      allMs,
-    } = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
+    const fixedCost = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
     // How busy the machine was (every process measured, the load generator too): near its capacity the
     // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
-    const fixedBusy = allMs / (Date.now() - fixedStart) / cpus().length;
+    const fixedBusy = fixedCost.allMs / (Date.now() - fixedStart) / cpus().length;
 
     // Phase 2: as fast as the senders go.
     progress(`as fast as ${senders} senders go for ${seconds} s`);
@@ -628,40 +623,17 @@ try {
       }),
     );
     const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
-    const {
-      line: burstCpuLine,
-      own: burstOwn,
-      postgres: burstPostgres,
-      sandbox: burstSandbox,
-    } = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
-
-    return {
-      fixedResult,
-      fixedCpuLine,
-      fixedOwn,
-      fixedPostgres,
-      fixedBusy,
-      burstResult,
-      burstCpuLine,
-      burstOwn,
-      burstPostgres,
-      burstSandbox,
-    };
+    const burstCost = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
+    return { fixedResult, fixedCost, fixedBusy, burstResult, burstCost };
   }
   // Platform mode: every payment to one organization first (the reference), then spread over all.
   const one = platform ? await phases('one', () => paths[0]!) : undefined;
-  const {
-    fixedResult,
-    fixedCpuLine,
-    fixedOwn,
-    fixedPostgres,
-    fixedBusy,
-    burstResult,
-    burstCpuLine,
-    burstOwn,
-    burstPostgres,
-    burstSandbox,
-  } = await phases('all', (i) => paths[i % paths.length]!);
+  const { fixedResult, fixedCost, fixedBusy, burstResult, burstCost } = await phases(
+    'all',
+    (i) => paths[i % paths.length]!,
+  );
+  const { line: fixedCpuLine, own: fixedOwn, postgres: fixedPostgres } = fixedCost;
+  const { line: burstCpuLine, own: burstOwn, postgres: burstPostgres, sandbox: burstSandbox } = burstCost;
 
   // References, measured now, on the same machine, with the system idle.
   // 16 clients, as bench:ingest: more clients only queue on the one serie's counter row (lower tps).
@@ -721,8 +693,8 @@ try {
       ...(one && platformSetup
         ? [
             `  platform mode: ${paths.length} organizations (made in ${platformSetup.madeSeconds.toFixed(1)} s; the first payment of each stamped in ${platformSetup.warmSeconds.toFixed(1)} s). The figures above: payments spread over all of them; here beside every payment to one:`,
-            `    fixed ${rate}/s, webhook → stamped p99: one ${one.fixedResult.latency.p99.toFixed(0)} ms ← reference, spread ${fixedResult.latency.p99.toFixed(0)} ms; Timbra's own CPU a payment: one ${one.fixedOwn.toFixed(2)} ms, spread ${fixedOwn.toFixed(2)} ms`,
-            `    saturated: one ${one.burstResult.sustained.toFixed(0)} stamped/s ← reference, spread ${burstResult.sustained.toFixed(0)} stamped/s = ${((100 * burstResult.sustained) / one.burstResult.sustained).toFixed(1)}%   (target ≥ 90%)  ${burstResult.sustained >= 0.9 * one.burstResult.sustained ? 'OK' : 'MISSED'}; Timbra's own CPU a payment: one ${one.burstOwn.toFixed(2)} ms, spread ${burstOwn.toFixed(2)} ms`,
+            `    fixed ${rate}/s, webhook → stamped p99: one ${one.fixedResult.latency.p99.toFixed(0)} ms ← reference, spread ${fixedResult.latency.p99.toFixed(0)} ms; Timbra's own CPU a payment: one ${one.fixedCost.own.toFixed(2)} ms, spread ${fixedOwn.toFixed(2)} ms`,
+            `    saturated: one ${one.burstResult.sustained.toFixed(0)} stamped/s ← reference, spread ${burstResult.sustained.toFixed(0)} stamped/s = ${((100 * burstResult.sustained) / one.burstResult.sustained).toFixed(1)}%   (target ≥ 90%)  ${burstResult.sustained >= 0.9 * one.burstResult.sustained ? 'OK' : 'MISSED'}; Timbra's own CPU a payment: one ${one.burstCost.own.toFixed(2)} ms, spread ${burstOwn.toFixed(2)} ms`,
             '',
           ]
         : []),
