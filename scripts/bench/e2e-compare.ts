@@ -14,6 +14,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { percentile } from '@timbra/test-support';
 import { ROOT } from '../lib/processes.ts';
 
 /** What one run writes with `--json`: a phase's figures per stamped payment. */
@@ -62,11 +63,12 @@ const RATIOS = [
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const progress = (line: string) => process.stderr.write(`${new Date().toISOString()} bench:e2e --compare: ${line}\n`);
 const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
+/** The middle ratio (of an even count, the upper middle one: test-support's nearest-rank percentile). */
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 /**
  * A worktree of `commit` with its dependencies installed, made once: a directory without the mark
