@@ -6,11 +6,18 @@ import { z } from 'zod';
  */
 export const faultsSchema = z
   .object({
-    /** Added latency: a fixed number of ms, or a [min, max] range. */
+    /**
+     * Added latency: a fixed number of ms, a uniform [min, max] range, or a real PAC's long tail:
+     * `{ p50, p99 }`, a log-normal distribution with those percentiles (p99 ≥ p50 > 0).
+     */
     latencyMs: z
       .union([
         z.number().int().nonnegative(),
         z.tuple([z.number().int().nonnegative(), z.number().int().nonnegative()]),
+        z
+          .object({ p50: z.number().int().positive(), p99: z.number().int().positive() })
+          .strict()
+          .refine((d) => d.p99 >= d.p50, { message: 'p99 must be at least p50' }),
       ])
       .default(0),
     /** Share of requests answered with an error *before* any processing. */
@@ -51,10 +58,30 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-/** The latency to add for one request. */
+/** z of the 99th percentile of the standard normal distribution. */
+const Z99 = 2.326_347_874;
+
+/**
+ * The latency to add for one request. A `{ p50, p99 }` distribution is log-normal: p50 · e^(σ·z) with
+ * σ = ln(p99 / p50) / z₉₉ and z a standard normal draw (Box–Muller on the seeded generator). Its mean
+ * is p50 · e^(σ²/2): 582 ms for { p50: 400, p99: 3000 }.
+ */
 export function latencyFor(faults: Faults, random: () => number): number {
   const l = faults.latencyMs;
   if (typeof l === 'number') return l;
-  const [min, max] = l;
-  return Math.round(min + random() * Math.max(0, max - min));
+  if (Array.isArray(l)) {
+    const [min, max] = l;
+    return Math.round(min + random() * Math.max(0, max - min));
+  }
+  const sigma = Math.log(l.p99 / l.p50) / Z99;
+  const z = Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  return Math.round(l.p50 * Math.exp(sigma * z));
+}
+
+/** The mean of a latency setting in ms (what concurrency ÷ latency divides by). */
+export function meanLatency(latency: Faults['latencyMs']): number {
+  if (typeof latency === 'number') return latency;
+  if (Array.isArray(latency)) return (latency[0] + latency[1]) / 2;
+  const sigma = Math.log(latency.p99 / latency.p50) / Z99;
+  return latency.p50 * Math.exp((sigma * sigma) / 2);
 }

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { faultsSchema, NO_FAULTS, seededRandom } from '../faults.ts';
+import { faultsSchema, meanLatency, NO_FAULTS, seededRandom, type Faults } from '../faults.ts';
 import { PacInstance } from '../pac-instance.ts';
 import type { SatRegistry } from '../registry.ts';
 import { taxpayerSchema, validationSchema, type TaxpayerList, type ValidationSwitches } from '../validation.ts';
@@ -65,12 +65,19 @@ function pickInstance(deps: AdminDeps, req: Request, res: Response): PacInstance
   return instance;
 }
 
+/** An instance's faults as the admin API answers them, with the mean of its latency (a benchmark's bound). */
+const faultsAnswer = (name: string, faults: Faults) => ({
+  instance: name,
+  faults,
+  meanLatencyMs: meanLatency(faults.latencyMs),
+});
+
 /** `/faults` and `/validation`: what each instance does to the requests it receives. */
 function faultRoutes(router: Router, deps: AdminDeps): void {
   const pick = (req: Request, res: Response) => pickInstance(deps, req, res);
   router.get('/faults', (req, res) => {
     const instance = pick(req, res);
-    if (instance) res.json({ instance: instance.name, faults: instance.faults });
+    if (instance) res.json(faultsAnswer(instance.name, instance.faults));
   });
 
   router.post('/faults', (req, res) => {
@@ -87,7 +94,7 @@ function faultRoutes(router: Router, deps: AdminDeps): void {
     if (typeof seed === 'number') instance.random = seededRandom(seed);
     instance.faults = parsed.data;
     deps.onFaultsChanged(instance);
-    res.json({ instance: instance.name, faults: instance.faults });
+    res.json(faultsAnswer(instance.name, instance.faults));
   });
 
   router.delete('/faults', (_req, res) => {
