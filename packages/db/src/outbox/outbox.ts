@@ -131,15 +131,15 @@ const countRow = z.object({ n: col.int });
 
 /**
  * Rows `enqueued` longer than `staleMs` ago by the database's clock (the clock that wrote
- * `enqueued_at`), oldest first: the sweeper's candidates for a job Redis lost.
+ * `enqueued_at`), oldest first: the sweeper's candidates for a job Redis lost. The query lives in
+ * `timbra_stale_enqueued_outbox()` (migration 20270111000000), planned on the enqueued index
+ * whatever the statistics say.
  */
 export async function staleEnqueuedOutboxRows(db: RawDb, staleMs: number, limit: number) {
   const rows = await queryRows(
     db,
     staleEnqueuedRow,
-    Prisma.sql`SELECT id, stamp_key, version FROM outbox
-      WHERE status = 'enqueued' AND enqueued_at < now() - make_interval(secs => ${staleMs / 1000}::float8)
-      ORDER BY enqueued_at LIMIT ${limit}`,
+    Prisma.sql`SELECT id, stamp_key, version FROM timbra_stale_enqueued_outbox(${staleMs}::float8, ${limit}::int)`,
   );
   return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, version: r.version }));
 }
