@@ -31,6 +31,8 @@ export const ADMIN_TOKEN = 'worker-test-admin-token';
 export { eventually, freePort, freePorts };
 
 export interface SandboxProcess {
+  /** The sandbox process's pid (a benchmark reads its CPU). */
+  pid: number | undefined;
   primary: string;
   backup: string;
   adminUrl: string;
@@ -43,15 +45,17 @@ export interface SandboxProcess {
  * free port can be taken by another process between the choice and the listen: a sandbox that exits
  * before it answers is started again on other ports (three tries).
  */
-export async function startSandboxProcess(): Promise<SandboxProcess> {
+export async function startSandboxProcess(
+  options: { validation?: 'on' | 'rules' | 'off' } = {},
+): Promise<SandboxProcess> {
   for (let attempt = 1; ; attempt++) {
-    const started = await trySandboxProcess();
+    const started = await trySandboxProcess(options.validation ?? 'on');
     if (started) return started;
     if (attempt >= 3) throw new Error('sandbox did not start');
   }
 }
 
-async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
+async function trySandboxProcess(validation: 'on' | 'rules' | 'off'): Promise<SandboxProcess | undefined> {
   const [primary, backup, admin] = (await freePorts(3)) as [number, number, number];
   const child: ChildProcess = spawn(process.execPath, tsEntryArgs(resolve(here, '../../pac-sandbox/src/main.ts')), {
     env: {
@@ -63,6 +67,7 @@ async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
       // The tests' CSDs are re-issued by their own CA (valid until 2099): the sandbox trusts it.
       SANDBOX_TRUSTED_CA_FILE: testCaFile(),
       SANDBOX_CANCEL_ACCEPT_DELAY_MS: '500',
+      SANDBOX_VALIDATION: validation,
       LOG_LEVEL: 'error',
       NODE_OPTIONS: '',
     },
@@ -85,6 +90,7 @@ async function trySandboxProcess(): Promise<SandboxProcess | undefined> {
     }
   }
   return {
+    pid: child.pid,
     primary: `http://127.0.0.1:${primary}`,
     backup: `http://127.0.0.1:${backup}`,
     adminUrl: `http://127.0.0.1:${admin}`,
