@@ -387,7 +387,7 @@ try {
     `    the drain with the PAC's latency   ${slow.steadyRate.toFixed(0).padStart(7)} stamped/s   (cores ${pct(slow.busy)} busy, the sandbox ${pct(slow.sandboxBusy)} of one; whole drain ${slow.rate.toFixed(0)}/s, the ramp-up and the slowest answers included)`,
   );
   say(
-    `      = ${pct(slowShare)} of concurrency ÷ latency   (target ≥ 90%)  ${slowShare >= 0.9 ? 'OK' : 'MISSED'}${bound > capacity.steadyRate ? ' — the bound is above what this machine stamps with no latency at all' : ''}`,
+    `    a real PAC's latency, ${slowConcurrency} in flight: ${slow.steadyRate.toFixed(0)} stamped/s = ${pct(slowShare)} of concurrency ÷ mean latency   (target ≥ 90%)  ${slowShare >= 0.9 ? 'OK' : 'MISSED'}${bound > capacity.steadyRate ? ' — the bound is above what this machine stamps with no latency at all' : ''}`,
   );
   say(
     `    stamp jobs active, mean            ${slow.active.toFixed(0).padStart(7)}   (of ${slowConcurrency}; the PAC answering at once: ${capacity.active.toFixed(0)})`,
