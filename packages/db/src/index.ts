@@ -33,7 +33,15 @@ export type {
   Ticket,
   GlobalPeriod,
 } from './generated/client.ts';
-export { migrate, migrationStatus, readMigrations, ensureDatabase, type MigrationStatus } from './migrate.ts';
+export {
+  migrate,
+  migrationStatus,
+  readMigrations,
+  ensureDatabase,
+  unmetRequirements,
+  type MigrationStatus,
+  type ServerFeatures,
+} from './migrate.ts';
 export { MIGRATIONS_DIR } from './paths.ts';
 export { type Db, type RawDb, type Tx } from './sql.ts';
 export { isUuid } from './light.ts';

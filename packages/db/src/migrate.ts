@@ -95,11 +95,38 @@ export async function migrationStatus(databaseUrl: string, migrationsDir: string
   }
 }
 
+/** What the server offers that a migration may need (read before any is applied). */
+export interface ServerFeatures {
+  /** Built `--with-lz4`: `SET COMPRESSION lz4` works. */
+  lz4: boolean;
+}
+
+async function serverFeatures(client: pg.ClientBase): Promise<ServerFeatures> {
+  const { rows } = await client.query<{ lz4: boolean }>(
+    `SELECT 'lz4' = ANY(enumvals) AS lz4 FROM pg_settings WHERE name = 'default_toast_compression'`,
+  );
+  return { lz4: rows[0]?.lz4 === true };
+}
+
+/**
+ * Why `pending` cannot be applied on a server with `features`, one line each (empty when they can):
+ * said before anything is applied, instead of a migration failing halfway through the list.
+ */
+export function unmetRequirements(pending: readonly MigrationFile[], features: ServerFeatures): string[] {
+  return pending
+    .filter((file) => !features.lz4 && /\bCOMPRESSION\s+lz4\b/i.test(file.sql))
+    .map(
+      (file) =>
+        `${file.name} compresses documents with lz4, and this PostgreSQL was built without it (--with-lz4): use a build with lz4 (Debian's and the PGDG packages, the official images and the managed services have it)`,
+    );
+}
+
 /**
  * Applies pending migrations. Returns the names applied.
  *
- * @throws Error when an applied migration was modified (never silently re-applied), or when a
- *   migration fails (its transaction is rolled back and the failure recorded in `logs`).
+ * @throws Error when an applied migration was modified (never silently re-applied), when the server
+ *   lacks what a pending migration needs (nothing applied), or when a migration fails (its
+ *   transaction is rolled back and the failure recorded in `logs`).
  */
 export async function migrate(
   databaseUrl: string,
@@ -115,8 +142,11 @@ export async function migrate(
     if (status.modified.length > 0) {
       throw new Error(`applied migrations were modified or removed: ${status.modified.join(', ')}`);
     }
+    const pending = files.filter((f) => status.pending.includes(f.name));
+    const unmet = unmetRequirements(pending, await serverFeatures(client));
+    if (unmet.length > 0) throw new Error(`cannot migrate this database: ${unmet.join('; ')}`);
     const done: string[] = [];
-    for (const file of files.filter((f) => status.pending.includes(f.name))) {
+    for (const file of pending) {
       const id = randomUUID();
       log(`applying ${file.name}`);
       await client.query('BEGIN');

@@ -3,7 +3,7 @@ import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { migrate, migrationStatus, MIGRATIONS_DIR } from '../src/index.ts';
+import { migrate, migrationStatus, MIGRATIONS_DIR, readMigrations, unmetRequirements } from '../src/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 let db: TestDatabase;
@@ -104,5 +104,26 @@ describe('migrations runner', () => {
       process.removeListener('uncaughtException', hear);
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('says before applying anything that a server without lz4 cannot take the lz4 migration', async () => {
+    // A PostgreSQL built without lz4 cannot run here (Debian's has it): the server's side is asked of
+    // the real server, the decision is checked for both answers.
+    const [server] = await query<{ lz4: boolean }>(
+      `SELECT 'lz4' = ANY(enumvals) AS lz4 FROM pg_settings WHERE name = 'default_toast_compression'`,
+    );
+    expect(server?.lz4).toBe(true);
+    const files = readMigrations(MIGRATIONS_DIR);
+    expect(unmetRequirements(files, { lz4: true })).toEqual([]);
+    const unmet = unmetRequirements(files, { lz4: false });
+    expect(unmet).toHaveLength(1);
+    expect(unmet[0]).toMatch(/^20270110000000_documents_lz4 compresses documents with lz4.*--with-lz4/);
+    // Once it is applied, nothing pending needs lz4 any more.
+    expect(
+      unmetRequirements(
+        files.filter((f) => f.name > '20270110000000_documents_lz4'),
+        { lz4: false },
+      ),
+    ).toEqual([]);
   });
 });
