@@ -27,7 +27,7 @@ export const DATA = section('Postgres and Redis', [
   ),
   entry(
     { REDIS_CLUSTER: bool.default(false) },
-    '`true`: Redis is a Redis Cluster ([Scaling out](performance.md#scaling-out)); `QUEUE_PREFIX` must then carry a `{hash tag}` (refused at start otherwise)',
+    '`true`: Redis is a Redis Cluster ([Scaling out](scaling.md)); `QUEUE_PREFIX` must then carry a `{hash tag}` (refused at start otherwise)',
   ),
   entry(
     { ALLOW_EVICTING_REDIS: bool.default(false) },
