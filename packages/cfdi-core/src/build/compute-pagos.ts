@@ -126,7 +126,9 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
     tasaOCuota: string;
     documento?: { base: string; importe: string; total: string } | undefined;
   }): RetencionAmounts => {
-    const share = t.documento ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals) : undefined;
+    const part = t.documento ? proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals) : undefined;
+    // `noShare` has left out the taxes whose part is 'none'.
+    const share = part === 'none' ? undefined : part;
     const settling = share && t.documento && d.pagosAnteriores && saldoAnt.isEqualTo(pagado);
     if (settling) share.base = remainingBase(t.documento!, d.pagosAnteriores!, share, t.tasaOCuota, decimals);
     return {
@@ -172,9 +174,11 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
  * This payment's part of a document's tax: what the document's Base and Importe are in proportion to
  * what has been paid after it, rounded, less the same before it — so the parts telescope and every
  * document's Pagos add up to its tax exactly, whatever the installments. ImporteDR is that part;
- * BaseDR is too when Anexo 20's limits (ImporteDR ≈ BaseDR × rate) allow it, else ImporteDR / rate
- * with the six decimals Anexo 20 allows (within the limits by construction). Undefined (the
- * per-payment formula) when the document's figures do not fit this payment.
+ * BaseDR is too when Anexo 20's limits (ImporteDR ≈ BaseDR × rate) allow it, else the same
+ * proportion at six decimals, else ImporteDR / rate with six decimals (within the limits by
+ * construction). `'none'` when the tax has no part in this payment: its importe part rounds to
+ * nothing and so does its base part, or no base above zero fits an importe of zero (the payment
+ * leaves it out; later ones report it). Undefined (the per-payment formula) when the document's figures do not fit this payment.
  */
 function proportionalShare(
   documento: { base: string; importe: string; total: string },
@@ -182,27 +186,32 @@ function proportionalShare(
   pagado: Dec,
   rate: string,
   decimals: number,
-): { base: string; importe: string } | undefined {
+): { base: string; importe: string } | 'none' | undefined {
   const total = new Dec(documento.total);
   const before = total.minus(saldoAnt);
   if (!total.isGreaterThan(0) || before.isNegative()) return undefined;
   const after = before.plus(pagado);
-  const cumulative = (paid: Dec, of: string) => new Dec(fixed(paid.times(of).dividedBy(total), decimals));
-  const importe = cumulative(after, documento.importe).minus(cumulative(before, documento.importe));
-  const base = cumulative(after, documento.base).minus(cumulative(before, documento.base));
-  if (!base.isGreaterThan(0) || importe.isNegative()) return undefined;
+  const part = (of: string, places: number) => {
+    const cumulative = (paid: Dec) => new Dec(fixed(paid.times(of).dividedBy(total), places));
+    return cumulative(after).minus(cumulative(before));
+  };
+  const importe = part(documento.importe, decimals);
+  if (importe.isNegative()) return undefined;
   const importeText = fixed(importe, decimals);
-  const baseText = fixed(base, decimals);
-  if (withinLimits(importe, taxLimits(baseText, rate, decimals))) return { base: baseText, importe: importeText };
+  const fits = (base: Dec, places: number) =>
+    base.isGreaterThan(0) && withinLimits(importe, taxLimits(fixed(base, places), rate, decimals));
+  const base = part(documento.base, decimals);
+  if (fits(base, decimals)) return { base: fixed(base, decimals), importe: importeText };
+  // Nothing of either at the currency's decimals (a one-cent installment of a large invoice).
+  if (importe.isZero() && !base.isGreaterThan(0)) return 'none';
   // The same proportion at six decimals (Anexo 20 allows them) still adds up over the Pagos.
-  const cumulative6 = (paid: Dec) => new Dec(fixed(paid.times(documento.base).dividedBy(total), 6));
-  const base6 = cumulative6(after).minus(cumulative6(before));
-  const base6Text = fixed(base6, 6);
-  if (base6.isGreaterThan(0) && withinLimits(importe, taxLimits(base6Text, rate, decimals)))
-    return { base: base6Text, importe: importeText };
-  if (new Dec(rate).isZero()) return undefined;
-  const fine = fixed(importe.dividedBy(rate), 6);
-  return withinLimits(importe, taxLimits(fine, rate, decimals)) ? { base: fine, importe: importeText } : undefined;
+  const base6 = part(documento.base, 6);
+  if (fits(base6, 6)) return { base: fixed(base6, 6), importe: importeText };
+  if (!new Dec(rate).isZero()) {
+    const fine = importe.dividedBy(rate);
+    if (fits(fine, 6)) return { base: fixed(fine, 6), importe: importeText };
+  }
+  return importe.isZero() ? 'none' : undefined;
 }
 
 /**
@@ -222,7 +231,7 @@ function remainingBase(
   for (const e of earlier) {
     const part = proportionalShare(documento, new Dec(e.impSaldoAnt), new Dec(e.impPagado), rate, decimals);
     if (!part) return share.base;
-    reported = reported.plus(part.base);
+    if (part !== 'none') reported = reported.plus(part.base);
   }
   const rest = new Dec(documento.base).minus(reported);
   if (!rest.isGreaterThan(0) || rest.decimalPlaces()! > 6) return share.base;
@@ -246,15 +255,23 @@ function baseShare(
 }
 
 /**
- * True when a tax of the related document has no part in this payment (its share of the document's
- * base rounds to nothing, as a one-cent installment of a large invoice may): it is left out of this
- * Pago, and the next ones report it, so the Pagos still add up to the document.
+ * True when a tax of the related document has no part in this payment (`proportionalShare`'s
+ * `'none'`; for an exento traslado, its share of the base rounds to nothing — as a one-cent
+ * installment of a large invoice may): it is left out of this Pago, and the next ones report it, so
+ * the Pagos still add up to the document.
  */
 function noShare(
-  t: { documento?: { base: string; total: string } | undefined },
+  t: {
+    tipoFactor: string;
+    tasaOCuota?: string | undefined;
+    documento?: { base: string; importe: string; total: string } | undefined;
+  },
   saldoAnt: Dec,
   pagado: Dec,
   decimals: number,
 ): boolean {
-  return t.documento !== undefined && baseShare(t.documento, saldoAnt, pagado, decimals) === undefined;
+  if (t.documento === undefined) return false;
+  if (t.tipoFactor === 'Exento' || t.tasaOCuota === undefined)
+    return baseShare(t.documento, saldoAnt, pagado, decimals) === undefined;
+  return proportionalShare(t.documento, saldoAnt, pagado, t.tasaOCuota, decimals) === 'none';
 }
