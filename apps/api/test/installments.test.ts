@@ -175,21 +175,28 @@ describe('sales in installments (PPD) and their Pagos (complemento de pago 2.0)'
     expect(bases.reduce((sum, b) => sum.plus(b), new BigNumber(0)).toFixed()).toBe('5880.27');
   });
 
-  it('an installment too small to carry any of the taxes is stamped with ObjetoImpDR 01, not refused (CRP20246)', async () => {
-    // Base 10000.00 of 11600.00: the Pagos report round(0.862 × paid) of it cumulatively, so after
-    // 0.03 (3 cents of base) a further 0.01 adds none — no TrasladoDR, and 02 without one is refused.
+  it('a one-cent installment carries the cent of IVA its share gives it, and the Pagos add up to the IVA', async () => {
+    // Base 10000.00 and IVA 1600.00 of 11600.00: the Pagos report round(paid × 10000 / 11600) of the
+    // base and round(paid × 1600 / 11600) of the IVA, cumulatively. After 0.03, a further 0.01 adds no
+    // base at two decimals but 0.01 of IVA: it is reported on the six-decimal share of the base
+    // (0.034483 − 0.025862), which Anexo 20's limits allow, so no cent of IVA is lost.
     const id = await ppdSale('11600.00');
     await stamp(id);
-    expect((await pay(id, '0.03', { externalId: `T-${randomUUID()}` })).statusCode).toBe(201);
-    const res = await pay(id, '0.01', { externalId: `T-${randomUUID()}` });
-    expect(res.statusCode).toBe(201);
-    const pago = await api.prisma.invoice.findUniqueOrThrow({
-      where: { id: (res.body as { pago: { id: string } }).pago.id },
-    });
-    expect(pago.status).toBe('pending');
-    expect(docto(pago.frozenXml!)).toMatchObject({ ImpPagado: '0.01', ObjetoImpDR: '01' });
-    expect(pago.frozenXml).not.toContain('ImpuestosDR');
-    expect(await schema.validate([pago.frozenXml!])).toEqual([]);
+    const pagos: string[] = [];
+    for (const amount of ['0.03', '0.01', '11599.96']) {
+      const res = await pay(id, amount, { externalId: `T-${randomUUID()}` });
+      expect(res.statusCode).toBe(201);
+      const pago = await api.prisma.invoice.findUniqueOrThrow({
+        where: { id: (res.body as { pago: { id: string } }).pago.id },
+      });
+      expect(pago.status).toBe('pending');
+      expect(await schema.validate([pago.frozenXml!])).toEqual([]);
+      pagos.push(pago.frozenXml!);
+    }
+    expect(docto(pagos[1]!)).toMatchObject({ ImpPagado: '0.01', ObjetoImpDR: '02' });
+    expect(pagos[1]).toContain('<pago20:TrasladoDR BaseDR="0.008621" ImpuestoDR="002"');
+    const iva = pagos.map((xml) => /<pago20:TrasladoDR [^>]*ImporteDR="([0-9.]+)"/.exec(xml)![1]);
+    expect(iva).toEqual(['0.00', '0.01', '1599.99']);
   });
 
   it('before the Ingreso is stamped the Pago waits for it; an overpayment → 422 and nothing written', async () => {
