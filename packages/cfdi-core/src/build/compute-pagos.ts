@@ -178,7 +178,8 @@ function computeDocto(d: DoctoRelacionadoRequest, decimals: number): DoctoRelaci
  * proportion at six decimals, else ImporteDR / rate with six decimals (within the limits by
  * construction). `'none'` when the tax has no part in this payment: its importe part rounds to
  * nothing and so does its base part, or no base above zero fits an importe of zero (the payment
- * leaves it out; later ones report it). Undefined (the per-payment formula) when the document's figures do not fit this payment.
+ * leaves it out; later ones report it). Undefined (the per-payment formula) when the document's
+ * figures do not fit this payment.
  */
 function proportionalShare(
   documento: { base: string; importe: string; total: string },
