@@ -195,11 +195,14 @@ reportUnexpectedExits(processes, (line) => out(`!! ${line}`));
 
 const apiUrl = `http://127.0.0.1:${apiPort}`;
 const agent = new http.Agent({ keepAlive: true });
+/** Payments the API answered 503 (its database busy): sent again after its Retry-After, as a provider redelivers. */
+let redelivered = 0;
 /**
  * One signed payment_intent.succeeded; resolves with the instant its 2xx arrived. A request on a kept
  * socket the API had just closed as idle (its keep-alive timeout, 5 s, is shorter than the idle
  * phase) is reset before it is read: sent again on a new socket, as Node's docs advise — the event's
- * id makes the webhook idempotent, as when Stripe retries.
+ * id makes the webhook idempotent, as when Stripe retries. A 503 with Retry-After (the database busy)
+ * is sent again after it, as a provider redelivers; each phase says how many were.
  */
 function sendPayment(id: string, path = '/webhooks/stripe'): Promise<number> {
   const body = JSON.stringify({
@@ -225,10 +228,19 @@ function sendPayment(id: string, path = '/webhooks/stripe'): Promise<number> {
           },
         },
         (response) => {
-          response.resume();
-          response.on('end', () =>
-            response.statusCode === 200 ? resolve(Date.now()) : reject(new Error(`HTTP ${response.statusCode}`)),
-          );
+          // A failure says what the API answered: its error code and request id find its log line.
+          let answer = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => {
+            if (response.statusCode !== 200 && answer.length < 600) answer += chunk;
+          });
+          response.on('end', () => {
+            if (response.statusCode === 200) resolve(Date.now());
+            else if (response.statusCode === 503 && response.headers['retry-after']) {
+              redelivered++;
+              const wait = Number(response.headers['retry-after']) * 1000;
+              setTimeout(() => resolve(attempt(true)), wait);
+            } else reject(new Error(`HTTP ${response.statusCode} on ${path}: ${answer.slice(0, 600)}`));
+          });
         },
       );
       request.on('error', (error: NodeJS.ErrnoException) => {
@@ -590,6 +602,7 @@ try {
     const fixedCommits = await postgresCommits();
     await resetStatements();
     const fixedStart = Date.now();
+    const fixedRedelivered = redelivered;
     const inFlight: Promise<void>[] = [];
     for (let i = 0; i < rate * seconds; i++) {
       const due = fixedStart + (i * 1000) / rate;
@@ -605,6 +618,8 @@ try {
     // How busy the machine was (every process measured, the load generator too): near its capacity the
     // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
     const fixedBusy = fixedCost.allMs / (Date.now() - fixedStart) / cpus().length;
+    const fixedRefused = redelivered - fixedRedelivered;
+    if (fixedRefused > 0) progress(`${fixedRefused} answers 503 (the database busy): sent again after Retry-After`);
 
     // Phase 2: as fast as the senders go.
     progress(`as fast as ${senders} senders go for ${seconds} s`);
@@ -614,6 +629,7 @@ try {
     const burstCommits = await postgresCommits();
     await resetStatements();
     const burstStart = Date.now();
+    const burstRedelivered = redelivered;
     let next = 0;
     await Promise.all(
       Array.from({ length: senders }, async () => {
@@ -626,6 +642,8 @@ try {
     );
     const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
     const burstCost = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
+    const burstRefused = redelivered - burstRedelivered;
+    if (burstRefused > 0) progress(`${burstRefused} answers 503 (the database busy): sent again after Retry-After`);
     return { fixedResult, fixedCost, fixedBusy, burstResult, burstCost };
   }
   // Platform mode: every payment to one organization first (the reference), then spread over all.

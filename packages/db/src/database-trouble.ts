@@ -11,6 +11,18 @@ import { UNREACHABLE_CODES } from './network.ts';
 
 const UNREACHABLE = new Set<string>(UNREACHABLE_CODES);
 
+/**
+ * Every connection of a pool stayed in use for as long as a caller may wait for one: the database
+ * is overloaded, or transactions hold their connections (the lean runner throws it; `databaseTrouble`
+ * reads it as `busy`).
+ */
+export class NoConnectionFree extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`no database connection free within ${waitedMs} ms`);
+    this.name = 'NoConnectionFree';
+  }
+}
+
 interface Seen {
   kind?: string;
   sqlState?: string;
@@ -22,6 +34,7 @@ interface Seen {
 
 function fieldsOf(error: unknown): Seen | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
+  if (error instanceof NoConnectionFree) return { kind: 'NoConnectionFree', message: error.message };
   const e = error as Record<string, unknown>;
   const adapter = (e.meta as { driverAdapterError?: { cause?: Record<string, unknown> } } | undefined)
     ?.driverAdapterError?.cause;
@@ -49,7 +62,10 @@ function fieldsOf(error: unknown): Seen | undefined {
 }
 
 /** Which state of the database stopped a call (a stable code for callers that branch on it). */
-export type DatabaseTroubleKind = 'unreachable' | 'missing' | 'login_refused' | 'not_migrated' | 'restarting';
+export type DatabaseTroubleKind = 'unreachable' | 'missing' | 'login_refused' | 'not_migrated' | 'restarting' | 'busy';
+
+/** The troubles that pass on their own (Postgres back up, the load gone): a caller may try again shortly. */
+export const PASSING_TROUBLES: ReadonlySet<DatabaseTroubleKind> = new Set(['unreachable', 'restarting', 'busy']);
 
 /**
  * Why a database call failed, when it is the database's state rather than the statement, with a
@@ -90,6 +106,12 @@ export function databaseTrouble(
     return { kind: 'not_migrated', message: `the database is not migrated${said}: run \`npm run db:migrate\`` };
   if (sqlState === '57P01' || sqlState === '57P03')
     return { kind: 'restarting', message: `Postgres is shutting down or starting up${said}: try again in a moment` };
+  // Every connection taken: a pool's (ours) or the server's (max_connections, 53300).
+  if (kind === 'NoConnectionFree' || sqlState === '53300')
+    return {
+      kind: 'busy',
+      message: `every database connection is in use${said}: the database is overloaded, or a transaction holds its connection`,
+    };
   return undefined;
 }
 

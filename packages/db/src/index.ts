@@ -64,6 +64,8 @@ export {
 export {
   databaseTrouble,
   isTransactionConflict,
+  NoConnectionFree,
+  PASSING_TROUBLES,
   retryOnConflict,
   type DatabaseTroubleKind,
 } from './database-trouble.ts';

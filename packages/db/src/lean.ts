@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Prisma, PrismaClient } from './generated/client.ts';
+import { NoConnectionFree } from './database-trouble.ts';
 import type { RawDb } from './sql.ts';
 
 /** A raw-statement runner with transactions of its own. */
@@ -128,7 +129,7 @@ async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient>
   let timer: NodeJS.Timeout | undefined;
   const acquiring = pool.connect();
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no database connection free within ${maxWaitMs} ms`)), maxWaitMs);
+    timer = setTimeout(() => reject(new NoConnectionFree(maxWaitMs)), maxWaitMs);
   });
   try {
     return await Promise.race([acquiring, timeout]);

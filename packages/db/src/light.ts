@@ -7,7 +7,7 @@
  * database-trouble.ts); the package's main entry re-exports them, so there is one definition of each.
  */
 export { API_KEY_NAME_RULE, DEFAULT_SCOPES, isApiKeyName, isScope, SCOPES, type Scope } from './keys/api-keys.ts';
-export { databaseTrouble, type DatabaseTroubleKind } from './database-trouble.ts';
+export { databaseTrouble, NoConnectionFree, PASSING_TROUBLES, type DatabaseTroubleKind } from './database-trouble.ts';
 
 /** Whether `value` is a UUID in canonical text form (any version): the only shape our ids have. */
 export function isUuid(value: string): boolean {

@@ -125,6 +125,21 @@ describe('databaseTrouble: what a failed database call means, in one line', () =
       expect(databaseTrouble(other)).toBeUndefined();
   });
 
+  it("the server's connections all taken (53300): busy", async () => {
+    // A role allowed no connection: Postgres answers as it does when max_connections is reached.
+    const role = `timbra_full_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: empty.url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`);
+      const all = await failures(withUrl((u) => (u.username = role)));
+      for (const error of Object.values(all)) expect(databaseTrouble(error)?.kind).toBe('busy');
+    } finally {
+      await admin.query(`DROP ROLE IF EXISTS ${role}`);
+      await admin.end();
+    }
+  });
+
   it('never repeats the password of the connection string', async () => {
     const port = await closedPort();
     const all = await failures(

@@ -4,7 +4,16 @@ import net from 'node:net';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { z } from 'zod';
-import { createPrisma, heardForLife, leanDb, plannedOnce, Prisma, PrismaClient } from '../src/index.ts';
+import {
+  createPrisma,
+  databaseTrouble,
+  heardForLife,
+  leanDb,
+  NoConnectionFree,
+  plannedOnce,
+  Prisma,
+  PrismaClient,
+} from '../src/index.ts';
 import { leanDbOver } from '../src/lean.ts';
 import { col, execute, queryRows } from '../src/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
@@ -108,9 +117,19 @@ describe('the lean runner', () => {
     const lean = leanDbOver(pool, { maxWaitMs: 200, statementTimeoutMs: 5_000 });
     const busy = await pool.connect();
     try {
-      await expect(lean.transaction((tx) => execute(tx, Prisma.sql`SELECT 1`))).rejects.toThrow(
-        /no database connection free within 200 ms/,
-      );
+      const error = await lean
+        .transaction((tx) => execute(tx, Prisma.sql`SELECT 1`))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toBeInstanceOf(NoConnectionFree);
+      // What the API answers 503 database_unavailable for.
+      expect(databaseTrouble(error)).toEqual({
+        kind: 'busy',
+        message:
+          'every database connection is in use (no database connection free within 200 ms): the database is overloaded, or a transaction holds its connection',
+      });
     } finally {
       busy.release();
     }

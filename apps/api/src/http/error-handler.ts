@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
+import { databaseTrouble, PASSING_TROUBLES } from '@timbra/db/light';
 import { DomainError } from '../domain-errors.ts';
 import { API_ERRORS, ApiError, errorTypeOf, fromDomainError, paramOf } from './errors.ts';
 import { errorDocPath } from './reference.ts';
@@ -18,10 +19,18 @@ export function errorHandler(logger: Logger) {
     else if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
       apiError = new ApiError('malformed_json', 'The request could not be read.');
     else {
-      logger.error({ err: error, requestId: req.requestId }, 'unexpected error');
-      apiError = new ApiError('internal');
+      const trouble = passingTrouble(error);
+      if (trouble) {
+        // Postgres down, restarting or every connection busy: the caller (a provider redelivering,
+        // a client retrying) tries again later; what went wrong is logged, never sent.
+        logger.warn({ trouble: trouble.kind, requestId: req.requestId }, trouble.message);
+        apiError = new ApiError('database_unavailable', undefined, undefined, { 'Retry-After': '5' });
+      } else {
+        logger.error({ err: error, requestId: req.requestId }, 'unexpected error');
+        apiError = new ApiError('internal');
+      }
     }
-    if (apiError.status >= 500 && apiError.code !== 'internal')
+    if (apiError.status >= 500 && apiError.code !== 'internal' && apiError.code !== 'database_unavailable')
       logger.warn({ code: apiError.code, requestId: req.requestId }, apiError.message);
     for (const [k, v] of Object.entries(apiError.headers ?? {})) res.set(k, v);
     res.locals.errorCode = apiError.code;
@@ -38,4 +47,10 @@ export function errorHandler(logger: Logger) {
       },
     });
   };
+}
+
+/** The database's state, when it is one that passes on its own (PASSING_TROUBLES); else undefined. */
+function passingTrouble(error: unknown) {
+  const trouble = databaseTrouble(error);
+  return trouble && PASSING_TROUBLES.has(trouble.kind) ? trouble : undefined;
 }

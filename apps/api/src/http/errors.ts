@@ -152,6 +152,10 @@ export const API_ERRORS = {
       'CSDs, e.firmas and provider secrets are stored sealed by the master keys (VAULT_KEYS), which this deployment has not set.',
   },
   unavailable: { status: 503, message: 'A dependency is unavailable.' },
+  database_unavailable: {
+    status: 503,
+    message: 'The database is unreachable or busy; retry in a few seconds (with the same Idempotency-Key).',
+  },
   exchange_rate_source_down: {
     status: 503,
     message: 'The exchange rate source did not answer; retry later (or send tipoCambio).',
