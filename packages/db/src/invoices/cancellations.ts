@@ -141,14 +141,17 @@ export async function requestReplacedCancellation(
   });
 }
 
-/** Stamped replacements whose original is still stamped with no motivo-01 request naming them (the sweeper's net). */
+/**
+ * Stamped replacements whose original is still stamped with no motivo-01 request naming them (the
+ * sweeper's net, every organization every few seconds): read from invoices_stamped_replacements_idx.
+ */
 export async function replacementsAwaitingCancellation(db: RawDb, limit: number): Promise<string[]> {
   const rows = await queryRows(
     db,
     z.object({ id: col.uuid }),
     Prisma.sql`
       SELECT r.id FROM invoices r JOIN invoices o ON o.id = r.replaces_invoice_id
-      WHERE r.status = 'stamped' AND o.status = 'stamped'
+      WHERE r.status = 'stamped' AND r.replaces_invoice_id IS NOT NULL AND o.status = 'stamped'
         AND NOT EXISTS (SELECT 1 FROM cancel_requests c WHERE c.invoice_id = o.id AND c.motivo = '01'
                                                          AND c.folio_sustitucion = upper(r.uuid) AND c.duplicate_uuid IS NULL)
       LIMIT ${limit}`,
