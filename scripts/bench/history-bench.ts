@@ -24,7 +24,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createPrisma, type PrismaClient } from '@timbra/db';
-import { invoiceByUuid } from '@timbra/db/invoices';
+import { invoiceByUuid, invoicesWithOverdueDependents, replacementsAwaitingCancellation } from '@timbra/db/invoices';
 import { claimOutboxBatch, staleEnqueuedOutboxRows } from '@timbra/db/outbox';
 import { backlogEverywhere } from '@timbra/db/organizations';
 import { DEFAULT_RETENTION, type RetentionPolicy } from '@timbra/db/retention';
@@ -80,7 +80,7 @@ function benchJson<T>(script: string, args: string[], databaseUrl: string): Prom
  * rolled back at the end. @returns p50 in ms per statement.
  */
 async function hotStatements(prisma: PrismaClient, organizationId: string, uuid: string | undefined) {
-  const times: Record<string, number[]> = { claim: [], sweeper: [], gauges: [], byUuid: [] };
+  const times: Record<string, number[]> = { claim: [], sweeper: [], sweeperInvoices: [], gauges: [], byUuid: [] };
   const rollback = new Error('rollback');
   // (available_at is stored to the millisecond: a second back, so this transaction's now() is past it.)
   await prisma
@@ -105,6 +105,11 @@ async function hotStatements(prisma: PrismaClient, organizationId: string, uuid:
           t = process.hrtime.bigint();
           await staleEnqueuedOutboxRows(tx, 300_000, 100);
           times.sweeper!.push(ms(t));
+          // Its questions about invoices: replacements whose original awaits cancellation, overdue dependents.
+          t = process.hrtime.bigint();
+          await replacementsAwaitingCancellation(tx, 100);
+          await invoicesWithOverdueDependents(tx, 100);
+          times.sweeperInvoices!.push(ms(t));
           t = process.hrtime.bigint();
           // The worker's backlog gauges: one statement a scrape, every organization's figures.
           await backlogEverywhere(tx, { windowMs: 72 * 3_600_000, marginMs: 12 * 3_600_000 }, organizationId);
@@ -126,7 +131,13 @@ async function hotStatements(prisma: PrismaClient, organizationId: string, uuid:
     const sorted = times[name]!.sort((a, b) => a - b);
     return sorted.length > 0 ? percentile(sorted, 50) : Number.NaN;
   };
-  return { claim: p50('claim'), sweeper: p50('sweeper'), gauges: p50('gauges'), byUuid: p50('byUuid') };
+  return {
+    claim: p50('claim'),
+    sweeper: p50('sweeper'),
+    sweeperInvoices: p50('sweeperInvoices'),
+    gauges: p50('gauges'),
+    byUuid: p50('byUuid'),
+  };
 }
 
 interface Figures {
@@ -137,6 +148,7 @@ interface Figures {
   ingestWal: number;
   claim: number;
   sweeper: number;
+  sweeperInvoices: number;
   gauges: number;
   byUuid: number;
   drain: number;
@@ -220,6 +232,7 @@ try {
     ['ingest: WAL a payment', 'ingestWal', 'lower', ' KiB', 'figure'],
     ['relay claim of 100 rows (p50)', 'claim', 'lower', ' ms', 'target'],
     ["sweeper's stale rows (p50)", 'sweeper', 'lower', ' ms', 'target'],
+    ["sweeper's invoice questions (p50)", 'sweeperInvoices', 'lower', ' ms', 'target'],
     ['backlog gauges (p50)', 'gauges', 'lower', ' ms', 'target'],
     ['drain (stamped/s)', 'drain', 'higher', '/s', 'target'],
   ];
