@@ -214,7 +214,8 @@ function sendPayment(id: string, path = '/webhooks/stripe'): Promise<number> {
       object: { id, object: 'payment_intent', amount: 116000, amount_received: 116000, currency: 'mxn', metadata: {} },
     },
   });
-  const attempt = (retried: boolean): Promise<number> =>
+  // `reset`: this send already followed a reset socket; `sent`: how many times the API answered 503.
+  const attempt = (reset: boolean, sent = 0): Promise<number> =>
     new Promise((resolve, reject) => {
       const request = http.request(
         `${apiUrl}${path}`,
@@ -235,16 +236,17 @@ function sendPayment(id: string, path = '/webhooks/stripe'): Promise<number> {
           });
           response.on('end', () => {
             if (response.statusCode === 200) resolve(Date.now());
-            else if (response.statusCode === 503 && response.headers['retry-after']) {
+            else if (response.statusCode === 503 && response.headers['retry-after'] && sent < 20) {
               redelivered++;
+              // A new send, after a wait as long as the API's keep-alive: its socket may be reset too.
               const wait = Number(response.headers['retry-after']) * 1000;
-              setTimeout(() => resolve(attempt(true)), wait);
+              setTimeout(() => resolve(attempt(false, sent + 1)), wait);
             } else reject(new Error(`HTTP ${response.statusCode} on ${path}: ${answer.slice(0, 600)}`));
           });
         },
       );
       request.on('error', (error: NodeJS.ErrnoException) => {
-        if (!retried && request.reusedSocket && error.code === 'ECONNRESET') resolve(attempt(true));
+        if (!reset && request.reusedSocket && error.code === 'ECONNRESET') resolve(attempt(true, sent));
         else reject(error);
       });
       request.end(body);
