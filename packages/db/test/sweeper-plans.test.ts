@@ -1,5 +1,5 @@
 /**
- * The sweeper asks every organization its questions every few seconds: each must read what it is
+ * The sweeper asks every organization its questions every minute: each must read what it is
  * about, never the whole invoices table (the organization's policy is a filter, not an index
  * condition, so it narrows nothing). With 1,000 organizations, the replacements' question reading
  * every invoice was 58–64% of Postgres's time (bench:e2e -- --organizations 1000).

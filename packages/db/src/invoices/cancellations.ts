@@ -143,7 +143,7 @@ export async function requestReplacedCancellation(
 
 /**
  * Stamped replacements whose original is still stamped with no motivo-01 request naming them (the
- * sweeper's net, every organization every few seconds): read from invoices_stamped_replacements_idx.
+ * sweeper's net, every organization every minute): read from invoices_stamped_replacements_idx.
  */
 export async function replacementsAwaitingCancellation(db: RawDb, limit: number): Promise<string[]> {
   const rows = await queryRows(

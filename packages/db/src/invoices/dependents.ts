@@ -105,7 +105,7 @@ export async function markDependentNeedsData(tx: RawDb, invoiceId: string, probl
 
 /**
  * Invoices that are stamped while documents that relate to them still wait (the sweeper's safety
- * net, every organization every few seconds). The waiting documents first, from invoices_waiting_idx
+ * net, every organization every minute). The waiting documents first, from invoices_waiting_idx
  * (materialized: the planner otherwise started from the organization's stamped invoices, every one
  * of the table's rows read and filtered), then each one's invoice by its key.
  */
