@@ -82,3 +82,35 @@ describe("the sweeper's questions, asked of every organization", () => {
     }
   });
 });
+
+describe("the sweeper's replacements question, answered", () => {
+  it('names a stamped replacement whose original is still stamped, until a motivo-01 request names it', async () => {
+    const sql = t.sql;
+    const [original, replacement] = ['00000000-0000-4000-8000-0000000000a1', '00000000-0000-4000-8000-0000000000a2'];
+    await sql.query('BEGIN');
+    try {
+      // Written as a stamped pair is left (triggers off, as the history above).
+      await sql.query("SET LOCAL session_replication_role = 'replica'");
+      await sql.query(
+        `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key,
+                               frozen_xml, uuid, tfd_xml, pac, stamped_at, replaces_invoice_id)
+         VALUES ($1, $3, 'I', 'R', 1, 'MXN', 100, 116, 'stamped', 'R-1', '<x/>', 'AAAAAAAA-0000-4000-8000-000000000001', '<t/>', 'primary', now(), NULL),
+                ($2, $3, 'I', 'R', 2, 'MXN', 100, 116, 'stamped', 'R-2', '<x/>', 'AAAAAAAA-0000-4000-8000-000000000002', '<t/>', 'primary', now(), $1)`,
+        [original, replacement, TEST_EMISOR_ID],
+      );
+      const db: RawDb = {
+        $queryRaw: async <T>(q: Prisma.Sql) => (await sql.query(q.text, q.values)).rows as T,
+        $executeRaw: async (q: Prisma.Sql) => (await sql.query(q.text, q.values)).rowCount ?? 0,
+      };
+      expect(await replacementsAwaitingCancellation(db, 100)).toEqual([replacement]);
+      await sql.query(
+        `INSERT INTO cancel_requests (id, organization_id, invoice_id, motivo, folio_sustitucion)
+         VALUES (gen_random_uuid(), $1, $2, '01', 'AAAAAAAA-0000-4000-8000-000000000002')`,
+        [TEST_EMISOR_ID, original],
+      );
+      expect(await replacementsAwaitingCancellation(db, 100)).toEqual([]);
+    } finally {
+      await sql.query('ROLLBACK');
+    }
+  });
+});
