@@ -6,23 +6,42 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 /**
  * `n` different TCP ports free on the loopback right now. All `n` are held open together before any
  * is let go, so no two are the same, as they can be when single free ports are asked for one after
- * another. A process started with them should bind them before it binds anything to port 0 (the
- * kernel may hand out a port just let go): give every port it opens here, none as 0.
+ * another. They are drawn at random from below the kernel's ephemeral range
+ * (`net.ipv4.ip_local_port_range`), which it hands to everything that listens on port 0 or connects
+ * out: a port let go here is not given to another test's server (or a Redis or Postgres client)
+ * before the process it is meant for binds it. Two callers drawing the same port at the same moment
+ * is the remaining chance (about one in 10,000 a port).
  */
 export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const server = createServer();
-          server.once('error', reject).listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((closed) => s.close(closed))));
-  return ports;
+  const [ephemeralLow] = ephemeralRange();
+  const low = 20_000;
+  const held: Server[] = [];
+  try {
+    for (let tries = 0; held.length < n; tries++) {
+      if (tries > 200 || ephemeralLow - low < 1_000) throw new Error('no port free below the ephemeral range');
+      const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+      if (held.some((s) => (s.address() as AddressInfo).port === port)) continue;
+      const server = await new Promise<Server | undefined>((resolve) => {
+        const s = createServer();
+        s.once('error', () => resolve(undefined)).listen(port, '127.0.0.1', () => resolve(s));
+      });
+      if (server) held.push(server);
+    }
+    return held.map((s) => (s.address() as AddressInfo).port);
+  } finally {
+    await Promise.all(held.map((s) => new Promise((closed) => s.close(closed))));
+  }
+}
+
+/** The kernel's ephemeral port range; Linux's default where it cannot be read. */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+  } catch {
+    // not Linux, or /proc not mounted
+  }
+  return [32_768, 60_999];
 }
 
 /** A TCP port free on the loopback right now. */
