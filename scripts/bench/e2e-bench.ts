@@ -54,6 +54,7 @@ import { STAMP_QUEUE } from '@timbra/db/outbox';
 import { DEFAULT_RETENTION } from '@timbra/db/retention';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
 import { privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
+import { bullmqCommandsPerJob } from '../lib/bullmq-reference.ts';
 import { writeHistory } from '../lib/history.ts';
 import { compareE2e, type E2eFigures } from './e2e-compare.ts';
 import { writeFileSync } from 'node:fs';
@@ -103,6 +104,8 @@ const rate = Number(values.rate);
 const latencyMs = Number(values['latency-ms']);
 const senders = Number(values.concurrency);
 const workerConcurrency = 32;
+/** The most jobs one relay round adds together (the worker's RELAY_BATCH_SIZE; its default). */
+const RELAY_BATCH_SIZE = 100;
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -180,6 +183,7 @@ const processes = [
         REDIS_URL: redisUrl,
         WORKER_ROLES: roles,
         WORKER_CONCURRENCY: String(workerConcurrency),
+        RELAY_BATCH_SIZE: String(RELAY_BATCH_SIZE),
         WORKER_HTTP_PORT: '0',
         PAC_PRIMARY_URL: `http://127.0.0.1:${primaryPort}`,
         SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
@@ -666,6 +670,18 @@ try {
   });
   const raw = rawVerifySignRate(2);
   const wake = await wakeUpCosts();
+  // A stamped payment is one BullMQ job: BullMQ's own commands for one, at the same rate and
+  // concurrency, are the floor Timbra's Redis commands stand on (a few seconds of jobs each).
+  const jobShape = { concurrency: workerConcurrency, latencyMs, batch: RELAY_BATCH_SIZE };
+  const bullmqFixed = await bullmqCommandsPerJob({ ...jobShape, rate, jobs: Math.min(rate * seconds, rate * 5) });
+  const bullmqSaturated = await bullmqCommandsPerJob({
+    ...jobShape,
+    jobs: Math.min(5_000, Math.round((3 * workerConcurrency * 1000) / latencyMs)),
+  });
+  const beyond = (timbra: number, bullmq: number) => {
+    const d = timbra - bullmq;
+    return `${d < 0 ? '−' : '+'}${Math.abs(d).toFixed(1)}`;
+  };
   const latencyBound = workerConcurrency / (latencyMs / 1000);
   const ceilings = {
     'pgbench, payment transaction': pgbench,
@@ -696,10 +712,12 @@ try {
       ...(rate === 100
         ? [
             `    Redis commands per stamped payment: ${fixedResult.redisCommands.line}   (target at 100/s ≤ 30)  ${fixedResult.redisCommands.total <= 30 ? 'OK' : 'MISSED'}`,
+            `      BullMQ's own for one job, the same rate and concurrency: ${bullmqFixed.line}   ← reference; Timbra's beyond it ${beyond(fixedResult.redisCommands.total, bullmqFixed.total)}`,
             `    Postgres commits per stamped payment: ${fixedResult.postgresCommits.toFixed(1)}   (target at 100/s ≤ 3)  ${fixedResult.postgresCommits <= 3 ? 'OK' : 'MISSED'}`,
           ]
         : [
             `    Redis commands per stamped payment: ${fixedResult.redisCommands.line}; Postgres commits ${fixedResult.postgresCommits.toFixed(1)}   (targets at 100/s; this run ${rate}/s)`,
+            `      BullMQ's own for one job, the same rate and concurrency: ${bullmqFixed.line}   ← reference; Timbra's beyond it ${beyond(fixedResult.redisCommands.total, bullmqFixed.total)}`,
           ]),
       ...fixedResult.statements.lines.map((line) => `    ${line}`),
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${fixedOwn.toFixed(2)} ms, of which Postgres ${fixedPostgres.toFixed(2)} ms   (target: ≤ 0.6× a baseline commit's, in alternating runs: --compare)`,
@@ -708,6 +726,7 @@ try {
       `    relay (2xx → job active)   p50 ${burstResult.relay.p50.toFixed(0)} ms   p99 ${burstResult.relay.p99.toFixed(0)} ms (2xx → added p99 ${burstResult.added.p99.toFixed(0)} ms: jobs wait for a free worker slot)`,
       `    CPU ms per stamped payment: ${burstCpuLine}`,
       `    Redis commands per stamped payment: ${burstResult.redisCommands.line}   (target saturated ≤ 20)  ${burstResult.redisCommands.total <= 20 ? 'OK' : 'MISSED'}`,
+      `      BullMQ's own for one job, added in the relay's batches, the same concurrency: ${bullmqSaturated.line}   ← reference; Timbra's beyond it ${beyond(burstResult.redisCommands.total, bullmqSaturated.total)}`,
       `    Postgres commits per stamped payment: ${burstResult.postgresCommits.toFixed(1)}`,
       ...burstResult.statements.lines.map((line) => `    ${line}`),
       `    Timbra's own (API, relay, stamper, Postgres, Redis): ${burstOwn.toFixed(2)} ms, of which Postgres ${burstPostgres.toFixed(2)} ms   (targets: ≤ 0.6× and Postgres ≤ 0.45× a baseline commit's, in alternating runs: --compare)`,
@@ -737,6 +756,7 @@ try {
         ownMs: fixedOwn,
         postgresMs: fixedPostgres,
         redisCommands: fixedResult.redisCommands.total,
+        bullmqCommands: bullmqFixed.total,
         postgresCommits: fixedResult.postgresCommits,
         statements: fixedResult.statements.total,
       },
@@ -746,6 +766,7 @@ try {
         ownMs: burstOwn,
         postgresMs: burstPostgres,
         redisCommands: burstResult.redisCommands.total,
+        bullmqCommands: bullmqSaturated.total,
         postgresCommits: burstResult.postgresCommits,
         statements: burstResult.statements.total,
       },

@@ -27,6 +27,8 @@ export interface E2eFigures {
     ownMs: number;
     postgresMs: number;
     redisCommands: number;
+    /** BullMQ's own commands for one job of the same shape, measured in the same run (the reference). */
+    bullmqCommands: number;
     postgresCommits: number;
     statements: number;
   };
@@ -36,6 +38,8 @@ export interface E2eFigures {
     ownMs: number;
     postgresMs: number;
     redisCommands: number;
+    /** BullMQ's own commands for one job of the same shape, measured in the same run (the reference). */
+    bullmqCommands: number;
     postgresCommits: number;
     statements: number;
   };
@@ -162,8 +166,12 @@ export async function compareE2e(options: {
   const counts = (name: string, of: (f: E2eFigures) => number) =>
     `    ${name}: this ${pairs.map((p) => of(p.current).toFixed(1)).join(', ')}; baseline ${pairs.map((p) => of(p.baseline).toFixed(1)).join(', ')}`;
   out('  per stamped payment, each pair:');
-  out(counts('Redis commands, saturated', (f) => f.saturated.redisCommands));
-  out(counts(`Redis commands, ${fixedRate}/s`, (f) => f.fixed.redisCommands));
+  const bullmq = (of: (f: E2eFigures) => number) =>
+    `; BullMQ's own a job ${pairs.flatMap((p) => [p.current, p.baseline].map((f) => of(f).toFixed(1))).join(', ')} ← reference`;
+  out(
+    counts('Redis commands, saturated', (f) => f.saturated.redisCommands) + bullmq((f) => f.saturated.bullmqCommands),
+  );
+  out(counts(`Redis commands, ${fixedRate}/s`, (f) => f.fixed.redisCommands) + bullmq((f) => f.fixed.bullmqCommands));
   out(counts('Postgres commits, saturated', (f) => f.saturated.postgresCommits));
   out(counts(`Postgres commits, ${fixedRate}/s`, (f) => f.fixed.postgresCommits));
   out(counts('Postgres statements, saturated', (f) => f.saturated.statements));
