@@ -14,7 +14,6 @@ import { lockInvoiceShared } from '@timbra/db/invoices';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import type { DeadLetterData } from '../src/stamping/jobs.ts';
 import { freezeOverdueDependents } from '../src/invoices/freeze-dependents.ts';
-import { stampWrites } from '../src/stamping/stamp-writes.ts';
 import {
   eventually,
   pendingInvoice,
@@ -202,20 +201,5 @@ describe('dependent documents', () => {
       await w.close();
       await sandbox.admin('faults', { instance: 'primary', reset: true });
     }
-  });
-
-  // Last: it leaves pending invoices, which the tests above would relay.
-  it("the stamper's fresh looks, batched, answer each for its own invoice", async () => {
-    const [a, b, c] = [
-      await pendingInvoice(prisma, 'look-a'),
-      await pendingInvoice(prisma, 'look-b'),
-      await pendingInvoice(prisma, 'look-c'),
-    ];
-    await waitingEgreso(a.invoiceId, `re_${randomBytes(4).toString('hex')}`);
-    await waitingEgreso(c.invoiceId, `re_${randomBytes(4).toString('hex')}`);
-    const writes = stampWrites(prisma, { maxBatch: 64, maxInFlight: 1 });
-    // Submitted in one tick: the first goes alone, the other four share the next statement.
-    const looks = [a, b, c, b, a].map((r) => writes.dependentsWaiting(r.invoiceId));
-    expect(await Promise.all(looks)).toEqual([true, false, true, false, true]);
   });
 });

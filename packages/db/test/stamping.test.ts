@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
+import pg from 'pg';
 import { leanDb, type PrismaClient } from '../src/index.ts';
 import { lockInvoiceShared } from '../src/invoices/index.ts';
 import { loadStampRows, persistStamps, recordPacCallsInFlight, type StampToPersist } from '../src/outbox/index.ts';
@@ -13,10 +13,11 @@ import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 let prisma: PrismaClient;
 let sql: pg.Client;
 let close: () => Promise<void>;
+let db: { url: string };
 const EMISOR = TEST_EMISOR_ID;
 
 beforeAll(async () => {
-  ({ prisma, sql, close } = await databaseWithEmisor());
+  ({ db, prisma, sql, close } = await databaseWithEmisor());
 });
 afterAll(() => close());
 
@@ -135,8 +136,44 @@ describe('the stamper’s statements, several jobs at once', () => {
     const results = await persistStamps(leanDb(prisma), [item, { ...item, calls: [] }]);
     expect(results).toEqual([
       { written: true, dependentsWaiting: true, replaces: false },
-      { written: false, dependentsWaiting: true, replaces: false },
+      { written: false, dependentsWaiting: false, replaces: false },
     ]);
+  });
+
+  it('sees a dependent written while the stamp waited for the share lock its writer held', async () => {
+    const row = await frozen();
+    // The API's refund, as it writes an Egreso: the Ingreso read under a share lock (still pending)…
+    const watcher = new pg.Client({ connectionString: db.url });
+    await watcher.connect();
+    await sql.query('BEGIN');
+    try {
+      await sql.query(`SELECT status FROM invoices WHERE id = $1 FOR SHARE`, [row.invoiceId]);
+      // …the stamp's statement begins and waits for that lock…
+      const persisted = persistStamps(leanDb(prisma), [{ row, stamp: stampOf(11), calls: [] }]);
+      // (Watched as the owner: the app's role does not see other sessions' statements.)
+      for (let waited = 0; ; waited += 50) {
+        const { rows } = await watcher.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE invoices i SET uuid%'`,
+        );
+        if (rows[0]!.n > 0) break;
+        if (waited > 10_000) throw new Error('the stamp never waited for the lock');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // …and the Egreso is written waiting and committed after the stamp's statement began.
+      folio++;
+      await sql.query(
+        `INSERT INTO invoices (id, organization_id, kind, serie, folio, moneda, sub_total, total, status, stamp_key, related_invoice_id)
+         VALUES (gen_random_uuid(), $1, 'E', 'NC', $2, 'MXN', 1, 1, 'waiting', $3, $4)`,
+        [EMISOR, folio, `egreso-${folio}`, row.invoiceId],
+      );
+      await sql.query('COMMIT');
+      // The statement's own snapshot does not hold the Egreso; its answer must (no second look follows).
+      expect(await persisted).toEqual([{ written: true, dependentsWaiting: true, replaces: false }]);
+    } finally {
+      await sql.query('ROLLBACK').catch(() => undefined);
+      await watcher.end();
+    }
   });
 });
 

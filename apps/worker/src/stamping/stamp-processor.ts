@@ -96,12 +96,11 @@ async function persistStamp(
     return { skipped: 'not_pending', uuid: result.uuid };
   }
   log.info({ uuid: result.uuid, pac: result.pac, recovered: result.recovered }, 'stamped');
-  // A follow-up step, idempotent on its own, only when documents wait for this one. The statement
-  // above saw those committed before it; one whose transaction held this invoice's share lock
-  // (lockInvoiceShared) committed while the stamp waited for it, and only a fresh look sees it —
-  // an indexed EXISTS. If the worker dies here, the sweeper does it.
-  const waiting = persisted.dependentsWaiting || (await deps.writes.dependentsWaiting(row.invoiceId));
-  const dependents = waiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
+  // A follow-up step, idempotent on its own, only when documents wait for this one: the statement
+  // above looked once it held the invoice's lock, so it saw those written while it waited for a
+  // dependent's share lock too. If the worker dies here, the sweeper does it.
+  const dependents =
+    persisted.dependentsWaiting && deps.freezeDependents ? await deps.freezeDependents(row.invoiceId) : 0;
   if (dependents > 0) log.info({ dependents }, 'dependent documents frozen');
   // Likewise: the replaced invoice's cancellation (the sweeper's net catches a crash here).
   if (persisted.replaces && deps.cancelReplaced) {

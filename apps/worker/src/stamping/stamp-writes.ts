@@ -1,13 +1,12 @@
 /**
  * The stamper's statements, batched across its concurrent jobs (group commit, as the API's ingest):
- * loads, write-ahead PAC-call records, persisted stamps and the dependents' fresh looks submitted
- * while one of the same kind is running go together in the next statement — one round trip, one
+ * loads, write-ahead PAC-call records and persisted stamps submitted while one of the same kind is
+ * running go together in the next statement — one round trip, one
  * commit. Nothing waits on a timer: a lone job's statement starts at once, so a quiet worker runs
  * batches of one. Each stamp is still persisted atomically with its outbox row and ledger (one
  * statement); a batch that fails is retried item by item, so one bad stamp fails only its own job.
  */
 import { GroupCommit, leanDb, type GroupCommitOptions, type PrismaClient } from '@timbra/db';
-import { dependentsWaitingForEach } from '@timbra/db/invoices';
 import {
   loadStampRows,
   persistStamps,
@@ -23,8 +22,6 @@ export interface StampWrites {
   /** Whether the call may be made (false once a correction holds the row). */
   recordInFlight(call: PacCallInFlight): Promise<boolean>;
   persist(stamp: StampToPersist): Promise<PersistedStamp>;
-  /** Whether documents wait for the invoice (a fresh look after its stamp). */
-  dependentsWaiting(invoiceId: string): Promise<boolean>;
 }
 
 /** Default: up to 64 jobs' statements in one; two statements of a kind at once (the pool has more). */
@@ -36,11 +33,9 @@ export function stampWrites(prisma: PrismaClient, options: GroupCommitOptions = 
   const load = GroupCommit.statement(lean, loadStampRows, options);
   const inFlight = GroupCommit.statement(lean, recordPacCallsInFlight, options);
   const persist = GroupCommit.statement(lean, persistStamps, options);
-  const freshLook = GroupCommit.statement(lean, dependentsWaitingForEach, options);
   return {
     load: (outboxId) => load.submit(outboxId),
     recordInFlight: (call) => inFlight.submit(call),
     persist: (stamp) => persist.submit(stamp),
-    dependentsWaiting: (invoiceId) => freshLook.submit(invoiceId),
   };
 }

@@ -1,13 +1,13 @@
 /**
  * Dependent documents (an Egreso or a Pago of an Ingreso not yet stamped): they wait in `waiting`
  * until their Ingreso is stamped, then are frozen (`pending`) or found to lack data (`needs_data`).
- * Whether any waits on each invoice, their locks, their freezing writes, and the overdue ones.
+ * Their locks, their freezing writes, and the overdue ones (whether any waits on an invoice just
+ * stamped: the stamp's own statement answers it, outbox/stamping.ts).
  */
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
 import { statusGuard } from './invoice-status.ts';
 import type { FrozenDocument } from './invoices.ts';
-import { plannedOnce } from '../lean.ts';
 import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 const originalStateColumns = z.object({
@@ -19,25 +19,6 @@ const originalStateColumns = z.object({
 const waitingDependentColumns = z.object({ id: col.uuid, request: col.json, stamp_key: col.text });
 
 const invoicesWithOverdueDependentsRow = z.object({ id: col.uuid });
-
-const waitingRow = z.object({ id: col.uuid, waiting: col.bool });
-
-/**
- * Whether documents (Egresos, Pagos) wait for each invoice to be stamped, in one statement (the
- * stamper's concurrent jobs, as its other statements); in the order asked.
- */
-export async function dependentsWaitingForEach(db: RawDb, invoiceIds: readonly string[]): Promise<boolean[]> {
-  // Planned once per session (lean.ts): planning was 96% of its time (pg_stat_statements, issue #49).
-  const rows = await queryRows(
-    db,
-    waitingRow,
-    plannedOnce(Prisma.sql`
-      SELECT i.id, EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = i.id AND w.status = 'waiting') AS waiting
-      FROM unnest(${invoiceIds}::uuid[]) AS i(id)`),
-  );
-  const waiting = new Map(rows.map((r) => [r.id, r.waiting]));
-  return invoiceIds.map((id) => waiting.get(id.toLowerCase()) ?? false);
-}
 
 // --- Dependent documents (Egreso, Pago) waiting for their invoice's UUID ------------------------------
 

@@ -25,7 +25,6 @@ export {
   type InvoiceState,
 } from './invoices.ts';
 export {
-  dependentsWaitingForEach,
   lockWaitingDependents,
   markDependentFrozen,
   markDependentNeedsData,

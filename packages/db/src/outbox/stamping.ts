@@ -163,7 +163,7 @@ const STAMPED = statusGuard(['pending', 'stamp_failed'], 'stamped');
 export interface PersistedStamp {
   /** False when the invoice had moved on (stamped by another job, or cancelled): nothing written. */
   written: boolean;
-  /** Whether documents (Egresos, Pagos) wait for this invoice. */
+  /** Whether documents (Egresos, Pagos) wait for this invoice, as of after its stamp was written (false if not written). */
   dependentsWaiting: boolean;
   /** Whether it replaces another invoice (TipoRelacion 04), which is then to be cancelled with motivo 01. */
   replaces: boolean;
@@ -269,8 +269,11 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
           AND id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
         RETURNING id
       )
+      -- Asked once the UPDATE holds the invoice's lock (the CASE runs it after \`stamped\` is complete),
+      -- with a fresh snapshot: a dependent committed while the UPDATE waited for its share lock is seen
+      -- (migration 20270113000000), so the stamper needs no second look.
       SELECT s.n, s.invoice_id IN (SELECT id FROM stamped) AS written,
-             EXISTS (SELECT 1 FROM invoices w WHERE w.related_invoice_id = s.invoice_id AND w.status = 'waiting') AS waiting,
+             CASE WHEN s.invoice_id IN (SELECT id FROM stamped) THEN timbra_dependents_waiting(s.invoice_id) ELSE false END AS waiting,
              EXISTS (SELECT 1 FROM invoices r WHERE r.id = s.invoice_id AND r.replaces_invoice_id IS NOT NULL) AS replaces
       FROM input s`),
   );
