@@ -66,6 +66,42 @@ describe("another organization's parts", () => {
   });
 });
 
+describe('the relay across organizations', () => {
+  it('drains the organizations a NOTIFY named without asking; a full share stays known until a round of all', async () => {
+    const drained: string[] = [];
+    let asked = 0;
+    let full = new Set(['home']);
+    const relayOf = (id: string) => ({
+      drainOnce: () => {
+        drained.push(id);
+        return Promise.resolve(1);
+      },
+      get capped() {
+        return full.has(id);
+      },
+    });
+    const a = new AcrossOrganizations({
+      home: { id: 'home', parts: { relay: relayOf('home'), sweeper: { sweepOnce: () => Promise.resolve(0) } } },
+      build: (id) => Promise.resolve({ relay: relayOf(id), sweeper: { sweepOnce: () => Promise.resolve(0) } }),
+      ids: () => Promise.resolve(['home', 'other']),
+      pending: () => {
+        asked++;
+        return Promise.resolve(['home', 'other']);
+      },
+      batchSize: 10,
+      logger: pino({ level: 'silent' }),
+    });
+    await a.drainAll();
+    expect([asked, drained, a.capped]).toEqual([1, ['home', 'other'], true]);
+    // The home organization's share frees up, but a round of the other alone cannot know it.
+    full = new Set();
+    await a.drainAll(new Set(['other']));
+    expect([asked, drained.slice(2), a.capped]).toEqual([1, ['other'], true]);
+    await a.drainAll();
+    expect([asked, a.capped]).toEqual([2, false]);
+  });
+});
+
 describe("another organization's dispatcher (its sender and logo)", () => {
   it('is built again after refreshMs, the one it replaces let go once the new one is built', async () => {
     const closed: number[] = [];

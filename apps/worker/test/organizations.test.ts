@@ -15,6 +15,7 @@ import {
   organizationIds,
   pendingOrganizations,
 } from '@timbra/db/organizations';
+import { OUTBOX_CHANNEL } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { loadTestCsd, testCsdFiles } from '@timbra/test-support';
 import { DEFAULT_RETENTION } from '@timbra/db/retention';
@@ -22,6 +23,7 @@ import { Dispatcher } from '../src/deliveries/dispatcher.ts';
 import { pruneEveryOrganization } from '../src/operations/retention.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import { PacChain } from '../src/stamping/pac-chain.ts';
+import { runRelay } from '../src/stamping/relay.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import {
   eventually,
@@ -318,5 +320,41 @@ describe('one worker for every organization', () => {
     }).registry.metrics();
     expect(own).toContain(`timbra_dead_letters{organization="${ORGS.home.id}"} 0`);
     expect(own).not.toContain(ORGS.other.id);
+  });
+
+  it('wakes on the NOTIFY of a row, which names its organization, and drains that one without asking which have rows', async () => {
+    let asked = 0;
+    const w = platformWorker({
+      organizations: {
+        home: ORGS.home.id,
+        open: (id) => Promise.resolve({ prisma: clients.for(id) }),
+        ids: () => organizationIds(clients.unscoped),
+        pending: () => {
+          asked++;
+          return pendingOrganizations(clients.unscoped);
+        },
+      },
+    });
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (n) => payloads.push(n.payload ?? ''));
+    await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
+    // A poll far longer than the test: the first round looks at every organization (rows may have
+    // committed before the LISTEN), then only a NOTIFY wakes it.
+    const running = runRelay(w.relay, { databaseUrl: db.url, pollMs: 600_000, logger: pino({ level: 'silent' }) });
+    try {
+      await eventually(async () => asked === 1 && (await pendingOrganizations(clients.unscoped)).length === 0);
+      const invoiceId = await pendingOf(ORGS.other);
+      const status = async () =>
+        (await clients.for(ORGS.other.id).outboxRow.findFirstOrThrow({ where: { invoiceId } })).status;
+      await eventually(async () => (await status()) === 'enqueued', 10_000);
+      expect(payloads).toEqual([ORGS.other.id]);
+      expect(asked).toBe(1);
+    } finally {
+      await running.stop();
+      await listener.end();
+      await w.close();
+    }
   });
 });

@@ -104,12 +104,13 @@ export class AcrossOrganizations<P extends OrganizationParts> {
   /**
    * Drains every organization's pending rows: rounds of one batch an organization, in turn, each
    * going on while its batches come back full (as a relay alone drains); returns how many rows were
-   * published.
+   * published. `named`: only those organizations (the NOTIFYs that woke the relay named them), and
+   * no question to Postgres of which have rows pending.
    */
-  async drainAll(): Promise<number> {
+  async drainAll(named?: ReadonlySet<string>): Promise<number> {
     let total = 0;
     let capped = false;
-    let due = await this.organizations.pending();
+    let due = named ? [...named] : await this.organizations.pending();
     while (due.length > 0) {
       const more: string[] = [];
       for (const id of due) {
@@ -126,7 +127,8 @@ export class AcrossOrganizations<P extends OrganizationParts> {
       }
       due = more;
     }
-    this.capped = capped;
+    // A round of some organizations leaves another's full share as it was: a round of all says.
+    this.capped = named ? this.capped || capped : capped;
     return total;
   }
 

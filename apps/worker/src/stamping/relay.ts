@@ -82,9 +82,15 @@ export class Relay {
  * ends the loop and waits for the round in progress.
  */
 export function runRelay(
-  relay: Pick<Relay, 'drainAll' | 'capped'>,
+  relay: { drainAll(named?: ReadonlySet<string>): Promise<number>; readonly capped: boolean },
   options: { databaseUrl: string; pollMs: number; logger: Logger },
 ) {
   // While a share is full, the queue drains without a NOTIFY: the relay looks again every 100 ms.
-  return runOnNotify(() => relay.drainAll(), { ...options, what: 'relay', soon: () => relay.capped, soonMs: 100 });
+  // A round woken by NOTIFYs drains the organizations they name (platform mode: AcrossOrganizations).
+  return runOnNotify((named) => relay.drainAll(named), {
+    ...options,
+    what: 'relay',
+    soon: () => relay.capped,
+    soonMs: 100,
+  });
 }

@@ -2,7 +2,8 @@
  * The outbox: the only place rows are written to it and the relay is woken. A row carries one
  * document's stamp (`stamp`) or one cancel request (`cancel`) to the worker; it is written in the
  * same transaction as what it carries, and announced with a NOTIFY on OUTBOX_CHANNEL whose payload
- * is always the outbox row's id (a hint only: the relay also polls).
+ * is the organization the writing session names (app.org; empty when it names none) — a hint only:
+ * the relay drains the organizations named, and also polls every one.
  */
 import pg from 'pg';
 import { z } from 'zod';
@@ -41,9 +42,14 @@ export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
     RETURNING id`;
 }
 
-/** The NOTIFY of every outbox row id in `relation` (a CTE name or subquery with an `id` column), as an expression. */
+/**
+ * The NOTIFY of the rows in `relation` (a CTE name or subquery with an `id` column), as an expression
+ * counting them. Its payload is the session's organization, so the relay wakes for that one without
+ * asking Postgres which organizations have rows pending (a statement a payment at a steady rate);
+ * Postgres sends one notification a transaction for all of them (identical payloads fold).
+ */
 export function notifyOutboxSql(relation: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, r.id::text)) FROM ${relation} AS r)`;
+  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, coalesce(current_setting('app.org', true), ''))) FROM ${relation} AS r)`;
 }
 
 export interface OutboxRowToWrite {
@@ -173,15 +179,16 @@ export async function outboxCountsByStatus(db: RawDb, options: { includeDone?: b
 }
 
 /**
- * LISTENs on `channel` (the outbox's unless told) and calls `onNotify` for each NOTIFY. A lost connection (Postgres
+ * LISTENs on `channel` (the outbox's unless told) and calls `onNotify` with each NOTIFY's payload. A lost connection (Postgres
  * restarted, the backend terminated) is re-established with backoff (0.25 s doubling to 10 s); in
- * the meantime the caller polls. After each (re)connect `onNotify` is called once: rows may have
- * committed while nobody listened. `ready` resolves after the first attempt, successful or not.
+ * the meantime the caller polls. After each (re)connect `onNotify` is called once without a payload:
+ * rows of any organization may have committed while nobody listened. `ready` resolves after the
+ * first attempt, successful or not.
  */
 export function listenForOutbox(
   databaseUrl: string,
   logger: { warn: (fields: object, message: string) => void; info: (message: string) => void },
-  onNotify: () => void,
+  onNotify: (payload?: string) => void,
   channel: string = OUTBOX_CHANNEL,
 ) {
   let closed = false;
@@ -202,7 +209,7 @@ export function listenForOutbox(
       retry = setTimeout(() => void connect(), delayMs);
       delayMs = Math.min(delayMs * 2, 10_000);
     };
-    c.on('notification', onNotify);
+    c.on('notification', (message) => onNotify(message.payload));
     c.on('error', drop);
     c.on('end', () => drop(new Error('connection ended')));
     try {
