@@ -394,6 +394,12 @@ async function statementsPer(stamped: number, top = 10): Promise<{ total: number
           (r) =>
             `  ${((100 * r.ms) / ms).toFixed(0).padStart(3)}%  ${(Number(r.calls) / stamped).toFixed(2)}/payment  ${(r.ms / Number(r.calls)).toFixed(3)} ms a call (planning ${((100 * r.planMs) / r.ms).toFixed(0)}%)  ${(Number(r.rows) / Number(r.calls)).toFixed(1)} rows  ${(Number(r.wal) / stamped / 1024).toFixed(2)} KiB WAL/payment  ${r.toplevel ? '' : '↳ '}${text(r.query)}`,
         ),
+      `the most called (each a message that wakes a backend; one outside a transaction is a commit too): ${rows
+        .slice()
+        .sort((a, b) => Number(b.calls) - Number(a.calls))
+        .slice(0, 8)
+        .map((r) => `${(Number(r.calls) / stamped).toFixed(2)} ${text(r.query).slice(0, 48)}`)
+        .join(' · ')}`,
     ],
   };
 }
