@@ -53,8 +53,16 @@ import { createPrisma, leanDb, Prisma } from '@timbra/db';
 import { STAMP_QUEUE } from '@timbra/db/outbox';
 import { DEFAULT_RETENTION } from '@timbra/db/retention';
 import { createTestDatabase, pgbenchPaymentShape } from '@timbra/db/testing';
-import { privatePostgres, privateRedis, Proc, reportUnexpectedExits, ROOT, until } from '../lib/processes.ts';
-import { bullmqCommandsPerJob } from '../lib/bullmq-reference.ts';
+import {
+  connectWhenListening,
+  privatePostgres,
+  privateRedis,
+  Proc,
+  reportUnexpectedExits,
+  ROOT,
+  until,
+} from '../lib/processes.ts';
+import { bullmqCommandsPerJob, commandsPer, commandstats } from '../lib/bullmq-reference.ts';
 import { writeHistory } from '../lib/history.ts';
 import { compareE2e, type E2eFigures } from './e2e-compare.ts';
 import { writeFileSync } from 'node:fs';
@@ -332,32 +340,12 @@ function cpuPerStamp(
   };
 }
 
-/**
- * Commands Redis has processed so far, by command (INFO commandstats; a Lua script's own calls
- * count too): what the queue costs in messages.
- */
+/** Commands the product's Redis has processed so far, by command: what the queue costs in messages. */
 async function redisCommands(): Promise<Map<string, number>> {
-  const stats = await redis.info('commandstats');
-  const counts = new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+  const counts = await commandstats(redis);
   // The benchmark's own reads of the events stream (jobTimes) are not the product's.
   counts.set('xread', (counts.get('xread') ?? 0) - jobTimes.reads);
   return counts;
-}
-
-/** Commands per stamped payment between two counts, and "47.9 (evalsha 6.0, …)", the most called first. */
-function commandsPer(
-  before: Map<string, number>,
-  after: Map<string, number>,
-  stamped: number,
-): { total: number; line: string } {
-  const per = [...after].map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / stamped] as const);
-  const total = per.reduce((sum, [, n]) => sum + n, 0);
-  const top = per
-    .filter(([, n]) => n >= 0.05)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 8)
-    .map(([name, n]) => `${name} ${n.toFixed(1)}`);
-  return { total, line: `${total.toFixed(1)} (${top.join(', ')})` };
 }
 
 /** Empties pg_stat_statements (the cluster is the benchmark's own): a phase's statements from here. */
@@ -521,16 +509,7 @@ async function measure(
 let exitCode = 1;
 try {
   for (const p of processes) p.start();
-  // The redis-server was just spawned: connect once it listens (a connect now could be refused).
-  redis.on('error', () => undefined);
-  await until(
-    'Redis',
-    async () => {
-      if (redis.status === 'wait' || redis.status === 'end') await redis.connect();
-      return (await redis.ping()) === 'PONG';
-    },
-    20_000,
-  );
+  await connectWhenListening(redis, 'Redis', 20_000);
   eventsReader.on('error', () => undefined);
   await eventsReader.connect();
   void jobTimes.follow(eventsReader).catch(() => undefined);

@@ -10,7 +10,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { freePort } from '@timbra/test-support';
 import { stampJobOptions } from '@timbra/worker/jobs';
-import { privateRedis, until } from './processes.ts';
+import { connectWhenListening, privateRedis, until } from './processes.ts';
 
 export interface JobShape {
   /** The worker's concurrency (WORKER_CONCURRENCY). */
@@ -31,16 +31,8 @@ export async function bullmqCommandsPerJob(shape: JobShape): Promise<{ total: nu
   const server = privateRedis(port);
   server.start();
   const connection = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null, lazyConnect: true });
-  connection.on('error', () => undefined);
   try {
-    await until(
-      'the reference redis-server',
-      async () => {
-        if (connection.status === 'wait' || connection.status === 'end') await connection.connect();
-        return (await connection.ping()) === 'PONG';
-      },
-      10_000,
-    );
+    await connectWhenListening(connection, 'the reference redis-server', 10_000);
     const queue = new Queue('reference', { connection });
     let done = 0;
     const worker = new Worker(
@@ -76,23 +68,36 @@ export async function bullmqCommandsPerJob(shape: JobShape): Promise<{ total: nu
     const after = await commandstats(connection);
     await worker.close();
     await queue.close();
-    const per = [...after]
-      .filter(([name]) => name !== 'info')
-      .map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / shape.jobs] as const);
-    const total = per.reduce((sum, [, n]) => sum + n, 0);
-    const top = per
-      .filter(([, n]) => n >= 0.05)
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 8)
-      .map(([name, n]) => `${name} ${n.toFixed(1)}`);
-    return { total, line: `${total.toFixed(1)} (${top.join(', ')})` };
+    return commandsPer(before, after, shape.jobs);
   } finally {
     connection.disconnect();
     await server.stop('SIGTERM');
   }
 }
 
-async function commandstats(redis: Redis): Promise<Map<string, number>> {
+/** Commands a Redis has processed so far, by command (INFO commandstats: a Lua script's own calls count too). */
+export async function commandstats(redis: Redis): Promise<Map<string, number>> {
   const stats = await redis.info('commandstats');
   return new Map([...stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
+
+/**
+ * Commands per unit (a stamped payment, a job) between two counts, and "47.9 (evalsha 6.0, …)", the
+ * most called first; INFO, the counting itself, left out.
+ */
+export function commandsPer(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  units: number,
+): { total: number; line: string } {
+  const per = [...after]
+    .filter(([name]) => name !== 'info')
+    .map(([name, n]) => [name, (n - (before.get(name) ?? 0)) / units] as const);
+  const total = per.reduce((sum, [, n]) => sum + n, 0);
+  const top = per
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8)
+    .map(([name, n]) => `${name} ${n.toFixed(1)}`);
+  return { total, line: `${total.toFixed(1)} (${top.join(', ')})` };
 }

@@ -3,6 +3,7 @@
  * SIGKILL reaches the app itself; a private redis-server that can be killed and restarted empty.
  */
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { Redis } from 'ioredis';
 import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -231,6 +232,19 @@ export function privatePostgres(
       ),
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** Connects `redis` (made with `lazyConnect`) once its just-spawned server listens: a connect before could be refused. */
+export async function connectWhenListening(redis: Redis, what: string, timeoutMs: number): Promise<void> {
+  redis.on('error', () => undefined);
+  await until(
+    what,
+    async () => {
+      if (redis.status === 'wait' || redis.status === 'end') await redis.connect();
+      return (await redis.ping()) === 'PONG';
+    },
+    timeoutMs,
+  );
 }
 
 /** Resolves when `probe` is true; throws after `timeoutMs`. */
