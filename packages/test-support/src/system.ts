@@ -13,13 +13,13 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
  * is the remaining chance (about one in 10,000 a port).
  */
 export async function freePorts(n: number): Promise<number[]> {
-  const [ephemeralLow] = ephemeralRange();
   const low = 20_000;
+  const below = ephemeralLow();
   const held: Server[] = [];
   try {
     for (let tries = 0; held.length < n; tries++) {
-      if (tries > 200 || ephemeralLow - low < 1_000) throw new Error('no port free below the ephemeral range');
-      const port = low + Math.floor(Math.random() * (ephemeralLow - low));
+      if (tries > 200 || below - low < 1_000) throw new Error('no port free below the ephemeral range');
+      const port = low + Math.floor(Math.random() * (below - low));
       if (held.some((s) => (s.address() as AddressInfo).port === port)) continue;
       const server = await new Promise<Server | undefined>((resolve) => {
         const s = createServer();
@@ -33,15 +33,15 @@ export async function freePorts(n: number): Promise<number[]> {
   }
 }
 
-/** The kernel's ephemeral port range; Linux's default where it cannot be read. */
-function ephemeralRange(): [number, number] {
+/** The first port of the kernel's ephemeral range; Linux's default where it cannot be read. */
+function ephemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (Number.isInteger(low) && Number.isInteger(high)) return [low!, high!];
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    if (Number.isInteger(low)) return low;
   } catch {
     // not Linux, or /proc not mounted
   }
-  return [32_768, 60_999];
+  return 32_768;
 }
 
 /** A TCP port free on the loopback right now. */

@@ -2,7 +2,7 @@
  * The outbox: the only place rows are written to it and the relay is woken. A row carries one
  * document's stamp (`stamp`) or one cancel request (`cancel`) to the worker; it is written in the
  * same transaction as what it carries, and announced with a NOTIFY on OUTBOX_CHANNEL whose payload
- * is the organization the writing session names (app.org; empty when it names none) — a hint only:
+ * is the organization the writing session names (timbra_organization(); empty when it names none) — a hint only:
  * the relay drains the organizations named, and also polls every one.
  */
 import pg from 'pg';
@@ -49,7 +49,7 @@ export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
  * Postgres sends one notification a transaction for all of them (identical payloads fold).
  */
 export function notifyOutboxSql(relation: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, coalesce(current_setting('app.org', true), ''))) FROM ${relation} AS r)`;
+  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, coalesce(timbra_organization()::text, ''))) FROM ${relation} AS r)`;
 }
 
 export interface OutboxRowToWrite {
