@@ -394,15 +394,15 @@ export function paymentIntentSucceeded(
 }
 
 /**
- * What the worker writes when the PAC stamps: the stamped XML (the frozen one with a stand-in TFD
- * over its sello), its UUID, status stamped — in one update, so the stamp's triggers fire as in
- * production (invoice.stamped and its deliveries).
+ * What the worker writes when the PAC stamps: a stand-in TFD over the frozen XML's sello (with the
+ * frozen bytes, the stamped CFDI), its UUID, status stamped — in one update, so the stamp's triggers
+ * fire as in production (invoice.stamped and its deliveries).
  */
 export async function stampAsWorker(prisma: PrismaClient, invoiceId: string, uuid: string): Promise<void> {
   const row = await prisma.invoice.findUniqueOrThrow({ where: { id: invoiceId } });
   const sello = parseStampedCfdi(insertTfd(row.frozenXml!, testTfd('x'))).sello;
-  const stampedXml = insertTfd(row.frozenXml!, testTfd(sello, uuid));
-  await prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, stampedXml } });
+  const tfdXml = testTfd(sello, uuid);
+  await prisma.invoice.update({ where: { id: invoiceId }, data: { status: 'stamped', uuid, tfdXml } });
 }
 
 /** Rows of every table a request can write (what a refused request must leave at 0). */

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import got from 'got';
+import { stampedXmlOf } from '@timbra/cfdi-core';
 import { jsonPoster, KEYS, startApi, type TestApi, stampAsWorker } from './helpers.ts';
 
 let api: TestApi;
@@ -86,7 +87,7 @@ describe('GET /v1/invoices/:id/pdf', () => {
     const names = execFileSync('zipinfo', ['-1', zip], { encoding: 'utf8' }).trim().split('\n');
     expect(names).toEqual([`${invoice.serieFolio}-${uuid}.xml`, `${invoice.serieFolio}-${uuid}.pdf`]);
     const xml = execFileSync('unzip', ['-p', zip, names[0]!], { encoding: 'utf8' });
-    expect(xml).toBe((await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoice.id } })).stampedXml);
+    expect(xml).toBe(stampedXmlOf(await api.prisma.invoice.findUniqueOrThrow({ where: { id: invoice.id } })));
     const pdf = execFileSync('unzip', ['-p', zip, names[1]!]);
     expect(pdf.equals((await get(`/v1/invoices/${invoice.id}/pdf`)).body)).toBe(true);
     // Deterministic like the PDF: the same bytes every time.

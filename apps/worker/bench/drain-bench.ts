@@ -280,7 +280,7 @@ function pgbenchCommitShape(url: string, seconds: number): number {
       [
         '\\set n random(1, 1000000)',
         'BEGIN;',
-        `UPDATE bench_invoices SET uuid = gen_random_uuid()::text, tfd_xml = repeat('t', 1200), stamped_xml = repeat('s', 7000), pac = 'primary', stamped_at = now(), status = 'stamped' WHERE id = :n;`,
+        `UPDATE bench_invoices SET uuid = gen_random_uuid()::text, tfd_xml = repeat('t', 1200), pac = 'primary', stamped_at = now(), status = 'stamped' WHERE id = :n;`,
         `UPDATE bench_outbox SET status = 'done', attempts = attempts + 1 WHERE id = :n;`,
         `INSERT INTO bench_attempts (invoice_id, pac, outcome, duration_ms) VALUES (:n, 'primary', 'stamped', 12);`,
         'COMMIT;',
@@ -299,7 +299,7 @@ function pgbenchCommitShape(url: string, seconds: number): number {
     execFileSync('psql', [
       ...args,
       '-qc',
-      `CREATE TABLE bench_invoices (id int PRIMARY KEY, uuid text, tfd_xml text, stamped_xml text, pac text, stamped_at timestamptz, status text);
+      `CREATE TABLE bench_invoices (id int PRIMARY KEY, uuid text, tfd_xml text, pac text, stamped_at timestamptz, status text);
       CREATE TABLE bench_outbox (id int PRIMARY KEY, status text, attempts int DEFAULT 0);
       CREATE TABLE bench_attempts (id bigserial PRIMARY KEY, invoice_id int, pac text, outcome text, duration_ms int);
       INSERT INTO bench_invoices (id, status) SELECT g, 'pending' FROM generate_series(1, 1000000) g;

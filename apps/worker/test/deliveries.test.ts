@@ -25,6 +25,7 @@ import { backlogOf } from '@timbra/db/organizations';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
 import { startMailbox, type Mailbox } from '@timbra/test-support';
 import { dejavuFonts } from '@timbra/cfdi-node';
+import { stampedXmlOf } from '@timbra/cfdi-core';
 import { createEmailSender } from '../src/deliveries/email.ts';
 import { Dispatcher, type DispatcherDeps } from '../src/deliveries/dispatcher.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
@@ -315,7 +316,7 @@ describe('email to the receptor', () => {
     const names = mail.parsed.attachments.map((a) => a.filename);
     expect(names).toEqual([`W-${invoice.folio}-${invoice.uuid}.xml`, `W-${invoice.folio}-${invoice.uuid}.pdf`]);
     const [xml, pdf] = mail.parsed.attachments;
-    expect(xml!.content.toString('utf8')).toBe(invoice.stampedXml);
+    expect(xml!.content.toString('utf8')).toBe(stampedXmlOf(invoice));
     // The PDF as the customer opens it: poppler reads the UUID and the total back from it.
     const dir = mkdtempSync(join(tmpdir(), 'timbra-mail-'));
     writeFileSync(join(dir, 'f.pdf'), pdf!.content);

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import {
   formatFecha,
   parseStampedCfdi,
+  stampedXmlOf,
   stampKeyFor,
   timeZoneForCodigoPostal,
   type InvoiceRequestInput,
@@ -128,7 +129,7 @@ describe('dependent documents', () => {
       // Fecha is the issue time the API stored with the request, not the worker's now() (invariant 4).
       const { issuedAt } = e.request as { issuedAt: string };
       expect(e.frozenXml).toContain(`Fecha="${formatFecha(new Date(issuedAt), timeZoneForCodigoPostal('42501'))}"`);
-      expect(parseStampedCfdi(e.stampedXml!).tfd.uuid).toBe(e.uuid);
+      expect(parseStampedCfdi(stampedXmlOf(e)!).tfd.uuid).toBe(e.uuid);
     } finally {
       await w.close();
     }

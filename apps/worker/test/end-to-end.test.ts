@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import got from 'got';
-import { parseStampedCfdi } from '@timbra/cfdi-core';
+import { parseStampedCfdi, stampedXmlOf } from '@timbra/cfdi-core';
 import { freezeSample } from '@timbra/test-support';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -223,7 +223,7 @@ describe('end to end', () => {
       }, 30_000);
 
       const ingreso = await prisma.invoice.findUniqueOrThrow({ where: { id: ingresoId } });
-      expect(ingreso.stampedXml).toContain('MetodoPago="PPD"');
+      expect(stampedXmlOf(ingreso)).toContain('MetodoPago="PPD"');
       for (const [i, p] of pagos.entries()) {
         const xml = await got.get(`${apiUrl}/v1/invoices/${p.pago.id}/xml`, { headers: auth }).text();
         expect(parseStampedCfdi(xml).tfd.uuid).toBeTruthy();

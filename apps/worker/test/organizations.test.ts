@@ -4,7 +4,7 @@ import pg from 'pg';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { parseStampedCfdi, STAMP_WINDOW_MS } from '@timbra/cfdi-core';
+import { parseStampedCfdi, STAMP_WINDOW_MS, stampedXmlOf } from '@timbra/cfdi-core';
 import { LOOPBACK_RANGES, newEndpointSecret } from '@timbra/db/deliveries';
 import { type PrismaClient } from '@timbra/db';
 import {
@@ -156,11 +156,13 @@ describe('one worker for every organization', () => {
         [ORGS.home, home],
         [ORGS.other, other],
       ] as const) {
-        const invoices = await clients.for(org.id).invoice.findMany({ select: { id: true, stampedXml: true } });
+        const invoices = await clients
+          .for(org.id)
+          .invoice.findMany({ select: { id: true, frozenXml: true, tfdXml: true, stampedXml: true } });
         expect(invoices.map((i) => i.id).sort()).toEqual([...ids].sort());
         for (const i of invoices) {
-          expect(i.stampedXml).toContain(`<cfdi:Emisor Rfc="${org.rfc}"`);
-          expect(parseStampedCfdi(i.stampedXml!).noCertificado).toBe(loadTestCsd(org.rfc).noCertificado);
+          expect(stampedXmlOf(i)).toContain(`<cfdi:Emisor Rfc="${org.rfc}"`);
+          expect(parseStampedCfdi(stampedXmlOf(i)!).noCertificado).toBe(loadTestCsd(org.rfc).noCertificado);
         }
       }
       expect(await w.sweeper.sweepOnce()).toBe(0);

@@ -41,7 +41,7 @@ describe('stampWrites', () => {
         const uuid = `0000000${i.toString(16)}-AAAA-4BBB-8CCC-DDDDDDDDDDDD`.slice(-36);
         return writes.persist({
           row: { outboxId: r.outboxId, invoiceId: r.invoiceId, version: 1 },
-          stamp: { uuid, tfdXml: '<tfd/>', stampedXml: `<cfdi n="${i}"/>`, pac: 'primary' },
+          stamp: { uuid, tfdXml: '<tfd/>', pac: 'primary' },
           calls: [{ pac: 'primary', outcome: 'stamped', uuid, durationMs: 1 }],
         });
       }),
@@ -66,7 +66,6 @@ describe('stampWrites', () => {
           stamp: {
             uuid: `BAD${i === 2 ? 0 : i}-AAAA-4BBB-8CCC-DDDDDDDDDDDD`,
             tfdXml: '<tfd/>',
-            stampedXml: '<cfdi/>',
             pac: 'primary',
           },
           calls: [],

@@ -79,7 +79,16 @@ export { cadenaOriginal, cadenaOriginalTfd } from './cadena/cadena-original.ts';
 export { parseXml } from './xml/parse-xml.ts';
 export { serializeXml } from './xml/serialize-xml.ts';
 export { NS, SCHEMA_LOCATION, attr, setAttr, childElements, type XmlElement, type XmlNode } from './xml/xml-node.ts';
-export { parseStampedCfdi, parseTfd, readTfd, verifyTfd, insertTfd, type Tfd, type StampedCfdi } from './tfd.ts';
+export {
+  parseStampedCfdi,
+  parseTfd,
+  readTfd,
+  verifyTfd,
+  insertTfd,
+  stampedXmlOf,
+  type Tfd,
+  type StampedCfdi,
+} from './tfd.ts';
 export { serializeElement } from './xml/serialize-xml.ts';
 export {
   classifyPacFailure,

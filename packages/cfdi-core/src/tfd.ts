@@ -122,3 +122,19 @@ export function insertTfd(frozenXml: string, tfdXml: string): string {
   if (end < 0) throw new CfdiError(CfdiErrorCode.InvalidXml, 'not a cfdi:Comprobante');
   return `${frozenXml.slice(0, end)}<${prefix}:Complemento>${fragment}${closeComplemento}${frozenXml.slice(end)}`;
 }
+
+/**
+ * An invoice's stamped CFDI: the frozen bytes with the TFD inserted (`insertTfd`), exactly what the
+ * stamp was checked against, so the stamped bytes are not stored a second time (`frozen_xml` and
+ * `tfd_xml` are kept, `stamped_xml` only for documents stamped before it was dropped: those bytes
+ * win). Null until stamped.
+ */
+export function stampedXmlOf(invoice: {
+  frozenXml: string | null;
+  tfdXml: string | null;
+  stampedXml?: string | null;
+}): string | null {
+  if (invoice.stampedXml) return invoice.stampedXml;
+  if (!invoice.frozenXml || !invoice.tfdXml) return null;
+  return insertTfd(invoice.frozenXml, invoice.tfdXml);
+}

@@ -1,5 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
-import { cadenaOriginal, freezeComprobante, insertTfd, parseStampedCfdi, parseXml, verifyTfd } from '../src/index.ts';
+import {
+  cadenaOriginal,
+  freezeComprobante,
+  insertTfd,
+  parseStampedCfdi,
+  parseXml,
+  stampedXmlOf,
+  stampResultFromTfd,
+  verifyTfd,
+} from '../src/index.ts';
 import { ingresoRequest, pagoRequest } from './helpers/requests.ts';
 import { loadTestCsd, TFD_XSLT, satXslt } from './helpers/sat.ts';
 import { pac, tfdFor } from './helpers/stamp.ts';
@@ -40,5 +49,21 @@ describe('TFD', () => {
   it('leaves the CFDI cadena unchanged by the TFD (the CFDI XSLT has no template for it)', () => {
     const frozen = freezeComprobante(ingresoRequest(), emisor);
     expect(cadenaOriginal(parseXml(insertTfd(frozen.xml, tfdFor(frozen.sello))))).toBe(frozen.cadenaOriginal);
+  });
+
+  it("rebuilds an invoice's stamped CFDI from its frozen bytes and TFD, as the PAC's answer was built", () => {
+    for (const request of [ingresoRequest(), pagoRequest()]) {
+      const frozen = freezeComprobante(request, emisor);
+      // What a PAC client hands the stamper; the invoice keeps frozen_xml and tfd_xml only.
+      const result = stampResultFromTfd('primary', frozen.xml, tfdFor(frozen.sello));
+      expect(stampedXmlOf({ frozenXml: frozen.xml, tfdXml: result.tfdXml, stampedXml: null })).toBe(result.stampedXml);
+    }
+    // Not stamped: no stamped CFDI. Bytes stored whole (documents stamped before) are read as they are.
+    const frozen = freezeComprobante(ingresoRequest(), emisor);
+    expect(stampedXmlOf({ frozenXml: frozen.xml, tfdXml: null, stampedXml: null })).toBeNull();
+    expect(stampedXmlOf({ frozenXml: null, tfdXml: null })).toBeNull();
+    expect(stampedXmlOf({ frozenXml: frozen.xml, tfdXml: tfdFor(frozen.sello), stampedXml: '<kept/>' })).toBe(
+      '<kept/>',
+    );
   });
 });

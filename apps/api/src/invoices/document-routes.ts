@@ -4,7 +4,7 @@
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { customerCopy, customerCopyZip, documentFileName, type StampedDocument } from '@timbra/cfdi-core';
+import { customerCopy, customerCopyZip, documentFileName, stampedXmlOf, type StampedDocument } from '@timbra/cfdi-core';
 import { resendInvoiceEmail } from '@timbra/db/deliveries';
 import { invoiceExists } from '@timbra/db/invoices';
 import { ApiError } from '../http/errors.ts';
@@ -79,12 +79,13 @@ export function invoiceDocumentRoutes(deps: InvoiceRoutesDeps): Router {
 
 /** The stamped XML once stamped, else the frozen one; `X-Timbra-Xml` says which. */
 function sendXml(res: Response, invoice: Awaited<ReturnType<typeof findInvoice>>): void {
-  const xml = invoice.stampedXml ?? invoice.frozenXml;
+  const stamped = stampedXmlOf(invoice);
+  const xml = stamped ?? invoice.frozenXml;
   if (!xml) throw new ApiError('not_found', 'This invoice has no XML yet (it needs data).');
-  res.set('X-Timbra-Xml', invoice.stampedXml ? 'stamped' : 'frozen');
+  res.set('X-Timbra-Xml', stamped ? 'stamped' : 'frozen');
   // A download keeps the name the customer's copy has; a document not stamped yet says so in its name.
   const name =
-    invoice.stampedXml && invoice.uuid
+    stamped && invoice.uuid
       ? documentFileName({ serie: invoice.serie, folio: invoice.folio, uuid: invoice.uuid }, 'xml')
       : `${invoice.serie}-${invoice.folio}-sin-timbrar.xml`;
   res.set('Content-Disposition', `attachment; filename="${name}"`);
@@ -94,12 +95,13 @@ function sendXml(res: Response, invoice: Awaited<ReturnType<typeof findInvoice>>
 /** A stamped invoice as the customer's copy is made from it; 409 not_stamped before its stamp. */
 async function stampedDocumentOf(prisma: InvoiceRoutesDeps['prisma'], id: string): Promise<StampedDocument> {
   const invoice = await findInvoice(prisma, id);
-  if (!invoice.stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
+  const stampedXml = stampedXmlOf(invoice);
+  if (!stampedXml || !invoice.uuid) throw new ApiError('not_stamped');
   return {
     serie: invoice.serie,
     folio: invoice.folio,
     uuid: invoice.uuid,
-    stampedXml: invoice.stampedXml,
+    stampedXml,
     cancelled: invoice.status === 'cancelled',
   };
 }

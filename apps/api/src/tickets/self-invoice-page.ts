@@ -15,7 +15,7 @@
  */
 import express, { Router, type Request, type Response } from 'express';
 import { ipKeyGenerator, rateLimit } from 'express-rate-limit';
-import { customerCopy, SAT_RULES } from '@timbra/cfdi-core';
+import { customerCopy, SAT_RULES, stampedXmlOf } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import { invoiceForCustomer } from '@timbra/db/invoices';
 import { ticketByDownloadToken } from '@timbra/db/tickets';
@@ -197,7 +197,8 @@ async function download(
 ): Promise<void> {
   const found = await invoiceOfToken(deps.prisma, req.params.token);
   const invoice = found?.invoice;
-  if (!invoice?.stampedXml || !invoice.uuid)
+  const stampedXml = invoice ? stampedXmlOf(invoice) : null;
+  if (!invoice || !stampedXml || !invoice.uuid)
     return void res
       .status(404)
       .type('html')
@@ -207,7 +208,7 @@ async function download(
       serie: invoice.serie,
       folio: invoice.folio,
       uuid: invoice.uuid,
-      stampedXml: invoice.stampedXml,
+      stampedXml,
       cancelled: invoice.status === 'cancelled',
     },
     deps.pdf,

@@ -6,7 +6,7 @@
  */
 import nodemailer from 'nodemailer';
 import type { Transporter } from 'nodemailer';
-import { amountInWords, customerCopy, type CustomerCopy, type PdfOptions } from '@timbra/cfdi-core';
+import { amountInWords, customerCopy, stampedXmlOf, type CustomerCopy, type PdfOptions } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import type { ClaimedDelivery } from '@timbra/db/deliveries';
 import { stampedDocumentOf } from '@timbra/db/invoices';
@@ -91,7 +91,8 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
   const send = async (delivery: ClaimedDelivery) => {
     const invoiceId = delivery.event.invoiceId;
     const invoice = invoiceId ? await stampedDocumentOf(prisma, invoiceId) : null;
-    if (!invoice?.stampedXml || !invoice.uuid)
+    const stampedXml = invoice ? stampedXmlOf(invoice) : null;
+    if (!invoice || !stampedXml || !invoice.uuid)
       return { ok: false as const, permanent: true, error: 'the invoice has no stamped XML to send' };
     const cancelled = delivery.event.type === 'invoice.cancelled';
     const copy = await customerCopy(
@@ -99,7 +100,7 @@ export function createEmailSender(prisma: PrismaClient, settings: EmailSettings)
         serie: invoice.serie,
         folio: invoice.folio,
         uuid: invoice.uuid,
-        stampedXml: invoice.stampedXml,
+        stampedXml,
         cancelled,
       },
       settings.pdf,

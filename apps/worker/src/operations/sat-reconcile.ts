@@ -99,7 +99,6 @@ async function resolveOrphan(
   const persisted = await adoptSatStamp(deps.db, found.invoice.id, version.version, {
     uuid,
     tfdXml: tfd,
-    stampedXml: xml,
   });
   return persisted.written ? { kind: 'adopted', uuid, ...ref } : orphanOf('not_waiting', ref);
 }

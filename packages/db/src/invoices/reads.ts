@@ -122,10 +122,22 @@ export function invoiceVersionState(db: Db, id: string) {
   });
 }
 
-/** A stamped document as the customer's copy is made from it (null fields until it is stamped). */
+/**
+ * A stamped document as the customer's copy is made from it (null fields until it is stamped): its
+ * stamped XML is cfdi-core's `stampedXmlOf` of these fields.
+ */
 export function stampedDocumentOf(db: Db, id: string) {
   return db.invoice.findUnique({
     where: { id },
-    select: { id: true, kind: true, serie: true, folio: true, uuid: true, stampedXml: true },
+    select: {
+      id: true,
+      kind: true,
+      serie: true,
+      folio: true,
+      uuid: true,
+      frozenXml: true,
+      tfdXml: true,
+      stampedXml: true,
+    },
   });
 }

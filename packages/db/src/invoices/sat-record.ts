@@ -103,14 +103,15 @@ export async function invoiceVersionsBySerieFolio(
 
 /**
  * Records a timbre the SAT holds for the invoice's current version as its stamp: the same write a
- * PAC's answer makes (`persistStamp`). `pac` is the PAC the version was last sent to, when known.
- * Written only while the invoice waits for a stamp (pending, stamp_failed).
+ * PAC's answer makes (`persistStamp`), so the SAT's CFDI must be that version's frozen bytes with
+ * `tfdXml` inserted (the caller compares them). `pac` is the PAC the version was last sent to, when
+ * known. Written only while the invoice waits for a stamp (pending, stamp_failed).
  */
 export async function adoptSatStamp(
   db: Db,
   invoiceId: string,
   version: number,
-  stamp: { uuid: string; tfdXml: string; stampedXml: string },
+  stamp: { uuid: string; tfdXml: string },
 ): Promise<PersistedStamp> {
   const attempt = await db.pacAttempt.findFirst({
     where: { invoiceId, version },

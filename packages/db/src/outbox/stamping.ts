@@ -169,15 +169,19 @@ export interface PersistedStamp {
   replaces: boolean;
 }
 
-/** One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made. */
+/**
+ * One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made.
+ * The stamped CFDI is the invoice's frozen bytes with `tfdXml` inserted (cfdi-core `stampedXmlOf`):
+ * it is not stored again.
+ */
 export interface StampToPersist {
   row: { outboxId: string; invoiceId: string; version: number };
-  stamp: { uuid: string; tfdXml: string; stampedXml: string; pac: string };
+  stamp: { uuid: string; tfdXml: string; pac: string };
   calls: readonly PacCallRecord[];
 }
 
 /**
- * Persists a stamp: UUID, TFD and stamped XML on the invoice, the outbox row done, and every PAC call
+ * Persists a stamp: UUID and TFD on the invoice (beside its frozen XML they are the stamped XML), the outbox row done, and every PAC call
  * in the ledger — one statement, so one transaction (invariant 7). Calls an earlier, killed worker
  * left `in_flight` for the invoice are closed `interrupted`: its outcome is known. Only on the version that was sent:
  * a stamp of a version a correction replaced is not written (the proof makes that impossible; the
@@ -227,7 +231,6 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
     version: s.row.version,
     uuid: s.stamp.uuid,
     tfd_xml: s.stamp.tfdXml,
-    stamped_xml: s.stamp.stampedXml,
     pac: s.stamp.pac,
   }));
   const calls = stamps.flatMap((s) =>
@@ -246,9 +249,10 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
     plannedOnce(Prisma.sql`
       WITH input AS (
         SELECT * FROM json_to_recordset(${JSON.stringify(input)}::json)
-          AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, stamped_xml text, pac text)
+          AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, pac text)
       ), stamped AS (
-        UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = s.stamped_xml,
+        -- stamped_xml NULL: the stamped CFDI is frozen_xml with tfd_xml inserted (cfdi-core stampedXmlOf).
+        UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = NULL,
                pac = s.pac, stamped_at = now(), status = 'stamped', updated_at = now()
         FROM input s
         WHERE i.id = ANY(${invoiceIds}::uuid[]) AND i.id = s.invoice_id AND i.version = s.version AND ${STAMPED}
