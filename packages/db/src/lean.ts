@@ -125,9 +125,25 @@ export interface LeanTransactionLimits {
   statementTimeoutMs: number;
 }
 
-async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient> {
+/**
+ * A pool whose connection may lack a setting its holder needs (organizations/clients.ts: the
+ * organization, when the connection last worked for another), which a transaction sets in its first
+ * message rather than in a round trip of its own.
+ */
+export interface SetInBegin {
+  /** A connection, and the statement that readies it for this holder's transaction ('' when none is needed). */
+  connectForTransaction(): Promise<{ client: pg.PoolClient; setLocal: string }>;
+}
+
+function setsInBegin(pool: pg.Pool): pool is pg.Pool & SetInBegin {
+  return typeof (pool as Partial<SetInBegin>).connectForTransaction === 'function';
+}
+
+async function connect(pool: pg.Pool, maxWaitMs: number): Promise<{ client: pg.PoolClient; setLocal: string }> {
   let timer: NodeJS.Timeout | undefined;
-  const acquiring = pool.connect();
+  const acquiring = setsInBegin(pool)
+    ? pool.connectForTransaction()
+    : pool.connect().then((client) => ({ client, setLocal: '' }));
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new NoConnectionFree(maxWaitMs)), maxWaitMs);
   });
@@ -136,7 +152,7 @@ async function connect(pool: pg.Pool, maxWaitMs: number): Promise<pg.PoolClient>
   } catch (error) {
     // Gave up waiting: the connection, when it comes, goes straight back.
     acquiring.then(
-      (client) => client.release(),
+      ({ client }) => client.release(),
       () => undefined,
     );
     throw error;
@@ -160,9 +176,9 @@ export function leanDbOver(
   return {
     ...runner(pool, plannedOnceSessions),
     async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
-      const client = await connect(pool, limits.maxWaitMs);
+      const { client, setLocal } = await connect(pool, limits.maxWaitMs);
       try {
-        await client.query(begin);
+        await client.query(setLocal ? `${begin}; ${setLocal}` : begin);
         const result = await fn(runner(client));
         await client.query('COMMIT');
         client.release();

@@ -89,6 +89,55 @@ describe('organizations over one shared pool', () => {
     expect(await a.payment.count()).toBe(6);
   });
 
+  it("sets a lean transaction's organization in its first message, for that transaction only", async () => {
+    const owned = async (id: string) =>
+      (await owner.query<{ n: number }>('SELECT count(*)::int AS n FROM payments WHERE organization_id = $1', [id]))
+        .rows[0]!.n;
+    const [ofA, ofB] = [await owned(ids.a), await owned(ids.b)];
+    const count = async (client: PrismaClient) => (await leanDb(client).$queryRaw<{ n: number }[]>(COUNT))[0]!.n;
+    // What the one connection is sent (observed on node-postgres's own client, then passed on).
+    const sent: string[] = [];
+    const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+    const query = prototype.query;
+    prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+      sent.push(typeof config === 'string' ? config : (config as { text: string }).text);
+      return query.apply(this, [config, ...rest]);
+    };
+    const setConfigs = () => sent.filter((text) => text.includes('set_config'));
+    try {
+      expect(await count(a)).toBe(ofA); // the connection now works for A
+      sent.length = 0;
+      expect(await leanDb(b).transaction(async (tx) => (await tx.$queryRaw<{ n: number }[]>(COUNT))[0]!.n)).toBe(ofB);
+      expect(sent[0]).toMatch(/^BEGIN; .*; SELECT set_config\('app\.org', '[0-9a-f-]{36}', true\)$/);
+      expect(setConfigs()).toHaveLength(1);
+      // Committed: the session still works for A, whose next statement needs no set_config.
+      sent.length = 0;
+      expect(await count(a)).toBe(ofA);
+      expect(setConfigs()).toEqual([]);
+      // Rolled back: the same.
+      await expect(
+        leanDb(b).transaction(async (tx) => {
+          expect((await tx.$queryRaw<{ n: number }[]>(COUNT))[0]!.n).toBe(ofB);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      sent.length = 0;
+      expect(await count(a)).toBe(ofA);
+      expect(setConfigs()).toEqual([]);
+      // A statement of B's outside a transaction moves the session to B: one set_config, then none.
+      expect(await count(b)).toBe(ofB);
+      expect(await count(b)).toBe(ofB);
+      expect(setConfigs()).toHaveLength(1);
+      // And a transaction of B's on a connection working for B sets nothing.
+      sent.length = 0;
+      await leanDb(b).transaction(async (tx) => await tx.$queryRaw(COUNT));
+      expect(sent[0]).not.toContain('set_config');
+      expect(setConfigs()).toEqual([]);
+    } finally {
+      prototype.query = query;
+    }
+  });
+
   it('runs as the role row-level security binds, naming the organization', async () => {
     expect(await isolationOf(a)).toEqual({ role: 'timbra_app', organization: ids.a, bypassesRls: false, exists: true });
     expect(await isolationOf(clients.unscoped)).toEqual({

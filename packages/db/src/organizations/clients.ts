@@ -8,8 +8,11 @@
  * sees no tenant row). Before a statement runs on a connection, the connection is made to work for
  * the organization of the client that sends it: when it last worked for another (or none), its
  * session's app.org is set first (`set_config`, one round trip); a connection that keeps working for
- * the same organization costs nothing more. Row-level security then holds each statement to that
- * organization, as it holds `createPrisma(url, { organization })`'s.
+ * the same organization costs nothing more. A lean transaction (lean.ts) sets it in its own first
+ * message instead, for the transaction only (`set_config(…, true)`, as SET LOCAL): no round trip, and
+ * the session — committed or rolled back — still works for the organization it did. Row-level
+ * security then holds each statement to that organization, as it holds
+ * `createPrisma(url, { organization })`'s.
  *
  * Which organization: the lean runner's statements carry theirs explicitly (a pool view an
  * organization). Prisma's reach the adapter through the Prisma runtime, so each organization's
@@ -27,7 +30,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import type { PrismaClient } from '../generated/client.ts';
 import { prismaOver } from '../client.ts';
-import { heardForLife, leanDbOver, plannedOnceSessions, registerLeanDb } from '../lean.ts';
+import { heardForLife, leanDbOver, plannedOnceSessions, registerLeanDb, type SetInBegin } from '../lean.ts';
 import { isUuid } from '../light.ts';
 import { APP_ROLE } from './session.ts';
 
@@ -78,8 +81,19 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
       throw error;
     }
   };
+  // A lean transaction's connection: its organization set by the transaction's first message.
+  const connectForTransaction: SetInBegin['connectForTransaction'] = async () => {
+    if (ended) throw new Error('this organization client was disconnected');
+    const org = organization();
+    // Written into the statement's text: only an id (or '' for none) gets there.
+    if (org !== '' && !isUuid(org)) throw new Error(`not an organization id: ${JSON.stringify(org)}`);
+    const client = await shared.connect();
+    const setLocal = workingFor.get(client) === org ? '' : `SELECT set_config('app.org', '${org}', true)`;
+    return { client, setLocal };
+  };
   Object.assign(view, {
     connect,
+    connectForTransaction,
     query,
     end: () => {
       ended = true;
