@@ -62,6 +62,7 @@ import {
   ROOT,
   until,
 } from '../lib/processes.ts';
+import { Canary } from '../lib/canary.ts';
 import { bullmqCommandsPerJob, commandsPer, commandstats } from '../lib/bullmq-reference.ts';
 import { writeHistory } from '../lib/history.ts';
 import { compareE2e, type E2eFigures } from './e2e-compare.ts';
@@ -507,6 +508,8 @@ async function measure(
 }
 
 let exitCode = 1;
+// The machine's speed through each phase, measured beside it (../lib/canary.ts).
+const canary = new Canary();
 try {
   for (const p of processes) p.start();
   await connectWhenListening(redis, 'Redis', 20_000);
@@ -589,6 +592,7 @@ try {
     progress(`${rate}/s for ${seconds} s`);
     const fixed = new Map<string, number>();
     const fixedCpu = cpuSnapshot();
+    const fixedCanary = await canary.read();
     const fixedCommands = await redisCommands();
     const fixedCommits = await postgresCommits();
     await resetStatements();
@@ -606,6 +610,7 @@ try {
     await Promise.all(inFlight);
     const fixedResult = await measure(fixed, fixedStart, fixedCommands, fixedCommits);
     const fixedCost = cpuPerStamp(fixedCpu, cpuSnapshot(), fixedResult.stamped);
+    const fixedMachine = Canary.microsPerPiece(fixedCanary, await canary.read());
     // How busy the machine was (every process measured, the load generator too): near its capacity the
     // fixed rate's latencies are queueing for a core, not the relay's or the stamper's own.
     const fixedBusy = fixedCost.allMs / (Date.now() - fixedStart) / cpus().length;
@@ -616,6 +621,7 @@ try {
     progress(`as fast as ${senders} senders go for ${seconds} s`);
     const burst = new Map<string, number>();
     const burstCpu = cpuSnapshot();
+    const burstCanary = await canary.read();
     const burstCommands = await redisCommands();
     const burstCommits = await postgresCommits();
     await resetStatements();
@@ -633,13 +639,14 @@ try {
     );
     const burstResult = await measure(burst, burstStart, burstCommands, burstCommits);
     const burstCost = cpuPerStamp(burstCpu, cpuSnapshot(), burstResult.stamped);
+    const burstMachine = Canary.microsPerPiece(burstCanary, await canary.read());
     const burstRefused = redelivered - burstRedelivered;
     if (burstRefused > 0) progress(`${burstRefused} answers 503 (the database busy): sent again after Retry-After`);
-    return { fixedResult, fixedCost, fixedBusy, burstResult, burstCost };
+    return { fixedResult, fixedCost, fixedBusy, fixedMachine, burstResult, burstCost, burstMachine };
   }
   // Platform mode: every payment to one organization first (the reference), then spread over all.
   const one = platform ? await phases('one', () => paths[0]!) : undefined;
-  const { fixedResult, fixedCost, fixedBusy, burstResult, burstCost } = await phases(
+  const { fixedResult, fixedCost, fixedBusy, fixedMachine, burstResult, burstCost, burstMachine } = await phases(
     'all',
     (i) => paths[i % paths.length]!,
   );
@@ -693,6 +700,7 @@ try {
       `      of which 2xx → job added (the relay)   p50 ${fixedResult.added.p50.toFixed(0)} ms   p99 ${fixedResult.added.p99.toFixed(0)} ms`,
       `      and job added → active (a worker takes it)   p50 ${fixedResult.pickup.p50.toFixed(0)} ms   p99 ${fixedResult.pickup.p99.toFixed(0)} ms`,
       `    CPU ms per stamped payment: ${fixedCpuLine}`,
+      `    the machine: a fixed piece of work (the canary) took ${fixedMachine.toFixed(0)} µs of CPU   ← reference (--compare divides each run's CPU by it)`,
       `    the machine busy ${(fixedBusy * 100).toFixed(0)}% of its ${cpus().length} cores${fixedBusy > 0.8 ? ` — ${rate}/s is near what this machine can take: its latencies, the relay's too, are queueing for a core` : ''}`,
       ...(rate === 100
         ? [
@@ -710,6 +718,7 @@ try {
       `    webhook → stamped   p50 ${f(burstResult.latency.p50)} ms   p95 ${f(burstResult.latency.p95)} ms   p99 ${f(burstResult.latency.p99)} ms`,
       `    relay (2xx → job active)   p50 ${burstResult.relay.p50.toFixed(0)} ms   p99 ${burstResult.relay.p99.toFixed(0)} ms (2xx → added p99 ${burstResult.added.p99.toFixed(0)} ms: jobs wait for a free worker slot)`,
       `    CPU ms per stamped payment: ${burstCpuLine}`,
+      `    the machine: a fixed piece of work (the canary) took ${burstMachine.toFixed(0)} µs of CPU   ← reference (--compare divides each run's CPU by it)`,
       `    Redis commands per stamped payment: ${burstResult.redisCommands.line}   (target saturated ≤ 20)  ${burstResult.redisCommands.total <= 20 ? 'OK' : 'MISSED'}`,
       `      BullMQ's own for one job, added in the relay's batches, the same concurrency: ${bullmqSaturated.line}   ← reference; Timbra's beyond it ${beyond(burstResult.redisCommands.total, bullmqSaturated.total)}`,
       `    Postgres commits per stamped payment: ${burstResult.postgresCommits.toFixed(1)}`,
@@ -744,6 +753,7 @@ try {
         bullmqCommands: bullmqFixed.total,
         postgresCommits: fixedResult.postgresCommits,
         statements: fixedResult.statements.total,
+        canaryUs: fixedMachine,
       },
       saturated: {
         stamped: burstResult.stamped,
@@ -754,6 +764,7 @@ try {
         bullmqCommands: bullmqSaturated.total,
         postgresCommits: burstResult.postgresCommits,
         statements: burstResult.statements.total,
+        canaryUs: burstMachine,
       },
     };
     writeFileSync(values.json, `${JSON.stringify(figures, null, 2)}\n`);
@@ -768,6 +779,7 @@ try {
   jobTimes.stopped = true;
   eventsReader.disconnect();
   agent.destroy();
+  canary.stop();
   // The apps first, then Redis: a worker closing against a Redis already gone waits for it until it
   // is killed, and a process killed writes no CPU profile (TIMBRA_CPU_PROF_DIR).
   const [redisProcess, ...apps] = processes;

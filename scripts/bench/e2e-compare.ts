@@ -31,6 +31,8 @@ export interface E2eFigures {
     bullmqCommands: number;
     postgresCommits: number;
     statements: number;
+    /** µs of CPU the canary's fixed piece of work took through the phase: the machine's speed then. */
+    canaryUs: number;
   };
   saturated: {
     stamped: number;
@@ -42,6 +44,7 @@ export interface E2eFigures {
     bullmqCommands: number;
     postgresCommits: number;
     statements: number;
+    canaryUs: number;
   };
 }
 
@@ -50,16 +53,19 @@ const RATIOS = [
   {
     name: 'Postgres CPU a stamped payment, saturated',
     of: (f: E2eFigures) => f.saturated.postgresMs,
+    machine: (f: E2eFigures) => f.saturated.canaryUs,
     target: 0.45,
   },
   {
     name: "Timbra's own CPU a stamped payment, saturated",
     of: (f: E2eFigures) => f.saturated.ownMs,
+    machine: (f: E2eFigures) => f.saturated.canaryUs,
     target: 0.6,
   },
   {
     name: "Timbra's own CPU a stamped payment, fixed rate",
     of: (f: E2eFigures) => f.fixed.ownMs,
+    machine: (f: E2eFigures) => f.fixed.canaryUs,
     target: 0.6,
   },
 ] as const;
@@ -161,6 +167,14 @@ export async function compareE2e(options: {
     const phase = r.name.endsWith('fixed rate') ? ` (${fixedRate}/s)` : '';
     out(
       `  ${r.name}${phase}: ${pairs.map((p) => `${r.of(p.current).toFixed(2)}/${r.of(p.baseline).toFixed(2)}`).join(', ')} ms = ${ratios.map((x) => `${x.toFixed(2)}×`).join(', ')}; median ${m.toFixed(2)}×   (target ≤ ${r.target}×)  ${m <= r.target ? 'OK' : 'MISSED'}`,
+    );
+    // The same, each run's CPU divided by what the canary's fixed work cost in that phase: the
+    // machine's own speed, which moves ±30% between runs, taken out (../lib/canary.ts).
+    const steady = pairs.map(
+      (p) => r.of(p.current) / r.machine(p.current) / (r.of(p.baseline) / r.machine(p.baseline)),
+    );
+    out(
+      `    in the machine's speed of each run (canary ${pairs.map((p) => `${r.machine(p.current).toFixed(0)}/${r.machine(p.baseline).toFixed(0)}`).join(', ')} µs): ${steady.map((x) => `${x.toFixed(2)}×`).join(', ')}; median ${median(steady).toFixed(2)}× (a figure: the verdict is the line above's)`,
     );
   }
   const counts = (name: string, of: (f: E2eFigures) => number) =>

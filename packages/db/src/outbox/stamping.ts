@@ -169,11 +169,7 @@ export interface PersistedStamp {
   replaces: boolean;
 }
 
-/**
- * One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made.
- * The stamped CFDI is the invoice's frozen bytes with `tfdXml` inserted (cfdi-core `stampedXmlOf`):
- * it is not stored again.
- */
+/** One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made. */
 export interface StampToPersist {
   row: { outboxId: string; invoiceId: string; version: number };
   stamp: { uuid: string; tfdXml: string; pac: string };
@@ -181,9 +177,10 @@ export interface StampToPersist {
 }
 
 /**
- * Persists a stamp: UUID and TFD on the invoice (beside its frozen XML they are the stamped XML), the outbox row done, and every PAC call
- * in the ledger — one statement, so one transaction (invariant 7). Calls an earlier, killed worker
- * left `in_flight` for the invoice are closed `interrupted`: its outcome is known. Only on the version that was sent:
+ * Persists a stamp: UUID and TFD on the invoice (with its frozen bytes, the stamped CFDI: cfdi-core's
+ * `stampedXmlOf`; stamped_xml stays NULL), the outbox row done, and every PAC call in the ledger —
+ * one statement, so one transaction (invariant 7). Calls an earlier, killed worker left `in_flight`
+ * for the invoice are closed `interrupted`: its outcome is known. Only on the version that was sent:
  * a stamp of a version a correction replaced is not written (the proof makes that impossible; the
  * ledger keeps the calls either way).
  */
@@ -251,7 +248,6 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
         SELECT * FROM json_to_recordset(${JSON.stringify(input)}::json)
           AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, pac text)
       ), stamped AS (
-        -- stamped_xml NULL: the stamped CFDI is frozen_xml with tfd_xml inserted (cfdi-core stampedXmlOf).
         UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = NULL,
                pac = s.pac, stamped_at = now(), status = 'stamped', updated_at = now()
         FROM input s
