@@ -95,6 +95,7 @@ import {
   type Figure,
 } from './organizations.ts';
 import { adoptionFigure, plantOrphan, satRecordFigures } from './sat-record.ts';
+import { waitWhileMoving, type Left } from './waiting.ts';
 
 const { values } = parseArgs({
   options: {
@@ -1160,13 +1161,12 @@ try {
 
   // --- Drain ---------------------------------------------------------------------------------------
   const prisma = createPrisma(databaseUrl, { poolSize: 2 });
-  // Long enough for the backlog a run leaves on two cores: 2 minutes, or 40 ms a payment.
+  // The backlog a run leaves on two cores takes 2 minutes, or 40 ms a payment; on a slower machine it
+  // is waited for while it goes down (waiting.ts).
   const drainMs = Math.max(120_000, N * 40);
-  const drainDeadline = Date.now() + drainMs;
-  let drainedAt = 0;
-  let open: Record<string, number> = {};
-  for (;;) {
-    const [row] = await prisma.$queryRaw<Record<string, number>[]>`
+  const drain = await waitWhileMoving(
+    async () => {
+      const [row] = await prisma.$queryRaw<Left[]>`
       SELECT (SELECT count(*) FROM outbox WHERE status IN ('pending', 'enqueued', 'held'))::int AS outbox,
              (SELECT count(*) FROM invoices WHERE status = 'waiting')::int AS waiting,
              (SELECT count(*) FROM cancel_requests WHERE status IN ('requested', 'accepted'))::int AS cancellations,
@@ -1177,20 +1177,17 @@ try {
                 AND NOT EXISTS (SELECT 1 FROM invoices r WHERE r.replaces_invoice_id = i.id))::int AS rejected_customers,
              (SELECT count(*) FROM invoices o JOIN invoices r ON r.replaces_invoice_id = o.id
               WHERE o.status = 'stamped' AND r.status = 'stamped')::int AS replaced_standing`;
-    open = Object.fromEntries(Object.entries(row!).filter(([, n]) => n > 0));
-    if (Object.keys(open).length === 0) {
-      drainedAt = Date.now();
-      break;
-    }
-    if (Date.now() > drainDeadline) break;
-    await sleep(500);
-  }
+      return Object.fromEntries(Object.entries(row!).filter(([, n]) => n > 0));
+    },
+    { minMs: drainMs, stallMs: 60_000 },
+  );
+  const drainedAt = drain.doneAt ?? 0;
   correcting = false;
   await corrector;
   log(
     drainedAt
       ? `outbox drained ${((drainedAt - sentAt) / 1000).toFixed(1)} s after the last delivery`
-      : `outbox NOT drained in ${drainMs / 1000} s: ${JSON.stringify(open)}`,
+      : `outbox NOT drained (${drain.gaveUp}): ${JSON.stringify(drain.left)}`,
   );
   await sleep(1500); // answers in flight land in the ledger
   // The orphan production fears, planted (sat-record.ts): the workers held, so nothing but the
@@ -1231,16 +1228,21 @@ try {
     for (const w of workers) held.delete(w);
   }
   // Emails and webhooks of everything that happened, through the faults, until none is left to send.
-  let deliveriesOpen = -1;
-  // (The naive stamper has no deliverer: nothing to wait for.)
-  for (const deadline = naive ? 0 : Date.now() + Math.max(60_000, N * 20); Date.now() < deadline;) {
+  const openDeliveries = async (): Promise<Left> => {
     const [row] = await prisma.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM deliveries WHERE status IN ('pending', 'sending')`;
-    deliveriesOpen = row!.n;
-    if (deliveriesOpen === 0) break;
-    await sleep(500);
-  }
-  log(deliveriesOpen === 0 ? 'every email and webhook sent' : `${deliveriesOpen} deliveries still open`);
+    return { deliveries: row!.n };
+  };
+  // (The naive stamper has no deliverer: nothing to wait for.)
+  const delivering = naive
+    ? { left: await openDeliveries(), gaveUp: 'no deliverer' }
+    : await waitWhileMoving(openDeliveries, { minMs: Math.max(60_000, N * 20), stallMs: 60_000 });
+  const deliveriesOpen = delivering.left.deliveries ?? 0;
+  log(
+    deliveriesOpen === 0
+      ? 'every email and webhook sent'
+      : `${deliveriesOpen} deliveries still open (${delivering.gaveUp})`,
+  );
 
   // The SAT's own record, read as production reads it (sat-record.ts), before the checks below (an
   // adopted timbre is then in our DB, as in production).
