@@ -56,7 +56,10 @@ describe('the stamper’s statements, several jobs at once', () => {
       [b.invoiceId],
     );
     const missing = randomUUID();
-    const rows = await loadStampRows(leanDb(prisma), [b.outboxId, missing, a.outboxId]);
+    const rows = await loadStampRows(
+      leanDb(prisma),
+      [b.outboxId, missing, a.outboxId].map((outboxId) => ({ outboxId })),
+    );
     expect(rows.map((r) => r?.invoiceId)).toEqual([b.invoiceId, undefined, a.invoiceId]);
     expect(rows[0]!.history).toEqual([{ pac: 'primary', outcome: 'ambiguous' }]);
     expect(rows[2]).toMatchObject({ status: 'enqueued', frozenXml: '<cfdi/>', version: 1, history: [] });

@@ -30,7 +30,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import type { PrismaClient } from '../generated/client.ts';
 import { prismaOver } from '../client.ts';
-import { heardForLife, leanDbOver, plannedOnceSessions, registerLeanDb, type SetInBegin } from '../lean.ts';
+import {
+  heardForLife,
+  leanDbOver,
+  plannedOnceSessions,
+  registerLeanDb,
+  type LeanDb,
+  type SetInBegin,
+} from '../lean.ts';
 import { isUuid } from '../light.ts';
 import { APP_ROLE } from './session.ts';
 
@@ -85,8 +92,8 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
   const connectForTransaction: SetInBegin['connectForTransaction'] = async () => {
     if (ended) throw new Error('this organization client was disconnected');
     const org = organization();
-    // Written into the statement's text: only an id (or '' for none) gets there.
-    if (org !== '' && !isUuid(org)) throw new Error(`not an organization id: ${JSON.stringify(org)}`);
+    // Written into the statement's text: only ids (or '' for none) get there.
+    if (org !== '' && !org.split(',').every(isUuid)) throw new Error(`not organization ids: ${JSON.stringify(org)}`);
     const client = await shared.connect();
     const setLocal = workingFor.get(client) === org ? '' : `SELECT set_config('app.org', '${org}', true)`;
     return { client, setLocal };
@@ -131,6 +138,12 @@ function sendFromCallerScope(prisma: PrismaClient): void {
   };
 }
 
+/** Statements for several organizations at once: `OrganizationClients.across()`. */
+export interface SeveralOrganizations {
+  /** `fn`'s statements on sessions naming exactly `organizationIds` (at least one). */
+  run<T>(organizationIds: readonly string[], fn: (db: LeanDb) => Promise<T>): Promise<T>;
+}
+
 /**
  * The clients of every organization of a deployment, over one pool of `poolSize` connections (and
  * at most two beside it for statements planned once, as `createPrisma`'s). `for(id)` returns the
@@ -140,6 +153,9 @@ export class OrganizationClients {
   private readonly shared: pg.Pool;
   private readonly plannedOnce: pg.Pool;
   private readonly scope = new AsyncLocalStorage<string>();
+  /** The organizations a statement `across()` runs for: their ids, sorted, comma-separated. */
+  private readonly acrossScope = new AsyncLocalStorage<string>();
+  private acrossDb: LeanDb | undefined;
   private readonly base: PrismaClient;
   private readonly clients = new Map<string, PrismaClient>();
   /**
@@ -202,6 +218,33 @@ export class OrganizationClients {
       ),
     );
     return client;
+  }
+
+  /**
+   * A runner for statements that work for several organizations at once (a batch of the stamper's
+   * writes): `run(ids, fn)` runs `fn`'s statements on connections whose session names exactly those
+   * organizations (app.org, comma-separated; migration 20270114000000), so row-level security lets
+   * them see and write those organizations' rows and no other's. Each row a statement writes must
+   * name its organization (none is the default), and each statement must match each item to the
+   * rows of its own organization: the policies hold the batch to its organizations, not an item to
+   * its own.
+   */
+  across(): SeveralOrganizations {
+    if (!this.acrossDb) {
+      const named = () => this.acrossScope.getStore() ?? '';
+      this.acrossDb = leanDbOver(poolFor(this.shared, named), undefined, poolFor(this.plannedOnce, named));
+    }
+    const db = this.acrossDb;
+    const scope = this.acrossScope;
+    return {
+      run: <T>(organizationIds: readonly string[], fn: (db: LeanDb) => Promise<T>): Promise<T> => {
+        const ids = [...new Set(organizationIds.map((id) => id.toLowerCase()))].sort();
+        const bad = ids.find((id) => !isUuid(id));
+        if (bad !== undefined || ids.length === 0)
+          return Promise.reject(new Error(`organizations are named by their ids, not ${JSON.stringify(bad ?? ids)}`));
+        return scope.run(ids.join(','), () => fn(db));
+      },
+    };
   }
 
   async close(): Promise<void> {

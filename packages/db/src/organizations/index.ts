@@ -5,7 +5,7 @@
  * the database makes of a client.
  */
 export { APP_ROLE } from './session.ts';
-export { OrganizationClients } from './clients.ts';
+export { OrganizationClients, type SeveralOrganizations } from './clients.ts';
 export { backlogEverywhere, backlogOf, type Backlog, type ChannelBacklog, type LateRule } from './backlog.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';
 export {

@@ -16,17 +16,20 @@ export {
 export {
   loadStampRow,
   loadStampRows,
-  recordPacCallInFlight,
-  recordPacCallsInFlight,
   persistStamp,
   persistStamps,
-  recordFailedAttempt,
   type StampRow,
-  type PacCallRecord,
   type PersistedStamp,
-  type PacCallInFlight,
   type StampToPersist,
 } from './stamping.ts';
+export {
+  recordPacCallInFlight,
+  recordPacCallsInFlight,
+  recordFailedAttempt,
+  type OfOrganization,
+  type PacCallRecord,
+  type PacCallInFlight,
+} from './ledger.ts';
 export { redriveOutboxRow, refusedForGood, type RedriveBy, type RedriveResult } from './redrive.ts';
 export {
   deadLetterIds,

@@ -1,16 +1,18 @@
 /**
- * The stamp processor's statements: load an outbox row with its frozen bytes and PAC history, the
- * write-ahead record of each PAC call, and the two endings — the stamp persisted with the row done and
- * the ledger in one statement (so one transaction), or the failure recorded (dead-lettering: dead-letters.ts).
+ * The stamp processor's statements: load an outbox row with its frozen bytes and PAC history, and
+ * the stamp persisted with the row done and the ledger in one statement (so one transaction). The
+ * write-ahead record of each PAC call and a failed attempt's: ledger.ts; dead-lettering: dead-letters.ts.
  */
 import { z } from 'zod';
-import { Prisma, type PrismaClient } from '../generated/client.ts';
+import { Prisma } from '../generated/client.ts';
 import { statusGuard } from '../invoices/invoice-status.ts';
 import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 import { plannedOnce } from '../lean.ts';
+import { ledgerUpsertSql, type OfOrganization, type PacCallRecord } from './ledger.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const stampRowColumns = z.object({
+  n: col.int,
   id: col.uuid,
   status: col.text,
   stamp_key: col.text,
@@ -21,8 +23,6 @@ const stampRowColumns = z.object({
 });
 
 const persistStampRow = z.object({ n: col.int, written: col.bool, waiting: col.bool, replaces: col.bool });
-
-const idRow = z.object({ id: col.uuid });
 
 /** An outbox row of kind stamp, with what stamping it needs. */
 export interface StampRow {
@@ -39,121 +39,45 @@ export interface StampRow {
 
 /** One round trip: the row, its invoice's frozen bytes and version, and that version's PAC-attempt history. */
 export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow | undefined> {
-  return (await loadStampRows(db, [outboxId]))[0];
+  return (await loadStampRows(db, [{ outboxId }]))[0];
 }
 
-/** `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order asked. */
-export async function loadStampRows(db: RawDb, outboxIds: readonly string[]): Promise<(StampRow | undefined)[]> {
+/**
+ * `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order
+ * asked. A row of another organization than the one its item names is not found.
+ */
+export async function loadStampRows(
+  db: RawDb,
+  keys: readonly ({ outboxId: string } & OfOrganization)[],
+): Promise<(StampRow | undefined)[]> {
+  const input = keys.map((k, n) => ({ n, outbox_id: k.outboxId, given: k.organizationId ?? null }));
   // Planned once per session (lean.ts): planning was 83% of its time (pg_stat_statements, issue #49).
   const rows = await queryRows(
     db,
     stampRowColumns,
     plannedOnce(Prisma.sql`
-      SELECT o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml, i.version,
+      SELECT k.n, o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml, i.version,
              COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
-                       FROM pac_attempts a WHERE a.invoice_id = o.invoice_id AND a.version = i.version), '[]'::json) AS history
-      FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-      WHERE o.id = ANY(${outboxIds}::uuid[])`),
+                       FROM pac_attempts a
+                       WHERE a.invoice_id = o.invoice_id AND a.organization_id = o.organization_id AND a.version = i.version),
+                      '[]'::json) AS history
+      FROM json_to_recordset(${JSON.stringify(input)}::json) AS k(n int, outbox_id uuid, given uuid)
+      JOIN outbox o ON o.id = k.outbox_id AND o.organization_id = coalesce(k.given, (SELECT timbra_organization_or_sole()))
+      JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
+      WHERE o.id = ANY(${keys.map((k) => k.outboxId)}::uuid[])`),
   );
-  const byId = new Map(
-    rows.map((row) => [
-      row.id,
-      {
-        id: row.id,
-        status: row.status,
-        stampKey: row.stamp_key,
-        invoiceId: row.invoice_id,
-        frozenXml: row.frozen_xml,
-        version: row.version,
-        history: row.history,
-      },
-    ]),
-  );
-  return outboxIds.map((id) => byId.get(id));
-}
-
-/** A PAC call as the ledger keeps it. `id` is the write-ahead row's, when one was written. */
-export interface PacCallRecord {
-  id?: string;
-  pac: string;
-  outcome: string;
-  uuid?: string;
-  code?: string;
-  durationMs: number;
-}
-
-/**
- * Write-ahead: records a PAC call `in_flight` (committed) before it is made; its outcome is written on
- * the same row after. A worker killed during the call leaves the row, so the next attempt stays with
- * that PAC, which may have stamped.
- *
- * Only while the outbox row is pending or enqueued and the invoice still at `version`: a correction
- * holds the row (FOR SHARE here waits for it) before it asks the PACs whether they stamped the
- * version, so no call can start after that question. @returns false when the call must not be made.
- */
-export async function recordPacCallInFlight(db: Db, call: PacCallInFlight): Promise<boolean> {
-  return (await recordPacCallsInFlight(db, [call]))[0]!;
-}
-
-export interface PacCallInFlight {
-  outboxId: string;
-  invoiceId: string;
-  version: number;
-  pac: string;
-  id: string;
-}
-
-/** `recordPacCallInFlight` for several calls in one statement (one commit); whether each may be made. */
-export async function recordPacCallsInFlight(db: RawDb, calls: readonly PacCallInFlight[]): Promise<boolean[]> {
-  const entries = calls.map((c) => ({
-    id: c.id,
-    outbox_id: c.outboxId,
-    invoice_id: c.invoiceId,
-    version: c.version,
-    pac: c.pac,
-  }));
-  // Planned once per session (lean.ts): planning was 39–56% of its time in batches of one (one
-  // organization's calls among 1 000, pg_stat_statements).
-  const written = await queryRows(
-    db,
-    idRow,
-    plannedOnce(Prisma.sql`
-      INSERT INTO pac_attempts (id, invoice_id, pac, outcome, version, duration_ms)
-      SELECT c.id, c.invoice_id, c.pac, 'in_flight', c.version, 0
-      FROM json_to_recordset(${JSON.stringify(entries)}::json)
-           AS c(id uuid, outbox_id uuid, invoice_id uuid, version int, pac text)
-      WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id
-                    WHERE o.id = ANY(${calls.map((c) => c.outboxId)}::uuid[]) AND o.id = c.outbox_id
-                      AND o.status IN ('pending', 'enqueued') AND i.version = c.version
-                    FOR SHARE OF o)
-      RETURNING id`),
-  );
-  const ids = new Set(written.map((r) => r.id));
-  return calls.map((c) => ids.has(c.id));
-}
-
-/**
- * The ledger write: each call's `in_flight` row (by its id) gets its outcome; a call without one (a
- * circuit-open skip) gets a row of its own.
- */
-function ledgerUpsertSql(calls: readonly (PacCallRecord & { invoiceId: string; version: number })[]): Prisma.Sql {
-  const entries = calls.map((a) => ({
-    id: a.id ?? null,
-    invoice_id: a.invoiceId,
-    version: a.version,
-    pac: a.pac,
-    outcome: a.outcome,
-    uuid: a.uuid ?? null,
-    code: a.code ?? null,
-    duration_ms: a.durationMs,
-  }));
-  return Prisma.sql`
-    INSERT INTO pac_attempts (id, invoice_id, pac, outcome, uuid, code, version, duration_ms)
-    SELECT COALESCE(a.id, timbra_uuid7()), a.invoice_id, a.pac, a.outcome, a.uuid, a.code, a.version, a.duration_ms
-    FROM json_to_recordset(${JSON.stringify(entries)}::json)
-         AS a(id uuid, invoice_id uuid, version int, pac text, outcome text, uuid text, code text, duration_ms int)
-    ON CONFLICT (id, organization_id) DO UPDATE
-      SET outcome = EXCLUDED.outcome, uuid = EXCLUDED.uuid, code = EXCLUDED.code, duration_ms = EXCLUDED.duration_ms`;
+  const found = new Array<StampRow | undefined>(keys.length);
+  for (const row of rows)
+    found[row.n] = {
+      id: row.id,
+      status: row.status,
+      stampKey: row.stamp_key,
+      invoiceId: row.invoice_id,
+      frozenXml: row.frozen_xml,
+      version: row.version,
+      history: row.history,
+    };
+  return found;
 }
 
 // A stamp lands on an invoice waiting for one (or dead-lettered meanwhile and re-driven); never on an
@@ -171,7 +95,7 @@ export interface PersistedStamp {
 
 /** One stamp to persist: the outbox row and version it answers, the PAC's stamp, and every call made. */
 export interface StampToPersist {
-  row: { outboxId: string; invoiceId: string; version: number };
+  row: { outboxId: string; invoiceId: string; version: number } & OfOrganization;
   stamp: { uuid: string; tfdXml: string; pac: string };
   calls: readonly PacCallRecord[];
 }
@@ -229,9 +153,15 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
     uuid: s.stamp.uuid,
     tfd_xml: s.stamp.tfdXml,
     pac: s.stamp.pac,
+    given: s.row.organizationId ?? null,
   }));
   const calls = stamps.flatMap((s) =>
-    s.calls.map((c) => ({ ...c, invoiceId: s.row.invoiceId, version: s.row.version })),
+    s.calls.map((c) => ({
+      ...c,
+      invoiceId: s.row.invoiceId,
+      version: s.row.version,
+      organizationId: s.row.organizationId,
+    })),
   );
   // The ids again as arrays: the planner cannot see how many rows json_to_recordset gives (it guesses
   // 100); `id = ANY(…)` lets every write start from its index whatever the guess (EXPLAIN: index
@@ -245,18 +175,21 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
     persistStampRow,
     plannedOnce(Prisma.sql`
       WITH input AS (
-        SELECT * FROM json_to_recordset(${JSON.stringify(input)}::json)
-          AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, pac text)
+        SELECT s.*, coalesce(s.given, (SELECT timbra_organization_or_sole())) AS org
+        FROM json_to_recordset(${JSON.stringify(input)}::json)
+          AS s(n int, outbox_id uuid, invoice_id uuid, version int, uuid text, tfd_xml text, pac text, given uuid)
       ), stamped AS (
         UPDATE invoices i SET uuid = s.uuid, tfd_xml = s.tfd_xml, stamped_xml = NULL,
                pac = s.pac, stamped_at = now(), status = 'stamped', updated_at = now()
         FROM input s
-        WHERE i.id = ANY(${invoiceIds}::uuid[]) AND i.id = s.invoice_id AND i.version = s.version AND ${STAMPED}
+        WHERE i.id = ANY(${invoiceIds}::uuid[]) AND i.id = s.invoice_id AND i.organization_id = s.org
+          AND i.version = s.version AND ${STAMPED}
         RETURNING i.id
       ), done AS (
         UPDATE outbox o SET status = 'done', attempts = o.attempts + 1, last_error = NULL, updated_at = now()
         FROM input s
-        WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = s.outbox_id AND s.invoice_id IN (SELECT id FROM stamped)
+        WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = s.outbox_id AND o.organization_id = s.org
+          AND s.invoice_id IN (SELECT id FROM stamped)
         RETURNING o.id
       ), ledger AS (
         ${ledgerUpsertSql(calls)}
@@ -264,37 +197,23 @@ async function persistDistinctInvoices(db: RawDb, stamps: readonly StampToPersis
       ), interrupted AS (
         -- Calls a killed worker left in_flight: the document's outcome is known now (this stamp), so
         -- they are closed as interrupted — the ledger says what happened, and nothing stays open.
-        UPDATE pac_attempts SET outcome = 'interrupted'
-        WHERE invoice_id = ANY(${invoiceIds}::uuid[]) AND invoice_id IN (SELECT id FROM stamped) AND outcome = 'in_flight'
-          AND id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
-        RETURNING id
+        UPDATE pac_attempts a SET outcome = 'interrupted'
+        FROM input s
+        WHERE a.invoice_id = ANY(${invoiceIds}::uuid[]) AND a.invoice_id = s.invoice_id AND a.organization_id = s.org
+          AND s.invoice_id IN (SELECT id FROM stamped) AND a.outcome = 'in_flight'
+          AND a.id <> ALL(${calls.flatMap((c) => (c.id ? [c.id] : []))}::uuid[])
+        RETURNING a.id
       )
       -- Asked once the UPDATE holds the invoice's lock (the CASE runs it after \`stamped\` is complete),
       -- with a fresh snapshot: a dependent committed while the UPDATE waited for its share lock is seen
       -- (migration 20270113000000), so the stamper needs no second look.
       SELECT s.n, s.invoice_id IN (SELECT id FROM stamped) AS written,
              CASE WHEN s.invoice_id IN (SELECT id FROM stamped) THEN timbra_dependents_waiting(s.invoice_id) ELSE false END AS waiting,
-             EXISTS (SELECT 1 FROM invoices r WHERE r.id = s.invoice_id AND r.replaces_invoice_id IS NOT NULL) AS replaces
+             EXISTS (SELECT 1 FROM invoices r
+                     WHERE r.id = s.invoice_id AND r.organization_id = s.org AND r.replaces_invoice_id IS NOT NULL) AS replaces
       FROM input s`),
   );
   const results: PersistedStamp[] = new Array<PersistedStamp>(stamps.length);
   for (const r of rows) results[r.n] = { written: r.written, dependentsWaiting: r.waiting, replaces: r.replaces };
   return results;
-}
-
-/** Records a failed stamping attempt: its PAC calls in the ledger and the error on the row, together. */
-export async function recordFailedAttempt(
-  prisma: PrismaClient,
-  row: { outboxId: string; invoiceId: string; version: number },
-  calls: readonly PacCallRecord[],
-  lastError: string,
-): Promise<void> {
-  // Interactive, not a batch: an organization client runs no batch transaction (organizations/clients.ts).
-  await prisma.$transaction(async (tx) => {
-    await tx.$executeRaw`${ledgerUpsertSql(calls.map((c) => ({ ...c, invoiceId: row.invoiceId, version: row.version })))}`;
-    await tx.outboxRow.update({
-      where: { id: row.outboxId },
-      data: { attempts: { increment: 1 }, lastError: lastError.slice(0, 2000) },
-    });
-  });
 }
