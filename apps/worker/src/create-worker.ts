@@ -14,6 +14,7 @@ import {
   type StampJobData,
 } from './stamping/jobs.ts';
 import type { AttemptRecord, PacChain } from './stamping/pac-chain.ts';
+import type { StampWritesAcross } from './stamping/stamp-writes.ts';
 import type { CsdCredentials } from './invoices/cancel-processor.ts';
 import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
 import { AcrossOrganizations, type EachOrganization, type OrganizationVisit } from './organizations/across.ts';
@@ -49,6 +50,11 @@ export interface WorkerDeps {
   csdCredentials?: CsdCredentials;
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
   cancelPoll?: { baseMs: number; maxMs: number };
+  /**
+   * Every organization's stamp writes in shared batches (platform mode: `stampWritesAcross`); absent,
+   * each organization's parts batch their own on their client.
+   */
+  stampWritesAcross?: StampWritesAcross;
   /**
    * Platform mode: the organization `prisma` works for (the home one), and how the others' clients
    * and CSDs are opened, for their jobs and rows (organizations/across.ts). Absent: the home

@@ -24,6 +24,7 @@ import { pruneEveryOrganization } from '../src/operations/retention.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import { PacChain } from '../src/stamping/pac-chain.ts';
 import { runRelay } from '../src/stamping/relay.ts';
+import { stampWritesAcross } from '../src/stamping/stamp-writes.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import {
   eventually,
@@ -103,6 +104,8 @@ const platformWorker = (overrides: Parameters<typeof testWorker>[1] = {}) =>
         ids: () => organizationIds(clients.unscoped),
         pending: () => pendingOrganizations(clients.unscoped),
       },
+      // As main.ts: every organization's stamps in shared batches.
+      stampWritesAcross: stampWritesAcross(clients.across()),
       ...overrides,
     },
     { autorun: false },
@@ -134,6 +137,7 @@ describe('one worker for every organization', () => {
           ids: () => organizationIds(clients.unscoped),
           pending: () => pendingOrganizations(clients.unscoped),
         },
+        stampWritesAcross: stampWritesAcross(clients.across()),
       },
       { autorun: false },
     );

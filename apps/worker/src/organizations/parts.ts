@@ -38,7 +38,7 @@ export function organizationParts(
   });
   const stamp = createStampProcessor({
     prisma,
-    writes: stampWrites(prisma),
+    writes: writesOf(deps, organizationId),
     chain: deps.chain,
     dlq,
     logger: deps.logger,
@@ -70,6 +70,12 @@ export function organizationParts(
     sweeper: createSweeper(deps, queue, dlq, owner),
     corrections: createCorrections(deps),
   };
+}
+
+/** Its stamp writes: its share of the deployment's batches in platform mode, else its own. */
+function writesOf(deps: WorkerDeps, organizationId: string | undefined) {
+  const id = organizationId ?? deps.organizations?.home;
+  return deps.stampWritesAcross && id ? deps.stampWritesAcross.for(id) : stampWrites(deps.prisma);
 }
 
 /** One organization's parts: its client, CSD, relay, processors, sweeper and corrections. */

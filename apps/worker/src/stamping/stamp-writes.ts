@@ -5,8 +5,12 @@
  * commit. Nothing waits on a timer: a lone job's statement starts at once, so a quiet worker runs
  * batches of one. Each stamp is still persisted atomically with its outbox row and ledger (one
  * statement); a batch that fails is retried item by item, so one bad stamp fails only its own job.
+ *
+ * In platform mode the batches are the deployment's, not an organization's (`stampWritesAcross`):
+ * with payments spread over many organizations, each organization's batch held one job.
  */
 import { GroupCommit, leanDb, type GroupCommitOptions, type PrismaClient } from '@timbra/db';
+import type { SeveralOrganizations } from '@timbra/db/organizations';
 import {
   loadStampRows,
   persistStamps,
@@ -34,8 +38,58 @@ export function stampWrites(prisma: PrismaClient, options: GroupCommitOptions = 
   const inFlight = GroupCommit.statement(lean, recordPacCallsInFlight, options);
   const persist = GroupCommit.statement(lean, persistStamps, options);
   return {
-    load: (outboxId) => load.submit(outboxId),
+    load: (outboxId) => load.submit({ outboxId }),
     recordInFlight: (call) => inFlight.submit(call),
     persist: (stamp) => persist.submit(stamp),
+  };
+}
+
+/** Every organization's stamp writes, batched together: `for(id)` is one organization's share. */
+export interface StampWritesAcross {
+  for(organizationId: string): StampWrites;
+}
+
+/**
+ * Platform mode's stamp writes: the jobs of every organization go into the same batches, each batch
+ * one statement on a session naming exactly the organizations of its items (`across.run`), each
+ * item matched to its own organization's rows (@timbra/db outbox/stamping.ts).
+ */
+export function stampWritesAcross(
+  across: SeveralOrganizations,
+  options: GroupCommitOptions = STAMP_WRITES_DEFAULTS,
+): StampWritesAcross {
+  const load = GroupCommit.statement(
+    across,
+    (a, keys: { outboxId: string; organizationId: string }[]) =>
+      a.run(
+        keys.map((k) => k.organizationId),
+        (db) => loadStampRows(db, keys),
+      ),
+    options,
+  );
+  const inFlight = GroupCommit.statement(
+    across,
+    (a, calls: (PacCallInFlight & { organizationId: string })[]) =>
+      a.run(
+        calls.map((c) => c.organizationId),
+        (db) => recordPacCallsInFlight(db, calls),
+      ),
+    options,
+  );
+  const persist = GroupCommit.statement(
+    across,
+    (a, stamps: (StampToPersist & { row: { organizationId: string } })[]) =>
+      a.run(
+        stamps.map((s) => s.row.organizationId),
+        (db) => persistStamps(db, stamps),
+      ),
+    options,
+  );
+  return {
+    for: (organizationId) => ({
+      load: (outboxId) => load.submit({ outboxId, organizationId }),
+      recordInFlight: (call) => inFlight.submit({ ...call, organizationId }),
+      persist: (stamp) => persist.submit({ ...stamp, row: { ...stamp.row, organizationId } }),
+    }),
   };
 }
