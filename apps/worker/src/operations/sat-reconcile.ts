@@ -4,7 +4,7 @@
  * its invoices (sat-findings.ts); each orphan timbre's XML fetched by UUID and, when it is byte for
  * byte one of an invoice's frozen versions with that invoice still waiting, adopted as its stamp.
  */
-import { attr, DEFAULT_TIME_ZONE, formatFecha, insertTfd, parseXml } from '@timbra/cfdi-core';
+import { attr, DEFAULT_TIME_ZONE, formatFecha, parseXml, stampedXmlOf } from '@timbra/cfdi-core';
 import { descargaService, satCfdi, satIssued, type Efirma, type SatRecordRow, type SatWait } from '@timbra/cfdi-node';
 import type { PrismaClient } from '@timbra/db';
 import {
@@ -44,9 +44,10 @@ export function tfdFragmentOf(stampedXml: string): string | undefined {
   return /<([\w.-]+):TimbreFiscalDigital\b[^>]*?(?:\/>|>[\s\S]*?<\/\1:TimbreFiscalDigital>)/.exec(stampedXml)?.[0];
 }
 
+/** The stamped CFDI a version would be with this TFD (`stampedXmlOf`), or undefined if it cannot take it. */
 function stampedFrom(frozenXml: string, tfd: string): string | undefined {
   try {
-    return insertTfd(frozenXml, tfd);
+    return stampedXmlOf({ frozenXml, tfdXml: tfd }) ?? undefined;
   } catch {
     return undefined;
   }

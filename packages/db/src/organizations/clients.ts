@@ -60,11 +60,18 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
   // A real Pool (the adapter checks `instanceof pg.Pool`) that never opens a connection of its own.
   const view = new pg.Pool({ max: 1 });
   let ended = false;
-  const connect = async (): Promise<pg.PoolClient> => {
+  // A connection from the shared pool, and whether its session already works for the organization.
+  const handOut = async () => {
     if (ended) throw new Error('this organization client was disconnected');
     const org = organization();
+    // A lean transaction writes it into its first message's text: only ids (or '' for none) get there.
+    if (org !== '' && !org.split(',').every(isUuid)) throw new Error(`not organization ids: ${JSON.stringify(org)}`);
     const client = await shared.connect();
-    if (workingFor.get(client) === org) return client;
+    return { client, org, current: workingFor.get(client) === org };
+  };
+  const connect = async (): Promise<pg.PoolClient> => {
+    const { client, org, current } = await handOut();
+    if (current) return client;
     try {
       await client.query("SELECT set_config('app.org', $1, false)", [org]);
     } catch (error) {
@@ -90,13 +97,8 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
   };
   // A lean transaction's connection: its organization set by the transaction's first message.
   const connectForTransaction: SetInBegin['connectForTransaction'] = async () => {
-    if (ended) throw new Error('this organization client was disconnected');
-    const org = organization();
-    // Written into the statement's text: only ids (or '' for none) get there.
-    if (org !== '' && !org.split(',').every(isUuid)) throw new Error(`not organization ids: ${JSON.stringify(org)}`);
-    const client = await shared.connect();
-    const setLocal = workingFor.get(client) === org ? '' : `SELECT set_config('app.org', '${org}', true)`;
-    return { client, setLocal };
+    const { client, org, current } = await handOut();
+    return { client, setLocal: current ? '' : `SELECT set_config('app.org', '${org}', true)` };
   };
   Object.assign(view, {
     connect,
