@@ -177,8 +177,7 @@ const w = createWorker(
       corrections: (lateBefore) => correctionOrganizations(orgClients.unscoped, lateBefore),
     },
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
-    // Every organization's stamps in the same batches, a statement naming the batch's organizations.
-    stampWritesAcross: stampWritesAcross(orgClients.across()),
+    stampWritesAcross: stampWritesAcross(orgClients.across()), // every organization's stamps, shared batches
     corrections: {
       inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
       retry: { baseMs: config.CORRECTION_RETRY_BASE_MS, maxMs: config.CORRECTION_RETRY_MAX_MS },

@@ -9,7 +9,7 @@
  * In platform mode the batches are the deployment's, not an organization's (`stampWritesAcross`):
  * with payments spread over many organizations, each organization's batch held one job.
  */
-import { GroupCommit, leanDb, type GroupCommitOptions, type PrismaClient } from '@timbra/db';
+import { GroupCommit, leanDb, type GroupCommitOptions, type PrismaClient, type RawDb } from '@timbra/db';
 import type { SeveralOrganizations } from '@timbra/db/organizations';
 import {
   loadStampRows,
@@ -58,32 +58,21 @@ export function stampWritesAcross(
   across: SeveralOrganizations,
   options: GroupCommitOptions = STAMP_WRITES_DEFAULTS,
 ): StampWritesAcross {
-  const load = GroupCommit.statement(
-    across,
-    (a, keys: { outboxId: string; organizationId: string }[]) =>
-      a.run(
-        keys.map((k) => k.organizationId),
-        (db) => loadStampRows(db, keys),
-      ),
-    options,
+  // A group commit whose batches run on a session naming their items' organizations.
+  const batched = <I, O>(organizationOf: (item: I) => string, record: (db: RawDb, items: I[]) => Promise<O[]>) =>
+    GroupCommit.statement(
+      across,
+      (a, items: I[]) => a.run(items.map(organizationOf), (db) => record(db, items)),
+      options,
+    );
+  const load = batched((k: { outboxId: string; organizationId: string }) => k.organizationId, loadStampRows);
+  const inFlight = batched(
+    (c: PacCallInFlight & { organizationId: string }) => c.organizationId,
+    recordPacCallsInFlight,
   );
-  const inFlight = GroupCommit.statement(
-    across,
-    (a, calls: (PacCallInFlight & { organizationId: string })[]) =>
-      a.run(
-        calls.map((c) => c.organizationId),
-        (db) => recordPacCallsInFlight(db, calls),
-      ),
-    options,
-  );
-  const persist = GroupCommit.statement(
-    across,
-    (a, stamps: (StampToPersist & { row: { organizationId: string } })[]) =>
-      a.run(
-        stamps.map((s) => s.row.organizationId),
-        (db) => persistStamps(db, stamps),
-      ),
-    options,
+  const persist = batched(
+    (s: StampToPersist & { row: { organizationId: string } }) => s.row.organizationId,
+    persistStamps,
   );
   return {
     for: (organizationId) => ({
