@@ -61,16 +61,14 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
   const view = new pg.Pool({ max: 1 });
   let ended = false;
   // A connection from the shared pool, and whether its session already works for the organization.
-  const handOut = async () => {
+  const handOut = async (org: string) => {
     if (ended) throw new Error('this organization client was disconnected');
-    const org = organization();
-    // A lean transaction writes it into its first message's text: only ids (or '' for none) get there.
-    if (org !== '' && !org.split(',').every(isUuid)) throw new Error(`not organization ids: ${JSON.stringify(org)}`);
     const client = await shared.connect();
-    return { client, org, current: workingFor.get(client) === org };
+    return { client, current: workingFor.get(client) === org };
   };
   const connect = async (): Promise<pg.PoolClient> => {
-    const { client, org, current } = await handOut();
+    const org = organization();
+    const { client, current } = await handOut(org);
     if (current) return client;
     try {
       await client.query("SELECT set_config('app.org', $1, false)", [org]);
@@ -97,7 +95,11 @@ function poolFor(shared: pg.Pool, organization: () => string): pg.Pool {
   };
   // A lean transaction's connection: its organization set by the transaction's first message.
   const connectForTransaction: SetInBegin['connectForTransaction'] = async () => {
-    const { client, org, current } = await handOut();
+    // Written into the first message's text: only ids (or '' for none) get there. (`connect` sends
+    // it as a parameter: no check on every statement.)
+    const org = organization();
+    if (org !== '' && !org.split(',').every(isUuid)) throw new Error(`not organization ids: ${JSON.stringify(org)}`);
+    const { client, current } = await handOut(org);
     return { client, setLocal: current ? '' : `SELECT set_config('app.org', '${org}', true)` };
   };
   Object.assign(view, {
