@@ -1,6 +1,7 @@
 import type { PrismaClient } from './generated/client.ts';
 import { retryOnConflict } from './database-trouble.ts';
 import { leanDb } from './lean.ts';
+import type { SeveralOrganizations } from './organizations/clients.ts';
 import type { RawDb } from './sql.ts';
 
 export interface GroupCommitOptions {
@@ -54,6 +55,25 @@ export class GroupCommit<I, O> {
     const db = leanDb(prisma);
     // A deadlock rolled the batch back whole: it is run again before its items are tried alone.
     return new GroupCommit((items) => retryOnConflict(() => db.transaction((tx) => record(tx, items))), options);
+  }
+
+  /**
+   * `transaction`'s batches for several organizations at once: each batch's transaction on a session
+   * naming exactly its items' organizations (`OrganizationClients.across()`); `record` must write
+   * each item's rows in its own organization (a row naming none is refused when the batch names
+   * several).
+   */
+  static transactionAcross<I, O>(
+    across: SeveralOrganizations,
+    organizationOf: (item: I) => string,
+    record: (tx: RawDb, items: I[]) => Promise<O[]>,
+    options: GroupCommitOptions,
+  ): GroupCommit<I, O> {
+    return new GroupCommit(
+      (items) =>
+        across.run(items.map(organizationOf), (db) => retryOnConflict(() => db.transaction((tx) => record(tx, items)))),
+      options,
+    );
   }
 
   /** Batches that `record` writes in one statement: atomic by itself, and a batch of one costs no BEGIN/COMMIT. */

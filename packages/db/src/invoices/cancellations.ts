@@ -50,7 +50,7 @@ export async function insertCancelRequest(
       ), outbox AS (
         ${outboxInsertSql(Prisma.sql`
           SELECT 'cancel' AS kind, ${request.invoiceId}::uuid AS invoice_id, 'cancel-' || request.id AS stamp_key,
-                 request.id AS cancel_request_id
+                 request.id AS cancel_request_id, NULL::uuid AS organization_id
           FROM request`)}
       )
       SELECT request.id, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified FROM request`,

@@ -10,15 +10,23 @@ const takeFolioRow = z.object({ first_folio: col.int });
  * row is locked and incremented inside the transaction that writes the invoices (a rollback gives
  * the numbers back; no Postgres sequence, which would leave gaps).
  *
- * As a fragment, for a set-wise statement that takes `count` folios only when `count` > 0 (no lock
- * otherwise): `RETURNING first_folio`, the first of the `count` consecutive folios taken.
+ * As a fragment, for a set-wise statement: `counts` yields (organization_id uuid, serie text, n
+ * int), one row per counter; each counter with n > 0 is locked and moved (none otherwise).
+ * `RETURNING organization_id, serie, first_folio`, the first of the n consecutive folios taken.
  */
-export function takeFoliosSql(organizationId: string, serie: string, count: Prisma.Sql): Prisma.Sql {
+export function takeFoliosOfSql(counts: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
-    UPDATE series SET next_folio = next_folio + taken.n
-    FROM (SELECT (${count})::int AS n) AS taken
-    WHERE organization_id = ${organizationId}::uuid AND serie = ${serie} AND taken.n > 0
-    RETURNING next_folio - taken.n AS first_folio`;
+    UPDATE series SET next_folio = series.next_folio + taken.n
+    FROM (${counts}) AS taken
+    WHERE series.organization_id = taken.organization_id AND series.serie = taken.serie AND taken.n > 0
+    RETURNING series.organization_id, series.serie, series.next_folio - taken.n AS first_folio`;
+}
+
+/** `takeFoliosOfSql` for one counter: `count` folios of `serie` (a scalar subquery or expression). */
+export function takeFoliosSql(organizationId: string, serie: string, count: Prisma.Sql): Prisma.Sql {
+  return takeFoliosOfSql(
+    Prisma.sql`SELECT ${organizationId}::uuid AS organization_id, ${serie}::text AS serie, (${count})::int AS n`,
+  );
 }
 
 export class SerieNotConfiguredError extends Error {

@@ -16,7 +16,7 @@ import { notifyOutboxSql, outboxInsertSql } from '../outbox/outbox.ts';
 import { col, execute, queryRows, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
-const insertInvoicesRow = z.object({ id: col.uuid, stamp_key: col.text });
+const insertInvoicesRow = z.object({ id: col.uuid, organization_id: col.uuid, stamp_key: col.text });
 
 const standingRelatedCountRow = z.object({ n: col.int });
 
@@ -32,6 +32,8 @@ export interface FrozenDocument {
 }
 
 export interface NewInvoice {
+  /** Its organization, when a statement writes several organizations' invoices (else `insertInvoices`'s). */
+  organizationId?: string;
   kind: InvoiceKind;
   serie: string;
   folio: number;
@@ -55,11 +57,12 @@ export interface NewInvoice {
 /**
  * Inserts invoices, and for each `pending` one its outbox row with a NOTIFY, in one statement of the
  * caller's transaction (the serie's counter row may be locked until commit: every round trip saved
- * is throughput). @returns the new invoices' ids, in input order.
+ * is throughput). Each invoice is of its own `organizationId`, else of `organizationId` (null: each
+ * names its own). @returns the new invoices' ids, in input order.
  */
 export async function insertInvoices(
   tx: RawDb,
-  organizationId: string,
+  organizationId: string | null,
   invoices: readonly NewInvoice[],
 ): Promise<string[]> {
   if (invoices.length === 0) return [];
@@ -82,26 +85,29 @@ export async function insertInvoices(
           ${c((i) => i.frozen?.subTotal ?? i.totals.subTotal)}::numeric[], ${c((i) => i.frozen?.total ?? i.totals.total)}::numeric[],
           ${c((i) => i.status)}::invoice_status[], ${c((i) => json(i.problems))}::jsonb[], ${c((i) => i.stampKey)}::text[],
           ${c((i) => i.frozen?.xml ?? null)}::text[], ${c((i) => i.frozen?.cadenaOriginal ?? null)}::text[],
-          ${c((i) => json(i.request))}::jsonb[]
+          ${c((i) => json(i.request))}::jsonb[], ${c((i) => i.organizationId ?? organizationId)}::uuid[]
         ) WITH ORDINALITY AS i(payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio, fecha, moneda,
-                               sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request, ord)
+                               sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request,
+                               organization_id, ord)
       ), invoice AS (
         INSERT INTO invoices (id, organization_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie, folio,
                               fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request)
-        SELECT timbra_uuid7(), ${organizationId}::uuid, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
+        SELECT timbra_uuid7(), organization_id, payment_id, refund_id, installment_id, related_invoice_id, kind, serie,
                folio, fecha, moneda, sub_total, total, status, problems, stamp_key, frozen_xml, cadena_original, request
         FROM input ORDER BY ord
-        RETURNING id, stamp_key, status
+        RETURNING id, organization_id, stamp_key, status
       ), outbox AS (
         ${outboxInsertSql(Prisma.sql`
-          SELECT 'stamp' AS kind, id AS invoice_id, stamp_key, NULL::uuid AS cancel_request_id
+          SELECT 'stamp' AS kind, id AS invoice_id, stamp_key, NULL::uuid AS cancel_request_id, organization_id
           FROM invoice WHERE status = 'pending'`)}
       )
-      SELECT invoice.id, invoice.stamp_key, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified FROM invoice`,
+      SELECT invoice.id, invoice.organization_id, invoice.stamp_key, ${notifyOutboxSql(Prisma.sql`outbox`)} AS notified
+      FROM invoice`,
   );
-  const idOf = new Map(rows.map((r) => [r.stamp_key, r.id]));
+  // A stamp key is unique in its organization: several organizations' invoices may share one.
+  const idOf = new Map(rows.map((r) => [`${r.organization_id}\u0000${r.stamp_key}`, r.id]));
   return invoices.map((i) => {
-    const id = idOf.get(i.stampKey);
+    const id = idOf.get(`${(i.organizationId ?? organizationId ?? '').toLowerCase()}\u0000${i.stampKey}`);
     if (!id) throw new Error('invoice insert returned no row');
     return id;
   });

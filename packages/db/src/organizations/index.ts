@@ -4,7 +4,7 @@
  * `createPrisma(url, { organization })` to its rows. The apps open theirs here, and can check what
  * the database makes of a client.
  */
-export { APP_ROLE } from './session.ts';
+export { APP_ROLE, narrowedTo } from './session.ts';
 export { OrganizationClients, type SeveralOrganizations } from './clients.ts';
 export { backlogEverywhere, backlogOf, type Backlog, type ChannelBacklog, type LateRule } from './backlog.ts';
 export { assertIsolated, isolationOf, NotIsolatedError, type Isolation } from './isolation.ts';

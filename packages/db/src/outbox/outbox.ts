@@ -31,25 +31,28 @@ export type OutboxKind = 'stamp' | 'cancel';
 
 /**
  * The outbox INSERT, as a statement to put in a CTE: one row per row of `source`, a relation with the
- * columns (kind, invoice_id, stamp_key, cancel_request_id). A stamp key already in the outbox is
- * skipped (the document has its row). `RETURNING id`.
+ * columns (kind, invoice_id, stamp_key, cancel_request_id, organization_id — null: the session's). A
+ * stamp key already in the outbox is skipped (the document has its row). `RETURNING id, organization_id`.
  */
 export function outboxInsertSql(source: Prisma.Sql): Prisma.Sql {
   return Prisma.sql`
-    INSERT INTO outbox (id, kind, invoice_id, stamp_key, cancel_request_id)
-    SELECT timbra_uuid7(), s.kind, s.invoice_id, s.stamp_key, s.cancel_request_id FROM (${source}) AS s
+    INSERT INTO outbox (id, organization_id, kind, invoice_id, stamp_key, cancel_request_id)
+    SELECT timbra_uuid7(), coalesce(s.organization_id, (SELECT timbra_organization_or_sole())), s.kind, s.invoice_id,
+           s.stamp_key, s.cancel_request_id
+    FROM (${source}) AS s
     ON CONFLICT (stamp_key, organization_id) DO NOTHING
-    RETURNING id`;
+    RETURNING id, organization_id`;
 }
 
 /**
- * The NOTIFY of the rows in `relation` (a CTE name or subquery with an `id` column), as an expression
- * counting them. Its payload is the session's organization, so the relay wakes for that one without
- * asking Postgres which organizations have rows pending (a statement a payment at a steady rate);
- * Postgres sends one notification a transaction for all of them (identical payloads fold).
+ * The NOTIFY of the rows in `relation` (a CTE name or subquery with `id` and `organization_id`
+ * columns), as an expression counting them. Its payload is the row's organization, so the relay
+ * wakes for those without asking Postgres which organizations have rows pending (a statement a
+ * payment at a steady rate); Postgres sends one notification a transaction for each organization
+ * (identical payloads fold).
  */
 export function notifyOutboxSql(relation: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, coalesce(timbra_organization()::text, ''))) FROM ${relation} AS r)`;
+  return Prisma.sql`(SELECT count(pg_notify(${OUTBOX_CHANNEL}, r.organization_id::text)) FROM ${relation} AS r)`;
 }
 
 export interface OutboxRowToWrite {
@@ -63,8 +66,9 @@ export interface OutboxRowToWrite {
 export async function enqueueOutbox(tx: RawDb, rows: readonly OutboxRowToWrite[]): Promise<string[]> {
   if (rows.length === 0) return [];
   const source = Prisma.sql`
-    SELECT * FROM unnest(${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.invoiceId)}::uuid[],
-                         ${rows.map((r) => r.stampKey)}::text[], ${rows.map((r) => r.cancelRequestId ?? null)}::uuid[])
+    SELECT *, NULL::uuid AS organization_id
+    FROM unnest(${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.invoiceId)}::uuid[],
+                ${rows.map((r) => r.stampKey)}::text[], ${rows.map((r) => r.cancelRequestId ?? null)}::uuid[])
       AS i(kind, invoice_id, stamp_key, cancel_request_id)`;
   const written = await queryRows(
     tx,
@@ -81,7 +85,7 @@ export async function notifyOutbox(db: RawDb, outboxIds: readonly string[]): Pro
   await queryRows(
     db,
     notifyOutboxRow,
-    Prisma.sql`SELECT ${notifyOutboxSql(Prisma.sql`(SELECT unnest(${[...outboxIds]}::uuid[]) AS id)`)} AS notified`,
+    Prisma.sql`SELECT ${notifyOutboxSql(Prisma.sql`(SELECT id, organization_id FROM outbox WHERE id = ANY(${[...outboxIds]}::uuid[]))`)} AS notified`,
   );
 }
 
@@ -161,7 +165,7 @@ export async function republishEnqueuedOutboxRows(db: RawDb, ids: readonly strin
     countRow,
     Prisma.sql`WITH moved AS (
         UPDATE outbox SET status = 'pending', available_at = now(), updated_at = now()
-        WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'enqueued' RETURNING id)
+        WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'enqueued' RETURNING id, organization_id)
       SELECT count(*)::int AS n, ${notifyOutboxSql(Prisma.sql`moved`)} AS notified FROM moved`,
   );
   return row?.n ?? 0;

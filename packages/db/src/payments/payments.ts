@@ -1,7 +1,7 @@
 /** Payments: the set-wise insert that takes the folios, the known ones, and the payment's lock (refunds: refunds.ts). */
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
-import { SerieNotConfiguredError, takeFoliosSql } from '../invoices/folios.ts';
+import { SerieNotConfiguredError, takeFoliosOfSql } from '../invoices/folios.ts';
 import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
@@ -19,6 +19,7 @@ const lockPaymentRow = z.object({
 
 const knownPaymentRow = z.object({
   id: col.uuid,
+  organization_id: col.uuid,
   provider: col.text,
   external_id: col.text,
   ingreso_id: col.uuid.nullable(),
@@ -58,70 +59,78 @@ export interface InsertedPayment {
   folio: number;
 }
 
+/** A payment to insert taking a folio: its organization, and the serie its Ingreso takes the folio of. */
+export type PaymentTakingFolio = NewPayment & { organizationId: string; serie: string };
+
 /**
- * Inserts payments — those already known (same provider + external id, also twice in one batch) are
- * skipped — and, in the same statement, takes one folio of `serie` per new payment, in input order
- * (the counter row is locked only when some payment is new). @returns the new payments.
+ * Inserts payments — those already known (same organization, provider and external id, also twice
+ * in one batch) are skipped — and, in the same statement, takes one folio of each payment's serie
+ * (its organization's) per new payment, in input order (a counter row is locked only when some
+ * payment of it is new). The payments may be of several organizations (a session naming them all).
+ * @returns the new payments.
  * @throws SerieNotConfiguredError
  */
 export async function insertPaymentsTakingFolios(
   tx: RawDb,
-  serie: { organizationId: string; serie: string },
-  payments: readonly NewPayment[],
+  payments: readonly PaymentTakingFolio[],
 ): Promise<InsertedPayment[]> {
-  const rows = await insertPaymentRows(tx, serie, payments);
-  if (rows.some((r) => r.folio === null)) throw new SerieNotConfiguredError(serie.serie);
+  const rows = await insertPaymentRows(tx, payments);
+  const unnumbered = rows.find((r) => r.folio === null);
+  if (unnumbered) throw new SerieNotConfiguredError(payments[unnumbered.index]!.serie);
   return rows.map((r) => ({ ...r, folio: r.folio! }));
 }
 
-/** `insertPaymentsTakingFolios` for payments whose invoice waits (tickets): no folio is taken. */
+/** `insertPaymentsTakingFolios` for payments whose invoice waits (tickets), in the session's organization: no folio is taken. */
 export async function insertPaymentsWithoutFolios(
   tx: RawDb,
   payments: readonly NewPayment[],
 ): Promise<Omit<InsertedPayment, 'folio'>[]> {
-  const rows = await insertPaymentRows(tx, null, payments);
+  const rows = await insertPaymentRows(tx, payments);
   return rows.map(({ id, index }) => ({ id, index }));
 }
 
 async function insertPaymentRows(
   tx: RawDb,
-  serie: { organizationId: string; serie: string } | null,
-  payments: readonly NewPayment[],
+  payments: readonly (NewPayment & { organizationId?: string; serie?: string })[],
 ): Promise<{ id: string; index: number; folio: number | null }[]> {
   if (payments.length === 0) return [];
-  const c = <T>(f: (p: NewPayment) => T): T[] => payments.map(f);
+  const c = <T>(f: (p: NewPayment & { organizationId?: string; serie?: string }) => T): T[] => payments.map(f);
   const rows = await queryRows(
     tx,
     insertPaymentsTakingFoliosRow,
     Prisma.sql`
       WITH input AS (
-        SELECT * FROM unnest(
+        SELECT coalesce(i.given_organization_id, (SELECT timbra_organization_or_sole())) AS organization_id, i.* FROM unnest(
           ${c((p) => p.provider)}::text[], ${c((p) => p.externalId)}::text[], ${c((p) => p.amount)}::numeric[],
           ${c((p) => p.currency)}::text[], ${c((p) => p.occurredAt.toISOString())}::timestamptz[],
           ${c((p) => (p.receptor ? JSON.stringify(p.receptor) : null))}::jsonb[], ${c((p) => p.description ?? null)}::text[],
           ${c((p) => p.clientId ?? null)}::uuid[], ${c((p) => p.formaPago ?? null)}::text[], ${c((p) => p.paymentTerms)}::text[],
           ${c((p) => (p.lines ? JSON.stringify(p.lines) : null))}::jsonb[], ${c((p) => p.customerId ?? null)}::uuid[],
           ${c((p) => p.tipoCambio?.rate ?? null)}::numeric[], ${c((p) => p.tipoCambio?.source ?? null)}::text[],
-          ${c((p) => p.email ?? null)}::text[], ${c((p) => JSON.stringify(p.metadata ?? {}))}::jsonb[]
+          ${c((p) => p.email ?? null)}::text[], ${c((p) => JSON.stringify(p.metadata ?? {}))}::jsonb[],
+          ${c((p) => p.organizationId ?? null)}::uuid[], ${c((p) => p.serie ?? null)}::text[]
         ) WITH ORDINALITY AS i(provider, external_id, amount, currency, occurred_at, receptor, description, client_id, forma_pago,
-                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata, ord)
+                               payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata,
+                               given_organization_id, serie, ord)
       ), payment AS (
-        INSERT INTO payments (id, provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-                              forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata)
-        SELECT timbra_uuid7(), provider, external_id, amount, currency, occurred_at, receptor, description, client_id,
-               forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata
+        INSERT INTO payments (id, organization_id, provider, external_id, amount, currency, occurred_at, receptor, description,
+                              client_id, forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata)
+        SELECT timbra_uuid7(), organization_id, provider, external_id, amount, currency, occurred_at, receptor, description,
+               client_id, forma_pago, payment_terms, lines, customer_id, tipo_cambio, tipo_cambio_source, email, metadata
         FROM input ORDER BY ord
         ON CONFLICT (organization_id, provider, external_id) DO NOTHING
-        RETURNING id, provider, external_id
+        RETURNING id, organization_id, provider, external_id
       ), numbered AS (
         -- A payment named twice in the batch is inserted once: it takes the folio of its first mention.
-        SELECT id, ord, row_number() OVER (ORDER BY ord) AS n
-        FROM (SELECT payment.id, min(input.ord) AS ord FROM payment JOIN input USING (provider, external_id) GROUP BY payment.id) AS firsts
+        SELECT id, organization_id, serie, ord, row_number() OVER (PARTITION BY organization_id, serie ORDER BY ord) AS n
+        FROM (SELECT payment.id, payment.organization_id, min(input.ord) AS ord, (array_agg(input.serie ORDER BY input.ord))[1] AS serie
+              FROM payment JOIN input USING (organization_id, provider, external_id)
+              GROUP BY payment.id, payment.organization_id) AS firsts
       ), counter AS (
-        ${serie ? takeFoliosSql(serie.organizationId, serie.serie, Prisma.sql`SELECT count(*) FROM payment`) : Prisma.sql`SELECT NULL::int AS first_folio`}
+        ${takeFoliosOfSql(Prisma.sql`SELECT organization_id, serie, count(*)::int AS n FROM numbered WHERE serie IS NOT NULL GROUP BY organization_id, serie`)}
       )
       SELECT numbered.id, numbered.ord, (counter.first_folio + numbered.n - 1)::int AS folio
-      FROM numbered LEFT JOIN counter ON true`,
+      FROM numbered LEFT JOIN counter USING (organization_id, serie)`,
   );
   return rows.map((r) => ({ id: r.id, index: r.ord - 1, folio: r.folio }));
 }
@@ -129,6 +138,7 @@ async function insertPaymentRows(
 /** A payment recorded before, as a repeated request or delivery of it is answered. */
 export interface KnownPayment {
   id: string;
+  organizationId: string;
   provider: string;
   externalId: string;
   /** Its Ingreso (the first, when a correction replaced it); null for a ticket. */
@@ -137,27 +147,33 @@ export interface KnownPayment {
   ticket: { id: string; code: string; periodStartsOn: string; invoiceId: string | null } | null;
 }
 
-/** The payments recorded with these (provider, external id) pairs; unknown pairs are left out. */
+/**
+ * The payments recorded with these (provider, external id) pairs, each in its organization when it
+ * names one (else in any the session sees); unknown pairs are left out.
+ */
 export async function knownPayments(
   db: RawDb,
-  keys: readonly { provider: string; externalId: string }[],
+  keys: readonly { provider: string; externalId: string; organizationId?: string }[],
 ): Promise<KnownPayment[]> {
   if (keys.length === 0) return [];
   const rows = await queryRows(
     db,
     knownPaymentRow,
     Prisma.sql`
-      SELECT p.id, p.provider, p.external_id,
+      SELECT p.id, p.organization_id, p.provider, p.external_id,
              (SELECT i.id FROM invoices i WHERE i.payment_id = p.id AND i.kind = 'I' ORDER BY i.id LIMIT 1) AS ingreso_id,
              t.id AS ticket_id, t.code AS ticket_code, t.period_starts_on::text AS ticket_period_starts_on,
              t.invoice_id AS ticket_invoice_id
-      FROM (SELECT DISTINCT * FROM unnest(${keys.map((k) => k.provider)}::text[], ${keys.map((k) => k.externalId)}::text[])
-              AS k(provider, external_id)) AS k
+      FROM (SELECT DISTINCT * FROM unnest(${keys.map((k) => k.provider)}::text[], ${keys.map((k) => k.externalId)}::text[],
+                                          ${keys.map((k) => k.organizationId ?? null)}::uuid[])
+              AS k(provider, external_id, organization_id)) AS k
       JOIN payments p ON p.provider = k.provider AND p.external_id = k.external_id
+                     AND p.organization_id = coalesce(k.organization_id, p.organization_id)
       LEFT JOIN tickets t ON t.payment_id = p.id`,
   );
   return rows.map((r) => ({
     id: r.id,
+    organizationId: r.organization_id,
     provider: r.provider,
     externalId: r.external_id,
     ingresoId: r.ingreso_id,

@@ -6,7 +6,7 @@ import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 import { storableJson, storableText } from '../text.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
-const claimWebhookEventsRow = z.object({ provider: col.text, event_id: col.text });
+const claimWebhookEventsRow = z.object({ ord: col.int });
 
 export interface ReceivedEvent {
   provider: string;
@@ -20,28 +20,39 @@ export interface ReceivedEvent {
 }
 
 /**
- * Inserts events in order; one already recorded (or named twice in the batch) is skipped.
+ * Inserts events in order, each in its organization (`organizationId`; none: the session's); one
+ * already recorded there (or named twice in the batch) is skipped.
  * @returns for each input event, whether this call recorded it (the first delivery claims it).
  */
-export async function claimWebhookEvents(tx: RawDb, events: readonly ReceivedEvent[]): Promise<boolean[]> {
+export async function claimWebhookEvents(
+  tx: RawDb,
+  events: readonly (ReceivedEvent & { organizationId?: string })[],
+): Promise<boolean[]> {
   if (events.length === 0) return [];
-  const inserted = await queryRows(
+  const claimed = await queryRows(
     tx,
     claimWebhookEventsRow,
     Prisma.sql`
-      INSERT INTO webhook_events (id, provider, event_id, type, result, reason, payload)
-      SELECT timbra_uuid7(), provider, event_id, type, result, reason, payload
-      FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => storableText(e.eventId))}::text[],
-                  ${events.map((e) => storableText(e.type))}::text[], ${events.map((e) => e.result)}::text[],
-                  ${events.map((e) => (e.reason === undefined ? null : storableText(e.reason)))}::text[],
-                  ${events.map((e) => storableJson(e.payload))}::jsonb[]) WITH ORDINALITY
-           AS e(provider, event_id, type, result, reason, payload, ord)
-      ORDER BY ord
-      ON CONFLICT (organization_id, provider, event_id) DO NOTHING
-      RETURNING provider, event_id`,
+      WITH input AS (
+        SELECT coalesce(e.given_organization_id, (SELECT timbra_organization_or_sole())) AS organization_id, e.*
+        FROM unnest(${events.map((e) => e.provider)}::text[], ${events.map((e) => storableText(e.eventId))}::text[],
+                    ${events.map((e) => storableText(e.type))}::text[], ${events.map((e) => e.result)}::text[],
+                    ${events.map((e) => (e.reason === undefined ? null : storableText(e.reason)))}::text[],
+                    ${events.map((e) => storableJson(e.payload))}::jsonb[], ${events.map((e) => e.organizationId ?? null)}::uuid[])
+             WITH ORDINALITY AS e(provider, event_id, type, result, reason, payload, given_organization_id, ord)
+      ), inserted AS (
+        INSERT INTO webhook_events (id, organization_id, provider, event_id, type, result, reason, payload)
+        SELECT timbra_uuid7(), organization_id, provider, event_id, type, result, reason, payload
+        FROM input ORDER BY ord
+        ON CONFLICT (organization_id, provider, event_id) DO NOTHING
+        RETURNING organization_id, provider, event_id
+      )
+      -- The first mention of each event inserted claims it.
+      SELECT min(input.ord)::int AS ord FROM inserted JOIN input USING (organization_id, provider, event_id)
+      GROUP BY organization_id, provider, event_id`,
   );
-  const unclaimed = new Set(inserted.map((e) => `${e.provider}\u0000${e.event_id}`));
-  return events.map((e) => unclaimed.delete(`${e.provider}\u0000${storableText(e.eventId)}`));
+  const first = new Set(claimed.map((c) => c.ord - 1));
+  return events.map((_, i) => first.has(i));
 }
 
 export interface WebhookEventFilter {
