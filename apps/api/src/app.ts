@@ -33,7 +33,7 @@ import { deliveryRoutes } from './deliveries/delivery-routes.ts';
 import { eventRoutes } from './deliveries/event-routes.ts';
 import { webhookEndpointRoutes } from './deliveries/webhook-endpoint-routes.ts';
 import type { RecordPaymentDeps } from './payments/record-payment.ts';
-import { webhookIngest } from './provider-webhooks/webhook-ingest.ts';
+import { webhookIngest, type IngestAcross } from './provider-webhooks/webhook-ingest.ts';
 import { mercadoPagoWebhook, type FetchMercadoPagoPayment } from './provider-webhooks/mercadopago-webhook.ts';
 import type Stripe from 'stripe';
 import { stripeWebhook } from './provider-webhooks/stripe-webhook.ts';
@@ -53,6 +53,11 @@ export interface AppDeps {
   lateMarginHours?: number;
   /** Group commit of webhook deliveries (payments, refunds, ignored events). */
   ingest: GroupCommitOptions;
+  /**
+   * Platform mode: every organization's deliveries in the same group commits (main.ts builds one
+   * for the deployment); absent, this app batches its organization's alone (`ingest`'s options).
+   */
+  ingestAcross?: IngestAcross;
   bodyLimit: string;
   rateLimitPerMinute: number;
   /** Failed authentications (bad keys, bad webhook signatures) an address may make a minute (default 30). */
@@ -95,7 +100,7 @@ export function createApp(deps: AppDeps) {
   const app = express();
   // The use cases record payments, refunds and installments with the rate source at hand (TipoCambio).
   const payments: RecordPaymentDeps = { ...deps.payments, rates: deps.rates };
-  const ingest = webhookIngest(deps.prisma, payments, deps.logger, deps.ingest);
+  const ingest = deps.ingestAcross?.for(payments) ?? webhookIngest(deps.prisma, payments, deps.logger, deps.ingest);
   requestPlumbing(app, deps);
   const sale = { prisma: deps.prisma, settings: payments.settings, rates: deps.rates };
   const failures =

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
-import { csdExpiry, csdExpiryWarning, periodicidadFor } from '@timbra/cfdi-core';
+import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { createPrisma } from '@timbra/db';
 import { activeCsd, csdsToWatch } from '@timbra/db/csds';
@@ -21,7 +21,8 @@ import { dashboard } from './operations/dashboard.ts';
 import { createMetrics, listenMetrics } from './http/metrics.ts';
 import { mercadoPagoPayments, stripeApi } from './provider-webhooks/providers.ts';
 import { BanxicoRates } from './payments/exchange-rates.ts';
-import type { RecordPaymentDeps } from './payments/record-payment.ts';
+import { paymentDepsIn } from './payments/payment-deps.ts';
+import { webhookIngestAcross } from './provider-webhooks/webhook-ingest.ts';
 
 // Every fatal error is one JSON line (the configuration's problems too) and a non-zero exit.
 const fatal = (logger: pino.Logger, error: unknown, message: string): never => {
@@ -156,32 +157,12 @@ const defaults: EffectiveSettings = {
   email: {},
   branding: config.INVOICE_COLOR ? { color: config.INVOICE_COLOR } : {},
 };
-const paymentsOf = (
-  organizationId: string,
-  facts: typeof emisor,
-  sealingCsd: typeof csd,
-  settings: EffectiveSettings,
-): RecordPaymentDeps => ({
-  csd: sealingCsd,
-  catalogs: config.catalogs,
-  organizationId,
-  serieIngreso: settings.series.ingreso,
-  serieEgreso: settings.series.egreso,
-  seriePago: settings.series.pago,
-  settings: {
-    emisor: facts,
-    concepto: settings.concepto,
-    ivaTasa: config.IVA_TASA,
-    periodicidad: periodicidadFor(facts.regimenFiscal, settings.publicoGeneral.periodicidad),
-  },
-  ...(settings.publicoGeneral.mode === 'global'
-    ? { global: { maxConceptosPerGlobal: config.GLOBAL_MAX_CONCEPTOS } }
-    : {}),
-});
+const paymentsOf = paymentDepsIn(config);
 const failures = new FailureLimiter({
   perAddress: config.AUTH_FAILURES_PER_MINUTE,
   perPrefix: config.AUTH_FAILURES_PER_PREFIX_PER_MINUTE,
 });
+const ingest = { maxBatch: config.INGEST_BATCH_MAX, maxInFlight: config.INGEST_TRANSACTIONS };
 const home: AppDeps = {
   prisma,
   failures,
@@ -207,7 +188,9 @@ const home: AppDeps = {
   defaultFormaPago: config.DEFAULT_FORMA_PAGO,
   idempotencyTtlHours: config.IDEMPOTENCY_TTL_HOURS,
   lateMarginHours: config.LATE_MARGIN_HOURS,
-  ingest: { maxBatch: config.INGEST_BATCH_MAX, maxInFlight: config.INGEST_TRANSACTIONS },
+  ingest,
+  // Every organization's webhooks share the group commits (payments spread over many batch too).
+  ingestAcross: webhookIngestAcross(clients.across(), logger, ingest),
   bodyLimit: config.BODY_LIMIT,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   authFailuresPerMinute: config.AUTH_FAILURES_PER_MINUTE,

@@ -29,6 +29,7 @@ import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
 import { withConsole } from '../src/console/console-app.ts';
 import { createApp, type AppDeps } from '../src/app.ts';
 import { createPlatform, organizationApis } from '../src/organizations/platform.ts';
+import { webhookIngestAcross } from '../src/provider-webhooks/webhook-ingest.ts';
 import { bootstrap } from '../src/bootstrap.ts';
 import { REDACT } from '../src/http/log-redact.ts';
 import { FailureLimiter } from '../src/http/failure-limiter.ts';
@@ -206,15 +207,17 @@ export async function startApi(
   });
   const payments = paymentsOf(organizationId, emisor, csd, defaults);
   const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
+  const logger = options.logs
+    ? pino(
+        { level: 'info', redact: { paths: REDACT, censor: '[redacted]' } },
+        { write: (line: string) => void options.logs!.push(line) },
+      )
+    : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const ingest = { maxBatch: 32, maxInFlight: 2 };
   const home: AppDeps = {
     prisma,
     redis,
-    logger: options.logs
-      ? pino(
-          { level: 'info', redact: { paths: REDACT, censor: '[redacted]' } },
-          { write: (line: string) => void options.logs!.push(line) },
-        )
-      : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    logger,
     metrics,
     databaseUrl: db.url,
     payments,
@@ -222,7 +225,9 @@ export async function startApi(
     ...(options.rates ? { rates: new BanxicoRates({ url: providerUrl, token: BANXICO_TOKEN }) } : {}),
     defaultFormaPago: '04',
     idempotencyTtlHours: 24,
-    ingest: { maxBatch: 32, maxInFlight: 2 },
+    ingest,
+    // Platform mode, as main builds it: every organization's webhooks in the same group commits.
+    ...(clients ? { ingestAcross: webhookIngestAcross(clients.across(), logger, ingest) } : {}),
     bodyLimit: '64kb',
     rateLimitPerMinute: options.rateLimitPerMinute ?? 100_000,
     authFailuresPerMinute: options.authFailures?.perAddress ?? 100_000,

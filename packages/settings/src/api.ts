@@ -34,7 +34,7 @@ export const API_HTTP = section('Listening, keys and limits', [
       INGEST_BATCH_MAX: z.coerce.number().int().positive().default(32),
       INGEST_TRANSACTIONS: z.coerce.number().int().positive().default(1),
     },
-    'group commit of webhook deliveries: most deliveries in one transaction, and transactions open at once (one serie: more only contend for its lock)',
+    'group commit of webhook deliveries, all organizations together: most deliveries in one transaction, and transactions open at once (one serie: more only contend for its lock)',
   ),
 ]);
 

@@ -7,6 +7,7 @@ import {
   type ValidationIssue,
 } from '@timbra/cfdi-core';
 import type { RawDb } from '@timbra/db';
+import { narrowedTo } from '@timbra/db/organizations';
 import { insertInvoices } from '@timbra/db/invoices';
 import { insertPaymentsTakingFolios, knownPayments, type NewPayment } from '@timbra/db/payments';
 import { assertNotInFuture } from '../domain-errors.ts';
@@ -58,6 +59,9 @@ export interface PaymentToRecord {
   clientId?: string;
 }
 
+/** A payment to record with its organization's dependencies (a batch may hold several organizations'). */
+export type PaymentOf = PaymentToRecord & { deps: RecordPaymentDeps };
+
 /**
  * Writes payments, their Ingresos with gapless folios and frozen CFDIs, and the outbox rows, inside
  * the caller's transaction (so webhook events or an idempotency record commit with them). Set-wise,
@@ -67,16 +71,31 @@ export interface PaymentToRecord {
  *    batch) are found instead, and nothing else is written for them — and, in the same statement,
  *    lock the serie's counter row and take one folio per new payment, in the given order (a
  *    rollback gives the numbers back);
- * 2. freeze each CFDI with Fecha = now (the issue time; the payment's own time stays on the payment); invalid fiscal data leaves that invoice in
- *    `needs_data` with the reasons, and no outbox row;
+ * 2. freeze each CFDI with Fecha = now (the issue time; the payment's own time stays on the
+ *    payment); invalid fiscal data leaves that invoice in `needs_data` with the reasons, no outbox row;
  * 3. insert the invoices and the outbox rows, and NOTIFY the relay (delivered at commit).
  *
  * @returns one result per payment, in order.
  */
-export async function recordPayments(
+export function recordPayments(
   tx: RawDb,
   deps: RecordPaymentDeps,
   payments: readonly PaymentToRecord[],
+): Promise<RecordedPayment[]> {
+  const withDeps = payments.map((p) => ({ ...p, deps }));
+  return recordPaymentsOf(tx, withDeps);
+}
+
+/**
+ * `recordPayments` for payments each with its organization's dependencies (CSD, emisor, series).
+ * `several`: the transaction's session names more than one (`OrganizationClients.across()`): every
+ * row is written in its payment's organization — the set-wise statements name it per row, global
+ * mode's tickets are recorded per organization in the transaction narrowed to it.
+ */
+export async function recordPaymentsOf(
+  tx: RawDb,
+  payments: readonly PaymentOf[],
+  several = false,
 ): Promise<RecordedPayment[]> {
   if (payments.length === 0) return [];
   // Fecha of every Ingreso in this batch: the time it is frozen, once.
@@ -84,29 +103,32 @@ export async function recordPayments(
   for (const { facts } of payments) assertNotInFuture('occurredAt', facts.occurredAt, issuedAt.getTime());
   const results: (RecordedPayment | undefined)[] = payments.map(() => undefined);
   // Global mode: sales to the general public are tickets (no folio, no invoice yet).
-  const ticketIndexes = deps.global
-    ? payments.flatMap((p, i) => (isTicketSale(p.facts, deps.settings) ? [i] : []))
-    : [];
-  if (ticketIndexes.length > 0) await recordTicketSales(tx, deps, payments, ticketIndexes, results, issuedAt);
+  const ticketIndexes = payments.flatMap((p, i) =>
+    p.deps.global && isTicketSale(p.facts, p.deps.settings) ? [i] : [],
+  );
+  for (const organizationId of new Set(ticketIndexes.map((i) => payments[i]!.deps.organizationId))) {
+    const indexes = ticketIndexes.filter((i) => payments[i]!.deps.organizationId === organizationId);
+    const record = () => recordTicketSales(tx, payments, indexes, results, issuedAt);
+    await (several ? narrowedTo(tx, organizationId, record) : record());
+  }
   const invoiceIndexes = payments.flatMap((_, i) => (ticketIndexes.includes(i) ? [] : [i]));
-  await recordInvoicedSales(tx, deps, payments, invoiceIndexes, results, issuedAt);
+  await recordInvoicedSales(tx, payments, invoiceIndexes, results, issuedAt);
   // Payments known before (or twice in this batch): their rows as they are.
   await answerKnownPayments(tx, payments, results);
   return results as RecordedPayment[];
 }
 
-/** The ticket sales of a batch (global mode), recorded: `results` gets each new one's ticket. */
+/** The ticket sales of one organization in a batch (global mode), recorded: `results` gets each new one's ticket. */
 async function recordTicketSales(
   tx: RawDb,
-  deps: RecordPaymentDeps,
-  payments: readonly PaymentToRecord[],
+  payments: readonly PaymentOf[],
   indexes: readonly number[],
   results: (RecordedPayment | undefined)[],
   issuedAt: Date,
 ): Promise<void> {
   const tickets = await recordTickets(
     tx,
-    deps,
+    payments[indexes[0]!]!.deps,
     indexes.map((i) => ({ facts: payments[i]!.facts, payment: newPayment(payments[i]!) })),
     issuedAt,
   );
@@ -116,14 +138,14 @@ async function recordTicketSales(
 }
 
 /**
- * The invoiced sales of a batch: the payments inserted taking their folios (set-wise), each Ingreso
- * built and frozen — or `needs_data` with its problems — and inserted with its outbox row, in folio
- * order. `results` gets each new payment's invoice; a payment known before gets nothing here.
+ * The invoiced sales of a batch: the payments inserted taking their folios (set-wise, each of its
+ * organization's serie), each Ingreso built and frozen with its organization's dependencies — or
+ * `needs_data` with its problems — and inserted with its outbox row, in folio order. `results` gets
+ * each new payment's invoice; a payment known before gets nothing here.
  */
 async function recordInvoicedSales(
   tx: RawDb,
-  deps: RecordPaymentDeps,
-  payments: readonly PaymentToRecord[],
+  payments: readonly PaymentOf[],
   indexes: readonly number[],
   results: (RecordedPayment | undefined)[],
   issuedAt: Date,
@@ -131,13 +153,16 @@ async function recordInvoicedSales(
   const inserted = (
     await insertPaymentsTakingFolios(
       tx,
-      { organizationId: deps.organizationId, serie: deps.serieIngreso },
-      indexes.map((i) => newPayment(payments[i]!)),
+      indexes.map((i) => ({
+        ...newPayment(payments[i]!),
+        organizationId: payments[i]!.deps.organizationId,
+        serie: payments[i]!.deps.serieIngreso,
+      })),
     )
   ).map((p) => ({ ...p, index: indexes[p.index]! }));
 
   const invoices = inserted.map(({ id: paymentId, index, folio }) => {
-    const facts = payments[index]!.facts;
+    const { facts, deps } = payments[index]!;
     const built = buildIngresoRequest(facts, deps.serieIngreso, folio, deps.settings, issuedAt);
     const stampKey = stampKeyFor(deps.settings.emisor.rfc, 'I', ingresoSourceId(facts, deps.settings.emisor));
     const unpayable = [...installmentsProblems(facts), ...(built.problems ?? [])];
@@ -145,16 +170,17 @@ async function recordInvoicedSales(
       unpayable.length > 0 || !built.request
         ? { frozen: undefined, problems: unpayable }
         : tryFreeze(built.request, deps.csd, deps.catalogs);
-    return { index, paymentId, facts, folio, stampKey, frozen, problems };
+    return { index, paymentId, facts, deps, folio, stampKey, frozen, problems };
   });
   invoices.sort((a, b) => a.folio - b.folio);
 
   const ids = await insertInvoices(
     tx,
-    deps.organizationId,
+    null,
     invoices.map((i) => ({
+      organizationId: i.deps.organizationId,
       kind: 'I',
-      serie: deps.serieIngreso,
+      serie: i.deps.serieIngreso,
       folio: i.folio,
       paymentId: i.paymentId,
       stampKey: i.stampKey,
@@ -182,18 +208,24 @@ async function recordInvoicedSales(
 /** The payments of a batch known before (or twice in it): their rows as they are, in `results`. */
 async function answerKnownPayments(
   tx: RawDb,
-  payments: readonly PaymentToRecord[],
+  payments: readonly PaymentOf[],
   results: (RecordedPayment | undefined)[],
 ): Promise<void> {
   const known = payments.flatMap((p, index) => (results[index] ? [] : [{ p, index }]));
   if (known.length === 0) return;
+  const keyOf = (organizationId: string, provider: string, externalId: string) =>
+    `${organizationId.toLowerCase()}\u0000${provider}\u0000${externalId}`;
   const existing = await knownPayments(
     tx,
-    known.map(({ p }) => ({ provider: p.facts.provider, externalId: p.facts.externalId })),
+    known.map(({ p }) => ({
+      provider: p.facts.provider,
+      externalId: p.facts.externalId,
+      organizationId: p.deps.organizationId,
+    })),
   );
-  const byKey = new Map(existing.map((e) => [`${e.provider}\u0000${e.externalId}`, e]));
+  const byKey = new Map(existing.map((e) => [keyOf(e.organizationId, e.provider, e.externalId), e]));
   for (const { p, index } of known) {
-    const found = byKey.get(`${p.facts.provider}\u0000${p.facts.externalId}`);
+    const found = byKey.get(keyOf(p.deps.organizationId, p.facts.provider, p.facts.externalId));
     if (!found) throw new Error('a conflicting payment was not found');
     results[index] = {
       paymentId: found.id,

@@ -2,11 +2,11 @@ import type { Request, Response } from 'express';
 import { MPNotFoundError, WebhookSignatureValidator } from 'mercadopago';
 import type { PaymentResponse } from 'mercadopago/dist/clients/payment/commonTypes.js';
 import { parseAmount } from '@timbra/cfdi-core';
-import { hasUnstorableText, type GroupCommit } from '@timbra/db';
+import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../http/errors.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 import type { Metrics } from '../http/metrics.ts';
-import type { WebhookDelivery } from './record-webhook.ts';
+import type { Ingest, WebhookDelivery } from './record-webhook.ts';
 import { formaPagoOf, mercadoPagoFormaPago, moneyIn } from './money-in.ts';
 import { tipoCambioText } from '../payments/exchange-rates.ts';
 import { prepareSale, type LineInput, type SaleDeps, type SaleDraft } from '../payments/sale.ts';
@@ -17,7 +17,7 @@ export type FetchMercadoPagoPayment = (id: string) => Promise<PaymentResponse>;
 
 export interface MercadoPagoWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
-  ingest: GroupCommit<WebhookDelivery, boolean>;
+  ingest: Ingest;
   /** Undefined when MERCADOPAGO_ACCESS_TOKEN is not set (the webhook is then not configured). */
   fetchPayment: FetchMercadoPagoPayment | undefined;
   secret: string | undefined;

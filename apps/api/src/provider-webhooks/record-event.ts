@@ -1,7 +1,6 @@
-import type { GroupCommit } from '@timbra/db';
 import type { Metrics } from '../http/metrics.ts';
 import { DomainError } from '../domain-errors.ts';
-import type { WebhookDelivery } from './record-webhook.ts';
+import type { Ingest, WebhookDelivery } from './record-webhook.ts';
 
 /**
  * Why a correctly signed event cannot be recorded. Stable codes: they label the metric
@@ -77,7 +76,7 @@ export interface DeliveryOrigin {
  * @returns whether this delivery was the event's first, and its result.
  */
 export async function recordProviderEvent(
-  deps: { ingest: GroupCommit<WebhookDelivery, boolean>; metrics: Metrics },
+  deps: { ingest: Ingest; metrics: Metrics },
   event: ProviderEvent,
   read: () => Promise<Omit<WebhookDelivery, 'event'> & { handled: boolean }>,
   origin: DeliveryOrigin = {},

@@ -1,8 +1,9 @@
 import type { RawDb } from '@timbra/db';
+import { narrowedTo } from '@timbra/db/organizations';
 import { reverseRefund } from '@timbra/db/payments';
 import { claimWebhookEvents, type ReceivedEvent } from '@timbra/db/webhook-events';
 import type { PaymentFacts } from '../payments/build-ingreso.ts';
-import { recordPayments, type RecordedPayment, type RecordPaymentDeps } from '../payments/record-payment.ts';
+import { recordPaymentsOf, type RecordedPayment, type RecordPaymentDeps } from '../payments/record-payment.ts';
 import { recordInstallment, type InstallmentToRecord } from '../refunds-installments/record-installment.ts';
 import { recordRefund, type RecordedRefund, type RefundToRecord } from '../refunds-installments/record-refund.ts';
 import { requestCancellation } from '../invoices/request-cancellation.ts';
@@ -46,6 +47,17 @@ export interface WebhookDelivery {
   requestId?: string;
 }
 
+/** What records a delivery: a group commit (webhook-ingest.ts) answering whether its event was new. */
+export interface Ingest {
+  submit(delivery: WebhookDelivery): Promise<boolean>;
+}
+
+/** A delivery to an organization, with that organization's dependencies. */
+export interface DeliveryTo {
+  deps: RecordPaymentDeps;
+  delivery: WebhookDelivery;
+}
+
 /**
  * Records webhook deliveries set-wise in the caller's transaction: their events (a delivery whose
  * (provider, event id) was seen before — also earlier in the same batch — is a duplicate: nothing
@@ -60,41 +72,71 @@ export interface WebhookDelivery {
  * @throws DomainError payment_not_found_yet when a refund's payment is not known yet, or another of
  *   recordRefund's errors.
  */
-export async function recordDeliveries(
+export function recordDeliveries(
   tx: RawDb,
   deps: RecordPaymentDeps,
   deliveries: readonly WebhookDelivery[],
   hooks: DeliveryHooks = {},
 ): Promise<boolean[]> {
-  const events = deliveries.map((d) => d.event);
+  return recordDeliveriesOf(
+    tx,
+    deliveries.map((delivery) => ({ deps, delivery })),
+    hooks,
+  );
+}
+
+/**
+ * `recordDeliveries` for deliveries to several organizations, in a transaction whose session names
+ * them all (`OrganizationClients.across()`): the events and payments set-wise, each row in its own
+ * organization; a delivery's refunds, installment and reversals in the transaction narrowed to its
+ * organization (rare beside payments, and written by use cases that rely on the session's).
+ */
+export async function recordDeliveriesOf(
+  tx: RawDb,
+  deliveries: readonly DeliveryTo[],
+  hooks: DeliveryHooks = {},
+): Promise<boolean[]> {
+  const several = new Set(deliveries.map((d) => d.deps.organizationId)).size > 1;
+  const events = deliveries.map(({ deps, delivery }) => ({ ...delivery.event, organizationId: deps.organizationId }));
   // The first delivery of an event claims it; a second one (before, or in the same batch) is a duplicate.
   const fresh = await claimWebhookEvents(tx, events);
 
-  const payments = deliveries.flatMap((d, i) =>
-    fresh[i] && d.payment ? [{ facts: d.payment, requestId: d.requestId }] : [],
+  const payments = deliveries.flatMap(({ deps, delivery: d }, i) =>
+    fresh[i] && d.payment ? [{ facts: d.payment, deps, requestId: d.requestId }] : [],
   );
-  const recordedPayments = await recordPayments(tx, deps, payments);
+  const recordedPayments = await recordPaymentsOf(tx, payments, several);
   recordedPayments.forEach((recorded, i) => {
     const { facts, requestId } = payments[i]!;
     if (recorded.problems)
       hooks.onNeedsData?.({ ...recorded, provider: facts.provider, externalId: facts.externalId, requestId });
   });
-  for (const [i, d] of deliveries.entries()) {
-    if (!fresh[i]) continue;
-    for (const { paymentProvider, paymentExternalId, ...refund } of d.refunds ?? []) {
-      const recorded = await recordRefund(tx, deps, {
-        ...refund,
-        payment: { provider: paymentProvider, externalId: paymentExternalId },
-      });
-      hooks.onRefund?.({ ...recorded, requestId: d.requestId });
-    }
-    if (d.installment) await recordInstallment(tx, deps, d.installment);
-    for (const reversal of d.reversals ?? []) {
-      const reversed = await reverseRefundOf(tx, reversal);
-      if (reversed) hooks.onReversal?.({ ...reversed, requestId: d.requestId });
-    }
+  for (const [i, { deps, delivery }] of deliveries.entries()) {
+    if (!fresh[i] || !(delivery.refunds?.length || delivery.installment || delivery.reversals?.length)) continue;
+    const record = () => recordConsequences(tx, deps, delivery, hooks);
+    await (several ? narrowedTo(tx, deps.organizationId, record) : record());
   }
   return fresh;
+}
+
+/** A new delivery's refunds, installment and reversals, recorded in the session's organization. */
+async function recordConsequences(
+  tx: RawDb,
+  deps: RecordPaymentDeps,
+  d: WebhookDelivery,
+  hooks: DeliveryHooks,
+): Promise<void> {
+  for (const { paymentProvider, paymentExternalId, ...refund } of d.refunds ?? []) {
+    const recorded = await recordRefund(tx, deps, {
+      ...refund,
+      payment: { provider: paymentProvider, externalId: paymentExternalId },
+    });
+    hooks.onRefund?.({ ...recorded, requestId: d.requestId });
+  }
+  if (d.installment) await recordInstallment(tx, deps, d.installment);
+  for (const reversal of d.reversals ?? []) {
+    const reversed = await reverseRefundOf(tx, reversal);
+    if (reversed) hooks.onReversal?.({ ...reversed, requestId: d.requestId });
+  }
 }
 
 /**

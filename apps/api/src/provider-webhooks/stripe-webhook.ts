@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import Stripe from 'stripe';
 import { parseMinorUnits } from '@timbra/cfdi-core';
-import { hasUnstorableText, type GroupCommit } from '@timbra/db';
+import { hasUnstorableText } from '@timbra/db';
 import { ApiError } from '../http/errors.ts';
 import { MAX_CLOCK_SKEW_MS } from '../domain-errors.ts';
 import type { FailureLimiter } from '../http/failure-limiter.ts';
 import type { Metrics } from '../http/metrics.ts';
-import type { RefundFacts, WebhookDelivery } from './record-webhook.ts';
+import type { Ingest, RefundFacts, WebhookDelivery } from './record-webhook.ts';
 import { formaPagoOf, moneyIn, stripeFormaPago } from './money-in.ts';
 import { prepareSale, type SaleDeps } from '../payments/sale.ts';
 import { PoisonEvent, recordProviderEvent } from './record-event.ts';
@@ -15,7 +15,7 @@ import { amountOf, chargeOf, fromApi, idOf, stripeSaleDraft, text } from './stri
 
 export interface StripeWebhookDeps {
   /** Where payments are recorded: group commit, one transaction per batch. */
-  ingest: GroupCommit<WebhookDelivery, boolean>;
+  ingest: Ingest;
   secret: string | undefined;
   toleranceSeconds: number;
   /** The clock (tests). */
