@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { APP_ROLE, OrganizationClients } from '../src/organizations/index.ts';
-import { loadStampRows, persistStamps, recordPacCallsInFlight } from '../src/outbox/index.ts';
+import { claimOutboxAcross, loadStampRows, persistStamps, recordPacCallsInFlight } from '../src/outbox/index.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing.ts';
 
 // Statements that work for several organizations at once (migration 20270114000000): a transaction
@@ -183,5 +183,64 @@ describe('the stamper’s statements across organizations (OrganizationClients.a
     const across = clients.across();
     await expect(across.run([`${ids.a}'; SELECT 1; --`], () => Promise.resolve(1))).rejects.toThrow(/their ids/);
     await expect(across.run([], () => Promise.resolve(1))).rejects.toThrow(/their ids/);
+  });
+});
+
+describe('the relay’s claim across organizations (claimOutboxAcross)', () => {
+  /** A pending row of `org`, due `ageSeconds` ago. */
+  async function pending(org: string, ageSeconds: number) {
+    const row = await frozen(org);
+    await owner.query(
+      `UPDATE outbox SET status = 'pending', enqueued_at = NULL, available_at = now() - make_interval(secs => $2)
+       WHERE id = $1`,
+      [row.outboxId, ageSeconds],
+    );
+    return row.outboxId;
+  }
+  const statusOf = async (id: string) =>
+    (await owner.query<{ status: string }>(`SELECT status FROM outbox WHERE id = $1`, [id])).rows[0]!.status;
+
+  it('claims each named organization’s oldest due rows, up to the limit, and none of another’s', async () => {
+    await owner.query(`UPDATE outbox SET status = 'done' WHERE status <> 'done'`);
+    const a = [await pending(ids.a, 30), await pending(ids.a, 20), await pending(ids.a, 10)];
+    const b = [await pending(ids.b, 5)];
+    const c = [await pending(ids.c, 40)];
+    const claimed = await clients
+      .across()
+      .run([ids.a, ids.b], (db) => db.transaction((tx) => claimOutboxAcross(tx, [ids.b, ids.a], 2)));
+    expect(claimed.map((p) => [p.organizationId, p.rows.map((r) => r.id), p.capped])).toEqual([
+      [ids.b, b, false],
+      [ids.a, a.slice(0, 2), false],
+    ]);
+    expect(await Promise.all([...a, ...b, ...c].map(statusOf))).toEqual([
+      'enqueued',
+      'enqueued',
+      'pending',
+      'enqueued',
+      'pending',
+    ]);
+    // C is not named: asking for it claims nothing of it (the session does not see its rows).
+    const none = await clients
+      .across()
+      .run([ids.a, ids.b], (db) => db.transaction((tx) => claimOutboxAcross(tx, [ids.c], 2)));
+    expect(none).toEqual([{ organizationId: ids.c, rows: [], capped: false }]);
+    expect(await statusOf(c[0]!)).toBe('pending');
+  });
+
+  it('keeps each organization within its share of the queue, and says when it is full', async () => {
+    // A has two rows enqueued (above): a share of three leaves it room for one.
+    const a = [await pending(ids.a, 3), await pending(ids.a, 2)];
+    const b = [await pending(ids.b, 3), await pending(ids.b, 2)];
+    const share = { maxEnqueued: 3, windowMs: 60_000 };
+    const claimed = await clients
+      .across()
+      .run([ids.a, ids.b], (db) => db.transaction((tx) => claimOutboxAcross(tx, [ids.a, ids.b], 10, share)));
+    // A: its oldest pending row of before, then one of these is beyond its share.
+    expect(claimed[0]!.rows).toHaveLength(1);
+    expect(claimed[0]!.capped).toBe(true);
+    // B had one enqueued: room for two, both taken; its share is now full.
+    expect(claimed[1]!.rows.map((r) => r.id)).toEqual(b);
+    expect(claimed[1]!.capped).toBe(true);
+    expect(await statusOf(a[1]!)).toBe('pending');
   });
 });

@@ -56,4 +56,4 @@ export {
   type StampJobData,
   type StampJobName,
 } from './queues.ts';
-export { claimOutboxShare, type OutboxShare } from './share.ts';
+export { claimOutboxAcross, claimOutboxShare, type ClaimedOf, type OutboxShare } from './share.ts';

@@ -65,7 +65,13 @@ export async function claimOutboxShare(
       SELECT room.n AS room, u.* FROM room LEFT JOIN updated u ON true`,
   );
   const room = found[0]?.room ?? 0;
-  const rows = found
+  const rows = claimedRows(found);
+  return { rows, capped: room < limit && rows.length >= room };
+}
+
+/** A claim's rows (a row with no id: an organization with nothing claimed), oldest first. */
+function claimedRows(found: readonly z.infer<typeof claimOutboxShareRow>[]): ClaimedOutboxRow[] {
+  return found
     .filter((r) => r.id !== null)
     .sort((a, b) => a.available_at!.getTime() - b.available_at!.getTime())
     .map((r) => ({
@@ -75,5 +81,74 @@ export async function claimOutboxShare(
       version: r.version!,
       serieFolio: r.serie_folio!,
     }));
-  return { rows, capped: room < limit && rows.length >= room };
+}
+
+const claimOutboxAcrossRow = claimOutboxShareRow.extend({ organization_id: col.uuid });
+
+/** One organization's part of a claim across organizations. */
+export interface ClaimedOf {
+  organizationId: string;
+  /** Its rows claimed, oldest first. */
+  rows: ClaimedOutboxRow[];
+  /** Its share of the queue is full and more may be pending (as `claimOutboxShare`'s). */
+  capped: boolean;
+}
+
+/**
+ * `claimOutboxShare` for several organizations in one statement (platform mode's relay: a round of
+ * the organizations with rows pending), in a transaction whose session names them all: each
+ * organization's due rows, oldest first, up to `limit` and — with `share` — within its share of the
+ * queue, marked `enqueued`. FOR UPDATE SKIP LOCKED, as every claim. @returns one part per
+ * organization asked, in the order asked.
+ */
+export async function claimOutboxAcross(
+  tx: RawDb,
+  organizationIds: readonly string[],
+  limit: number,
+  share?: OutboxShare,
+): Promise<ClaimedOf[]> {
+  if (organizationIds.length === 0) return [];
+  const ids = [...new Set(organizationIds.map((id) => id.toLowerCase()))];
+  const found = await queryRows(
+    tx,
+    claimOutboxAcrossRow,
+    Prisma.sql`
+      WITH orgs AS (
+        SELECT unnest(${ids}::uuid[]) AS organization_id
+      ), enqueued AS (
+        SELECT organization_id, count(*)::int AS n FROM outbox
+        WHERE status = 'enqueued' AND organization_id = ANY(${ids}::uuid[])
+          AND enqueued_at > now() - make_interval(secs => ${(share?.windowMs ?? 0) / 1000}::float8)
+        GROUP BY organization_id
+      ), room AS (
+        ${
+          share
+            ? Prisma.sql`SELECT orgs.organization_id, GREATEST(0, ${share.maxEnqueued}::int - coalesce(enqueued.n, 0))::int AS n
+                         FROM orgs LEFT JOIN enqueued USING (organization_id)`
+            : Prisma.sql`SELECT organization_id, ${limit}::int AS n FROM orgs`
+        }
+      ), claimed AS (
+        SELECT c.* FROM room CROSS JOIN LATERAL (
+          SELECT id, available_at, organization_id FROM outbox
+          WHERE organization_id = room.organization_id AND status = 'pending' AND available_at <= now()
+          ORDER BY available_at
+          LIMIT LEAST(${limit}::int, room.n)
+          FOR UPDATE SKIP LOCKED) AS c
+      ), updated AS (
+        UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
+        FROM claimed c, invoices i
+        WHERE o.id = c.id AND o.organization_id = c.organization_id
+          AND i.id = o.invoice_id AND i.organization_id = o.organization_id
+        RETURNING o.organization_id, o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio,
+                  c.available_at
+      )
+      SELECT room.organization_id, room.n AS room, u.id, u.stamp_key, u.kind, u.version, u.serie_folio, u.available_at
+      FROM room LEFT JOIN updated u USING (organization_id)`,
+  );
+  return ids.map((organizationId) => {
+    const mine = found.filter((r) => r.organization_id === organizationId);
+    const room = mine[0]?.room ?? 0;
+    const rows = claimedRows(mine);
+    return { organizationId, rows, capped: share !== undefined && room < limit && rows.length >= room };
+  });
 }
