@@ -154,6 +154,8 @@ async function run(
         ids: () => organizationIds(clients.unscoped),
         pending: () => pendingOrganizations(clients.unscoped),
       },
+      // As main.ts: the stamp writes and the relay's claims shared by the organizations.
+      across: clients.across(),
     },
     { autorun: false },
   );

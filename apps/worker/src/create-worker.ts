@@ -2,6 +2,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
+import type { SeveralOrganizations } from '@timbra/db/organizations';
 import { parseStampJob, type OutboxShare } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
@@ -14,7 +15,8 @@ import {
   type StampJobData,
 } from './stamping/jobs.ts';
 import type { AttemptRecord, PacChain } from './stamping/pac-chain.ts';
-import type { StampWritesAcross } from './stamping/stamp-writes.ts';
+import { stampWritesAcross } from './stamping/stamp-writes.ts';
+import { RelayAcross } from './stamping/relay.ts';
 import type { CsdCredentials } from './invoices/cancel-processor.ts';
 import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
 import { AcrossOrganizations, type EachOrganization, type OrganizationVisit } from './organizations/across.ts';
@@ -51,10 +53,11 @@ export interface WorkerDeps {
   /** How often the SAT is asked while a cancellation is in process. Default 5 s doubling to 1 h. */
   cancelPoll?: { baseMs: number; maxMs: number };
   /**
-   * Every organization's stamp writes in shared batches (platform mode: `stampWritesAcross`); absent,
-   * each organization's parts batch their own on their client.
+   * Platform mode: statements for several organizations at once (`OrganizationClients.across()`):
+   * every organization's stamp writes in shared batches (`stampWritesAcross`) and the relay's rounds
+   * in shared claims (`RelayAcross`). Absent, each organization's parts batch and claim their own.
    */
-  stampWritesAcross?: StampWritesAcross;
+  across?: SeveralOrganizations;
   /**
    * Platform mode: the organization `prisma` works for (the home one), and how the others' clients
    * and CSDs are opened, for their jobs and rows (organizations/across.ts). Absent: the home
@@ -89,19 +92,30 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
   for (const q of [queue, dlq])
     q.on('error', bullmqErrorListener(deps.logger, 'queue error', 'warn', { queue: q.name }));
-  const home = organizationParts(deps, queue, dlq);
+  const writesAcross = deps.across ? stampWritesAcross(deps.across) : undefined;
+  const relayAcross = deps.across
+    ? new RelayAcross({ ...deps, across: deps.across, queue, batchSize: deps.relayBatchSize, share: deps.relayShare })
+    : undefined;
+  const home = organizationParts(deps, queue, dlq, undefined, writesAcross);
   const across = deps.organizations
     ? new AcrossOrganizations({
         home: { id: deps.organizations.home, parts: home },
         build: async (id) => {
           // Its own client and CSD only: never the home organization's.
           const { csd: _csd, csdCredentials: _credentials, ...shared } = deps;
-          return organizationParts({ ...shared, ...(await deps.organizations!.open(id)) }, queue, dlq, id);
+          return organizationParts(
+            { ...shared, ...(await deps.organizations!.open(id)) },
+            queue,
+            dlq,
+            id,
+            writesAcross,
+          );
         },
         ids: deps.organizations.ids,
         pending: deps.organizations.pending,
         ...(deps.organizations.refreshMs !== undefined ? { refreshMs: deps.organizations.refreshMs } : {}),
         batchSize: deps.relayBatchSize,
+        ...(relayAcross ? { relayAcross: (ids: string[]) => relayAcross.drainOnce(ids) } : {}),
         logger: deps.logger,
       })
     : undefined;

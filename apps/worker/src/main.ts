@@ -22,7 +22,6 @@ import { createHealth, listenHealth, waitFor, type Readiness } from './operation
 import { createWorkerMetrics } from './operations/metrics.ts';
 import { PacChain } from './stamping/pac-chain.ts';
 import { runRelay } from './stamping/relay.ts';
-import { stampWritesAcross } from './stamping/stamp-writes.ts';
 import { runSweeper } from './stamping/sweeper.ts';
 import { runRetention } from './operations/retention.ts';
 import { startSatSchedule } from './operations/sat-schedule.ts';
@@ -177,7 +176,7 @@ const w = createWorker(
       corrections: (lateBefore) => correctionOrganizations(orgClients.unscoped, lateBefore),
     },
     cancelPoll: { baseMs: config.CANCEL_POLL_BASE_MS, maxMs: config.CANCEL_POLL_MAX_MS },
-    stampWritesAcross: stampWritesAcross(orgClients.across()), // every organization's stamps, shared batches
+    across: orgClients.across(), // every organization's stamp writes and relay claims, shared statements
     corrections: {
       inFlightGraceMs: config.PROOF_IN_FLIGHT_GRACE_MS,
       retry: { baseMs: config.CORRECTION_RETRY_BASE_MS, maxMs: config.CORRECTION_RETRY_MAX_MS },

@@ -24,7 +24,6 @@ import { pruneEveryOrganization } from '../src/operations/retention.ts';
 import { createWorkerMetrics } from '../src/operations/metrics.ts';
 import { PacChain } from '../src/stamping/pac-chain.ts';
 import { runRelay } from '../src/stamping/relay.ts';
-import { stampWritesAcross } from '../src/stamping/stamp-writes.ts';
 import { DeliveriesAcross } from '../src/organizations/deliveries-across.ts';
 import {
   eventually,
@@ -104,8 +103,8 @@ const platformWorker = (overrides: Parameters<typeof testWorker>[1] = {}) =>
         ids: () => organizationIds(clients.unscoped),
         pending: () => pendingOrganizations(clients.unscoped),
       },
-      // As main.ts: every organization's stamps in shared batches.
-      stampWritesAcross: stampWritesAcross(clients.across()),
+      // As main.ts: every organization's stamp writes and relay claims in shared statements.
+      across: clients.across(),
       ...overrides,
     },
     { autorun: false },
@@ -137,7 +136,7 @@ describe('one worker for every organization', () => {
           ids: () => organizationIds(clients.unscoped),
           pending: () => pendingOrganizations(clients.unscoped),
         },
-        stampWritesAcross: stampWritesAcross(clients.across()),
+        across: clients.across(),
       },
       { autorun: false },
     );
@@ -146,8 +145,9 @@ describe('one worker for every organization', () => {
       expect(await pendingOrganizations(clients.unscoped)).toEqual([]);
       // The other organization's jobs name it; the home organization's name none.
       const jobs = await w.queue.getJobs(['waiting']);
-      const named = jobs.map((j) => (j.data as { org?: string }).org ?? 'home').sort();
-      expect(named).toEqual(['home', 'home', ORGS.other.id, ORGS.other.id, ORGS.other.id].sort());
+      // One claim for both organizations; each job names its own (the home one's too).
+      const named = jobs.map((j) => (j.data as { org?: string }).org).sort();
+      expect(named).toEqual([ORGS.home.id, ORGS.home.id, ORGS.other.id, ORGS.other.id, ORGS.other.id].sort());
 
       void w.worker.run();
       const stamped = async (org: Org, ids: string[]) =>

@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import type { Csd } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
+import type { RelayedOf } from '../stamping/relay.ts';
 
 /** What a background duty is given of one organization: its id, its client and its CSD. */
 export interface OrganizationVisit {
@@ -47,6 +48,11 @@ export interface Organizations<P extends OrganizationParts> {
   /** The relay's batch: an organization whose batch came back full has more. */
   batchSize: number;
   /**
+   * Platform mode's shared claim (`RelayAcross.drainOnce`): a round of several organizations in one
+   * transaction. Absent: each organization's own relay, one after another.
+   */
+  relayAcross?: (organizationIds: string[]) => Promise<RelayedOf[]>;
+  /**
    * How long an organization's parts are kept before they are built again with its CSD as stored
    * then (a renewal reaches the worker as it reaches the API). Default 5 minutes.
    */
@@ -58,6 +64,9 @@ export interface Organizations<P extends OrganizationParts> {
   retryFailedMs?: number;
   logger: Logger;
 }
+
+/** Organizations in one transaction of the shared relay claim (a batch each at most). */
+const ACROSS_ROUND = 64;
 
 /** An organization whose last build failed, not yet tried again: its work waits, already logged. */
 export class BuildFailedRecently extends Error {
@@ -111,25 +120,60 @@ export class AcrossOrganizations<P extends OrganizationParts> {
     let total = 0;
     let capped = false;
     let due = named ? [...named] : await this.organizations.pending();
+    const { batchSize, relayAcross } = this.organizations;
     while (due.length > 0) {
+      const rounds = relayAcross ? await this.roundsAcross(due, relayAcross) : this.roundsEach(due);
       const more: string[] = [];
-      for (const id of due) {
-        try {
-          const { relay } = await this.partsOf(id);
-          const n = await relay.drainOnce();
-          total += n;
-          if (n >= this.organizations.batchSize) more.push(id);
-          else capped ||= relay.capped;
-        } catch (error) {
-          // One organization that cannot be relayed does not stop the others.
-          logFailure(this.organizations.logger, error, id, 'relay round');
-        }
+      for await (const round of rounds) {
+        total += round.published;
+        if (round.published >= batchSize) more.push(round.organizationId);
+        else capped ||= round.capped;
       }
       due = more;
     }
     // A round of some organizations leaves another's full share as it was: a round of all says.
     this.capped = named ? this.capped || capped : capped;
     return total;
+  }
+
+  /** A round of each organization's own relay, one after another. */
+  private async *roundsEach(due: readonly string[]): AsyncGenerator<RelayedOf> {
+    for (const id of due) {
+      try {
+        const { relay } = await this.partsOf(id);
+        const published = await relay.drainOnce();
+        yield { organizationId: id, published, capped: relay.capped };
+      } catch (error) {
+        // One organization that cannot be relayed does not stop the others.
+        logFailure(this.organizations.logger, error, id, 'relay round');
+      }
+    }
+  }
+
+  /**
+   * Rounds of the shared claim, `ACROSS_ROUND` organizations a transaction; only organizations
+   * whose parts build (a CSD) are claimed for: another's rows wait, as its own relay's would.
+   */
+  private async roundsAcross(
+    due: readonly string[],
+    relayAcross: (organizationIds: string[]) => Promise<RelayedOf[]>,
+  ): Promise<RelayedOf[]> {
+    const ready: string[] = [];
+    for (const id of due)
+      await this.partsOf(id).then(
+        () => ready.push(id),
+        (error: unknown) => logFailure(this.organizations.logger, error, id, 'relay round'),
+      );
+    const rounds: RelayedOf[] = [];
+    for (let i = 0; i < ready.length; i += ACROSS_ROUND) {
+      const some = ready.slice(i, i + ACROSS_ROUND);
+      try {
+        rounds.push(...(await relayAcross(some)));
+      } catch (error) {
+        this.organizations.logger.error({ err: error, organizations: some }, 'relay round failed for organizations');
+      }
+    }
+    return rounds;
   }
 
   /** One sweep of every organization; returns what they put back. */

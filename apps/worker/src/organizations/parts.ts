@@ -14,7 +14,7 @@ import { freezeDependents, freezeOverdueDependents } from '../invoices/freeze-de
 import type { DeadLetterData, StampJobData } from '../stamping/jobs.ts';
 import { Relay } from '../stamping/relay.ts';
 import { createStampProcessor } from '../stamping/stamp-processor.ts';
-import { stampWrites } from '../stamping/stamp-writes.ts';
+import { stampWrites, type StampWritesAcross } from '../stamping/stamp-writes.ts';
 import { Sweeper } from '../stamping/sweeper.ts';
 import type { AcrossOrganizations } from './across.ts';
 
@@ -24,6 +24,7 @@ export function organizationParts(
   queue: Queue<StampJobData>,
   dlq: Queue<DeadLetterData>,
   organizationId?: string,
+  writesAcross?: StampWritesAcross,
 ) {
   const { prisma, csd } = deps;
   const org = organizationId ? { organizationId } : {};
@@ -38,7 +39,7 @@ export function organizationParts(
   });
   const stamp = createStampProcessor({
     prisma,
-    writes: writesOf(deps, organizationId),
+    writes: writesOf(deps, organizationId, writesAcross),
     chain: deps.chain,
     dlq,
     logger: deps.logger,
@@ -73,9 +74,9 @@ export function organizationParts(
 }
 
 /** Its stamp writes: its share of the deployment's batches in platform mode, else its own. */
-function writesOf(deps: WorkerDeps, organizationId: string | undefined) {
+function writesOf(deps: WorkerDeps, organizationId: string | undefined, across: StampWritesAcross | undefined) {
   const id = organizationId ?? deps.organizations?.home;
-  return deps.stampWritesAcross && id ? deps.stampWritesAcross.for(id) : stampWrites(deps.prisma);
+  return across && id ? across.for(id) : stampWrites(deps.prisma);
 }
 
 /** One organization's parts: its client, CSD, relay, processors, sweeper and corrections. */

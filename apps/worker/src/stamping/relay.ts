@@ -1,7 +1,16 @@
 import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import { leanDb, type PrismaClient } from '@timbra/db';
-import { claimOutboxBatch, claimOutboxShare, JOBS, jobIdFor, type OutboxShare } from '@timbra/db/outbox';
+import type { SeveralOrganizations } from '@timbra/db/organizations';
+import {
+  claimOutboxAcross,
+  claimOutboxBatch,
+  claimOutboxShare,
+  JOBS,
+  jobIdFor,
+  type ClaimedOutboxRow,
+  type OutboxShare,
+} from '@timbra/db/outbox';
 import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
@@ -43,20 +52,7 @@ export class Relay {
       if (share) ({ rows, capped: this.capped } = await claimOutboxShare(tx, this.deps.batchSize, share));
       else rows = await claimOutboxBatch(tx, this.deps.batchSize);
       if (rows.length === 0) return 0;
-      await this.deps.queue.addBulk(
-        rows.map((r) => ({
-          // `stamp` or `cancel` (JOBS in @timbra/db): the worker dispatches on it.
-          name: JOBS[r.kind].name,
-          data: {
-            v: JOBS[r.kind].version,
-            outboxId: r.id,
-            stampKey: r.stampKey,
-            serieFolio: r.serieFolio,
-            ...(this.deps.organizationId ? { org: this.deps.organizationId } : {}),
-          },
-          opts: stampJobOptions(this.deps.retry, jobIdFor(r.stampKey, r.version)),
-        })),
-      );
+      await this.deps.queue.addBulk(rows.map((r) => jobOf(r, this.deps.retry, this.deps.organizationId)));
       return rows.length;
     });
   }
@@ -74,6 +70,59 @@ export class Relay {
       total += n;
       if (n < this.deps.batchSize) return total;
     }
+  }
+}
+
+/** A claimed row's job: `stamp` or `cancel` (JOBS in @timbra/db), the worker dispatches on it. */
+function jobOf(r: ClaimedOutboxRow, retry: RetryPolicy, organizationId: string | undefined) {
+  return {
+    name: JOBS[r.kind].name,
+    data: {
+      v: JOBS[r.kind].version,
+      outboxId: r.id,
+      stampKey: r.stampKey,
+      serieFolio: r.serieFolio,
+      ...(organizationId ? { org: organizationId } : {}),
+    },
+    opts: stampJobOptions(retry, jobIdFor(r.stampKey, r.version)),
+  };
+}
+
+export interface RelayAcrossDeps extends Omit<RelayDeps, 'prisma' | 'organizationId'> {
+  across: SeveralOrganizations;
+}
+
+/** What a round across organizations did for one of them. */
+export interface RelayedOf {
+  organizationId: string;
+  published: number;
+  /** Its share of the queue is full and more may be pending. */
+  capped: boolean;
+}
+
+/**
+ * Platform mode's relay round for several organizations at once: one claim-publish-commit, as
+ * `Relay.drainOnce`, on a transaction naming them all (`claimOutboxAcross`: each one's due rows
+ * within its share). Spread over many organizations, a round an organization published one row.
+ * The jobs go to the queue taking each organization's first row, then each one's second, and so
+ * on: one organization's batch does not go in front of another's single row.
+ */
+export class RelayAcross {
+  constructor(private readonly deps: RelayAcrossDeps) {}
+
+  drainOnce(organizationIds: readonly string[]): Promise<RelayedOf[]> {
+    const { batchSize, share, retry } = this.deps;
+    return this.deps.across.run(organizationIds, (db) =>
+      db.transaction(async (tx) => {
+        const claimed = await claimOutboxAcross(tx, organizationIds, batchSize, share);
+        const jobs = [];
+        for (let i = 0; i < batchSize; i++)
+          for (const { organizationId, rows } of claimed)
+            if (rows[i]) jobs.push(jobOf(rows[i]!, retry, organizationId));
+        if (jobs.length > 0) await this.deps.queue.addBulk(jobs);
+        return claimed.map((c) => ({ organizationId: c.organizationId, published: c.rows.length, capped: c.capped }));
+      }),
+    );
   }
 }
 
