@@ -17,7 +17,16 @@ import type { RawDb } from './sql.ts';
 /** A raw-statement runner with transactions of its own. */
 export interface LeanDb extends RawDb {
   /** `fn`'s statements in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
-  transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: RawDb) => Promise<T>, options?: LeanTransactionOptions): Promise<T>;
+}
+
+export interface LeanTransactionOptions {
+  /**
+   * Each statement planned once per connection (`plan_cache_mode = force_generic_plan` for this
+   * transaction, set in its first message), as `plannedOnce` does outside transactions: for a
+   * statement Postgres would plan afresh at each execution though its generic plan does.
+   */
+  planOnce?: boolean;
 }
 
 /**
@@ -175,10 +184,11 @@ export function leanDbOver(
   const begin = `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(limits.statementTimeoutMs)}`;
   return {
     ...runner(pool, plannedOnceSessions),
-    async transaction<T>(fn: (tx: RawDb) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: RawDb) => Promise<T>, options: LeanTransactionOptions = {}): Promise<T> {
       const { client, setLocal } = await connect(pool, limits.maxWaitMs);
       try {
-        await client.query(setLocal ? `${begin}; ${setLocal}` : begin);
+        const planOnce = options.planOnce ? 'SET LOCAL plan_cache_mode = force_generic_plan' : '';
+        await client.query([begin, planOnce, setLocal].filter((s) => s !== '').join('; '));
         const result = await fn(runner(client));
         await client.query('COMMIT');
         client.release();

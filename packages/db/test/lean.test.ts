@@ -293,4 +293,28 @@ describe('the lean runner', () => {
     for (let i = 0; i < 40 && !(await gone()); i++) await new Promise((r) => setTimeout(r, 50));
     expect(await gone()).toBe(true);
   });
+
+  it('plans a transaction’s statements once when asked (planOnce), that transaction only', async () => {
+    const lean = leanDbOver(heardForLife(new pg.Pool({ connectionString: db.url, max: 1 })));
+    const mode = Prisma.sql`SELECT current_setting('plan_cache_mode') AS mode`;
+    const modeRow = z.object({ mode: z.string() });
+    const probe = (k: string) => Prisma.sql`SELECT n FROM lean_probe WHERE k = ${k}`;
+    const inside = await lean.transaction(
+      async (tx) => {
+        for (const k of ['a', 'b', 'c', 'd', 'e', 'f', 'g']) await tx.$queryRaw(probe(k));
+        return (await queryRows(tx, modeRow, mode))[0]!.mode;
+      },
+      { planOnce: true },
+    );
+    // The same connection (a pool of one) after it: back to Postgres's own choice.
+    const after = (await lean.transaction((tx) => queryRows(tx, modeRow, mode)))[0]!.mode;
+    expect([inside, after]).toEqual(['force_generic_plan', 'auto']);
+    const [plans] = await queryRows(
+      lean,
+      z.object({ generic_plans: col.bigint, custom_plans: col.bigint }),
+      Prisma.sql`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM lean_probe WHERE k = $1%'`,
+    );
+    // Seven executions, one plan: the generic one, made once (without planOnce, the first five are custom).
+    expect(plans).toEqual({ generic_plans: 1, custom_plans: 0 });
+  });
 });
