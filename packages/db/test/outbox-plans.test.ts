@@ -6,7 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type pg from 'pg';
-import { staleEnqueuedOutboxRows } from '../src/outbox/index.ts';
+import type { Prisma } from '../src/generated/client.ts';
+import { claimOutboxAcross, staleEnqueuedOutboxRows } from '../src/outbox/index.ts';
+import type { RawDb } from '../src/sql.ts';
 import { databaseWithEmisor, TEST_EMISOR_ID } from '../src/testing.ts';
 
 let t: Awaited<ReturnType<typeof databaseWithEmisor>>;
@@ -104,5 +106,30 @@ describe("the sweeper's stale-rows query", () => {
     ]);
     expect(stale[0]).toMatchObject({ version: 1 });
     expect(stale[0]!.id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('the relay’s claim across organizations, planned once', () => {
+  it('updates the claimed rows by their key, never reading the whole outbox', async () => {
+    const sql = t.sql;
+    await rowsOf(sql, 'R', 3000, 'done');
+    await rowsOf(sql, 'Q', 40, 'pending');
+    await sql.query('VACUUM ANALYZE outbox');
+    // The statement on the owner's session, as the relay's rounds run it: a generic plan.
+    const raw: RawDb = {
+      $queryRaw: async <T = unknown>(q: Prisma.Sql) => (await sql.query(q.text, q.values)).rows as T,
+      $executeRaw: async (q: Prisma.Sql) => (await sql.query(q.text, q.values)).rowCount ?? 0,
+    };
+    await sql.query('BEGIN');
+    try {
+      await sql.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const plans = await plansOf(sql, () => claimOutboxAcross(raw, [TEST_EMISOR_ID], 8));
+      const claim = plans.find((p) => p.includes('Update on outbox'));
+      expect(claim).toBeDefined();
+      expect(claim).toContain('Index Scan using outbox_pkey on outbox o');
+      expect(claim).not.toMatch(/Seq Scan on outbox/);
+    } finally {
+      await sql.query('ROLLBACK');
+    }
   });
 });

@@ -129,18 +129,20 @@ export async function claimOutboxAcross(
         }
       ), claimed AS (
         SELECT c.* FROM room CROSS JOIN LATERAL (
-          SELECT id, available_at, organization_id FROM outbox
+          SELECT id FROM outbox
           WHERE organization_id = room.organization_id AND status = 'pending' AND available_at <= now()
           ORDER BY available_at
           LIMIT LEAST(${limit}::int, room.n)
           FOR UPDATE SKIP LOCKED) AS c
       ), updated AS (
+        -- The claimed rows by their key (an index probe each): joined to the CTE, Postgres, which
+        -- cannot tell how many rows the lateral claim returns, read the whole outbox into a hash.
         UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
-        FROM claimed c, invoices i
-        WHERE o.id = c.id AND o.organization_id = c.organization_id
+        FROM invoices i
+        WHERE o.id = ANY (ARRAY(SELECT id FROM claimed)) AND o.organization_id = ANY(${ids}::uuid[])
           AND i.id = o.invoice_id AND i.organization_id = o.organization_id
         RETURNING o.organization_id, o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio,
-                  c.available_at
+                  o.available_at
       )
       SELECT room.organization_id, room.n AS room, u.id, u.stamp_key, u.kind, u.version, u.serie_folio, u.available_at
       FROM room LEFT JOIN updated u USING (organization_id)`,
