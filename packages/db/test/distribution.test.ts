@@ -38,6 +38,11 @@ interface Key {
   name: string;
   columns: string[];
   primary: boolean;
+  /** Its columns that may be NULL. */
+  nullable: string[];
+  /** Its WHERE, as Postgres prints it; null for a whole-table index. */
+  predicate: string | null;
+  nullsNotDistinct: boolean;
 }
 interface ForeignKey {
   table: string;
@@ -73,7 +78,11 @@ beforeAll(async () => {
   keys = (
     await sql.query<Key>(
       `SELECT t.relname AS table, x.relname AS name, i.indisprimary AS primary,
-              ${cols.replace('%s', 'i.indkey::int2[]').replace('%s', 'i.indrelid')} AS columns
+              ${cols.replace('%s', 'i.indkey::int2[]').replace('%s', 'i.indrelid')} AS columns,
+              ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) AS k(n)
+                    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n
+                    WHERE NOT a.attnotnull ORDER BY a.attname) AS nullable,
+              pg_get_expr(i.indpred, i.indrelid) AS predicate, i.indnullsnotdistinct AS "nullsNotDistinct"
        FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class x ON x.oid = i.indexrelid
        WHERE t.relnamespace = 'public'::regnamespace AND i.indisunique`,
     )
@@ -126,6 +135,31 @@ describe('the schema, distributed by organization (deploy/citus/distribute.sql)'
     expect(without).toEqual([]);
     const primaries = keys.filter((k) => k.primary && plan.distributed.includes(k.table)).map((k) => k.table);
     expect(primaries.sort()).toEqual([...plan.distributed].sort());
+  });
+
+  it('leaves NULLs out of every unique index over a column that may be NULL', async () => {
+    // NULLs never conflict, so indexing them only costs: each write leaving the column NULL would
+    // enter it, and each non-HOT update again (an Ingreso's refund_id, its uuid until stamped).
+    const nullable = keys.filter((k) => k.nullable.length > 0);
+    expect(nullable.map((k) => k.name)).toEqual(expect.arrayContaining(['invoices_refund_id_key', 'invoices_uuid_key']));
+    // A delivery's channel says which of its targets it has (CHECK deliveries_target), and these
+    // two hold one channel's rows only: no NULL enters them.
+    const byChannel = ['deliveries_once_email', 'deliveries_once_webhook'];
+    const target = await sql.query<{ def: string }>(
+      `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'deliveries_target'`,
+    );
+    expect(target.rows[0]?.def).toContain("(channel = 'webhook'::text) = (endpoint_id IS NOT NULL)");
+    expect(target.rows[0]?.def).toContain("(channel = 'email'::text) = (recipient IS NOT NULL)");
+    const channelOnly = nullable.filter((k) => byChannel.includes(k.name)).sort((a, b) => a.name.localeCompare(b.name));
+    expect(channelOnly.map((k) => k.predicate)).toEqual([
+      expect.stringContaining("channel = 'email'"),
+      expect.stringContaining("channel = 'webhook'"),
+    ]);
+    const indexingNulls = nullable
+      .filter((k) => !k.nullsNotDistinct && !byChannel.includes(k.name))
+      .filter((k) => k.nullable.some((c) => !new RegExp(`\\(${c} IS NOT NULL\\)`).test(k.predicate ?? '')))
+      .map((k) => `${k.name}(${k.nullable.join(', ')}) WHERE ${k.predicate ?? '-'}`);
+    expect(indexingNulls).toEqual([]);
   });
 
   it('joins every foreign key between distributed tables on organization_id, and never sets it null', () => {

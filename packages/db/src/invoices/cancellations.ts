@@ -45,7 +45,7 @@ export async function insertCancelRequest(
         INSERT INTO cancel_requests (id, invoice_id, motivo, folio_sustitucion, duplicate_uuid)
         VALUES (timbra_uuid7(), ${request.invoiceId}::uuid, ${request.motivo}, ${request.folioSustitucion ?? null},
                 ${request.duplicateUuid ?? null})
-        ON CONFLICT (duplicate_uuid, organization_id) DO NOTHING
+        ON CONFLICT (duplicate_uuid, organization_id) WHERE duplicate_uuid IS NOT NULL DO NOTHING
         RETURNING id
       ), outbox AS (
         ${outboxInsertSql(Prisma.sql`
