@@ -97,28 +97,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     ? new RelayAcross({ ...deps, across: deps.across, queue, batchSize: deps.relayBatchSize, share: deps.relayShare })
     : undefined;
   const home = organizationParts(deps, queue, dlq, undefined, writesAcross);
-  const across = deps.organizations
-    ? new AcrossOrganizations({
-        home: { id: deps.organizations.home, parts: home },
-        build: async (id) => {
-          // Its own client and CSD only: never the home organization's.
-          const { csd: _csd, csdCredentials: _credentials, ...shared } = deps;
-          return organizationParts(
-            { ...shared, ...(await deps.organizations!.open(id)) },
-            queue,
-            dlq,
-            id,
-            writesAcross,
-          );
-        },
-        ids: deps.organizations.ids,
-        pending: deps.organizations.pending,
-        ...(deps.organizations.refreshMs !== undefined ? { refreshMs: deps.organizations.refreshMs } : {}),
-        batchSize: deps.relayBatchSize,
-        ...(relayAcross ? { relayAcross: (ids: string[]) => relayAcross.drainOnce(ids) } : {}),
-        logger: deps.logger,
-      })
-    : undefined;
+  const across = acrossOrganizationsOf(deps, queue, dlq, home, writesAcross, relayAcross);
   const partsOf = (organization: string | undefined) => (across ? across.partsOf(organization) : Promise.resolve(home));
   const visit = (parts: OrganizationPartsOf, organizationId: string): OrganizationVisit => ({
     organizationId,
@@ -171,6 +150,36 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
       await dlq.close();
     },
   };
+}
+
+/**
+ * Platform mode's organizations, the home one's parts first and each other's built when first
+ * needed; undefined for a worker of one organization.
+ */
+function acrossOrganizationsOf(
+  deps: WorkerDeps,
+  queue: Queue<StampJobData>,
+  dlq: Queue<DeadLetterData>,
+  home: OrganizationPartsOf,
+  writesAcross: ReturnType<typeof stampWritesAcross> | undefined,
+  relayAcross: RelayAcross | undefined,
+): AcrossOrganizations<OrganizationPartsOf> | undefined {
+  const organizations = deps.organizations;
+  if (!organizations) return undefined;
+  return new AcrossOrganizations({
+    home: { id: organizations.home, parts: home },
+    build: async (id) => {
+      // Its own client and CSD only: never the home organization's.
+      const { csd: _csd, csdCredentials: _credentials, ...shared } = deps;
+      return organizationParts({ ...shared, ...(await organizations.open(id)) }, queue, dlq, id, writesAcross);
+    },
+    ids: organizations.ids,
+    pending: organizations.pending,
+    ...(organizations.refreshMs !== undefined ? { refreshMs: organizations.refreshMs } : {}),
+    batchSize: deps.relayBatchSize,
+    ...(relayAcross ? { relayAcross: (ids: string[]) => relayAcross.drainOnce(ids) } : {}),
+    logger: deps.logger,
+  });
 }
 
 function assertNever(name: never): never {
