@@ -141,7 +141,9 @@ describe('the schema, distributed by organization (deploy/citus/distribute.sql)'
     // NULLs never conflict, so indexing them only costs: each write leaving the column NULL would
     // enter it, and each non-HOT update again (an Ingreso's refund_id, its uuid until stamped).
     const nullable = keys.filter((k) => k.nullable.length > 0);
-    expect(nullable.map((k) => k.name)).toEqual(expect.arrayContaining(['invoices_refund_id_key', 'invoices_uuid_key']));
+    expect(nullable.map((k) => k.name)).toEqual(
+      expect.arrayContaining(['invoices_refund_id_key', 'invoices_uuid_key']),
+    );
     // A delivery's channel says which of its targets it has (CHECK deliveries_target), and these
     // two hold one channel's rows only: no NULL enters them.
     const byChannel = ['deliveries_once_email', 'deliveries_once_webhook'];
