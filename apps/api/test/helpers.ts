@@ -35,6 +35,7 @@ import { REDACT } from '../src/http/log-redact.ts';
 import { FailureLimiter } from '../src/http/failure-limiter.ts';
 import { BanxicoRates } from '../src/payments/exchange-rates.ts';
 import { createMetrics, listenMetrics } from '../src/http/metrics.ts';
+import { paymentDepsIn } from '../src/payments/payment-deps.ts';
 import type { RecordPaymentDeps } from '../src/payments/record-payment.ts';
 import type { GlobalSettings } from '../src/tickets/record-tickets.ts';
 import { mercadoPagoPayments, stripeApi } from '../src/provider-webhooks/providers.ts';
@@ -185,25 +186,11 @@ export async function startApi(
     email: {},
     branding: {},
   };
-  const paymentsOf = (
-    id: string,
-    facts: typeof emisor,
-    sealing: typeof csd,
-    settings: EffectiveSettings,
-  ): RecordPaymentDeps => ({
-    csd: sealing,
-    ...(options.catalogs ? { catalogs: options.catalogs } : {}),
-    organizationId: id,
-    serieIngreso: settings.series.ingreso,
-    serieEgreso: settings.series.egreso,
-    seriePago: settings.series.pago,
-    settings: {
-      emisor: facts,
-      concepto: settings.concepto,
-      ivaTasa: '0.160000',
-      periodicidad: settings.publicoGeneral.periodicidad ?? '01',
-    },
-    ...(settings.publicoGeneral.mode === 'global' ? { global: options.global ?? { maxConceptosPerGlobal: 1000 } } : {}),
+  // The builder main.ts uses, over the tests' catalogues, IVA and global limit.
+  const paymentsOf = paymentDepsIn({
+    catalogs: options.catalogs ?? {},
+    IVA_TASA: '0.160000',
+    GLOBAL_MAX_CONCEPTOS: options.global?.maxConceptosPerGlobal ?? 1000,
   });
   const payments = paymentsOf(organizationId, emisor, csd, defaults);
   const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
@@ -265,8 +252,7 @@ export async function startApi(
           vault: options.platform!.vault,
           home,
           defaults,
-          paymentsOf: (id, facts, sealing, settings) =>
-            paymentsOf(id, { ...facts, rfc: facts.rfc as TestRfc }, sealing, settings),
+          paymentsOf,
           connect,
           providers: {
             stripe: (apiKey, account) => stripeApi(providerUrl, apiKey, account),
