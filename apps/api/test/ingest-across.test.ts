@@ -14,7 +14,8 @@ import { EMISOR, startApi, type TestApi } from './helpers.ts';
 // Platform mode's shared ingest (main.ts): deliveries to several organizations go into one group
 // commit, each batch one transaction naming their organizations. Each payment still takes its own
 // organization's folio and is sealed by its own emisor; a refund in the batch is recorded in its own
-// organization (the transaction narrowed to it).
+// organization (the transaction narrowed to it). A delivery whose write fails rolls its batch back,
+// and the others of the batch, whatever their organization, are then recorded each alone.
 
 const PLATFORM_KEY = `tk_platform_${randomBytes(24).toString('base64url')}`;
 const vault = LocalKeyVault.fromFile(`test:${randomBytes(32).toString('base64')}`);
@@ -179,5 +180,29 @@ describe('one group commit for every organization’s webhooks', () => {
       [`re-${n}`],
     );
     expect(egreso).toEqual([{ org: home.organizationId, serie: 'NC' }]);
+  });
+
+  it('fails only the delivery whose write fails: the other organizations’ in its batch are recorded', async () => {
+    const ingest = sharedIngest();
+    // An organization the database does not have: its rows break a foreign key inside the batch.
+    const [h, o, gone] = [ingest.for(home), ingest.for(other), ingest.for({ ...other, organizationId: randomUUID() })];
+    const n = randomUUID().slice(0, 8);
+    const first = h.submit(sale(`lead-${n}`));
+    const batch = [o.submit(sale(`o-${n}`)), gone.submit(sale(`gone-${n}`)), h.submit(sale(`h-${n}`))];
+    const settled = await Promise.allSettled([first, ...batch]);
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const rows = await rowsOf('payments', [`o-${n}`, `gone-${n}`, `h-${n}`]);
+    expect(rows.map((r) => [r.e, r.org])).toEqual([
+      [`h-${n}`, home.organizationId],
+      [`o-${n}`, other.organizationId],
+    ]);
+    // The shared batch rolled back whole; each was then recorded in its own transaction.
+    expect(new Set(rows.map((r) => r.tx)).size).toBe(2);
+    const { rows: invoices } = await owner.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM invoices i JOIN payments p ON p.id = i.payment_id JOIN outbox o ON o.invoice_id = i.id
+       WHERE p.external_id = ANY($1)`,
+      [[`o-${n}`, `h-${n}`]],
+    );
+    expect(invoices).toEqual([{ n: 2 }]);
   });
 });
