@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { csdExpiry, csdExpiryWarning } from '@timbra/cfdi-core';
 import { dejavuFonts, emisorCsd, readCsdFiles, vaultOf } from '@timbra/cfdi-node';
 import { createPrisma } from '@timbra/db';
-import { activeCsd, csdsToWatch } from '@timbra/db/csds';
+import { activeCsd, csdsToWatch, efirmasToWatch } from '@timbra/db/csds';
 import { OrganizationClients, openOrganizationIn, type EffectiveSettings } from '@timbra/db/organizations';
 import { allowedAddressesFor } from '@timbra/db/deliveries';
 import { STAMP_DLQ } from '@timbra/db/outbox';
@@ -117,11 +117,13 @@ logger.info({ noCertificado: csd.noCertificado, source: sealing!.source }, 'seal
 const csdWarning = csdExpiryWarning(csdExpiry(csd, new Date()));
 if (csdWarning) logger.warn({ alert: 'csd_expiring', noCertificado: csd.noCertificado }, csdWarning);
 
-// The expiry of every organization's CSD (TimbraCsdExpiring), the home one's too when it comes from files.
+// The expiry of every organization's CSD (TimbraCsdExpiring), the home one's too when it comes from
+// files, and of every e.firma the SAT's record is read with (TimbraEfirmaExpiring).
 const metrics = createMetrics({
   csd,
   organizationId,
   watched: () => csdsToWatch(clients.unscoped, new Date()),
+  efirmas: () => efirmasToWatch(clients.unscoped, new Date()),
 });
 // The dead-letter queue: re-drives settle their letter on it (the dashboard shows it).
 const dlq = new Queue(STAMP_DLQ, { connection: redis, prefix: config.QUEUE_PREFIX });

@@ -3,8 +3,8 @@ import { alertDrift, alertRules, exportedSeries } from '@timbra/test-support';
 import { loadTestCsd } from '@timbra/test-support';
 import { createMetrics } from '../src/http/metrics.ts';
 
-// The API as it runs: with the emisor's CSD (its expiry is a metric).
-const metrics = () => createMetrics({ csd: loadTestCsd('EKU9003173C9') });
+// The API as it runs: with the emisor's CSD (its expiry is a metric), and the e.firmas' expiry.
+const metrics = () => createMetrics({ csd: loadTestCsd('EKU9003173C9'), efirmas: () => Promise.resolve([]) });
 
 describe('docs/alerts.md, the API’s rules', () => {
   it('has rules, each with a name, an expression and a component (api or worker)', () => {

@@ -22,7 +22,7 @@ import {
   openOrganizationIn,
   type EffectiveSettings,
 } from '@timbra/db/organizations';
-import { csdsToWatch } from '@timbra/db/csds';
+import { csdsToWatch, efirmasToWatch } from '@timbra/db/csds';
 import type { KeyVault } from '@timbra/cfdi-node';
 import { LOOPBACK_RANGES } from '@timbra/db/deliveries';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
@@ -193,7 +193,14 @@ export async function startApi(
     GLOBAL_MAX_CONCEPTOS: options.global?.maxConceptosPerGlobal ?? 1000,
   });
   const payments = paymentsOf(organizationId, emisor, csd, defaults);
-  const metrics = createMetrics(clients ? { watched: () => csdsToWatch(clients.unscoped, new Date()) } : {});
+  const metrics = createMetrics(
+    clients
+      ? {
+          watched: () => csdsToWatch(clients.unscoped, new Date()),
+          efirmas: () => efirmasToWatch(clients.unscoped, new Date()),
+        }
+      : {},
+  );
   const logger = options.logs
     ? pino(
         { level: 'info', redact: { paths: REDACT, censor: '[redacted]' } },

@@ -148,6 +148,13 @@ describe('platform mode: organizations made through /v1/organizations', () => {
       expect.objectContaining({ noCertificado: efirma.noCertificado, inUse: true, chain: 'verified' }),
     ]);
     expect(JSON.stringify(stored.body)).not.toContain(efirma.password);
+    // Its expiry is watched (the TimbraEfirmaExpiring alert reads this gauge): the seconds to its end.
+    const line = (await got(api.metricsUrl).text())
+      .split('\n')
+      .find((l) => l.startsWith('timbra_efirma_expires_in_seconds{') && l.includes(`organization="${id}"`));
+    expect(line).toContain(`no_certificado="${efirma.noCertificado}"`);
+    const left = (stored.body.efirmas as { validTo: string }[])[0]!.validTo;
+    expect(Math.abs(Number(line!.split(' ').pop()) - (Date.parse(left) - Date.now()) / 1000)).toBeLessThan(60);
     const twice = await call(PLATFORM_KEY, 'POST', `/v1/organizations/${id}/efirmas`, body(efirma));
     expect([twice.status, twice.code]).toEqual([409, 'efirma_already_stored']);
     // A test twin is not a taxpayer of its own: its live organization's e.firma is the one.

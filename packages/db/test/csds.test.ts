@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createPrisma, type PrismaClient } from '../src/index.ts';
+import { OrganizationClients } from '../src/organizations/index.ts';
 import {
   CsdAlreadyStored,
   EfirmaAlreadyStored,
@@ -7,6 +8,8 @@ import {
   chooseActive,
   csdToWatch,
   currentEfirma,
+  efirmaToWatch,
+  efirmasToWatch,
   listCsds,
   listEfirmas,
   storeCsd,
@@ -74,6 +77,18 @@ describe('which CSD the expiry alerts watch (csdToWatch)', () => {
     expect(csdToWatch([older, old], at(31))).toBe(old);
     expect(csdToWatch([old, older], at(31))).toBe(old);
     expect(csdToWatch([], at(0))).toBeUndefined();
+  });
+});
+
+describe('which e.firma the expiry alerts watch (efirmaToWatch)', () => {
+  const used = { validFrom: at(-400), validTo: at(30), uploadedAt: at(-400) };
+  const ended = { validFrom: at(-900), validTo: at(-300), uploadedAt: at(-900) };
+
+  it('is the one in use while one is, else the one that ended last', () => {
+    expect(efirmaToWatch([ended, used], at(0))).toBe(used);
+    expect(efirmaToWatch([ended, used], at(31))).toBe(used);
+    expect(efirmaToWatch([used, ended], at(31))).toBe(used);
+    expect(efirmaToWatch([], at(0))).toBeUndefined();
   });
 });
 
@@ -145,6 +160,22 @@ describe('the e.firma store', () => {
     expect((await listCsds(prisma, organizationId, at(0))).map((c) => c.noCertificado)).not.toContain(
       '00001000000700000001',
     );
+  });
+
+  it('answers every organization’s e.firma to watch to a session naming none, which reads no e.firma row', async () => {
+    const clients = new OrganizationClients(db.url, { poolSize: 1 });
+    try {
+      // Stored above: …0001 in use until day 30, …0002 from day 1 to day 1400.
+      const watched = await efirmasToWatch(clients.unscoped, at(0));
+      expect(watched).toEqual([
+        { organizationId, rfc: 'EKU9003173C9', noCertificado: '00001000000700000001', validTo: at(30) },
+      ]);
+      expect((await efirmasToWatch(clients.unscoped, at(1500)))[0]?.noCertificado).toBe('00001000000700000002');
+      // The facts come through timbra_efirma_validity only: the table itself shows this session nothing.
+      expect(await clients.unscoped.$queryRaw`SELECT count(*)::int AS n FROM efirmas`).toEqual([{ n: 0 }]);
+    } finally {
+      await clients.close();
+    }
   });
 
   it('refuses the same e.firma twice for an organization', async () => {

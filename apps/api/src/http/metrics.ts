@@ -2,6 +2,30 @@ import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { csdExpiry, type Csd } from '@timbra/cfdi-core';
 
+/** A certificate an expiry gauge watches (`@timbra/db/csds`' Watched). */
+interface Watched {
+  organizationId: string;
+  rfc: string;
+  noCertificado: string;
+  validTo: Date;
+}
+
+/** A gauge of the seconds until each watched certificate ends (negative once ended), read at each scrape. */
+function expiryGauge(registry: Registry, name: string, what: string, then: string, read: () => Promise<Watched[]>) {
+  new Gauge({
+    name,
+    help: `Seconds until ${what} expires (negative once expired): ${then}`,
+    labelNames: ['no_certificado', 'organization'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const now = new Date();
+      for (const c of await read())
+        this.set({ no_certificado: c.noCertificado, organization: c.organizationId }, csdExpiry(c, now).secondsLeft);
+    },
+  });
+}
+
 /** The API's Prometheus metrics, on their own registry (no globals: tests build as many as they like). */
 export function createMetrics(
   options: {
@@ -9,28 +33,32 @@ export function createMetrics(
     /** The home organization, whose CSD `csd` is. */
     organizationId?: string;
     /** Every organization's CSD to watch (platform mode: `csdsToWatch`), read at each scrape. */
-    watched?: () => Promise<{ organizationId: string; rfc: string; noCertificado: string; validTo: Date }[]>;
+    watched?: () => Promise<Watched[]>;
+    /** Every organization's e.firma to watch (`efirmasToWatch`), read at each scrape. */
+    efirmas?: () => Promise<Watched[]>;
   } = {},
 ) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const { csd, watched } = options;
+  const { csd, watched, efirmas } = options;
+  // The home CSD from files is watched beside the stored ones (a store that cannot be read leaves it).
+  const home = csd ? [{ ...csd, organizationId: options.organizationId ?? '' }] : [];
   if (csd || watched)
-    new Gauge({
-      name: 'timbra_csd_expires_in_seconds',
-      help: "Seconds until an organization's CSD expires (negative once expired): renew it before (TimbraCsdExpiring)",
-      labelNames: ['no_certificado', 'organization'] as const,
-      registers: [registry],
-      async collect() {
-        this.reset();
-        const now = new Date();
-        const organization = options.organizationId ?? '';
-        if (csd) this.set({ no_certificado: csd.noCertificado, organization }, csdExpiry(csd, now).secondsLeft);
-        // A store that cannot be read leaves the home CSD's series: the scrape still answers.
-        for (const c of (await watched?.().catch(() => [])) ?? [])
-          this.set({ no_certificado: c.noCertificado, organization: c.organizationId }, csdExpiry(c, now).secondsLeft);
-      },
-    });
+    expiryGauge(
+      registry,
+      'timbra_csd_expires_in_seconds',
+      "an organization's CSD",
+      'renew it before (TimbraCsdExpiring)',
+      async () => [...home, ...((await watched?.().catch(() => [])) ?? [])],
+    );
+  if (efirmas)
+    expiryGauge(
+      registry,
+      'timbra_efirma_expires_in_seconds',
+      "an organization's e.firma",
+      "its reconciliation with the SAT's record stops then (TimbraEfirmaExpiring)",
+      () => efirmas().catch(() => []),
+    );
   return {
     registry,
     httpDuration: new Histogram({

@@ -3,9 +3,7 @@
  * checked by cfdi-core (checkCsdUpload) and sealed by cfdi-node (sealCsd) before it reaches here;
  * this module never sees the private key or its password in the clear.
  */
-import { z } from 'zod';
 import { Prisma, type PrismaClient } from '../generated/client.ts';
-import { queryRows, type RawDb } from '../sql.ts';
 
 /** A CSD as stored: the certificate's facts and bytes, the sealed key and password. */
 export interface StoredCsd {
@@ -69,47 +67,6 @@ export function csdToWatch<T extends Pick<StoredCsd, 'validFrom' | 'validTo' | '
   at: Date,
 ): T | undefined {
   return chooseActive(csds, at) ?? [...csds].sort((a, b) => b.validTo.getTime() - a.validTo.getTime())[0];
-}
-
-const validityRow = z.object({
-  organization_id: z.string(),
-  rfc: z.string(),
-  no_certificado: z.string(),
-  valid_from: z.date(),
-  valid_to: z.date(),
-  active_from: z.date(),
-});
-
-/**
- * Every organization's CSD to watch (`csdToWatch`), asked by a session that names no organization:
- * the database function timbra_csd_validity (public facts only). The expiry metric's source.
- */
-export async function csdsToWatch(
-  db: RawDb,
-  at: Date,
-): Promise<{ organizationId: string; rfc: string; noCertificado: string; validTo: Date }[]> {
-  const rows = await queryRows(db, validityRow, Prisma.sql`SELECT * FROM timbra_csd_validity()`);
-  const byOrganization = new Map<
-    string,
-    { rfc: string; noCertificado: string; validFrom: Date; validTo: Date; activeFrom: Date }[]
-  >();
-  for (const r of rows) {
-    const list = byOrganization.get(r.organization_id) ?? [];
-    list.push({
-      rfc: r.rfc,
-      noCertificado: r.no_certificado,
-      validFrom: r.valid_from,
-      validTo: r.valid_to,
-      activeFrom: r.active_from,
-    });
-    byOrganization.set(r.organization_id, list);
-  }
-  return [...byOrganization].flatMap(([organizationId, csds]) => {
-    const watched = csdToWatch(csds, at);
-    return watched
-      ? [{ organizationId, rfc: watched.rfc, noCertificado: watched.noCertificado, validTo: watched.validTo }]
-      : [];
-  });
 }
 
 /** Stores a checked and sealed CSD. @throws CsdAlreadyStored when the emisor has this NoCertificado. */

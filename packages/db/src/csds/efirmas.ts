@@ -97,3 +97,14 @@ export async function currentEfirma(
   });
   return chooseCurrentEfirma(rows.map(asStored), at);
 }
+
+/**
+ * The e.firma whose end an organization must hear of at `at`: the one in use (`chooseCurrentEfirma`),
+ * else, when none is (every one expired, or not yet valid), the one that ends last.
+ */
+export function efirmaToWatch<T extends Pick<StoredEfirma, 'validFrom' | 'validTo' | 'uploadedAt'>>(
+  efirmas: readonly T[],
+  at: Date,
+): T | undefined {
+  return chooseCurrentEfirma(efirmas, at) ?? [...efirmas].sort((a, b) => b.validTo.getTime() - a.validTo.getTime())[0];
+}

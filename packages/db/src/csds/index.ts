@@ -4,7 +4,6 @@ export {
   activeCsd,
   chooseActive,
   csdToWatch,
-  csdsToWatch,
   listCsds,
   sealingCsd,
   storeCsd,
@@ -15,8 +14,10 @@ export {
   EfirmaAlreadyStored,
   chooseCurrentEfirma,
   currentEfirma,
+  efirmaToWatch,
   listEfirmas,
   storeEfirma,
   type EfirmaView,
   type StoredEfirma,
 } from './efirmas.ts';
+export { csdsToWatch, efirmasToWatch, type Watched } from './expiry.ts';
