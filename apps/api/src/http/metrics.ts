@@ -1,14 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { csdExpiry, type Csd } from '@timbra/cfdi-core';
-
-/** A certificate an expiry gauge watches (`@timbra/db/csds`' Watched). */
-interface Watched {
-  organizationId: string;
-  rfc: string;
-  noCertificado: string;
-  validTo: Date;
-}
+import type { Watched } from '@timbra/db/csds';
 
 /** A gauge of the seconds until each watched certificate ends (negative once ended), read at each scrape. */
 function expiryGauge(registry: Registry, name: string, what: string, then: string, read: () => Promise<Watched[]>) {
