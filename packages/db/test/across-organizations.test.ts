@@ -141,6 +141,26 @@ describe('the stamper’s statements across organizations (OrganizationClients.a
       loadStampRows(db, [a, b, { ...a, organizationId: ids.b }, c, { ...c, organizationId: ids.a }]),
     );
     expect(loaded.map((r) => r?.invoiceId)).toEqual([a.invoiceId, b.invoiceId, undefined, undefined, undefined]);
+    // A first call asked with the load is recorded in the item's own organization only.
+    const [d, e] = [await frozen(ids.a), await frozen(ids.b)];
+    const first = () => ({ pac: 'primary', id: randomUUID() });
+    const recorded = await across.run(batch, (db) =>
+      loadStampRows(db, [
+        { ...d, firstCall: first() },
+        { ...e, organizationId: ids.a, firstCall: first() },
+        { ...e, firstCall: first() },
+      ]),
+    );
+    expect(Array.from(recorded, (r) => (r ? r.recordedCall !== undefined : 'not found'))).toEqual([
+      true,
+      'not found',
+      true,
+    ]);
+    const { rows: ledger } = await owner.query<{ organization_id: string }>(
+      `SELECT organization_id FROM pac_attempts WHERE id = ANY($1::uuid[]) ORDER BY organization_id = $2 DESC`,
+      [recorded.flatMap((r) => (r?.recordedCall ? [r.recordedCall.id] : [])), ids.a],
+    );
+    expect(ledger.map((r) => r.organization_id)).toEqual([ids.a, ids.b]);
 
     const call = (r: typeof a, organizationId = r.organizationId) => ({
       ...r,

@@ -76,6 +76,42 @@ describe('the stamper’s statements, several jobs at once', () => {
     expect(rows.map((r) => r.id)).not.toContain(calls[1]!.id);
   });
 
+  it('records a first call with the load only for a row no PAC may hold: no call yet, pending or enqueued', async () => {
+    const open = await frozen();
+    const pending = await frozen('pending', 'pending');
+    const called = await frozen();
+    await recordPacCallsInFlight(leanDb(prisma), [{ ...called, pac: 'primary', id: randomUUID() }]);
+    const done = await frozen('stamped', 'done');
+    const held = await frozen('pending', 'held');
+    const unasked = await frozen();
+    const rows = [open, pending, called, done, held, unasked];
+    const firstCalls = rows.map((r) => (r === unasked ? undefined : { pac: 'backup', id: randomUUID() }));
+    const loaded = await loadStampRows(
+      leanDb(prisma),
+      rows.map((r, n) => ({ outboxId: r.outboxId, firstCall: firstCalls[n] })),
+    );
+    expect(loaded.map((r) => r?.recordedCall?.id)).toEqual([
+      firstCalls[0]!.id,
+      firstCalls[1]!.id,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // What was loaded is what the row was before the record: the history the job decides on.
+    expect(loaded[0]).toMatchObject({ status: 'enqueued', history: [] });
+    expect(loaded[2]!.history).toEqual([{ pac: 'primary', outcome: 'in_flight' }]);
+    const { rows: inFlight } = await sql.query<{ id: string; invoice_id: string; pac: string; version: number }>(
+      `SELECT id, invoice_id, pac, version FROM pac_attempts WHERE id = ANY($1::uuid[])`,
+      [firstCalls.flatMap((c) => (c ? [c.id] : []))],
+    );
+    expect(inFlight.sort((x, y) => x.id.localeCompare(y.id))).toEqual(
+      [0, 1]
+        .map((n) => ({ id: firstCalls[n]!.id, invoice_id: rows[n]!.invoiceId, pac: 'backup', version: 1 }))
+        .sort((x, y) => x.id.localeCompare(y.id)),
+    );
+  });
+
   it('persists several stamps in one statement: each invoice stamped with its row done and its ledger; a moved-on one untouched', async () => {
     const one = await frozen();
     const two = await frozen();

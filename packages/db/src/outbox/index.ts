@@ -19,6 +19,7 @@ export {
   persistStamp,
   persistStamps,
   type StampRow,
+  type FirstCall,
   type PersistedStamp,
   type StampToPersist,
 } from './stamping.ts';

@@ -20,6 +20,7 @@ const stampRowColumns = z.object({
   frozen_xml: z.string().nullable(),
   version: col.int,
   history: z.array(z.object({ pac: col.text, outcome: col.text })),
+  recorded: col.bool,
 });
 
 const persistStampRow = z.object({ n: col.int, written: col.bool, waiting: col.bool, replaces: col.bool });
@@ -35,6 +36,17 @@ export interface StampRow {
   version: number;
   /** Every PAC call made for this version so far, oldest first. */
   history: { pac: string; outcome: string }[];
+  /** The first PAC call, recorded `in_flight` by the load itself (see `loadStampRows`), if it was. */
+  recordedCall?: FirstCall;
+}
+
+/**
+ * The call a job would make first when nothing pins the document to a PAC: which PAC, and the id
+ * of its write-ahead record.
+ */
+export interface FirstCall {
+  pac: string;
+  id: string;
 }
 
 /** One round trip: the row, its invoice's frozen bytes and version, and that version's PAC-attempt history. */
@@ -45,29 +57,59 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
 /**
  * `loadStampRow` for several rows in one round trip (the stamper's concurrent jobs); in the order
  * asked. A row of another organization than the one its item names is not found.
+ *
+ * An item may name its `firstCall`: when the row has no PAC call yet for its version (so no PAC may
+ * hold its stamp), is pending or enqueued and has frozen bytes, that call's write-ahead record is
+ * written by this same statement, under the same conditions and share lock as `recordPacCallsInFlight`
+ * — a job's load and its first write-ahead record are then one commit, not two. Otherwise nothing is
+ * written, and the caller records its calls as before.
  */
 export async function loadStampRows(
   db: RawDb,
-  keys: readonly ({ outboxId: string } & OfOrganization)[],
+  keys: readonly ({ outboxId: string; firstCall?: FirstCall | undefined } & OfOrganization)[],
 ): Promise<(StampRow | undefined)[]> {
-  const input = keys.map((k, n) => ({ n, outbox_id: k.outboxId, given: k.organizationId ?? null }));
+  const input = keys.map((k, n) => ({
+    n,
+    outbox_id: k.outboxId,
+    given: k.organizationId ?? null,
+    pac: k.firstCall?.pac ?? null,
+    call_id: k.firstCall?.id ?? null,
+  }));
+  const outboxIds = keys.map((k) => k.outboxId);
   // Planned once per session (lean.ts): planning was 83% of its time (pg_stat_statements, issue #49).
   const rows = await queryRows(
     db,
     stampRowColumns,
     plannedOnce(Prisma.sql`
-      SELECT k.n, o.id, o.status, o.stamp_key, o.invoice_id, i.frozen_xml, i.version,
-             COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
-                       FROM pac_attempts a
-                       WHERE a.invoice_id = o.invoice_id AND a.organization_id = o.organization_id AND a.version = i.version),
-                      '[]'::json) AS history
-      FROM json_to_recordset(${JSON.stringify(input)}::json) AS k(n int, outbox_id uuid, given uuid)
-      JOIN outbox o ON o.id = k.outbox_id AND o.organization_id = coalesce(k.given, (SELECT timbra_organization_or_sole()))
-      JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
-      WHERE o.id = ANY(${keys.map((k) => k.outboxId)}::uuid[])`),
+      WITH loaded AS (
+        SELECT k.n, k.pac, k.call_id, o.id, o.organization_id AS org, o.status, o.stamp_key, o.invoice_id,
+               i.frozen_xml, i.version,
+               COALESCE((SELECT json_agg(json_build_object('pac', a.pac, 'outcome', a.outcome) ORDER BY a.created_at, a.id)
+                         FROM pac_attempts a
+                         WHERE a.invoice_id = o.invoice_id AND a.organization_id = o.organization_id AND a.version = i.version),
+                        '[]'::json) AS history
+        FROM json_to_recordset(${JSON.stringify(input)}::json) AS k(n int, outbox_id uuid, given uuid, pac text, call_id uuid)
+        JOIN outbox o ON o.id = k.outbox_id AND o.organization_id = coalesce(k.given, (SELECT timbra_organization_or_sole()))
+        JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
+        WHERE o.id = ANY(${outboxIds}::uuid[])
+      ), recorded AS (
+        INSERT INTO pac_attempts (id, organization_id, invoice_id, pac, outcome, version, duration_ms)
+        SELECT l.call_id, l.org, l.invoice_id, l.pac, 'in_flight', l.version, 0
+        FROM loaded l
+        WHERE l.call_id IS NOT NULL AND json_array_length(l.history) = 0 AND l.frozen_xml IS NOT NULL
+          AND EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
+                      WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = l.id AND o.organization_id = l.org
+                        AND o.status IN ('pending', 'enqueued') AND i.version = l.version
+                      FOR SHARE OF o)
+        RETURNING id
+      )
+      SELECT l.n, l.id, l.status, l.stamp_key, l.invoice_id, l.frozen_xml, l.version, l.history,
+             coalesce(l.call_id IN (SELECT id FROM recorded), false) AS recorded
+      FROM loaded l`),
   );
   const found = new Array<StampRow | undefined>(keys.length);
-  for (const row of rows)
+  for (const row of rows) {
+    const firstCall = keys[row.n]!.firstCall;
     found[row.n] = {
       id: row.id,
       status: row.status,
@@ -76,7 +118,9 @@ export async function loadStampRows(
       frozenXml: row.frozen_xml,
       version: row.version,
       history: row.history,
+      ...(row.recorded && firstCall ? { recordedCall: firstCall } : {}),
     };
+  }
   return found;
 }
 
