@@ -5,8 +5,12 @@ import { parseStampedCfdi, stampedXmlOf } from '@timbra/cfdi-core';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { recordPacCallInFlight, redriveOutboxRow } from '@timbra/db/outbox';
 import { createTestDatabase, type TestDatabase } from '@timbra/db/testing';
-import type { DeadLetterData } from '../src/stamping/jobs.ts';
+import { Queue, type Job } from 'bullmq';
+import pino from 'pino';
+import type { DeadLetterData, StampJobData } from '../src/stamping/jobs.ts';
 import { PacChain, stickyPac } from '../src/stamping/pac-chain.ts';
+import { createStampProcessor } from '../src/stamping/stamp-processor.ts';
+import { stampWrites, type StampWrites } from '../src/stamping/stamp-writes.ts';
 import {
   eventually,
   pendingInvoice,
@@ -264,5 +268,104 @@ describe('relay + stamp worker against the sandbox', () => {
     );
     const l = await ledger();
     for (const r of rows) expect(l.stamps.filter((s) => s.customid === r.stampKey)).toHaveLength(1);
+  });
+});
+
+describe('the first PAC call recorded with the load (one commit less a payment)', () => {
+  /** The stamp processor on the real statements, counting the write-ahead records it makes on its own. */
+  function processor(chain = new PacChain(swClients(sandbox), { threshold: 3, coolDownMs: 60_000 })) {
+    const writes = stampWrites(prisma);
+    const counted = { load: 0, recordInFlight: 0 };
+    const spied: StampWrites = {
+      load: (id, first) => (counted.load++, writes.load(id, first)),
+      recordInFlight: (call) => (counted.recordInFlight++, writes.recordInFlight(call)),
+      persist: (stamp) => writes.persist(stamp),
+    };
+    const dlq = new Queue<DeadLetterData>('dlq', { connection: redis, prefix: `{t${randomUUID().slice(0, 8)}}` });
+    closers.push(() => dlq.close());
+    const process = createStampProcessor({
+      prisma,
+      writes: spied,
+      chain,
+      dlq,
+      logger: pino({ level: 'silent' }),
+      alert: () => undefined,
+    });
+    // The job as BullMQ hands it over: the processor reads its data, id and attempts.
+    const run = (outboxId: string, attemptsMade = 0) =>
+      process({ id: randomUUID(), data: { v: 1, outboxId }, attemptsMade, opts: { attempts: 5 } } as Job<StampJobData>);
+    return { run, counted };
+  }
+
+  it('a first attempt makes no write-ahead statement of its own, yet its call is recorded before it is made', async () => {
+    await sandbox.admin('faults', { instance: 'primary', latencyMs: 600 });
+    const { run, counted } = processor();
+    const p = await pendingInvoice(prisma, 'first-call');
+    const job = run(p.outboxId);
+    // While the PAC holds the call: the record is there, in flight.
+    await eventually(async () => (await invoice(p.invoiceId)).attempts.some((a) => a.outcome === 'in_flight'));
+    const during = (await invoice(p.invoiceId)).attempts;
+    expect((await ledger()).stamps.filter((s) => s.customid === p.stampKey)).toEqual([]);
+    await job;
+    const after = await invoice(p.invoiceId);
+    expect(after.status).toBe('stamped');
+    // Its outcome on the same row.
+    expect(after.attempts.map((a) => [a.id, a.pac, a.outcome])).toEqual([[during[0]!.id, 'primary', 'stamped']]);
+    expect(counted).toEqual({ load: 1, recordInFlight: 0 });
+  });
+
+  it('a retry, whose row has calls already, records its call on its own (the PAC may be pinned)', async () => {
+    await sandbox.admin('faults', { instance: 'primary', dropRate: 1 });
+    const { run, counted } = processor();
+    const p = await pendingInvoice(prisma, 'first-call-retry');
+    await expect(run(p.outboxId)).rejects.toThrow(/ambiguous/);
+    await sandbox.admin('faults', { instance: 'primary', reset: true });
+    await run(p.outboxId, 1);
+    const after = await invoice(p.invoiceId);
+    expect(after.status).toBe('stamped');
+    // The primary stamped before the drop: the retry, pinned to it, gets that stamp back.
+    expect(after.attempts.map((a) => [a.pac, a.outcome]).sort()).toEqual([
+      ['primary', 'already_stamped'],
+      ['primary', 'ambiguous'],
+    ]);
+    expect(counted).toEqual({ load: 2, recordInFlight: 1 });
+  });
+
+  it('a recorded call the chain does not make is closed as NOT_SENT, never left in flight', async () => {
+    let now = 0;
+    const chain = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 1_000, now: () => now });
+    // The primary's circuit is open at the load, so the backup's call is the one recorded ahead...
+    chain.breakers.get('primary')!.failedNotProcessed();
+    const p = await pendingInvoice(prisma, 'not-sent');
+    const loaded = await stampWrites(prisma).load(p.outboxId, { pac: chain.firstChoice()!, id: randomUUID() });
+    expect(loaded!.recordedCall?.pac).toBe('backup');
+    // ...but by the call the primary may be probed again: it is asked first, and stamps.
+    now = 1_000;
+    const made: string[] = [];
+    const beforeSend = (pac: string) => (made.push(pac), Promise.resolve(randomUUID()));
+    const { result, attempts } = await chain.stamp(
+      p.frozenXml,
+      p.stampKey,
+      undefined,
+      beforeSend,
+      loaded!.recordedCall,
+    );
+    expect(result?.pac).toBe('primary');
+    expect(made).toEqual(['primary']);
+    expect(attempts.map((a) => [a.pac, a.outcome, a.code])).toEqual([
+      ['primary', 'stamped', undefined],
+      ['backup', 'transient', 'NOT_SENT'],
+    ]);
+    expect(attempts[1]!.id).toBe(loaded!.recordedCall!.id);
+    // A circuit that opened after the load: the skipped call's record is the one recorded ahead.
+    const open = new PacChain(swClients(sandbox), { threshold: 1, coolDownMs: 60_000 });
+    const ahead = { pac: 'primary', id: randomUUID() };
+    open.breakers.get('primary')!.failedNotProcessed();
+    const q = await pendingInvoice(prisma, 'not-sent-open');
+    const skipped = await open.stamp(q.frozenXml, q.stampKey, undefined, beforeSend, ahead);
+    expect(skipped.attempts.map((a) => [a.id === ahead.id, a.pac, a.outcome, a.code])).toEqual([
+      [true, 'primary', 'transient', 'CIRCUIT_OPEN'],
+      [false, 'backup', 'stamped', undefined],
+    ]);
   });
 });

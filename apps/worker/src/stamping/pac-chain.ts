@@ -80,6 +80,14 @@ export class PacChain {
     return pac;
   }
 
+  /**
+   * The PAC a document nothing pins (no sticky PAC) would be sent to first: the first whose circuit
+   * lets calls through. The stamper records that call with its load (@timbra/db `loadStampRows`).
+   */
+  firstChoice(): string | undefined {
+    return this.pacs.find((p) => this.breakers.get(p.name)!.allows())?.name;
+  }
+
   /** Sends the same frozen bytes to each eligible PAC in turn until one answers. */
   async stamp(
     frozenXml: string,
@@ -90,15 +98,42 @@ export class PacChain {
      * (so a worker that dies during it leaves a trace — see stickyPac) and returns that record's id.
      */
     beforeSend?: (pac: string) => Promise<string>,
+    /**
+     * A call already recorded `in_flight` (from `firstChoice`, with the load): its record is used
+     * for that PAC's call instead of `beforeSend`. Not sent after all (a circuit opened meanwhile,
+     * or a sticky PAC came first), it is returned among the attempts as a transient non-call, so
+     * the ledger closes it and no record stays in flight.
+     */
+    recorded?: { pac: string; id: string },
   ): Promise<ChainResult> {
     const attempts: AttemptRecord[] = [];
+    let unused = recorded;
+    const take = (pac: string) => {
+      if (unused?.pac !== pac) return undefined;
+      const { id } = unused;
+      unused = undefined;
+      return id;
+    };
+    const settled = (result: Omit<ChainResult, 'attempts'>): ChainResult => {
+      if (unused)
+        attempts.push({
+          id: unused.id,
+          pac: unused.pac,
+          outcome: 'transient',
+          code: 'NOT_SENT' satisfies WorkerErrorCode,
+          durationMs: 0,
+        });
+      return { ...result, attempts };
+    };
     const candidates = sticky ? this.pacs.filter((p) => p.name === sticky) : this.pacs;
     let last: PacError | undefined;
     for (const pac of candidates) {
       const breaker = this.breakers.get(pac.name)!;
       // A sticky PAC is asked even with its circuit open: no other PAC may be.
       if (!sticky && !breaker.allows()) {
+        const id = take(pac.name);
         attempts.push({
+          ...(id ? { id } : {}),
           pac: pac.name,
           outcome: 'transient',
           code: 'CIRCUIT_OPEN' satisfies WorkerErrorCode,
@@ -112,7 +147,7 @@ export class PacChain {
         });
         continue;
       }
-      const id = beforeSend ? await beforeSend(pac.name) : undefined;
+      const id = take(pac.name) ?? (beforeSend ? await beforeSend(pac.name) : undefined);
       const started = performance.now();
       try {
         const result = await pac.stamp(frozenXml, { idempotencyKey: stampKey });
@@ -125,7 +160,7 @@ export class PacChain {
           ...(result.recoveryCode ? { code: result.recoveryCode } : {}),
           durationMs: Math.round(performance.now() - started),
         });
-        return { result, attempts };
+        return settled({ result });
       } catch (error) {
         if (!(error instanceof PacError)) throw error;
         attempts.push({
@@ -142,10 +177,10 @@ export class PacChain {
         }
         // Ambiguous: only this PAC can tell whether it stamped. Permanent: the document is refused.
         if (error.outcome === 'permanent') breaker.succeeded();
-        return { error, attempts };
+        return settled({ error });
       }
     }
-    return {
+    return settled({
       error:
         last ??
         new PacError({
@@ -154,8 +189,7 @@ export class PacChain {
           pac: 'none',
           message: 'no PAC configured',
         }),
-      attempts,
-    };
+    });
   }
 }
 

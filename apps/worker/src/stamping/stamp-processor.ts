@@ -36,7 +36,13 @@ export interface StampProcessorDeps {
 export function createStampProcessor(deps: StampProcessorDeps) {
   return async (job: Job<StampJobData>) => {
     const { logger } = deps;
-    const loaded = await deps.writes.load(job.data.outboxId);
+    // The first call's write-ahead record goes with the load (one commit, not two) when the row has
+    // no PAC call yet; the chain uses it, or closes it as not sent.
+    const firstPac = deps.chain.firstChoice();
+    const loaded = await deps.writes.load(
+      job.data.outboxId,
+      firstPac ? { pac: firstPac, id: randomUUID() } : undefined,
+    );
     const row = loaded && { ...loaded, serieFolio: job.data.serieFolio };
     // `held`: a correction is proving this version was never stamped; it arms the row again after.
     if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
@@ -58,7 +64,13 @@ export function createStampProcessor(deps: StampProcessorDeps) {
     };
     let chained;
     try {
-      chained = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history), beforeSend);
+      chained = await deps.chain.stamp(
+        row.frozenXml,
+        row.stampKey,
+        stickyPac(row.history),
+        beforeSend,
+        row.recordedCall,
+      );
     } catch (error) {
       if (!(error instanceof HeldForCorrection)) throw error;
       // Calls this job made before (a failover) keep their `in_flight` record without an outcome:

@@ -15,6 +15,7 @@ import {
   loadStampRows,
   persistStamps,
   recordPacCallsInFlight,
+  type FirstCall,
   type PacCallInFlight,
   type PersistedStamp,
   type StampRow,
@@ -22,7 +23,8 @@ import {
 } from '@timbra/db/outbox';
 
 export interface StampWrites {
-  load(outboxId: string): Promise<StampRow | undefined>;
+  /** The row and its history; with `firstCall`, that call recorded in flight when nothing pins the row (loadStampRows). */
+  load(outboxId: string, firstCall?: FirstCall): Promise<StampRow | undefined>;
   /** Whether the call may be made (false once a correction holds the row). */
   recordInFlight(call: PacCallInFlight): Promise<boolean>;
   persist(stamp: StampToPersist): Promise<PersistedStamp>;
@@ -38,7 +40,7 @@ export function stampWrites(prisma: PrismaClient, options: GroupCommitOptions = 
   const inFlight = GroupCommit.statement(lean, recordPacCallsInFlight, options);
   const persist = GroupCommit.statement(lean, persistStamps, options);
   return {
-    load: (outboxId) => load.submit({ outboxId }),
+    load: (outboxId, firstCall) => load.submit({ outboxId, firstCall }),
     recordInFlight: (call) => inFlight.submit(call),
     persist: (stamp) => persist.submit(stamp),
   };
@@ -65,7 +67,10 @@ export function stampWritesAcross(
       (a, items: I[]) => a.run(items.map(organizationOf), (db) => record(db, items)),
       options,
     );
-  const load = batched((k: { outboxId: string; organizationId: string }) => k.organizationId, loadStampRows);
+  const load = batched(
+    (k: { outboxId: string; organizationId: string; firstCall: FirstCall | undefined }) => k.organizationId,
+    loadStampRows,
+  );
   const inFlight = batched(
     (c: PacCallInFlight & { organizationId: string }) => c.organizationId,
     recordPacCallsInFlight,
@@ -76,7 +81,7 @@ export function stampWritesAcross(
   );
   return {
     for: (organizationId) => ({
-      load: (outboxId) => load.submit({ outboxId, organizationId }),
+      load: (outboxId, firstCall) => load.submit({ outboxId, organizationId, firstCall }),
       recordInFlight: (call) => inFlight.submit({ ...call, organizationId }),
       persist: (stamp) => persist.submit({ ...stamp, row: { ...stamp.row, organizationId } }),
     }),
