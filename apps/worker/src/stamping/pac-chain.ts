@@ -100,45 +100,20 @@ export class PacChain {
     beforeSend?: (pac: string) => Promise<string>,
     /**
      * A call already recorded `in_flight` (from `firstChoice`, with the load): its record is used
-     * for that PAC's call instead of `beforeSend`. Not sent after all (a circuit opened meanwhile,
-     * or a sticky PAC came first), it is returned among the attempts as a transient non-call, so
-     * the ledger closes it and no record stays in flight.
+     * for that PAC's call instead of `beforeSend`. Not sent after all (a circuit moved between the
+     * load and the call), it is returned among the attempts as a transient non-call, so the ledger
+     * closes it and no record stays in flight.
      */
     recorded?: { pac: string; id: string },
   ): Promise<ChainResult> {
-    const attempts: AttemptRecord[] = [];
-    let unused = recorded;
-    const take = (pac: string) => {
-      if (unused?.pac !== pac) return undefined;
-      const { id } = unused;
-      unused = undefined;
-      return id;
-    };
-    const settled = (result: Omit<ChainResult, 'attempts'>): ChainResult => {
-      if (unused)
-        attempts.push({
-          id: unused.id,
-          pac: unused.pac,
-          outcome: 'transient',
-          code: 'NOT_SENT' satisfies WorkerErrorCode,
-          durationMs: 0,
-        });
-      return { ...result, attempts };
-    };
+    const attempts = new Attempts(recorded, beforeSend);
     const candidates = sticky ? this.pacs.filter((p) => p.name === sticky) : this.pacs;
     let last: PacError | undefined;
     for (const pac of candidates) {
       const breaker = this.breakers.get(pac.name)!;
       // A sticky PAC is asked even with its circuit open: no other PAC may be.
       if (!sticky && !breaker.allows()) {
-        const id = take(pac.name);
-        attempts.push({
-          ...(id ? { id } : {}),
-          pac: pac.name,
-          outcome: 'transient',
-          code: 'CIRCUIT_OPEN' satisfies WorkerErrorCode,
-          durationMs: 0,
-        });
+        attempts.skipped(pac.name, 'CIRCUIT_OPEN');
         last = new PacError({
           outcome: 'transient',
           pacCode: 'CIRCUIT_OPEN' satisfies WorkerErrorCode,
@@ -147,29 +122,22 @@ export class PacChain {
         });
         continue;
       }
-      const id = take(pac.name) ?? (beforeSend ? await beforeSend(pac.name) : undefined);
+      const id = await attempts.recordFor(pac.name);
       const started = performance.now();
+      const took = () => Math.round(performance.now() - started);
       try {
         const result = await pac.stamp(frozenXml, { idempotencyKey: stampKey });
         breaker.succeeded();
-        attempts.push({
-          ...(id ? { id } : {}),
-          pac: pac.name,
+        attempts.made(pac.name, id, {
           outcome: result.recovered ? 'already_stamped' : 'stamped',
           uuid: result.uuid,
           ...(result.recoveryCode ? { code: result.recoveryCode } : {}),
-          durationMs: Math.round(performance.now() - started),
+          durationMs: took(),
         });
-        return settled({ result });
+        return attempts.settled({ result });
       } catch (error) {
         if (!(error instanceof PacError)) throw error;
-        attempts.push({
-          ...(id ? { id } : {}),
-          pac: pac.name,
-          outcome: error.outcome,
-          code: error.pacCode,
-          durationMs: Math.round(performance.now() - started),
-        });
+        attempts.made(pac.name, id, { outcome: error.outcome, code: error.pacCode, durationMs: took() });
         last = error;
         if (error.outcome === 'transient') {
           breaker.failedNotProcessed();
@@ -177,19 +145,53 @@ export class PacChain {
         }
         // Ambiguous: only this PAC can tell whether it stamped. Permanent: the document is refused.
         if (error.outcome === 'permanent') breaker.succeeded();
-        return settled({ error });
+        return attempts.settled({ error });
       }
     }
-    return settled({
-      error:
-        last ??
-        new PacError({
-          outcome: 'transient',
-          pacCode: 'NO_PAC' satisfies WorkerErrorCode,
-          pac: 'none',
-          message: 'no PAC configured',
-        }),
+    const none = new PacError({
+      outcome: 'transient',
+      pacCode: 'NO_PAC' satisfies WorkerErrorCode,
+      pac: 'none',
+      message: 'no PAC configured',
     });
+    return attempts.settled({ error: last ?? none });
+  }
+}
+
+/** One chain run's PAC calls as the ledger will keep them, and the call recorded ahead until one takes it. */
+class Attempts {
+  private readonly list: AttemptRecord[] = [];
+
+  constructor(
+    private ahead: { pac: string; id: string } | undefined,
+    private readonly beforeSend: ((pac: string) => Promise<string>) | undefined,
+  ) {}
+
+  /** The write-ahead record of a call about to be made: the one recorded ahead for `pac`, else a new one. */
+  async recordFor(pac: string): Promise<string | undefined> {
+    return this.takeAhead(pac) ?? (this.beforeSend ? await this.beforeSend(pac) : undefined);
+  }
+
+  made(pac: string, id: string | undefined, call: Omit<AttemptRecord, 'pac' | 'id'>): void {
+    this.list.push({ ...(id ? { id } : {}), pac, ...call });
+  }
+
+  /** A PAC passed over without a call (a transient outcome: proven not processed). */
+  skipped(pac: string, code: WorkerErrorCode): void {
+    this.made(pac, this.takeAhead(pac), { outcome: 'transient', code, durationMs: 0 });
+  }
+
+  /** The result, with a call recorded ahead but never made closed as NOT_SENT. */
+  settled(result: Omit<ChainResult, 'attempts'>): ChainResult {
+    if (this.ahead) this.skipped(this.ahead.pac, 'NOT_SENT');
+    return { ...result, attempts: this.list };
+  }
+
+  private takeAhead(pac: string): string | undefined {
+    if (this.ahead?.pac !== pac) return undefined;
+    const { id } = this.ahead;
+    this.ahead = undefined;
+    return id;
   }
 }
 
