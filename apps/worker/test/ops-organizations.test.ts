@@ -84,4 +84,21 @@ describe('npm run ops with several organizations', () => {
     expect((await prisma.outboxRow.findUniqueOrThrow({ where: { id: outbox.id } })).status).toBe('pending');
     expect(await clients.for(HOME.id).outboxRedrive.count()).toBe(0);
   });
+
+  it('an RFC names the live organization, never its test twin; the twin is named by its id', async () => {
+    const twin = randomUUID();
+    const owner = new pg.Client({ connectionString: db.url });
+    await owner.connect();
+    await owner.query(
+      `INSERT INTO emisores (id, rfc, nombre, regimen_fiscal, lugar_expedicion, mode, live_id)
+       VALUES ($1, $2, $3, $4, $5, 'test', $6)`,
+      [twin, HOME.rfc, HOME.nombre, HOME.regimenFiscal, HOME.cp, HOME.id],
+    );
+    await owner.end();
+    expect((await ops(['keys:create', 'night', '--organization', HOME.rfc.toLowerCase()])).status).toBe(0);
+    expect((await ops(['keys:create', 'evening'])).status).toBe(0); // EMISOR_RFC's
+    expect((await ops(['keys:create', 'lab', '--organization', twin])).status).toBe(0);
+    expect(await keyNames(HOME.id)).toEqual(expect.arrayContaining(['evening', 'night']));
+    expect(await keyNames(twin)).toEqual(['lab']);
+  });
 });

@@ -109,8 +109,9 @@ export async function organizationDb(organizationId: string): Promise<PrismaClie
 }
 
 /**
- * The organization `given` names (its id or RFC), else EMISOR_RFC's, else the only one there is;
- * a usage error when none matches or several could.
+ * The organization `given` names (its id or RFC), else EMISOR_RFC's, else the only live one there
+ * is; a usage error when none matches or several could. An RFC names the live organization: its
+ * test twin (test keys' data, same RFC) is named by its id.
  */
 export async function organizationNamed(given: string | undefined): Promise<{ id: string; rfc: string }> {
   const owner = await db();
@@ -118,12 +119,14 @@ export async function organizationNamed(given: string | undefined): Promise<{ id
   const { isUuid } = await dbLib.client();
   const rows = wanted
     ? await owner.emisor.findMany({
-        where: isUuid(wanted.toLowerCase()) ? { id: wanted.toLowerCase() } : { rfc: wanted.toUpperCase() },
+        where: isUuid(wanted.toLowerCase())
+          ? { id: wanted.toLowerCase() }
+          : { rfc: wanted.toUpperCase(), mode: 'live' },
         select: { id: true, rfc: true },
       })
-    : await owner.emisor.findMany({ select: { id: true, rfc: true }, take: 2 });
+    : await owner.emisor.findMany({ where: { mode: 'live' }, select: { id: true, rfc: true }, take: 2 });
   if (rows.length === 1) return rows[0]!;
-  if (wanted) throw new UsageError(`--organization: no organization ${wanted} (its id or RFC)`);
+  if (wanted) throw new UsageError(`--organization: no organization ${wanted} (its id, or a live one's RFC)`);
   throw new UsageError(
     rows.length === 0
       ? 'no organization in the database yet: the API makes the first at its start'
