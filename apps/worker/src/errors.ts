@@ -8,7 +8,7 @@ export const WORKER_ERRORS = {
   NO_XML: 'The outbox row points at an invoice without frozen XML (it was never frozen): dead-lettered.',
   CIRCUIT_OPEN: 'The PAC was skipped: its circuit breaker is open after repeated failures (a transient outcome).',
   NOT_SENT:
-    'A PAC call recorded ahead with the job’s load was not made after all (its circuit opened meanwhile): closed as transient.',
+    'A PAC call recorded ahead with the job’s load was not made after all (a PAC’s circuit moved between the load and the call): closed as transient.',
   NO_PAC: 'No PAC is configured to stamp with.',
   NO_CSD: 'A cancellation could not be signed: the worker has no CSD configured.',
   UNKNOWN_JOB: 'A job on the stamp queue with an unknown name or a payload that does not parse: failed, not retried.',
