@@ -66,20 +66,35 @@ export async function recordPacCallsInFlight(db: RawDb, calls: readonly PacCallI
     db,
     idRow,
     plannedOnce(Prisma.sql`
-      INSERT INTO pac_attempts (id, organization_id, invoice_id, pac, outcome, version, duration_ms)
-      SELECT c.id, c.org, c.invoice_id, c.pac, 'in_flight', c.version, 0
-      FROM (SELECT c.*, coalesce(c.given, (SELECT timbra_organization_or_sole())) AS org
-            FROM json_to_recordset(${JSON.stringify(entries)}::json)
-                 AS c(id uuid, outbox_id uuid, invoice_id uuid, version int, pac text, given uuid)) c
-      WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
-                    WHERE o.id = ANY(${calls.map((c) => c.outboxId)}::uuid[]) AND o.id = c.outbox_id
-                      AND o.organization_id = c.org AND i.id = c.invoice_id
-                      AND o.status IN ('pending', 'enqueued') AND i.version = c.version
-                    FOR SHARE OF o)
+      ${inFlightInsertSql(
+        Prisma.sql`SELECT c.*, coalesce(c.given, (SELECT timbra_organization_or_sole())) AS org
+                   FROM json_to_recordset(${JSON.stringify(entries)}::json)
+                        AS c(id uuid, outbox_id uuid, invoice_id uuid, version int, pac text, given uuid)`,
+        calls.map((c) => c.outboxId),
+      )}
       RETURNING id`),
   );
   const ids = new Set(written.map((r) => r.id));
   return calls.map((c) => ids.has(c.id));
+}
+
+/**
+ * The write-ahead insert, the one place its rule lives: each call of `calls` (rows with id,
+ * outbox_id, org, invoice_id, version, pac) recorded `in_flight` only while its outbox row is
+ * pending or enqueued and its invoice at that version, the row share-locked meanwhile (a
+ * correction's hold waits for it, and stops every call after). `outboxIds`: the rows', so the
+ * check starts from the outbox's key. Used by `recordPacCallsInFlight` and the stamper's load.
+ */
+export function inFlightInsertSql(calls: Prisma.Sql, outboxIds: readonly string[]): Prisma.Sql {
+  return Prisma.sql`
+    INSERT INTO pac_attempts (id, organization_id, invoice_id, pac, outcome, version, duration_ms)
+    SELECT c.id, c.org, c.invoice_id, c.pac, 'in_flight', c.version, 0
+    FROM (${calls}) c
+    WHERE EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
+                  WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = c.outbox_id
+                    AND o.organization_id = c.org AND i.id = c.invoice_id
+                    AND o.status IN ('pending', 'enqueued') AND i.version = c.version
+                  FOR SHARE OF o)`;
 }
 
 /**

@@ -8,7 +8,7 @@ import { Prisma } from '../generated/client.ts';
 import { statusGuard } from '../invoices/invoice-status.ts';
 import { col, queryRows, type Db, type RawDb } from '../sql.ts';
 import { plannedOnce } from '../lean.ts';
-import { ledgerUpsertSql, type OfOrganization, type PacCallRecord } from './ledger.ts';
+import { inFlightInsertSql, ledgerUpsertSql, type OfOrganization, type PacCallRecord } from './ledger.ts';
 
 // Row schemas, built once: zod compiles a schema on its first parse.
 const stampRowColumns = z.object({
@@ -60,7 +60,7 @@ export async function loadStampRow(db: Db, outboxId: string): Promise<StampRow |
  *
  * An item may name its `firstCall`: when the row has no PAC call yet for its version (so no PAC may
  * hold its stamp), is pending or enqueued and has frozen bytes, that call's write-ahead record is
- * written by this same statement, under the same conditions and share lock as `recordPacCallsInFlight`
+ * written by this same statement, by the same insert as `recordPacCallsInFlight` (`inFlightInsertSql`)
  * — a job's load and its first write-ahead record are then one commit, not two. Otherwise nothing is
  * written, and the caller records its calls as before.
  */
@@ -93,14 +93,12 @@ export async function loadStampRows(
         JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
         WHERE o.id = ANY(${outboxIds}::uuid[])
       ), recorded AS (
-        INSERT INTO pac_attempts (id, organization_id, invoice_id, pac, outcome, version, duration_ms)
-        SELECT l.call_id, l.org, l.invoice_id, l.pac, 'in_flight', l.version, 0
-        FROM loaded l
-        WHERE l.call_id IS NOT NULL AND json_array_length(l.history) = 0 AND l.frozen_xml IS NOT NULL
-          AND EXISTS (SELECT 1 FROM outbox o JOIN invoices i ON i.id = o.invoice_id AND i.organization_id = o.organization_id
-                      WHERE o.id = ANY(${outboxIds}::uuid[]) AND o.id = l.id AND o.organization_id = l.org
-                        AND o.status IN ('pending', 'enqueued') AND i.version = l.version
-                      FOR SHARE OF o)
+        ${inFlightInsertSql(
+          Prisma.sql`SELECT l.call_id AS id, l.id AS outbox_id, l.org, l.invoice_id, l.version, l.pac
+                     FROM loaded l
+                     WHERE l.call_id IS NOT NULL AND json_array_length(l.history) = 0 AND l.frozen_xml IS NOT NULL`,
+          outboxIds,
+        )}
         RETURNING id
       )
       SELECT l.n, l.id, l.status, l.stamp_key, l.invoice_id, l.frozen_xml, l.version, l.history,
