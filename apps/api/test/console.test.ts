@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTimbra } from '@timbra/client';
+import { deadLetterOutboxRow } from '@timbra/db/outbox';
 import { bootstrap } from '../src/bootstrap.ts';
 import { KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
 
@@ -265,6 +266,23 @@ describe('the console', () => {
     const correction = await api.prisma.invoiceCorrection.findFirstOrThrow({ where: { invoiceId: invoice.id } });
     expect(correction.changes).toEqual({ receptor: { regimenFiscal: '612' }, reason: 'régimen as registered' });
     expect(correction.requestedBy).toBe('pos');
+  });
+
+  it('lists every dead letter, newest first, each with why it stopped and its own retry form', async () => {
+    const letters = [];
+    for (const [n, why] of ['PAC timeout', 'primary: connection refused', 'backup: 503'].entries()) {
+      const made = await sale(`CON-DL${n}`);
+      const row = await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId: made.id } });
+      await deadLetterOutboxRow(api.prisma, { outboxId: row.id, invoiceId: made.id }, `EUNKNOWN: ${why}`);
+      letters.push({ ...made, outboxId: row.id, why });
+    }
+    const page = await (await signedIn()).get('/console/dead-letters');
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('Dead letters (3)');
+    const rows = [...page.html.matchAll(/<tr><td><a href="[^"]*">([^<]+)<\/a><\/td><td>[^<]*<\/td><td>([^<]*)<\/td>/g)];
+    const newestFirst = [...letters].reverse();
+    expect(rows.map((r) => [r[1], r[2]])).toEqual(newestFirst.map((l) => [l.serieFolio, `EUNKNOWN: ${l.why}`]));
+    for (const l of letters) hiddenOf(page.html, `/console/dead-letters/${l.outboxId}/retry`);
   });
 });
 
