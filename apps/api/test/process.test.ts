@@ -61,7 +61,7 @@ describe('the API process', () => {
       await eventually(async () => (await readyz())?.status === 200, 30_000);
       // The outage is told once, and its end: logged as the connection is ready again, before the
       // ping /readyz answered with, but read here from another pipe than the answer's socket.
-      await eventually(async () => lines.some((l) => /redis reachable again/.test(l)), 5_000);
+      await eventually(() => Promise.resolve(lines.some((l) => /redis reachable again/.test(l))), 5_000);
       expect(lines.filter((l) => /redis unreachable: retrying/.test(l))).toHaveLength(1);
       for (const line of lines) expect(() => JSON.parse(line) as unknown).not.toThrow();
     } finally {
