@@ -33,7 +33,7 @@ export function createMetrics(
 ) {
   const registry = new Registry();
   // Node's event-loop delay is sampled every 100 ms, not prom-client's default 10: a timer that woke
-  // the process 100 times a second, idle or not, for most of an idle API's CPU (docs/performance.md).
+  // the process 100 times a second, idle or not, for about half of an idle API's CPU (docs/performance.md).
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
   const { csd, watched, efirmas } = options;
   // The home CSD from files is watched beside the stored ones (a store that cannot be read leaves it).
