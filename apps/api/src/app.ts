@@ -234,7 +234,15 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
   v1.use(productRoutes(catalogDeps));
   v1.use(customerRoutes(catalogDeps));
   v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
-  v1.use(keyRoutes(deps.prisma, deps.payments.settings.emisor.test ? 'test' : 'live'));
+  const { emisor } = payments.settings;
+  v1.use(
+    keyRoutes(deps.prisma, {
+      id: payments.organizationId,
+      rfc: emisor.rfc,
+      nombre: emisor.nombre,
+      mode: emisor.test ? 'test' : 'live',
+    }),
+  );
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
   v1.use(

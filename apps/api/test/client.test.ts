@@ -18,6 +18,10 @@ const recent = () => new Date(Date.now() - 60_000).toISOString();
 describe('@timbra/client', () => {
   it('records a payment, reads it back and finds it in a filtered list', async () => {
     const timbra = createTimbra({ baseUrl: api.url, apiKey: KEYS.pos });
+    // A first call that checks the setup: which key, and whose documents it makes.
+    const me = await timbra.GET('/v1/keys/me');
+    expect([me.data!.name, me.data!.organization.mode]).toEqual(['pos', 'live']);
+    expect(me.data!.organization.id).toBe(api.payments.organizationId);
     const created = await timbra.POST('/v1/payments', {
       body: { externalId: 'C-1', amount: '116.00', currency: 'MXN', occurredAt: recent() },
     });

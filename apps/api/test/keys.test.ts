@@ -1,11 +1,12 @@
 /**
  * API keys as data: scopes (read, write, cancel, admin), revocation at once on every API instance,
- * API_KEYS as the source of truth of the keys it made, keys made through the admin API.
+ * API_KEYS as the source of truth of the keys it made, keys made through the admin API, and any key
+ * asking about itself (GET /v1/keys/me).
  */
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import got from 'got';
 import { bootstrap } from '../src/bootstrap.ts';
-import { KEYS, startApi, type TestApi } from './helpers.ts';
+import { EMISOR, KEYS, startApi, type TestApi } from './helpers.ts';
 
 let a: TestApi;
 let b: TestApi;
@@ -80,6 +81,46 @@ describe('API keys', () => {
     expect((revoked.body as { revokedAt: string | null }).revokedAt).not.toBeNull();
     expect((await call(b, 'get', '/v1/payments', key.key)).statusCode).toBe(401);
     expect((await call(a, 'get', '/v1/payments', key.key)).statusCode).toBe(401);
+  });
+
+  it('any key asks about itself, whatever its scopes: which key, what it may do, whose documents it makes', async () => {
+    const organization = { id: a.payments.organizationId, rfc: EMISOR.rfc, nombre: EMISOR.nombre, mode: 'live' };
+    for (const scopes of [['write'], ['read'], ['cancel'], ['admin']]) {
+      const made = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: `me-${scopes[0]}`, scopes })).body as Made;
+      const me = await call(b, 'get', '/v1/keys/me', made.key);
+      expect(me.statusCode).toBe(200);
+      const { lastUsedAt, ...rest } = me.body as { lastUsedAt: string | null };
+      // Recorded after authentication, without waiting (auth.ts): this request's use may not show yet.
+      if (lastUsedAt !== null) expect(Date.parse(lastUsedAt)).toBeGreaterThan(Date.now() - 60_000);
+      expect(rest).toEqual({
+        id: made.id,
+        name: `me-${scopes[0]}`,
+        prefix: made.prefix,
+        scopes,
+        source: 'ops',
+        apiVersion: expect.any(String) as unknown,
+        createdAt: expect.any(String) as unknown,
+        revokedAt: null,
+        organization,
+      });
+      expect(JSON.stringify(me.body)).not.toContain(made.key);
+      // The scope rule itself is untouched: a write-only key still may not read.
+      if (scopes[0] === 'write') expect((await call(b, 'get', '/v1/payments', made.key)).statusCode).toBe(403);
+    }
+    // A key from API_KEYS says so.
+    expect((await call(a, 'get', '/v1/keys/me', KEYS.pos)).body).toMatchObject({ name: 'pos', source: 'config' });
+
+    // Without a key, with a wrong one or a revoked one: 401; a query it does not take: 400.
+    const gone = (await call(a, 'post', '/v1/keys', KEYS.admin, { name: 'me-gone' })).body as Made;
+    await call(a, 'post', `/v1/keys/${gone.id}/revoke`, KEYS.admin);
+    for (const key of [gone.key, 'tk_live_nobody0123456789abcdef']) {
+      const refused = await call(b, 'get', '/v1/keys/me', key);
+      expect(refused.statusCode).toBe(401);
+      expect((refused.body as ErrorBody).error.code).toBe('unauthorized');
+    }
+    expect((await got(`${a.url}/v1/keys/me`, { throwHttpErrors: false })).statusCode).toBe(401);
+    const asked = await call(a, 'get', '/v1/keys/me?all=1', KEYS.pos);
+    expect(asked.statusCode).toBe(400);
   });
 
   it('API_KEYS is the source of truth of the keys it made: one it no longer lists is revoked; keys made by an admin stay', async () => {

@@ -501,7 +501,7 @@ describe('openapi.yaml', () => {
       }),
     );
 
-    // API keys: made (and refused to a key without admin), listed, revoked.
+    // API keys: made (and refused to a key without admin), listed, revoked; any key about itself.
     const admin = { authorization: `Bearer ${KEYS.admin}` };
     const key = await request('post', '/v1/keys', { json: { name: 'oa-key', scopes: ['read'] }, headers: admin });
     expect(key.statusCode).toBe(201);
@@ -513,6 +513,9 @@ describe('openapi.yaml', () => {
     conforms('/v1/keys', 'get', await request('get', '/v1/keys', { headers: admin }));
     conforms('/v1/keys', 'get', await request('get', '/v1/keys', { headers: auth }));
     conforms('/v1/keys', 'get', await request('get', '/v1/keys'));
+    conforms('/v1/keys/me', 'get', await request('get', '/v1/keys/me', { headers: auth }));
+    conforms('/v1/keys/me', 'get', await request('get', '/v1/keys/me'));
+    conforms('/v1/keys/me', 'get', await request('get', '/v1/keys/me?x=1', { headers: auth }));
     const keyId = (JSON.parse(key.body) as { id: string }).id;
     conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${keyId}/revoke`, { headers: admin }));
     conforms('/v1/keys/{id}/revoke', 'post', await request('post', `/v1/keys/${unknown}/revoke`, { headers: admin }));

@@ -74,6 +74,17 @@ describe('test and live (platform mode)', () => {
     expect(l.body.prefix).toBe(liveKey.slice(0, 12));
     expect(t.body.prefix).toBe(testKey.slice(0, 12));
     expect(t.body.organization).toBe(twin);
+    // Each key says which it is: same RFC, its own organization and mode; the platform key is neither's.
+    const { rfc, nombre } = CACX;
+    expect((await call(liveKey, 'GET', '/v1/keys/me')).body).toMatchObject({
+      id: l.body.id,
+      organization: { id: live, rfc, nombre, mode: 'live' },
+    });
+    expect((await call(testKey, 'GET', '/v1/keys/me')).body).toMatchObject({
+      id: t.body.id,
+      organization: { id: twin, rfc, nombre, mode: 'test' },
+    });
+    expect((await call(PLATFORM_KEY, 'GET', '/v1/keys/me')).status).toBe(401);
   });
 
   it('keeps test documents apart: their own folios and stamp keys, invisible to live keys', async () => {

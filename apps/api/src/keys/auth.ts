@@ -63,11 +63,13 @@ export function apiKeyAuth(prisma: PrismaClient, failures: FailureLimiter) {
 }
 
 /**
- * The scope a /v1 request needs — the one table of who may do what: `admin` for keys, re-drives,
+ * The scope a /v1 request needs — the one table of who may do what: `any` key for `GET /keys/me`; `admin` for keys, re-drives,
  * provider events and webhook endpoints (they receive every customer's data); `read` to GET; `cancel` to cancel an invoice; `write` for every other change
  * (payments, refunds, installments, corrections, replacements, products, customers).
  */
-export function scopeFor(method: string, path: string): Scope {
+export function scopeFor(method: string, path: string): Scope | 'any' {
+  // A key may always ask about itself: which key and organization it is, and what it may do.
+  if ((method === 'GET' || method === 'HEAD') && /^\/keys\/me\/?$/.test(path)) return 'any';
   if (/^\/(keys|outbox|webhook-events|webhook-endpoints)(\/|$)/.test(path)) return 'admin';
   // Issuing a period's factura global now, before its close timer.
   if (method === 'POST' && /^\/globals\/?$/.test(path)) return 'admin';
@@ -87,7 +89,8 @@ export function assertScope(req: Request, scope: Scope): void {
 /** Middleware: every /v1 request needs the scope its method and path ask for (scopeFor). */
 export function requireScopes(req: Request, _res: Response, next: NextFunction): void {
   try {
-    assertScope(req, scopeFor(req.method, req.path));
+    const scope = scopeFor(req.method, req.path);
+    if (scope !== 'any') assertScope(req, scope);
     next();
   } catch (error) {
     next(error);

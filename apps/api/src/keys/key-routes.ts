@@ -1,7 +1,8 @@
 /**
  * API keys as data, for admin keys: make one (its secret shown once), list them (never the secret),
  * revoke one (refused at once on every API instance). The ops CLI does the same (keys:create,
- * keys:list, keys:revoke); both call @timbra/db's api-keys.
+ * keys:list, keys:revoke); both call @timbra/db's api-keys. Any key may ask about itself
+ * (`GET /keys/me`): which key it is, what it may do, and whose documents it makes.
  */
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
@@ -10,6 +11,7 @@ import {
   ApiKeyNameTaken,
   createApiKey,
   DEFAULT_SCOPES,
+  getApiKey,
   listApiKeys,
   revokeApiKey,
   SCOPES,
@@ -46,10 +48,28 @@ export function keyView(k: ApiKeyView) {
   };
 }
 
-/** `mode`: the organization's (a test organization's keys are `tk_test_…`). */
-export function keyRoutes(prisma: PrismaClient, mode: KeyMode = 'live'): Router {
+/** The organization whose keys these are, as `GET /keys/me` names it. */
+export interface KeyOrganization {
+  id: string;
+  rfc: string;
+  nombre: string;
+  /** A test organization's keys are `tk_test_…` and its documents go to the test PAC only. */
+  mode: KeyMode;
+}
+
+export function keyRoutes(prisma: PrismaClient, organization: KeyOrganization): Router {
   const router = Router();
   uuidParams(router, 'id');
+  const { mode } = organization;
+
+  // Before any `/keys/:id…` route; the key was read by authentication a moment ago.
+  router.get('/keys/me', async (req, res) => {
+    onlyParams(req, []);
+    const me = req.client && (await getApiKey(prisma, req.client.id));
+    // Revoked between authentication and this read: as if it had been refused a moment earlier.
+    if (!me || me.revokedAt) throw new ApiError('unauthorized');
+    res.json({ ...keyView(me), organization });
+  });
 
   router.post('/keys', async (req: Request, res: Response) => {
     const parsed = createKeySchema.safeParse(req.body);

@@ -99,6 +99,12 @@ export async function listApiKeys(prisma: Pick<PrismaClient, 'apiClient'>): Prom
   return (await prisma.apiClient.findMany({ orderBy: [{ createdAt: 'asc' }, { name: 'asc' }] })).map(view);
 }
 
+/** One key by id, as the list shows it (never its secret); undefined when the organization has none. */
+export async function getApiKey(prisma: Pick<PrismaClient, 'apiClient'>, id: string): Promise<ApiKeyView | undefined> {
+  const row = await prisma.apiClient.findUnique({ where: { id } });
+  return row ? view(row) : undefined;
+}
+
 /**
  * Revokes a key by name, id or prefix (at once: authentication reads the row on every request).
  * @returns the key as it is now, or undefined when none matches (or several share the prefix).

@@ -10,6 +10,7 @@ export {
   isScope,
   createApiKey,
   listApiKeys,
+  getApiKey,
   revokeApiKey,
   findApiKey,
   keyOrganization,
