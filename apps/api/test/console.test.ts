@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createTimbra } from '@timbra/client';
 import { deadLetterOutboxRow } from '@timbra/db/outbox';
 import { bootstrap } from '../src/bootstrap.ts';
-import { KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
+import { EMISOR, KEYS, stampAsWorker, startApi, type TestApi } from './helpers.ts';
 
 let api: TestApi;
 const READ_ONLY = 'console-read-only-key-0123456789';
@@ -119,6 +119,8 @@ describe('the console', () => {
     const page = await b.get('/console/invoices');
     expect(page.status).toBe(200);
     expect(page.html).toContain('<h1>Invoices</h1>');
+    // The header says whose session it is: the key's name, its organization, its prefix.
+    expect(page.html).toContain(`<span>pos (${KEYS.pos.slice(0, 8)}…) · ${EMISOR.nombre}</span>`);
 
     // A cookie changed by one character, or sealed by another deployment, is no session. (The last
     // character but one, always to another letter: the last may hold only padding bits.)

@@ -166,6 +166,11 @@ async function signIn(
   await page.getByLabel('API key').fill(API_KEY);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Invoices' }).waitFor();
+  // The header says whose key it is: its name and prefix, and the organization it acts for.
+  await page
+    .getByRole('banner')
+    .getByText(/^\S+ \(console-…\) · \S.+$/)
+    .waitFor();
   return page;
 }
 

@@ -97,7 +97,7 @@ function consoleApp(options: ConsoleOptions, vouch: AddressVouch): Express {
         .type('html')
         .send(loginPage(why));
     }
-    seal.start(req, res, key);
+    seal.start(req, res, key, await whoseKey(client(req, key), key));
     res.redirect(303, at('/invoices'));
   });
   app.use((req, res, next) => {
@@ -106,7 +106,10 @@ function consoleApp(options: ConsoleOptions, vouch: AddressVouch): Express {
     req.signed = {
       session,
       timbra: client(req, session.key),
-      chrome: { keyShown: `${keyPrefix(session.key)}…`, signOutToken: seal.token(session, 'logout') },
+      chrome: {
+        keyShown: session.label ?? `${keyPrefix(session.key)}…`,
+        signOutToken: seal.token(session, 'logout'),
+      },
       token: (action) => seal.token(session, action),
       checks: (action, given) => !crossSite(req) && seal.checks(session, action, given),
     };
@@ -133,6 +136,17 @@ function consoleApp(options: ConsoleOptions, vouch: AddressVouch): Express {
       );
   });
   return app;
+}
+
+/**
+ * What the header says of a session: the key's name and its organization, `test` for a test
+ * organization's — so an operator with several organizations or a test twin sees where they act.
+ */
+async function whoseKey(timbra: ReturnType<typeof apiFor>, key: string): Promise<string | undefined> {
+  const me = await timbra.GET('/v1/keys/me');
+  if (!me.data) return undefined;
+  const { name, organization } = me.data;
+  return `${name} (${keyPrefix(key)}…) · ${organization.nombre}${organization.mode === 'test' ? ' · test' : ''}`;
 }
 
 function loginPage(problem?: string): string {

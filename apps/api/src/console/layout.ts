@@ -10,7 +10,7 @@ import type { ApiError } from './api-client.ts';
 export const CONSOLE_PATH = '/console';
 export const at = (path: string) => `${CONSOLE_PATH}${path}`;
 
-/** What the layout needs of the session: the sign-out form's token, and the key shown (its prefix). */
+/** What the layout needs of the session: the sign-out form's token, and whose key it is (name, prefix, organization). */
 export interface Chrome {
   keyShown: string;
   signOutToken: string;

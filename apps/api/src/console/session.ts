@@ -18,6 +18,8 @@ export interface Session {
   id: string;
   /** When it ends (ms since the epoch). */
   expiresAt: number;
+  /** What the header says of it: the key's name and prefix, its organization (GET /v1/keys/me). */
+  label?: string;
 }
 
 export class SessionSeal {
@@ -34,8 +36,13 @@ export class SessionSeal {
   }
 
   /** A new session for `key`, set as the cookie. */
-  start(req: Request, res: Response, key: string): Session {
-    const session = { key, id: randomBytes(16).toString('base64url'), expiresAt: Date.now() + this.hours * 3_600_000 };
+  start(req: Request, res: Response, key: string, label?: string): Session {
+    const session = {
+      key,
+      id: randomBytes(16).toString('base64url'),
+      expiresAt: Date.now() + this.hours * 3_600_000,
+      ...(label ? { label } : {}),
+    };
     res.cookie(COOKIE, this.seal(session), {
       httpOnly: true,
       sameSite: 'strict',
@@ -71,7 +78,7 @@ export class SessionSeal {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.sealKey, iv);
     const body = Buffer.concat([
-      cipher.update(JSON.stringify([session.key, session.id, session.expiresAt])),
+      cipher.update(JSON.stringify([session.key, session.id, session.expiresAt, session.label ?? null])),
       cipher.final(),
     ]);
     return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
@@ -84,9 +91,9 @@ export class SessionSeal {
       const decipher = createDecipheriv('aes-256-gcm', this.sealKey, raw.subarray(0, 12));
       decipher.setAuthTag(raw.subarray(12, 28));
       const json = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
-      const [key, id, expiresAt] = JSON.parse(json) as [string, string, number];
+      const [key, id, expiresAt, label] = JSON.parse(json) as [string, string, number, unknown];
       return typeof key === 'string' && typeof id === 'string' && typeof expiresAt === 'number'
-        ? { key, id, expiresAt }
+        ? { key, id, expiresAt, ...(typeof label === 'string' ? { label } : {}) }
         : undefined;
     } catch {
       // Tampered, truncated, or sealed with another secret: no session.
