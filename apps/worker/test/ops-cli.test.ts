@@ -2,7 +2,8 @@
  * `npm run ops` as an operator meets it: help for every command without a database, usage mistakes
  * exit 2 with a message (never a stack trace), `--since` takes ISO times and durations and refuses
  * anything else, `reconcile` refuses to give an all-clear it cannot back (exit 3), and a re-drive is
- * recorded with who did it and settles the letter in stamp-dlq at once.
+ * recorded with who did it and settles the letter in stamp-dlq at once; stamped XML stored twice is
+ * forgotten only where its rebuild is the same bytes.
  *
  * @clock csd:check reads the SAT's own test certificate (valid until 2027-05-18); --since and history:prune ages
  */
@@ -15,7 +16,8 @@ import { Queue } from 'bullmq';
 import { createPrisma, type PrismaClient } from '@timbra/db';
 import { deadLetterOutboxRow, STAMP_DLQ } from '@timbra/db/outbox';
 import { createTestDatabase, databaseNow, type TestDatabase } from '@timbra/db/testing';
-import { SAT_DIR, satTestCertificatePath } from '@timbra/test-support';
+import { insertTfd, parseStampedCfdi, stampedXmlOf } from '@timbra/cfdi-core';
+import { SAT_DIR, satTestCertificatePath, testTfd } from '@timbra/test-support';
 import { createDeadLetterConsumer } from '../src/stamping/dead-letters.ts';
 import { parseSince } from '../src/operations/since.ts';
 import { pino } from 'pino';
@@ -67,6 +69,7 @@ describe('npm run ops: usage', () => {
         'keys:create',
         'reconcile',
         'history:prune',
+        'stamped-xml:compact',
       ])
         expect(help.stdout).toContain(command);
       expect(help.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 bad usage; 3 could not check/);
@@ -392,6 +395,62 @@ describe('history:prune', () => {
       (await prisma.webhookEvent.findMany({ where: { eventId: { startsWith: 'evt_ops_' } } })).map((e) => e.eventId),
     ).toEqual(['evt_ops_new']);
     expect((await ops(['history:prune', '--dry-run', '--days', '3'])).status).toBe(2);
+  });
+});
+
+describe('stamped-xml:compact', () => {
+  /** A stamped invoice as a version before the TFD-only stamp left it: `stored` in stamped_xml. */
+  async function stampedBefore(tag: string, uuid: string, stored: (copy: string) => string | null, keepTfd = true) {
+    const { invoiceId, frozenXml } = await pendingInvoice(prisma, tag);
+    const tfdXml = testTfd(parseStampedCfdi(insertTfd(frozenXml, testTfd('x'))).sello, uuid);
+    const stampedXml = stored(insertTfd(frozenXml, tfdXml));
+    await prisma.invoice.update({
+      where: { id: invoiceId },
+      data: { status: 'stamped', uuid, tfdXml: keepTfd ? tfdXml : null, stampedXml },
+    });
+    return { invoiceId, copy: insertTfd(frozenXml, tfdXml) };
+  }
+  const row = (id: string) => prisma.invoice.findUniqueOrThrow({ where: { id } });
+
+  it('forgets each copy its frozen XML and TFD rebuild byte for byte, keeps and lists any other', async () => {
+    const same = await stampedBefore('cx-same', '1A2B3C4D-0000-4000-8000-000000000001', (copy) => copy);
+    const other = await stampedBefore('cx-other', '1A2B3C4D-0000-4000-8000-000000000002', (copy) => `${copy}\n`);
+    const bare = await stampedBefore('cx-bare', '1A2B3C4D-0000-4000-8000-000000000003', (copy) => copy, false);
+    const now = await stampedBefore('cx-now', '1A2B3C4D-0000-4000-8000-000000000004', () => null);
+    const events = await prisma.event.count();
+    type Run = { checked: number; forgotten?: number; wouldForget?: number; kept: { id: string; why: string }[] };
+
+    const dry = await ops(['stamped-xml:compact', '--dry-run', '--json']);
+    expect(dry.status).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, checked: 3, wouldForget: 1 });
+    expect((await row(same.invoiceId)).stampedXml).toBe(same.copy);
+
+    // One invoice a batch: every batch is read after the last, and says how far it got.
+    const run = await ops(['stamped-xml:compact', '--batch', '1']);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/^3 invoices stored their stamped XML whole; forgot 1 /);
+    expect(run.stdout).toContain(`(differs)`);
+    expect(run.stdout).toContain(`${bare.invoiceId} (no TFD)`);
+    expect(run.stderr).toMatch(/3 checked, 1 forgotten, 2 kept/);
+
+    // What is read now is the same bytes as before; the others are untouched, and nothing was an event.
+    const compacted = await row(same.invoiceId);
+    expect(compacted.stampedXml).toBeNull();
+    expect(stampedXmlOf(compacted)).toBe(same.copy);
+    expect((await row(other.invoiceId)).stampedXml).toBe(`${other.copy}\n`);
+    expect((await row(bare.invoiceId)).stampedXml).toBe(bare.copy);
+    expect(stampedXmlOf(await row(now.invoiceId))).toBe(now.copy);
+    expect(await prisma.event.count()).toBe(events);
+
+    const again = JSON.parse((await ops(['stamped-xml:compact', '--json'])).stdout) as Run;
+    expect(again).toMatchObject({ checked: 2, forgotten: 0 });
+    expect(again.kept.map((k) => [k.id, k.why]).sort()).toEqual(
+      [
+        [other.invoiceId, 'differs'],
+        [bare.invoiceId, 'no TFD'],
+      ].sort(),
+    );
+    expect((await ops(['stamped-xml:compact', '--batch', '0'])).status).toBe(2);
   });
 });
 

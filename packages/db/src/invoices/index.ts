@@ -98,3 +98,4 @@ export {
   type InvoiceForSat,
   type SatReconciliationRow,
 } from './sat-record.ts';
+export { stampedCopies, forgetStampedCopies, type StampedCopy } from './stamped-copies.ts';
