@@ -20,6 +20,7 @@ import { insertTfd, parseStampedCfdi, stampedXmlOf } from '@timbra/cfdi-core';
 import { SAT_DIR, satTestCertificatePath, testTfd } from '@timbra/test-support';
 import { createDeadLetterConsumer } from '../src/stamping/dead-letters.ts';
 import { parseSince } from '../src/operations/since.ts';
+import { copyVerdict } from '../src/ops/history-commands.ts';
 import { pino } from 'pino';
 import {
   ADMIN_TOKEN,
@@ -451,6 +452,15 @@ describe('stamped-xml:compact', () => {
       ].sort(),
     );
     expect((await ops(['stamped-xml:compact', '--batch', '0'])).status).toBe(2);
+  });
+
+  it('keeps a copy whose row cannot rebuild it (no frozen XML, or one the TFD does not fit), rather than stop', () => {
+    const copy = { frozenXml: '<cfdi:Comprobante>…</cfdi:Comprobante>', tfdXml: '<tfd/>', stampedXml: 'x' };
+    expect(copyVerdict({ ...copy, frozenXml: null }, stampedXmlOf)).toBe('no TFD');
+    expect(copyVerdict({ ...copy, frozenXml: 'not a CFDI' }, stampedXmlOf)).toBe('cannot rebuild');
+    expect(copyVerdict(copy, stampedXmlOf)).toBe('differs');
+    const rebuilt = stampedXmlOf({ frozenXml: copy.frozenXml, tfdXml: copy.tfdXml })!;
+    expect(copyVerdict({ ...copy, stampedXml: rebuilt }, stampedXmlOf)).toBe('same');
   });
 });
 

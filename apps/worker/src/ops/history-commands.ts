@@ -35,7 +35,24 @@ function historyPrune(program: Command): void {
 interface KeptCopy {
   id: string;
   serieFolio: string;
-  why: 'differs' | 'no TFD';
+  why: Exclude<CopyVerdict, 'same'>;
+}
+
+export type CopyVerdict = 'same' | 'differs' | 'no TFD' | 'cannot rebuild';
+
+/** Whether a stored stamped XML is what its row's frozen XML and TFD rebuild, byte for byte. */
+export function copyVerdict(
+  copy: { frozenXml: string | null; tfdXml: string | null; stampedXml: string },
+  rebuild: (invoice: { frozenXml: string | null; tfdXml: string | null }) => string | null,
+): CopyVerdict {
+  if (!copy.frozenXml || !copy.tfdXml) return 'no TFD';
+  let rebuilt: string | null;
+  try {
+    rebuilt = rebuild({ frozenXml: copy.frozenXml, tfdXml: copy.tfdXml });
+  } catch {
+    return 'cannot rebuild';
+  }
+  return rebuilt === copy.stampedXml ? 'same' : 'differs';
 }
 
 /**
@@ -64,9 +81,9 @@ function stampedXmlCompact(program: Command): void {
         after = batch.at(-1)!.id;
         checked += batch.length;
         const same = batch.filter((c) => {
-          const rebuilt = c.tfdXml ? stampedXmlOf({ frozenXml: c.frozenXml, tfdXml: c.tfdXml }) : null;
-          if (rebuilt === c.stampedXml) return true;
-          kept.push({ id: c.id, serieFolio: `${c.serie}-${c.folio}`, why: rebuilt === null ? 'no TFD' : 'differs' });
+          const why = copyVerdict(c, stampedXmlOf);
+          if (why === 'same') return true;
+          kept.push({ id: c.id, serieFolio: `${c.serie}-${c.folio}`, why });
           return false;
         });
         forgotten += options.dryRun ? same.length : await forgetStampedCopies(prisma, same);
