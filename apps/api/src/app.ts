@@ -21,7 +21,7 @@ import { metadataRoutes } from './http/metadata-routes.ts';
 import { customerRoutes } from './catalog/customer-routes.ts';
 import { productRoutes } from './catalog/product-routes.ts';
 import { FailureLimiter } from './http/failure-limiter.ts';
-import { keyRoutes } from './keys/key-routes.ts';
+import { keyOrganizationOf, keyRoutes } from './keys/key-routes.ts';
 import { outboxRoutes } from './operations/outbox-routes.ts';
 import type { ExchangeRateSource } from './payments/exchange-rates.ts';
 import { paymentRoutes } from './payments/payment-routes.ts';
@@ -234,15 +234,7 @@ function v1Router(deps: AppDeps, payments: RecordPaymentDeps, failures: FailureL
   v1.use(productRoutes(catalogDeps));
   v1.use(customerRoutes(catalogDeps));
   v1.use(ticketRoutes({ prisma: deps.prisma, payments, metrics: deps.metrics }));
-  const { emisor } = payments.settings;
-  v1.use(
-    keyRoutes(deps.prisma, {
-      id: payments.organizationId,
-      rfc: emisor.rfc,
-      nombre: emisor.nombre,
-      mode: emisor.test ? 'test' : 'live',
-    }),
-  );
+  v1.use(keyRoutes(deps.prisma, keyOrganizationOf(payments)));
   v1.use(outboxRoutes(deps.prisma, deps.deadLetters));
   v1.use(webhookEventRoutes(deps.prisma));
   v1.use(

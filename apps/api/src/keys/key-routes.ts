@@ -57,6 +57,15 @@ export interface KeyOrganization {
   mode: KeyMode;
 }
 
+/** The organization an app's payments are recorded for, as its keys name it. */
+export function keyOrganizationOf(payments: {
+  organizationId: string;
+  settings: { emisor: { rfc: string; nombre: string; test?: boolean | undefined } };
+}): KeyOrganization {
+  const { rfc, nombre, test } = payments.settings.emisor;
+  return { id: payments.organizationId, rfc, nombre, mode: test ? 'test' : 'live' };
+}
+
 export function keyRoutes(prisma: PrismaClient, organization: KeyOrganization): Router {
   const router = Router();
   uuidParams(router, 'id');
