@@ -4,11 +4,10 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { privateRedisArgs, realClockEnv } from './system.ts';
+import { freePorts, privateRedisArgs, realClockEnv } from './system.ts';
 
 const run = promisify(execFile);
 
@@ -17,26 +16,6 @@ export interface RedisClusterProcess {
   /** The seed nodes as REDIS_URL takes them with REDIS_CLUSTER=true. */
   url: string;
   stop: () => Promise<void>;
-}
-
-const listenable = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const server = createServer()
-      .once('error', () => resolve(false))
-      .listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-
-/**
- * A port free on the loopback whose cluster bus port (port + 10000) is free too: below the ephemeral
- * range, so the bus port exists; tried at random.
- */
-async function freeClusterPort(taken: Set<number>): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    if (taken.has(port) || taken.has(port + 10_000)) continue;
-    if ((await listenable(port)) && (await listenable(port + 10_000))) return port;
-  }
-  throw new Error('no free port pair for a Redis Cluster node');
 }
 
 async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -50,19 +29,17 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
 /** Starts a cluster of `masters` nodes and waits for `cluster_state:ok` on every node. */
 export async function startRedisCluster(masters = 3): Promise<RedisClusterProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'timbra-redis-cluster-'));
-  const taken = new Set<number>();
-  const ports: number[] = [];
-  for (let i = 0; i < masters; i++) {
-    const port = await freeClusterPort(taken);
-    taken.add(port).add(port + 10_000);
-    ports.push(port);
-  }
-  const children: ChildProcess[] = ports.map((port) =>
+  // Each node's client port and cluster bus port, drawn as every test's are (Redis 7's cluster-port:
+  // the bus needs no fixed offset from the client port).
+  const drawn = await freePorts(2 * masters);
+  const ports = drawn.slice(0, masters);
+  const children: ChildProcess[] = ports.map((port, i) =>
     spawn(
       'redis-server',
       [
         ...privateRedisArgs(port),
-        ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`)],
+        ...['--cluster-enabled', 'yes', '--cluster-port', String(drawn[masters + i]!)],
+        ...['--cluster-config-file', join(dir, `nodes-${port}.conf`)],
         ...['--cluster-node-timeout', '2000', '--dir', dir],
       ],
       { stdio: 'ignore', env: realClockEnv() },
