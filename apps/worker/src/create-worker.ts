@@ -3,24 +3,30 @@ import type { Logger } from 'pino';
 import type { Csd, OperatorCatalogs } from '@timbra/cfdi-core';
 import type { PrismaClient } from '@timbra/db';
 import type { SeveralOrganizations } from '@timbra/db/organizations';
-import { parseStampJob, type OutboxShare } from '@timbra/db/outbox';
+import { parseStampJob, type OutboxShare, type StampQueueData } from '@timbra/db/outbox';
 import { bullmqErrorListener, type RedisConnection } from '@timbra/db/redis';
 import { failureText } from './errors.ts';
 import {
-  backoffDelay,
+  stampBackoff,
   STAMP_DLQ,
   STAMP_QUEUE,
   type DeadLetterData,
   type RetryPolicy,
   type StampJobData,
 } from './stamping/jobs.ts';
+import { FairSlots } from './stamping/fair-slots.ts';
 import type { AttemptRecord, PacChain } from './stamping/pac-chain.ts';
 import { stampWritesAcross } from './stamping/stamp-writes.ts';
 import { RelayAcross } from './stamping/relay.ts';
 import type { CsdCredentials } from './invoices/cancel-processor.ts';
 import { createDeadLetterConsumer } from './stamping/dead-letters.ts';
 import { AcrossOrganizations, type EachOrganization, type OrganizationVisit } from './organizations/across.ts';
-import { correctionsAcross, organizationParts, type OrganizationPartsOf } from './organizations/parts.ts';
+import {
+  correctionsAcross,
+  organizationParts,
+  type OrganizationPartsOf,
+  type OrganizationQueues,
+} from './organizations/parts.ts';
 
 export interface WorkerDeps {
   prisma: PrismaClient;
@@ -30,8 +36,11 @@ export interface WorkerDeps {
   prefix: string;
   chain: PacChain;
   retry: RetryPolicy;
+  /** PAC calls in flight at once (stamps and cancellations), shared among organizations: FairSlots. */
   concurrency: number;
   relayBatchSize: number;
+  /** Each relay claim's stamp rows in one `stamp-group` job (STAMP_JOB_GROUPS). Default: a job each. */
+  stampGroups?: boolean;
   /** Each organization's share of the stamp queue (RELAY_MAX_ENQUEUED_PER_ORGANIZATION); absent: none. */
   relayShare?: OutboxShare;
   /** Enqueued rows older than this whose job is gone are re-published. Default 5 minutes. */
@@ -88,16 +97,24 @@ export interface WorkerDeps {
 /** Builds the queues, the relay and the stamp worker (not started: `worker.run()` or autorun). */
 export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = {}) {
   const connection = deps.redis;
-  const queue = new Queue<StampJobData>(STAMP_QUEUE, { connection, prefix: deps.prefix });
+  const queue = new Queue<StampQueueData>(STAMP_QUEUE, { connection, prefix: deps.prefix });
   const dlq = new Queue<DeadLetterData>(STAMP_DLQ, { connection, prefix: deps.prefix });
   for (const q of [queue, dlq])
     q.on('error', bullmqErrorListener(deps.logger, 'queue error', 'warn', { queue: q.name }));
   const writesAcross = deps.across ? stampWritesAcross(deps.across) : undefined;
+  const slots = new FairSlots(deps.concurrency);
   const relayAcross = deps.across
-    ? new RelayAcross({ ...deps, across: deps.across, queue, batchSize: deps.relayBatchSize, share: deps.relayShare })
+    ? new RelayAcross({
+        ...deps,
+        across: deps.across,
+        queue,
+        batchSize: deps.relayBatchSize,
+        share: deps.relayShare,
+        groups: deps.stampGroups ?? false,
+      })
     : undefined;
-  const home = organizationParts(deps, queue, dlq, undefined, writesAcross);
-  const across = acrossOrganizationsOf(deps, queue, dlq, home, writesAcross, relayAcross);
+  const home = organizationParts(deps, { queue, dlq, slots }, undefined, writesAcross);
+  const across = acrossOrganizationsOf(deps, { queue, dlq, slots }, home, writesAcross, relayAcross);
   const partsOf = (organization: string | undefined) => (across ? across.partsOf(organization) : Promise.resolve(home));
   const visit = (parts: OrganizationPartsOf, organizationId: string): OrganizationVisit => ({
     organizationId,
@@ -110,16 +127,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
   // A job's organization is built again at once after a failed build (the rounds wait a while).
   const jobParts = (organization: string | undefined) =>
     across ? across.partsOf(organization, 'build') : Promise.resolve(home);
-  const worker = new Worker<StampJobData>(STAMP_QUEUE, jobHandler(jobParts), {
-    connection,
-    prefix: deps.prefix,
-    concurrency: deps.concurrency,
-    autorun: options.autorun ?? true,
-    lockDuration: deps.lockMs ?? 30_000,
-    stalledInterval: Math.max(500, Math.round((deps.lockMs ?? 30_000) / 2)),
-    settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(deps.retry, attemptsMade) },
-  });
-  worker.on('error', bullmqErrorListener(deps.logger, 'worker error', 'error'));
+  const worker = stampWorker(deps, jobHandler(jobParts, slots), options.autorun ?? true);
   const deadLetters = createDeadLetterConsumer(
     {
       prismaFor: async (organization) => (await partsOf(organization)).prisma,
@@ -142,6 +150,8 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
     worker,
     /** The consumer of stamp-dlq (dead-letters.ts); runs with `worker`. */
     deadLetters,
+    /** The PAC calls in flight (`slots.inFlight`), at most `concurrency`. */
+    slots,
     /** Stops taking jobs, lets in-flight ones finish, closes the queues. */
     close: async () => {
       await worker.close();
@@ -158,8 +168,7 @@ export function createWorker(deps: WorkerDeps, options: { autorun?: boolean } = 
  */
 function acrossOrganizationsOf(
   deps: WorkerDeps,
-  queue: Queue<StampJobData>,
-  dlq: Queue<DeadLetterData>,
+  queues: OrganizationQueues,
   home: OrganizationPartsOf,
   writesAcross: ReturnType<typeof stampWritesAcross> | undefined,
   relayAcross: RelayAcross | undefined,
@@ -171,7 +180,7 @@ function acrossOrganizationsOf(
     build: async (id) => {
       // Its own client and CSD only: never the home organization's.
       const { csd: _csd, csdCredentials: _credentials, ...shared } = deps;
-      return organizationParts({ ...shared, ...(await organizations.open(id)) }, queue, dlq, id, writesAcross);
+      return organizationParts({ ...shared, ...(await organizations.open(id)) }, queues, id, writesAcross);
     },
     ids: organizations.ids,
     pending: organizations.pending,
@@ -182,13 +191,37 @@ function acrossOrganizationsOf(
   });
 }
 
-function assertNever(name: never): never {
-  throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${String(name)}`));
+function assertNever(job: never): never {
+  throw new UnrecoverableError(failureText('UNKNOWN_JOB', `no processor for ${(job as { name: string }).name}`));
 }
 
-/** What the worker does with a job of the stamp queue: stamp, or cancel, for the job's organization (a job it cannot read fails now). */
-function jobHandler(partsOf: (organization: string | undefined) => Promise<OrganizationPartsOf>) {
-  return async (job: Job<StampJobData>, token?: string) => {
+/** The stamp queue's consumer: `handler` for each job, locks and backoff from `deps`. */
+function stampWorker(deps: WorkerDeps, handler: ReturnType<typeof jobHandler>, autorun: boolean) {
+  const worker = new Worker<StampQueueData>(STAMP_QUEUE, handler, {
+    connection: deps.redis,
+    prefix: deps.prefix,
+    // With groups, jobs waiting for slots are fetched: an organization's group is not kept out of
+    // the slots' turn by others' groups holding every BullMQ slot.
+    concurrency: deps.stampGroups ? deps.concurrency * GROUPS_FETCHED_PER_SLOT : deps.concurrency,
+    autorun,
+    lockDuration: deps.lockMs ?? 30_000,
+    stalledInterval: Math.max(500, Math.round((deps.lockMs ?? 30_000) / 2)),
+    // A row's retries after its group's attempt continue its doubling (attemptsBefore).
+    settings: { backoffStrategy: stampBackoff(deps.retry) },
+  });
+  worker.on('error', bullmqErrorListener(deps.logger, 'worker error', 'error'));
+  return worker;
+}
+
+/** BullMQ jobs a stamper fetches per PAC-call slot when jobs carry groups. */
+const GROUPS_FETCHED_PER_SLOT = 4;
+
+/**
+ * What the worker does with a job of the stamp queue: stamp (a row or a group), or cancel, for the
+ * job's organization, each PAC call within the slots (a job it cannot read fails now).
+ */
+function jobHandler(partsOf: (organization: string | undefined) => Promise<OrganizationPartsOf>, slots: FairSlots) {
+  return async (job: Job<StampQueueData>, token?: string) => {
     let parsed;
     try {
       parsed = parseStampJob(job.name, job.data);
@@ -196,15 +229,18 @@ function jobHandler(partsOf: (organization: string | undefined) => Promise<Organ
       // A job this worker cannot read fails now: retrying would not make it readable.
       throw new UnrecoverableError(failureText('UNKNOWN_JOB', (error as Error).message));
     }
-    const { stamp, cancel } = await partsOf(parsed.data.org);
+    const { stamp, stampGroup, cancel } = await partsOf(parsed.data.org);
+    const turn = parsed.data.org ?? '';
     switch (parsed.name) {
       case 'stamp':
-        return stamp(job);
+        return slots.run(turn, () => stamp(job as Job<StampJobData>));
+      case 'stamp-group':
+        return stampGroup(job, parsed.data);
       case 'cancel':
         if (!cancel) throw new UnrecoverableError(failureText('NO_CSD', 'cancellations cannot be signed'));
-        return cancel(job, token);
+        return slots.run(turn, () => cancel(job as Job<StampJobData>, token));
       default:
-        return assertNever(parsed.name);
+        return assertNever(parsed);
     }
   };
 }

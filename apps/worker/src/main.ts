@@ -158,6 +158,7 @@ const w = createWorker(
     },
     concurrency: config.WORKER_CONCURRENCY,
     relayBatchSize: config.RELAY_BATCH_SIZE,
+    stampGroups: config.STAMP_JOB_GROUPS,
     ...(config.RELAY_MAX_ENQUEUED_PER_ORGANIZATION > 0
       ? { relayShare: { maxEnqueued: config.RELAY_MAX_ENQUEUED_PER_ORGANIZATION, windowMs: 60_000 } }
       : {}),

@@ -23,7 +23,10 @@ export const WORKER_PROCESS = section('Roles, health and shutdown', [
     { WORKER_ROLES: z.string().default('relay,sweeper,stamper,deliverer') },
     'which parts run in this process, comma-separated (scale them apart); `deliverer` sends emails and webhooks',
   ),
-  entry({ WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8) }, 'stamp jobs in flight per process'),
+  entry(
+    { WORKER_CONCURRENCY: z.coerce.number().int().positive().default(8) },
+    'PAC calls (stamps and cancellations) in flight per process, shared among organizations in turn',
+  ),
   entry(
     { WORKER_HTTP_PORT: port().default(3001) },
     '`GET /healthz`, `GET /readyz`, `GET /metrics` (0: off): stamp attempts by PAC and outcome, stamp latency, failovers, circuit state, outbox backlog and the oldest pending age, DLQ size',
@@ -52,6 +55,10 @@ export const WORKER_STAMPING = section('Relaying and stamping', [
   entry(
     { RELAY_BATCH_SIZE: z.coerce.number().int().positive().default(100), RELAY_POLL_MS: ms(1000) },
     'outbox rows per claim; fallback poll interval (a new row wakes the relay at once)',
+  ),
+  entry(
+    { STAMP_JOB_GROUPS: bool.default(true) },
+    "each relay claim's stamp rows go to the queue as one `stamp-group` job (BullMQ's commands a job shared by the claim's payments: [performance.md](performance.md)); a row whose attempt there fails goes on as a `stamp` job of its own, with the usual retries and dead letter; `false`: a `stamp` job a row",
   ),
   entry(
     { RELAY_MAX_ENQUEUED_PER_ORGANIZATION: z.coerce.number().int().min(0).default(200) },

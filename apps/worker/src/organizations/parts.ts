@@ -11,18 +11,26 @@ import type { WorkerDeps } from '../create-worker.ts';
 import { createCancelProcessor } from '../invoices/cancel-processor.ts';
 import { CorrectionRunner } from '../invoices/corrections.ts';
 import { freezeDependents, freezeOverdueDependents } from '../invoices/freeze-dependents.ts';
-import type { DeadLetterData, StampJobData } from '../stamping/jobs.ts';
+import type { FairSlots } from '../stamping/fair-slots.ts';
+import type { DeadLetterData, StampQueueData } from '../stamping/jobs.ts';
 import { Relay } from '../stamping/relay.ts';
-import { createStampProcessor } from '../stamping/stamp-processor.ts';
+import { createStampGroupProcessor } from '../stamping/stamp-group.ts';
+import { createStampProcessor, type StampProcessorDeps } from '../stamping/stamp-processor.ts';
 import { stampWrites, type StampWritesAcross } from '../stamping/stamp-writes.ts';
 import { Sweeper } from '../stamping/sweeper.ts';
 import type { AcrossOrganizations } from './across.ts';
 
+/** The queues every organization's parts publish to, and the process's PAC-call slots. */
+export interface OrganizationQueues {
+  queue: Queue<StampQueueData>;
+  dlq: Queue<DeadLetterData>;
+  slots: FairSlots;
+}
+
 /** One organization's relay, sweeper and processors, on its client and with its CSD. */
 export function organizationParts(
   deps: WorkerDeps,
-  queue: Queue<StampJobData>,
-  dlq: Queue<DeadLetterData>,
+  { queue, dlq, slots }: OrganizationQueues,
   organizationId?: string,
   writesAcross?: StampWritesAcross,
 ) {
@@ -33,11 +41,12 @@ export function organizationParts(
     queue,
     retry: deps.retry,
     batchSize: deps.relayBatchSize,
+    ...(deps.stampGroups ? { groups: true } : {}),
     logger: deps.logger,
     ...org,
     ...(deps.relayShare ? { share: deps.relayShare } : {}),
   });
-  const stamp = createStampProcessor({
+  const stamping: StampProcessorDeps = {
     prisma,
     writes: writesOf(deps, organizationId, writesAcross),
     chain: deps.chain,
@@ -50,7 +59,9 @@ export function organizationParts(
       ? { freezeDependents: (invoiceId: string) => freezeDependents(prisma, csd, invoiceId, deps.catalogs) }
       : {}),
     cancelReplaced: (replacementId: string) => requestReplacedCancellation(prisma, replacementId),
-  });
+  };
+  const stamp = createStampProcessor(stamping);
+  const stampGroup = createStampGroupProcessor({ ...stamping, queue, retry: deps.retry, slots });
   const cancel = deps.csdCredentials
     ? createCancelProcessor({
         prisma,
@@ -67,6 +78,7 @@ export function organizationParts(
     csd,
     relay,
     stamp,
+    stampGroup,
     cancel,
     sweeper: createSweeper(deps, queue, dlq, owner),
     corrections: createCorrections(deps),
@@ -113,7 +125,7 @@ export function correctionsAcross(
 /** The sweeper: enqueued rows Redis lost, overdue dependents, dead letters and replacements settled. */
 function createSweeper(
   deps: WorkerDeps,
-  queue: Queue<StampJobData>,
+  queue: Queue<StampQueueData>,
   dlq: Queue<DeadLetterData>,
   owner: LetterOwner,
 ): Sweeper {

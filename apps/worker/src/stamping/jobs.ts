@@ -1,10 +1,19 @@
-import type { JobsOptions } from 'bullmq';
+import type { JobsOptions, MinimalJob } from 'bullmq';
 
 /**
  * The worker's job options and retry policy. The queues and the job registry (names, versions,
  * payload schemas) are shared with the API's dashboard and live in @timbra/db/outbox (queues.ts).
  */
-export { JOBS, jobIdFor, STAMP_DLQ, STAMP_QUEUE, type DeadLetterData, type StampJobData } from '@timbra/db/outbox';
+export {
+  JOBS,
+  jobIdFor,
+  STAMP_DLQ,
+  STAMP_QUEUE,
+  type DeadLetterData,
+  type StampGroupData,
+  type StampJobData,
+  type StampQueueData,
+} from '@timbra/db/outbox';
 
 /** The defaults (config.ts): 20 attempts, 2 s doubling to at most 15 min, so a job is stamped or dead-lettered
  * within about 3 hours — well inside the 72-hour window after which a PAC refuses the Fecha. */
@@ -31,8 +40,44 @@ export function stampJobOptions(policy: RetryPolicy, jobId: string): JobsOptions
   };
 }
 
+/**
+ * A `stamp-group` job's options. Its rows' failures are each row's own (a retry goes on as a job of
+ * its own: `retryJobOptions`); the group itself fails only when that hand-over cannot be made (Redis
+ * or Postgres unreachable), and is then retried as a job is: rows done meanwhile are skipped.
+ */
+export function groupJobOptions(policy: RetryPolicy, jobId: string): JobsOptions {
+  return stampJobOptions(policy, jobId);
+}
+
+/**
+ * The job that carries on a row whose first attempt, in a group, failed: the row's own job id, the
+ * attempts left, and the first backoff's delay (`attemptsBefore` keeps the later delays doubling).
+ */
+export function retryJobOptions(policy: RetryPolicy, jobId: string, random?: () => number): JobsOptions {
+  return {
+    ...stampJobOptions(policy, jobId),
+    attempts: Math.max(1, policy.attempts - 1),
+    delay: backoffDelay(policy, 1, random),
+  };
+}
+
 /** Exponential backoff with jitter (attemptsMade starts at 1 for the first retry). */
 export function backoffDelay(policy: RetryPolicy, attemptsMade: number, random: () => number = Math.random): number {
   const exponential = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attemptsMade - 1));
   return Math.round(exponential * (0.5 + random()));
+}
+
+/**
+ * The stamp worker's backoff strategy (`backoff: { type: 'timbra' }`): `backoffDelay` over every
+ * attempt the row had, so a retry job that carries on from a group's attempt (`attemptsBefore`)
+ * keeps doubling where the row left off.
+ */
+export function stampBackoff(policy: RetryPolicy, random?: () => number) {
+  return (attemptsMade: number, _type?: string, _error?: Error, job?: MinimalJob): number =>
+    backoffDelay(policy, attemptsMade + attemptsBeforeOf(job), random);
+}
+
+function attemptsBeforeOf(job: MinimalJob | undefined): number {
+  const before = (job?.data as { attemptsBefore?: unknown } | undefined)?.attemptsBefore;
+  return typeof before === 'number' && Number.isInteger(before) && before > 0 ? before : 0;
 }

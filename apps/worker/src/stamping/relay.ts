@@ -8,17 +8,21 @@ import {
   claimOutboxShare,
   JOBS,
   jobIdFor,
+  newGroupJobId,
   type ClaimedOutboxRow,
   type OutboxShare,
+  type StampQueueData,
 } from '@timbra/db/outbox';
-import { stampJobOptions, type RetryPolicy, type StampJobData } from './jobs.ts';
+import { groupJobOptions, stampJobOptions, type RetryPolicy } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
 export interface RelayDeps {
   prisma: PrismaClient;
-  queue: Queue<StampJobData>;
+  queue: Queue<StampQueueData>;
   retry: RetryPolicy;
   batchSize: number;
+  /** A claim's stamp rows go out as one `stamp-group` job (STAMP_JOB_GROUPS); else a job each. */
+  groups?: boolean;
   logger: Logger;
   /** The organization `prisma` works for, written on each job (platform mode; absent: the home one). */
   organizationId?: string;
@@ -48,11 +52,12 @@ export class Relay {
     // most of the relay's CPU (@timbra/db lean.ts).
     return leanDb(this.deps.prisma).transaction(async (tx) => {
       const { share } = this.deps;
+      const group = this.deps.groups ? newGroupJobId() : undefined;
       let rows;
-      if (share) ({ rows, capped: this.capped } = await claimOutboxShare(tx, this.deps.batchSize, share));
-      else rows = await claimOutboxBatch(tx, this.deps.batchSize);
+      if (share) ({ rows, capped: this.capped } = await claimOutboxShare(tx, this.deps.batchSize, share, group));
+      else rows = await claimOutboxBatch(tx, this.deps.batchSize, group);
       if (rows.length === 0) return 0;
-      await this.deps.queue.addBulk(rows.map((r) => jobOf(r, this.deps.retry, this.deps.organizationId)));
+      await this.deps.queue.addBulk(jobsOf(rows, this.deps.retry, this.deps.organizationId, group));
       return rows.length;
     });
   }
@@ -73,7 +78,42 @@ export class Relay {
   }
 }
 
-/** A claimed row's job: `stamp` or `cancel` (JOBS in @timbra/db), the worker dispatches on it. */
+/**
+ * A claim's jobs, in its order: with `group`, its stamp rows in one `stamp-group` job (where the
+ * first of them stood); each other row a job of its own (`stamp` or `cancel`: JOBS in @timbra/db).
+ */
+function jobsOf(
+  rows: readonly ClaimedOutboxRow[],
+  retry: RetryPolicy,
+  organizationId: string | undefined,
+  group: string | undefined,
+) {
+  const stamps = group ? rows.filter((r) => r.kind === 'stamp') : [];
+  const jobs = [];
+  for (const r of rows)
+    if (!stamps.includes(r)) jobs.push(jobOf(r, retry, organizationId));
+    else if (r === stamps[0]) jobs.push(groupJobOf(stamps, retry, organizationId, group!));
+  return jobs;
+}
+
+function groupJobOf(
+  rows: readonly ClaimedOutboxRow[],
+  retry: RetryPolicy,
+  organizationId: string | undefined,
+  group: string,
+) {
+  return {
+    name: JOBS.stampGroup.name,
+    data: {
+      v: JOBS.stampGroup.version,
+      rows: rows.map((r) => ({ outboxId: r.id, stampKey: r.stampKey, version: r.version, serieFolio: r.serieFolio })),
+      ...(organizationId ? { org: organizationId } : {}),
+    },
+    opts: groupJobOptions(retry, group),
+  };
+}
+
+/** A claimed row's job of its own. */
 function jobOf(r: ClaimedOutboxRow, retry: RetryPolicy, organizationId: string | undefined) {
   return {
     name: JOBS[r.kind].name,
@@ -104,22 +144,35 @@ export interface RelayedOf {
  * Platform mode's relay round for several organizations at once: one claim-publish-commit, as
  * `Relay.drainOnce`, on a transaction naming them all (`claimOutboxAcross`: each one's due rows
  * within its share). Spread over many organizations, a round an organization published one row.
- * The jobs go to the queue taking each organization's first row, then each one's second, and so
- * on: one organization's batch does not go in front of another's single row.
+ * The jobs go to the queue taking each organization's first job, then each one's second, and so
+ * on: one organization's batch does not go in front of another's single row (with groups, each
+ * organization's stamps are one job; the stamper shares its slots among organizations: FairSlots).
  */
 export class RelayAcross {
   constructor(private readonly deps: RelayAcrossDeps) {}
 
   drainOnce(organizationIds: readonly string[]): Promise<RelayedOf[]> {
     const { batchSize, share, retry } = this.deps;
+    const groups = new Map<string, string>();
+    const groupOf = (organizationId: string) => {
+      if (!groups.has(organizationId)) groups.set(organizationId, newGroupJobId());
+      return groups.get(organizationId)!;
+    };
     return this.deps.across.run(organizationIds, (db) =>
       db.transaction(
         async (tx) => {
-          const claimed = await claimOutboxAcross(tx, organizationIds, batchSize, share);
+          const claimed = await claimOutboxAcross(
+            tx,
+            organizationIds,
+            batchSize,
+            share,
+            this.deps.groups ? groupOf : undefined,
+          );
+          const each = claimed.map(({ organizationId, rows }) =>
+            jobsOf(rows, retry, organizationId, this.deps.groups ? groupOf(organizationId) : undefined),
+          );
           const jobs = [];
-          for (let i = 0; i < batchSize; i++)
-            for (const { organizationId, rows } of claimed)
-              if (rows[i]) jobs.push(jobOf(rows[i]!, retry, organizationId));
+          for (let i = 0; i < batchSize; i++) for (const mine of each) if (mine[i]) jobs.push(mine[i]!);
           if (jobs.length > 0) await this.deps.queue.addBulk(jobs);
           return claimed.map((c) => ({ organizationId: c.organizationId, published: c.rows.length, capped: c.capped }));
           // Postgres planned the claim afresh at each round (77% of its time at a steady 100/s).

@@ -34,55 +34,69 @@ export interface StampProcessorDeps {
  * re-added job) gets the same stamp back from the PAC.
  */
 export function createStampProcessor(deps: StampProcessorDeps) {
-  return async (job: Job<StampJobData>) => {
-    const { logger } = deps;
-    // The first call's write-ahead record goes with the load (one commit, not two) when the row has
-    // no PAC call yet; the chain uses it, or closes it as not sent.
-    const firstPac = deps.chain.firstChoice();
-    const loaded = await deps.writes.load(
-      job.data.outboxId,
-      firstPac ? { pac: firstPac, id: randomUUID() } : undefined,
-    );
-    const row = loaded && { ...loaded, serieFolio: job.data.serieFolio };
-    // `held`: a correction is proving this version was never stamped; it arms the row again after.
-    if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
-      return { skipped: row?.status ?? 'missing' };
-    const log = logger.child({ jobId: job.id, stampKey: row.stampKey, invoiceId: row.invoiceId });
-    const ids = { outboxId: row.id, invoiceId: row.invoiceId, version: row.version };
-    if (!row.frozenXml) {
-      await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML' satisfies WorkerErrorCode);
-      throw new UnrecoverableError('no frozen XML');
-    }
-    // Write-ahead: each PAC call is recorded `in_flight` (committed) before it is made, and updated
-    // with its outcome after. A worker killed during the call leaves that row: the next attempt
-    // stays with that PAC (stickyPac), which may have stamped — a second PAC would stamp again.
-    // The record is refused once a correction holds the row: the call is then not made.
-    const beforeSend = async (pac: string) => {
-      const id = randomUUID();
-      if (!(await deps.writes.recordInFlight({ ...ids, pac, id }))) throw new HeldForCorrection();
-      return id;
-    };
-    let chained;
-    try {
-      chained = await deps.chain.stamp(
-        row.frozenXml,
-        row.stampKey,
-        stickyPac(row.history),
-        beforeSend,
-        row.recordedCall,
-      );
-    } catch (error) {
-      if (!(error instanceof HeldForCorrection)) throw error;
-      // Calls this job made before (a failover) keep their `in_flight` record without an outcome:
-      // the correction's proof waits out the grace for them, then asks those PACs.
-      log.info('held for a correction: not sent');
-      return { skipped: 'held' };
-    }
-    const { result, attempts } = chained;
-    deps.onAttempts?.(attempts);
-    if (result?.sameDocument) return persistStamp(deps, row, ids, result, attempts, log);
-    return recordFailure(deps, job, row, ids, chained, log);
+  return (job: Job<StampJobData>) =>
+    stampRow(deps, {
+      jobId: job.id,
+      outboxId: job.data.outboxId,
+      serieFolio: job.data.serieFolio,
+      attempt: job.attemptsMade + 1 + (job.data.attemptsBefore ?? 0),
+      last: job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+    });
+}
+
+/** One attempt at one row: its job's id, the row, which attempt it is and whether it is the last. */
+export interface RowAttempt {
+  jobId: string | undefined;
+  outboxId: string;
+  serieFolio?: string | undefined;
+  /** From 1, over every job the row had (a group's, then its own). */
+  attempt: number;
+  last: boolean;
+}
+
+/**
+ * A row's attempt: stamped (or skipped, when there is nothing to do), dead-lettered (throws
+ * UnrecoverableError) or failed for now (throws an Error: to be retried with backoff).
+ */
+export async function stampRow(deps: StampProcessorDeps, at: RowAttempt) {
+  const { logger } = deps;
+  // The first call's write-ahead record goes with the load (one commit, not two) when the row has
+  // no PAC call yet; the chain uses it, or closes it as not sent.
+  const firstPac = deps.chain.firstChoice();
+  const loaded = await deps.writes.load(at.outboxId, firstPac ? { pac: firstPac, id: randomUUID() } : undefined);
+  const row = loaded && { ...loaded, serieFolio: at.serieFolio };
+  // `held`: a correction is proving this version was never stamped; it arms the row again after.
+  if (!row || row.status === 'done' || row.status === 'failed' || row.status === 'held')
+    return { skipped: row?.status ?? 'missing' };
+  const log = logger.child({ jobId: at.jobId, stampKey: row.stampKey, invoiceId: row.invoiceId });
+  const ids = { outboxId: row.id, invoiceId: row.invoiceId, version: row.version };
+  if (!row.frozenXml) {
+    await deadLetter(deps, row, 'the invoice has no frozen XML', 'NO_XML' satisfies WorkerErrorCode);
+    throw new UnrecoverableError('no frozen XML');
+  }
+  // Write-ahead: each PAC call is recorded `in_flight` (committed) before it is made, and updated
+  // with its outcome after. A worker killed during the call leaves that row: the next attempt
+  // stays with that PAC (stickyPac), which may have stamped — a second PAC would stamp again.
+  // The record is refused once a correction holds the row: the call is then not made.
+  const beforeSend = async (pac: string) => {
+    const id = randomUUID();
+    if (!(await deps.writes.recordInFlight({ ...ids, pac, id }))) throw new HeldForCorrection();
+    return id;
   };
+  let chained;
+  try {
+    chained = await deps.chain.stamp(row.frozenXml, row.stampKey, stickyPac(row.history), beforeSend, row.recordedCall);
+  } catch (error) {
+    if (!(error instanceof HeldForCorrection)) throw error;
+    // Calls this job made before (a failover) keep their `in_flight` record without an outcome:
+    // the correction's proof waits out the grace for them, then asks those PACs.
+    log.info('held for a correction: not sent');
+    return { skipped: 'held' };
+  }
+  const { result, attempts } = chained;
+  deps.onAttempts?.(attempts);
+  if (result?.sameDocument) return persistStamp(deps, row, ids, result, attempts, log);
+  return recordFailure(deps, at, row, ids, chained, log);
 }
 
 type LoadedRow = NonNullable<Awaited<ReturnType<StampProcessorDeps['writes']['load']>>> & { serieFolio?: string };
@@ -129,7 +143,7 @@ async function persistStamp(
  */
 async function recordFailure(
   deps: StampProcessorDeps,
-  job: Job<StampJobData>,
+  at: RowAttempt,
   row: LoadedRow,
   ids: Ids,
   { result, error, attempts }: Chained,
@@ -156,14 +170,13 @@ async function recordFailure(
     throw new UnrecoverableError('foreign stamp');
   }
   const failure = error!;
-  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-  if (failure.outcome === 'permanent' || lastAttempt) {
+  if (failure.outcome === 'permanent' || at.last) {
     // Postgres first: it is the record; the DLQ queue is the view.
     await deadLetter(deps, row, failure.message, failure.pacCode, failure.pac);
     throw new UnrecoverableError(`${failure.pacCode}: ${failure.message}`);
   }
   log.warn(
-    { outcome: failure.outcome, code: failure.pacCode, pac: failure.pac, attempt: job.attemptsMade + 1 },
+    { outcome: failure.outcome, code: failure.pacCode, pac: failure.pac, attempt: at.attempt },
     'stamp attempt failed; will retry',
   );
   throw new Error(`${failure.outcome}: ${failure.pacCode}`);

@@ -2,11 +2,11 @@ import type { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { PrismaClient } from '@timbra/db';
 import { jobIdFor, republishEnqueuedOutboxRows, staleEnqueuedOutboxRows } from '@timbra/db/outbox';
-import type { StampJobData } from './jobs.ts';
+import type { StampQueueData } from './jobs.ts';
 
 export interface SweeperDeps {
   prisma: PrismaClient;
-  queue: Queue<StampJobData>;
+  queue: Queue<StampQueueData>;
   /** A row enqueued longer than this whose job is gone is published again. */
   staleMs: number;
   batchSize: number;
@@ -45,7 +45,10 @@ export class Sweeper {
     const lost: string[] = [];
     let finished = 0;
     for (const row of stale) {
-      const job = await this.deps.queue.getJob(jobIdFor(row.stampKey, row.version));
+      // Its own job (a retry, after a group's attempt, is one), else the group it was published in.
+      const job =
+        (await this.deps.queue.getJob(jobIdFor(row.stampKey, row.version))) ??
+        (row.jobGroup ? await this.deps.queue.getJob(row.jobGroup) : undefined);
       if (!job) {
         lost.push(row.id);
         continue;

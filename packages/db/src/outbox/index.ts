@@ -50,11 +50,15 @@ export {
   STAMP_DLQ,
   STAMP_QUEUE,
   JOBS,
+  newGroupJobId,
   jobIdFor,
   parseStampJob,
   UnknownJobError,
   type DeadLetterData,
+  type ParsedStampJob,
+  type StampGroupData,
   type StampJobData,
   type StampJobName,
+  type StampQueueData,
 } from './queues.ts';
 export { claimOutboxAcross, claimOutboxShare, type ClaimedOf, type OutboxShare } from './share.ts';

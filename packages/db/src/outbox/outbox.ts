@@ -105,9 +105,10 @@ export interface ClaimedOutboxRow {
  * caller's transaction — one statement: the caller adds their jobs to the queue before it commits,
  * so a rollback (or a crash before the commit) leaves them pending for the next claim. FOR UPDATE
  * SKIP LOCKED: several relays never claim the same row. Never walks an id cursor: ids commit out of
- * order, so it asks for what is pending now.
+ * order, so it asks for what is pending now. With `jobGroup`, its stamp rows are marked as published
+ * in that `stamp-group` job (the sweeper looks for it: `staleEnqueuedOutboxRows`).
  */
-export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<ClaimedOutboxRow[]> {
+export async function claimOutboxBatch(tx: RawDb, limit: number, jobGroup?: string): Promise<ClaimedOutboxRow[]> {
   const rows = await queryRows(
     tx,
     claimOutboxBatchRow,
@@ -119,7 +120,8 @@ export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<Claime
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
-      UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
+      UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now(),
+        job_group = ${jobGroupSql(jobGroup)}
       FROM claimed c, invoices i
       WHERE o.id = c.id AND i.id = o.invoice_id
       RETURNING o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio,
@@ -136,7 +138,17 @@ export async function claimOutboxBatch(tx: RawDb, limit: number): Promise<Claime
   }));
 }
 
-const staleEnqueuedRow = z.object({ id: col.uuid, stamp_key: col.text, version: col.int });
+/** The claim's `job_group`: the group job for a stamp row, none for a cancel (always a job of its own). */
+export function jobGroupSql(jobGroup: string | undefined): Prisma.Sql {
+  return jobGroup === undefined ? Prisma.sql`NULL` : Prisma.sql`CASE WHEN o.kind = 'stamp' THEN ${jobGroup}::text END`;
+}
+
+const staleEnqueuedRow = z.object({
+  id: col.uuid,
+  stamp_key: col.text,
+  version: col.int,
+  job_group: col.text.nullable(),
+});
 const countRow = z.object({ n: col.int });
 
 /**
@@ -149,9 +161,9 @@ export async function staleEnqueuedOutboxRows(db: RawDb, staleMs: number, limit:
   const rows = await queryRows(
     db,
     staleEnqueuedRow,
-    Prisma.sql`SELECT id, stamp_key, version FROM timbra_stale_enqueued_outbox(${staleMs}::float8, ${limit}::int)`,
+    Prisma.sql`SELECT id, stamp_key, version, job_group FROM timbra_stale_enqueued_outbox(${staleMs}::float8, ${limit}::int)`,
   );
-  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, version: r.version }));
+  return rows.map((r) => ({ id: r.id, stampKey: r.stamp_key, version: r.version, jobGroup: r.job_group }));
 }
 
 /**

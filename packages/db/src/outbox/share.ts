@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { Prisma } from '../generated/client.ts';
 import { col, queryRows, type RawDb } from '../sql.ts';
-import type { ClaimedOutboxRow } from './outbox.ts';
+import { jobGroupSql, type ClaimedOutboxRow } from './outbox.ts';
 
 const claimOutboxShareRow = z.object({
   room: col.int,
@@ -33,12 +33,13 @@ export interface OutboxShare {
  * `share.maxEnqueued` less the rows it has enqueued (within `share.windowMs`), so one organization's
  * backlog waits in Postgres, not in front of every other organization's jobs. Row-level security
  * counts the organization's rows only. `capped`: its share is full and more may be pending (the
- * relay looks again soon, as the queue drains).
+ * relay looks again soon, as the queue drains). `jobGroup`: as `claimOutboxBatch`'s.
  */
 export async function claimOutboxShare(
   tx: RawDb,
   limit: number,
   share: OutboxShare,
+  jobGroup?: string,
 ): Promise<{ rows: ClaimedOutboxRow[]; capped: boolean }> {
   const found = await queryRows(
     tx,
@@ -56,7 +57,8 @@ export async function claimOutboxShare(
         LIMIT LEAST(${limit}::int, (SELECT n FROM room))
         FOR UPDATE SKIP LOCKED
       ), updated AS (
-        UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
+        UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now(),
+          job_group = ${jobGroupSql(jobGroup)}
         FROM claimed c, invoices i
         WHERE o.id = c.id AND i.id = o.invoice_id
         RETURNING o.id, o.stamp_key, o.kind, o.version, i.serie || '-' || i.folio AS serie_folio,
@@ -98,7 +100,8 @@ export interface ClaimedOf {
  * `claimOutboxShare` for several organizations in one statement (platform mode's relay: a round of
  * the organizations with rows pending), in a transaction whose session names them all: each
  * organization's due rows, oldest first, up to `limit` and — with `share` — within its share of the
- * queue, marked `enqueued`. FOR UPDATE SKIP LOCKED, as every claim. @returns one part per
+ * queue, marked `enqueued`. FOR UPDATE SKIP LOCKED, as every claim. `jobGroupOf`: each
+ * organization's `stamp-group` job (as `claimOutboxBatch`'s `jobGroup`). @returns one part per
  * organization asked, in the order asked.
  */
 export async function claimOutboxAcross(
@@ -106,15 +109,17 @@ export async function claimOutboxAcross(
   organizationIds: readonly string[],
   limit: number,
   share?: OutboxShare,
+  jobGroupOf?: (organizationId: string) => string,
 ): Promise<ClaimedOf[]> {
   if (organizationIds.length === 0) return [];
   const ids = [...new Set(organizationIds.map((id) => id.toLowerCase()))];
+  const groups = ids.map((id) => jobGroupOf?.(id) ?? null);
   const found = await queryRows(
     tx,
     claimOutboxAcrossRow,
     Prisma.sql`
       WITH orgs AS (
-        SELECT unnest(${ids}::uuid[]) AS organization_id
+        SELECT * FROM unnest(${ids}::uuid[], ${groups}::text[]) AS g(organization_id, job_group)
       ), enqueued AS (
         SELECT organization_id, count(*)::int AS n FROM outbox
         WHERE status = 'enqueued' AND organization_id = ANY(${ids}::uuid[])
@@ -137,7 +142,8 @@ export async function claimOutboxAcross(
       ), updated AS (
         -- The claimed rows by their key (an index probe each): joined to the CTE, Postgres, which
         -- cannot tell how many rows the lateral claim returns, read the whole outbox into a hash.
-        UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now()
+        UPDATE outbox o SET status = 'enqueued', enqueued_at = now(), updated_at = now(),
+          job_group = CASE WHEN o.kind = 'stamp' THEN (SELECT g.job_group FROM orgs g WHERE g.organization_id = o.organization_id) END
         FROM invoices i
         WHERE o.id = ANY (ARRAY(SELECT id FROM claimed)) AND o.organization_id = ANY(${ids}::uuid[])
           AND i.id = o.invoice_id AND i.organization_id = o.organization_id
