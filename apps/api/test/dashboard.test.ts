@@ -319,6 +319,12 @@ describe('dashboardJobName', () => {
       'dead-letter A-7 → re-driven by ops:ana',
     ],
     [{ name: 'stamp', data: {} }, 'stamp'],
+    [
+      { name: 'stamp-group', data: { rows: [{ serieFolio: 'A-7' }, { serieFolio: 'A-8' }, { serieFolio: 'A-9' }] } },
+      'stamp-group A-7 … A-9 (3)',
+    ],
+    [{ name: 'stamp-group', data: { rows: [{ serieFolio: 'A-7' }] } }, 'stamp-group A-7'],
+    [{ name: 'stamp-group', data: { rows: [{}, { serieFolio: 'A-8' }] } }, 'stamp-group ? … A-8 (2)'],
   ])('%j → %s', (job, name) => {
     expect(dashboardJobName(job)).toBe(name);
   });

@@ -43,14 +43,14 @@ function sameSecret(given: string, expected: string): boolean {
 
 /** A job's name as the dashboard shows it: its serie-folio, and for a finished job what became of it. */
 export function dashboardJobName(job: { name?: string; data?: unknown; returnvalue?: unknown }): string {
-  const data = (job.data ?? {}) as { serieFolio?: unknown };
+  const data = (job.data ?? {}) as { serieFolio?: unknown; rows?: unknown };
   const result = (job.returnvalue ?? {}) as {
     status?: unknown;
     dead?: unknown;
     settled?: unknown;
     redrivenBy?: unknown;
   };
-  const parts = [job.name ?? '', typeof data.serieFolio === 'string' ? data.serieFolio : ''];
+  const parts = [job.name ?? '', typeof data.serieFolio === 'string' ? data.serieFolio : groupFolios(data.rows)];
   if (job.name === JOBS.cancel.name && typeof result.status === 'string')
     parts.push(`→ ${CANCEL_OUTCOME[result.status] ?? result.status}`);
   if (job.name === JOBS.deadLetter.name && result.dead === false)
@@ -60,6 +60,16 @@ export function dashboardJobName(job: { name?: string; data?: unknown; returnval
         : `→ settled (${String(result.settled)})`,
     );
   return parts.filter(Boolean).join(' ');
+}
+
+/** A `stamp-group` job's rows as the dashboard names them: the first and last serie-folio, and how many. */
+function groupFolios(rows: unknown): string {
+  if (!Array.isArray(rows) || rows.length === 0) return '';
+  const folio = (row: unknown) => {
+    const f = (row as { serieFolio?: unknown } | null)?.serieFolio;
+    return typeof f === 'string' ? f : '?';
+  };
+  return rows.length === 1 ? folio(rows[0]) : `${folio(rows[0])} … ${folio(rows.at(-1))} (${rows.length})`;
 }
 
 // A cancel job completes whatever the SAT or the receptor said: its name says which.
