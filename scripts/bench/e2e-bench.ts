@@ -461,13 +461,16 @@ async function measure(
   commitsBefore: number,
 ): Promise<PhaseResult> {
   const ids = [...acked.keys()];
-  let rows: { external_id: string; stamp_key: string; stamped_at: Date | null }[];
+  let rows: { external_id: string; stamp_key: string; stamped_at: Date | null; job_group: string | null }[];
   const deadline = Date.now() + 120_000;
   // By the payments' unique index (provider first): without the provider, each poll scanned every
   // payment against the phase's ids, a cost in the Postgres figure that is the benchmark's, not Timbra's.
   for (;;) {
     rows = await prisma.$queryRaw`/* bench */
-      SELECT p.external_id, i.stamp_key, i.stamped_at FROM payments p JOIN invoices i ON i.payment_id = p.id
+      SELECT p.external_id, i.stamp_key, i.stamped_at,
+             -- The stamp-group job it went in, where the product groups them (a baseline may not).
+             (SELECT to_jsonb(o) ->> 'job_group' FROM outbox o WHERE o.invoice_id = i.id AND o.kind = 'stamp' LIMIT 1) AS job_group
+      FROM payments p JOIN invoices i ON i.payment_id = p.id
       WHERE p.provider = 'stripe' AND p.external_id = ANY(${ids}::text[])`;
     if (rows.length === ids.length && rows.every((r) => r.stamped_at)) break;
     if (Date.now() > deadline) break;
@@ -483,8 +486,9 @@ async function measure(
   const added: number[] = [];
   const pickup: number[] = [];
   for (const r of stampedRows) {
-    const addedAt = jobTimes.added.get(r.stamp_key);
-    const activeAt = jobTimes.active.get(r.stamp_key);
+    const jobId = r.job_group ?? r.stamp_key;
+    const addedAt = jobTimes.added.get(jobId);
+    const activeAt = jobTimes.active.get(jobId);
     if (addedAt === undefined || activeAt === undefined) continue;
     const ok = acked.get(r.external_id)!;
     relay.push(activeAt - ok);

@@ -44,6 +44,8 @@ const { values } = parseArgs({
     'slow-rows': { type: 'string' },
     'database-url': { type: 'string' },
     json: { type: 'boolean', default: false },
+    /** `stamp-group` jobs, as the worker's default (STAMP_JOB_GROUPS); `off`: a job a row. */
+    groups: { type: 'string', default: 'on' },
   },
 });
 // Each run's documents have their own serie and keys, so runs can share a database.
@@ -149,7 +151,7 @@ interface Drain {
   sandboxBusy: number;
   /** CPU ms a stamped row between p10 and p90: this process, Postgres (every backend), Redis, the sandbox. */
   perStamp: { own: number; postgres: number; redis: number; sandbox: number };
-  /** Stamp jobs active (taken by the worker), the mean of a sample every 100 ms while more than twice the slots were left. */
+  /** PAC calls in flight (the worker's slots taken), the mean of a sample every 100 ms while more than twice the slots were left. */
   active: number;
 }
 
@@ -185,6 +187,7 @@ async function drain(
       retry: { attempts: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
       concurrency: slots,
       relayBatchSize: 500,
+      stampGroups: values.groups !== 'off',
       logger: pino({ level: 'error' }),
     },
     { autorun: false },
@@ -218,7 +221,7 @@ async function drain(
     const left = await prisma.outboxRow.count({ where: { status: { not: 'done' } } });
     if (left === 0) break;
     sample();
-    if (left > 2 * slots) active.push(await w.queue.getActiveCount());
+    if (left > 2 * slots) active.push(w.slots.inFlight);
     if (left > 0 && (await prisma.outboxRow.count({ where: { status: 'pending' } })) > 0) await w.relay.drainAll();
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -390,7 +393,7 @@ try {
     `    a real PAC's latency, ${slowConcurrency} in flight: ${slow.steadyRate.toFixed(0)} stamped/s = ${pct(slowShare)} of concurrency ÷ mean latency   (target ≥ 90%)  ${slowShare >= 0.9 ? 'OK' : 'MISSED'}${bound > capacity.steadyRate ? ' — the bound is above what this machine stamps with no latency at all' : ''}`,
   );
   say(
-    `    stamp jobs active, mean            ${slow.active.toFixed(0).padStart(7)}   (of ${slowConcurrency}; the PAC answering at once: ${capacity.active.toFixed(0)})`,
+    `    PAC calls in flight, mean          ${slow.active.toFixed(0).padStart(7)}   (of ${slowConcurrency}; the PAC answering at once: ${capacity.active.toFixed(0)})`,
   );
   const split = (d: Drain) =>
     `this process ${d.perStamp.own.toFixed(2)}, Postgres ${d.perStamp.postgres.toFixed(2)}, Redis ${d.perStamp.redis.toFixed(2)}, the sandbox ${d.perStamp.sandbox.toFixed(2)}`;

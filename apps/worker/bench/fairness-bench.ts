@@ -34,6 +34,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     'reference-timeout': { type: 'string', default: '60' },
     window: { type: 'string', default: '10' },
+    /** `stamp-group` jobs, as the worker's default (STAMP_JOB_GROUPS); `off`: a job a row. */
+    groups: { type: 'string', default: 'on' },
   },
 });
 const backlog = Number(values.backlog);
@@ -146,6 +148,7 @@ async function run(
       retry: { attempts: 10, baseDelayMs: 100, maxDelayMs: 2_000 },
       concurrency,
       relayBatchSize: 100,
+      stampGroups: values.groups !== 'off',
       ...(withShare ? { relayShare: { maxEnqueued: share, windowMs: 60_000 } } : {}),
       logger: pino({ level: 'error' }),
       organizations: {
