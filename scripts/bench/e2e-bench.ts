@@ -32,6 +32,7 @@
  * N times on this checkout's, alternating, and each ratio printed (e2e-compare.ts). `--tree DIR` runs
  * the apps from another checkout, its database made with that checkout's migrations: what
  * `--compare` runs for the baseline. `--json FILE` writes the figures the comparison reads.
+ * `--groups off`: a job a row (STAMP_JOB_GROUPS=false), to weigh the stamp-group jobs on one commit.
  */
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -86,6 +87,8 @@ const { values } = parseArgs({
     json: { type: 'string' },
     /** Stamped invoices of history written before the clock (0: none). */
     history: { type: 'string', default: '20000' },
+    /** `off`: the workers publish a job a row (STAMP_JOB_GROUPS=false); default: the worker's own. */
+    groups: { type: 'string' },
   },
 });
 if (values.compare !== undefined) {
@@ -193,6 +196,7 @@ const processes = [
         WORKER_ROLES: roles,
         WORKER_CONCURRENCY: String(workerConcurrency),
         RELAY_BATCH_SIZE: String(RELAY_BATCH_SIZE),
+        ...(values.groups === 'off' ? { STAMP_JOB_GROUPS: 'false' } : {}),
         WORKER_HTTP_PORT: '0',
         PAC_PRIMARY_URL: `http://127.0.0.1:${primaryPort}`,
         SAT_STATUS_URL: `http://127.0.0.1:${primaryPort}/ConsultaCFDIService.svc`,
