@@ -272,7 +272,14 @@ describe('the console', () => {
 
   it('lists every dead letter, newest first, each with why it stopped and its own retry form', async () => {
     const letters = [];
-    for (const [n, why] of ['PAC timeout', 'primary: connection refused', 'backup: 503'].entries()) {
+    // More than the page asks for at once (8), so the order holds across its rounds.
+    const whys = [
+      'PAC timeout',
+      'primary: connection refused',
+      'backup: 503',
+      ...[3, 4, 5, 6, 7, 8, 9].map((n) => `CFDI33${n}`),
+    ];
+    for (const [n, why] of whys.entries()) {
       const made = await sale(`CON-DL${n}`);
       const row = await api.prisma.outboxRow.findFirstOrThrow({ where: { invoiceId: made.id } });
       await deadLetterOutboxRow(api.prisma, { outboxId: row.id, invoiceId: made.id }, `EUNKNOWN: ${why}`);
@@ -280,7 +287,7 @@ describe('the console', () => {
     }
     const page = await (await signedIn()).get('/console/dead-letters');
     expect(page.status).toBe(200);
-    expect(page.html).toContain('Dead letters (3)');
+    expect(page.html).toContain('Dead letters (10)');
     const rows = [...page.html.matchAll(/<tr><td><a href="[^"]*">([^<]+)<\/a><\/td><td>[^<]*<\/td><td>([^<]*)<\/td>/g)];
     const newestFirst = [...letters].reverse();
     expect(rows.map((r) => [r[1], r[2]])).toEqual(newestFirst.map((l) => [l.serieFolio, `EUNKNOWN: ${l.why}`]));

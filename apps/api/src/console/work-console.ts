@@ -136,18 +136,16 @@ async function deadLetters(req: Request, res: Response): Promise<void> {
   const { timbra, token } = req.signed!;
   const page = await timbra.GET('/v1/invoices', { params: { query: { status: 'stamp_failed', limit: 50 } } });
   if (page.error) return failed(req, res, page.response.status, errorOf(page.error, page.response.status));
+  // Each letter's history, a few requests at a time (50 one after another took ~0.5 s), in order.
   const letters: DeadLetter[] = [];
-  for (const row of page.data.data) {
-    const one = await timbra.GET('/v1/invoices/{id}', { params: { path: { id: row.id } } });
-    if (!one.data) continue;
-    const dead = one.data.history.outbox.find((o) => o.status === 'failed');
-    const last = one.data.history.pacAttempts.filter((a) => a.outcome !== 'in_flight').at(-1);
-    letters.push({
-      invoice: one.data,
-      outboxId: dead?.id,
-      lastError: dead?.lastError ?? last?.code ?? '',
-      permanent: last?.outcome === 'permanent',
-    });
+  const rows = page.data.data;
+  for (let at = 0; at < rows.length; at += HISTORIES_AT_ONCE) {
+    const found = await Promise.all(
+      rows
+        .slice(at, at + HISTORIES_AT_ONCE)
+        .map((row) => timbra.GET('/v1/invoices/{id}', { params: { path: { id: row.id } } })),
+    );
+    for (const one of found) if (one.data) letters.push(deadLetterOf(one.data));
   }
   const forms = (outboxId: string) => ({ token: token(`retry:${outboxId}`), once: once() });
   send(
@@ -157,6 +155,21 @@ async function deadLetters(req: Request, res: Response): Promise<void> {
     `Dead letters (${letters.length}${page.data.nextCursor ? '+' : ''})`,
     deadLettersPage(letters, forms),
   );
+}
+
+/** Invoice histories the dead-letters page asks for at once. */
+const HISTORIES_AT_ONCE = 8;
+
+/** A dead-lettered invoice as the page lists it: its failed outbox row and the PAC's last word. */
+function deadLetterOf(invoice: Invoice): DeadLetter {
+  const dead = invoice.history.outbox.find((o) => o.status === 'failed');
+  const last = invoice.history.pacAttempts.filter((a) => a.outcome !== 'in_flight').at(-1);
+  return {
+    invoice,
+    outboxId: dead?.id,
+    lastError: dead?.lastError ?? last?.code ?? '',
+    permanent: last?.outcome === 'permanent',
+  };
 }
 
 function retry(req: Request, res: Response): Promise<void> {
