@@ -41,15 +41,6 @@ export function stampJobOptions(policy: RetryPolicy, jobId: string): JobsOptions
 }
 
 /**
- * A `stamp-group` job's options. Its rows' failures are each row's own (a retry goes on as a job of
- * its own: `retryJobOptions`); the group itself fails only when that hand-over cannot be made (Redis
- * or Postgres unreachable), and is then retried as a job is: rows done meanwhile are skipped.
- */
-export function groupJobOptions(policy: RetryPolicy, jobId: string): JobsOptions {
-  return stampJobOptions(policy, jobId);
-}
-
-/**
  * The job that carries on a row whose first attempt, in a group, failed: the row's own job id, the
  * attempts left, and the first backoff's delay (`attemptsBefore` keeps the later delays doubling).
  */

@@ -13,7 +13,7 @@ import {
   type OutboxShare,
   type StampQueueData,
 } from '@timbra/db/outbox';
-import { groupJobOptions, stampJobOptions, type RetryPolicy } from './jobs.ts';
+import { stampJobOptions, type RetryPolicy } from './jobs.ts';
 import { runOnNotify } from './notify-loop.ts';
 
 export interface RelayDeps {
@@ -88,11 +88,12 @@ function jobsOf(
   organizationId: string | undefined,
   group: string | undefined,
 ) {
-  const stamps = group ? rows.filter((r) => r.kind === 'stamp') : [];
+  if (!group) return rows.map((r) => jobOf(r, retry, organizationId));
+  const stamps = rows.filter((r) => r.kind === 'stamp');
   const jobs = [];
   for (const r of rows)
-    if (!stamps.includes(r)) jobs.push(jobOf(r, retry, organizationId));
-    else if (r === stamps[0]) jobs.push(groupJobOf(stamps, retry, organizationId, group!));
+    if (r.kind !== 'stamp') jobs.push(jobOf(r, retry, organizationId));
+    else if (r === stamps[0]) jobs.push(groupJobOf(stamps, retry, organizationId, group));
   return jobs;
 }
 
@@ -109,7 +110,8 @@ function groupJobOf(
       rows: rows.map((r) => ({ outboxId: r.id, stampKey: r.stampKey, version: r.version, serieFolio: r.serieFolio })),
       ...(organizationId ? { org: organizationId } : {}),
     },
-    opts: groupJobOptions(retry, group),
+    // A job's options: the group fails as a whole only when its rows' hand-over cannot be added.
+    opts: stampJobOptions(retry, group),
   };
 }
 
